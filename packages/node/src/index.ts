@@ -1,0 +1,8 @@
+/**
+ * @hostnode/node: the real layers behind @hostnode/core's services.
+ *
+ * @since 0.1.0
+ */
+
+/** All real services in one layer. */
+export * as NodeHost from "./NodeHost.ts"

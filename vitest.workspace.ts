@@ -1,0 +1,20 @@
+// Vitest 5 does not read this file by itself: vitest.config.ts imports it and sets `test.projects`.
+import type { TestProjectConfiguration } from "vitest/config"
+
+const project = (name: string, extra: { readonly setupFiles?: Array<string> } = {}): TestProjectConfiguration => ({
+  extends: true,
+  test: {
+    name,
+    root: `packages/${name}`,
+    include: ["test/**/*.test.ts"],
+    ...extra
+  }
+})
+
+/** One test project per package, so `vitest run --project core` runs one package's tests. */
+export const projects: Array<TestProjectConfiguration> = [
+  project("core"),
+  project("node"),
+  project("test"),
+  project("cli")
+]
