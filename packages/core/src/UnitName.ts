@@ -1,0 +1,98 @@
+/**
+ * systemd unit names as a Schema. Every unit name this library hands to
+ * systemctl is decoded here first, so a name that is not a unit (or is an
+ * option in disguise) never reaches a command line.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Schema } from "effect"
+
+/** The unit types systemd knows (`systemd.unit(5)`); a name must end in one of them. */
+export const UnitTypes = [
+  "service",
+  "socket",
+  "device",
+  "mount",
+  "automount",
+  "swap",
+  "target",
+  "path",
+  "timer",
+  "slice",
+  "scope"
+] as const
+
+/** One of {@link UnitTypes}. */
+export type UnitType = (typeof UnitTypes)[number]
+
+/** systemd's UNIT_NAME_MAX is 256 bytes including the terminating NUL. */
+export const MaxLength = 255
+
+// systemd's VALID_CHARS for unit names: ASCII letters and digits and `:-_.\`,
+// plus one `@` separating a template from its instance.
+const validChar = /^[A-Za-z0-9:\-_.\\@]$/
+
+/**
+ * What is wrong with `name` as a unit name, or `undefined` when it is a valid
+ * one. Exposed so callers can explain a rejection without decoding.
+ */
+export const problem = (name: string): string | undefined => {
+  if (name.length === 0) return "is empty"
+  if (name.length > MaxLength) return `is ${name.length} characters long, more than systemd's ${MaxLength}`
+  // systemd itself accepts `-.mount` and `-.slice`; we refuse every leading `-`
+  // because a name that looks like an option is never what a node agent means.
+  if (name.startsWith("-")) return "starts with '-', which a command line would read as an option"
+  for (const ch of name) {
+    if (!validChar.test(ch)) {
+      return `contains ${JSON.stringify(ch)}: only ASCII letters, digits and ":-_.\\@" are allowed`
+    }
+  }
+  const dot = name.lastIndexOf(".")
+  if (dot <= 0) return `has no type suffix (one of .${UnitTypes.join(", .")})`
+  const suffix = name.slice(dot + 1)
+  if (!(UnitTypes as ReadonlyArray<string>).includes(suffix)) {
+    return `ends in ".${suffix}", which is not a unit type (one of .${UnitTypes.join(", .")})`
+  }
+  const stem = name.slice(0, dot)
+  const at = stem.indexOf("@")
+  if (at !== -1) {
+    if (at === 0) return "has an empty template name before '@'"
+    if (stem.indexOf("@", at + 1) !== -1) return "contains more than one '@'"
+  }
+  return undefined
+}
+
+/**
+ * A valid systemd unit name (`kubelet.service`, `getty@tty1.service`). Decoding
+ * fails with a message that says what was wrong.
+ */
+export const UnitName = Schema.String.check(
+  Schema.makeFilter((name: string) => problem(name), { title: "UnitName" })
+).pipe(Schema.brand("UnitName"))
+
+/** A decoded unit name: a string systemd will accept as a unit. */
+export type UnitName = typeof UnitName.Type
+
+/**
+ * A unit name that failed {@link UnitName}: which name and what was wrong, so
+ * the caller can fix the configuration that produced it.
+ */
+export class UnitNameError extends Schema.TaggedError<UnitNameError>()("UnitNameError", {
+  unit: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `invalid unit name ${JSON.stringify(this.unit)}: ${this.reason}`
+  }
+}
+
+/** Decodes `name` as a {@link UnitName}, failing with a {@link UnitNameError} that says what was wrong. */
+export const decode = (name: string): Effect.Effect<UnitName, UnitNameError> => {
+  const why = problem(name)
+  return why === undefined
+    ? Effect.succeed(name as UnitName)
+    : Effect.fail(new UnitNameError({ unit: name, reason: why }))
+}
+
+/** True when `name` is a valid unit name. */
+export const isUnitName = (name: string): name is UnitName => problem(name) === undefined

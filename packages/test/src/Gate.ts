@@ -1,0 +1,76 @@
+/**
+ * Gates for tests that need the real host: root, private namespaces, tools on
+ * PATH. Where a capability is missing a test is skipped with the reason, except
+ * under `CI=true`, where a missing capability fails the run: a green CI must mean
+ * the real-host tests really ran.
+ *
+ * This module is for test files only; it reads the process environment at
+ * collection time, which library code never does.
+ *
+ * @since 0.1.0
+ */
+import { spawnSync } from "node:child_process"
+
+/** A capability a real-host test may need. */
+export type Need =
+  | "root"
+  | "mount-namespace"
+  | "net-namespace"
+  | "pid-namespace"
+  | { readonly command: string; readonly args?: ReadonlyArray<string> }
+
+const probe = (command: string, args: ReadonlyArray<string>): boolean => {
+  const r = spawnSync(command, args, { stdio: "ignore", timeout: 10_000 })
+  return r.status === 0
+}
+
+const cache = new Map<string, string | undefined>()
+
+/** Why `need` is not available here, or `undefined` when it is. Probed once per process. */
+export const missing = (need: Need): string | undefined => {
+  const key = typeof need === "string" ? need : `command:${need.command}`
+  if (cache.has(key)) return cache.get(key)
+  let why: string | undefined
+  if (need === "root") {
+    why = process.getuid?.() === 0 ? undefined : "needs root (uid 0)"
+  } else if (need === "mount-namespace") {
+    why = probe("unshare", ["--mount", "--propagation", "private", "true"])
+      ? undefined
+      : "cannot create a private mount namespace (`unshare --mount` failed)"
+  } else if (need === "net-namespace") {
+    why = probe("unshare", ["--net", "true"]) ? undefined : "cannot create a network namespace (`unshare --net` failed)"
+  } else if (need === "pid-namespace") {
+    why = probe("unshare", ["--pid", "--fork", "--mount", "true"])
+      ? undefined
+      : "cannot create a pid namespace (`unshare --pid --fork` failed)"
+  } else {
+    why = probe(need.command, need.args ?? ["--version"]) ? undefined : `\`${need.command}\` is not available`
+  }
+  cache.set(key, why)
+  return why
+}
+
+/** True when this run is CI, where skipping a real-host test is a failure. */
+export const isCi = (): boolean => {
+  const v = process.env.CI
+  return v !== undefined && v !== "" && v !== "0" && v !== "false"
+}
+
+/**
+ * Checks `needs` for a block of real-host tests. Returns `{ skip: false }` when
+ * all are available and `{ skip: true, reason }` otherwise; under `CI=true` a
+ * missing need throws instead, so the test file fails with the reason.
+ */
+export const check = (
+  name: string,
+  needs: ReadonlyArray<Need>
+): { readonly skip: false } | { readonly skip: true; readonly reason: string } => {
+  const reasons = needs.map(missing).filter((r): r is string => r !== undefined)
+  if (reasons.length === 0) return { skip: false }
+  const reason = `${name}: ${reasons.join("; ")}`
+  if (isCi()) {
+    throw new Error(`${reason}. Under CI=true a real-host test may not be skipped: run CI as root on a Linux host.`)
+  }
+  console.warn(`skipping ${reason}`)
+  return { skip: true, reason }
+}
