@@ -7,18 +7,23 @@
  * @since 0.1.0
  */
 
+/** Running host commands as argv arrays through the spawner in context. */
+export * as HostCommand from "./HostCommand.ts"
 /** Joining host paths below a host root with containment. */
 export * as HostPath from "./HostPath.ts"
 /** Whether a node root's stack is up, in any isolation mode. */
 export * as IsolationBackend from "./IsolationBackend.ts"
 /** The unmount primitive: interface and key. */
 export * as Mounter from "./Mounter.ts"
+/** The kernel's mount table: Schema, parser, renderer and consistent read. */
+export * as MountInfo from "./MountInfo.ts"
 /** Well-known host paths and `orDefault`. */
 export * as Paths from "./Paths.ts"
-
 /** The service manager: interface, key, errors and `make`. */
 export * as Systemd from "./Systemd.ts"
 /** Named lifecycle steps, their failure and the condition reason classified from it. */
 export * as Task from "./Task.ts"
 /** systemd unit names as a Schema. */
 export * as UnitName from "./UnitName.ts"
+/** Unmounting everything at or below prefixes, deepest first. */
+export * as Unmount from "./Unmount.ts"

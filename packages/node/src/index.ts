@@ -6,3 +6,6 @@
 
 /** All real services in one layer. */
 export * as NodeHost from "./NodeHost.ts"
+
+/** The real `Mounter`: in-process umount2, or `umount -l` through the spawner. */
+export * as NodeMounter from "./NodeMounter.ts"

@@ -17,11 +17,28 @@ export type Need =
   | "mount-namespace"
   | "net-namespace"
   | "pid-namespace"
+  | "private-mount-namespace"
+  | "private-net-namespace"
   | { readonly command: string; readonly args?: ReadonlyArray<string> }
 
 const probe = (command: string, args: ReadonlyArray<string>): boolean => {
   const r = spawnSync(command, args, { stdio: "ignore", timeout: 10_000 })
   return r.status === 0
+}
+
+// True when this process is in a different namespace of `kind` than the one
+// scripts/vitest.mjs started from (it records that one in the environment
+// before it unshares). PID 1's namespace cannot serve as the reference: in a
+// container or sandbox it is often unreadable.
+const ownNamespace = (kind: "mnt" | "net"): boolean => {
+  const outer = process.env[`HOSTNODE_OUTER_${kind.toUpperCase()}_NS`]
+  const self = safeReadlink(`/proc/${process.pid}/ns/${kind}`)
+  return outer !== undefined && outer !== "" && self !== undefined && self !== outer
+}
+
+const safeReadlink = (path: string): string | undefined => {
+  const r = spawnSync("readlink", [path], { encoding: "utf8" })
+  return r.status === 0 ? r.stdout.trim() : undefined
 }
 
 const cache = new Map<string, string | undefined>()
@@ -43,6 +60,14 @@ export const missing = (need: Need): string | undefined => {
     why = probe("unshare", ["--pid", "--fork", "--mount", "true"])
       ? undefined
       : "cannot create a pid namespace (`unshare --pid --fork` failed)"
+  } else if (need === "private-mount-namespace") {
+    why = ownNamespace("mnt")
+      ? undefined
+      : "must run inside a private mount namespace (npm test starts vitest under `unshare --mount` when it can)"
+  } else if (need === "private-net-namespace") {
+    why = ownNamespace("net")
+      ? undefined
+      : "must run inside a private network namespace (npm test starts vitest under `unshare --net` when it can)"
   } else {
     why = probe(need.command, need.args ?? ["--version"]) ? undefined : `\`${need.command}\` is not available`
   }

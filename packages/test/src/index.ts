@@ -6,5 +6,9 @@
  * @since 0.1.0
  */
 
+/** Fault injection for any `Mounter`: refuse chosen targets. */
+export * as FaultyMounter from "./FaultyMounter.ts"
 /** Gates for real-host tests: skip with a reason, or fail under CI=true. */
 export * as Gate from "./Gate.ts"
+/** Making real or simulated mounts for tests behind one interface. */
+export * as MountFixture from "./MountFixture.ts"

@@ -1,0 +1,92 @@
+/**
+ * Running a host command (`systemctl`, `umount`, `ip`, `iptables`) through
+ * Effect's `ChildProcessSpawner` and collecting what a caller needs to judge
+ * it: stdout, stderr and the exit code together. Commands are argv arrays,
+ * never shell strings. Because the spawner comes from context, wrapping it
+ * (say with `nsenter -t <pid> -m -p`, see {@link wrapSpawner}) runs every
+ * command of an operation in another namespace with no change to the operation.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Layer, Schema, Stream } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
+
+/** What a finished command printed and how it exited. A non-zero exit is a result, not an error. */
+export interface Output {
+  readonly stdout: string
+  readonly stderr: string
+  readonly exitCode: number
+}
+
+/**
+ * A command that could not be run at all (the executable is missing, the
+ * spawn failed). A command that ran and exited non-zero is not this: callers
+ * classify that themselves from its {@link Output}.
+ */
+export class CommandError extends Schema.TaggedError<CommandError>()("CommandError", {
+  command: Schema.String,
+  args: Schema.Array(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `cannot run ${[this.command, ...this.args].map((a) => JSON.stringify(a)).join(" ")}: ${this.detail}`
+  }
+}
+
+/**
+ * Runs `command` with `args` and returns its stdout, stderr and exit code,
+ * read concurrently so a chatty child never blocks on a full pipe.
+ */
+export const run = (
+  command: string,
+  args: ReadonlyArray<string>
+): Effect.Effect<Output, CommandError, ChildProcessSpawner.ChildProcessSpawner> =>
+  Effect.gen(function* () {
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+    const handle = yield* spawner.spawn(ChildProcess.make(command, args))
+    const [stdout, stderr, exitCode] = yield* Effect.all(
+      [
+        handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
+        handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
+        handle.exitCode
+      ],
+      { concurrency: 3 }
+    )
+    return { stdout, stderr, exitCode: Number(exitCode) }
+  }).pipe(
+    Effect.scoped,
+    Effect.mapError((e) => new CommandError({ command, args: [...args], detail: e.message }))
+  )
+
+/**
+ * A spawner that runs every standard command as `prefix... command args...`,
+ * e.g. `["nsenter", "-t", pid, "-m", "-p", "--"]` to run in another machine's
+ * namespaces. Piped commands are wrapped on each side.
+ */
+export const wrapSpawner = (
+  inner: ChildProcessSpawner.ChildProcessSpawner["Service"],
+  prefix: ReadonlyArray<string>
+): ChildProcessSpawner.ChildProcessSpawner["Service"] => {
+  const [head, ...rest] = prefix
+  if (head === undefined) return inner
+  const wrap = (command: ChildProcess.Command): ChildProcess.Command =>
+    ChildProcess.isStandardCommand(command)
+      ? ChildProcess.make(head, [...rest, command.command, ...command.args], command.options)
+      : { ...command, left: wrap(command.left), right: wrap(command.right) }
+  return ChildProcessSpawner.make((command) => inner.spawn(wrap(command)))
+}
+
+/** A layer that wraps the spawner in context with `prefix` (see {@link wrapSpawner}). */
+export const layerWrapped = (
+  prefix: ReadonlyArray<string>
+): Layer.Layer<ChildProcessSpawner.ChildProcessSpawner, never, ChildProcessSpawner.ChildProcessSpawner> =>
+  Layer.effect(
+    ChildProcessSpawner.ChildProcessSpawner,
+    Effect.map(Effect.service(ChildProcessSpawner.ChildProcessSpawner), (inner) => wrapSpawner(inner, prefix))
+  )
+
+/** The prefix that runs a command in the mount and pid namespaces of process `pid` (e.g. a test systemd). */
+export const nsenterPrefix = (
+  pid: number,
+  namespaces: ReadonlyArray<"m" | "p" | "n" | "u" | "i"> = ["m", "p"]
+): ReadonlyArray<string> => ["nsenter", "-t", String(pid), ...namespaces.map((n) => `-${n}`), "--"]

@@ -1,0 +1,215 @@
+/**
+ * Unmounting everything at or below a set of prefixes (the Go package's
+ * `UnmountBelow`, `UnmountBelowByPrefix` and `UnmountStrictlyBelow`).
+ *
+ * Pod volumes (tmpfs secrets, projected volumes, CSI bind mounts) are mounted
+ * under the kubelet directory and can outlive the node stack. Before that
+ * directory is removed they must be gone, or removing it fails (EBUSY) or,
+ * worse, recurses through a bind mount into its source. This module decides
+ * what to unmount from the kernel's table and in which order; the `Mounter`
+ * service does the unmounting.
+ *
+ * @since 0.1.0
+ */
+import { Effect, type FileSystem, Schema } from "effect"
+import * as HostPath from "./HostPath.ts"
+import { Mounter, type UnmountResult } from "./Mounter.ts"
+import * as MountInfo from "./MountInfo.ts"
+
+/** A mount that is still there after the unmount passes, and the last reason its unmount gave. */
+export const RemainingMount = Schema.Struct({
+  mountPoint: Schema.String,
+  fsType: Schema.String,
+  mountId: Schema.Int,
+  errno: Schema.String,
+  message: Schema.String
+})
+
+/** A mount that could not be unmounted. */
+export type RemainingMount = typeof RemainingMount.Type
+
+/**
+ * Mounts at or below `prefixes` that could not be unmounted. Each names its
+ * mount point, fs type and the errno the last attempt gave (`EBUSY`, `EPERM`,
+ * ...), which is what a person needs to go and look.
+ */
+export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountError", {
+  prefixes: Schema.Array(Schema.String),
+  remaining: Schema.Array(RemainingMount)
+}) {
+  override get message(): string {
+    const shown = this.remaining
+      .slice(0, 5)
+      .map((m) => `${JSON.stringify(m.mountPoint)} (${m.fsType}): ${m.errno} ${m.message}`)
+      .join("; ")
+    const more = this.remaining.length > 5 ? `; and ${this.remaining.length - 5} more` : ""
+    return `${this.remaining.length} mount(s) below ${this.prefixes.join(", ")} could not be unmounted: ${shown}${more}`
+  }
+}
+
+/** Options of the unmount operations. */
+export interface Options {
+  /** The mount table to read (default `/proc/self/mountinfo`). */
+  readonly mountInfo?: string | undefined
+}
+
+/** Normalises prefixes: cleaned (trailing slashes, `.` and `..` removed), duplicates dropped, order kept. */
+export const normalizePrefixes = (prefixes: ReadonlyArray<string>): ReadonlyArray<string> => [
+  ...new Set(prefixes.map(HostPath.clean))
+]
+
+/**
+ * True when `prefix` covers `mountPoint` on a path boundary: `/var/lib/kubelet`
+ * covers itself and `/var/lib/kubelet/pods/x`, not `/var/lib/kubelet2`. Both
+ * must already be clean.
+ */
+export const covers = (prefix: string, mountPoint: string): boolean =>
+  prefix === "/" || mountPoint === prefix || mountPoint.startsWith(`${prefix}/`)
+
+const depth = (path: string): number => {
+  let n = 0
+  for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === 47) n++
+  return path === "/" ? 0 : n
+}
+
+/**
+ * The entries to unmount, deepest first. One entry per table line: stacked
+ * mounts on one path appear once each, since each unmount of a path removes
+ * only its top mount. At equal depth newer mounts (higher ids) go first, so a
+ * stack is peeled from the top.
+ */
+export const plan = (
+  table: MountInfo.MountTable,
+  prefixes: ReadonlyArray<string>,
+  strict: boolean
+): Array<MountInfo.MountEntry> => {
+  const selected = table.filter((e) => {
+    const mp = HostPath.clean(e.mountPoint)
+    if (strict && prefixes.includes(mp)) return false
+    return prefixes.some((p) => covers(p, mp))
+  })
+  // Deepest first: a parent cannot be detached cleanly while it has children,
+  // and removing children first keeps each failure attributable to one mount.
+  return selected
+    .map((e) => ({ e, d: depth(HostPath.clean(e.mountPoint)) }))
+    .sort((a, b) => b.d - a.d || b.e.id - a.e.id)
+    .map(({ e }) => e)
+}
+
+const run = Effect.fnUntraced(function* (
+  prefixesIn: ReadonlyArray<string>,
+  strict: boolean,
+  options: Options | undefined
+) {
+  const mounter = yield* Mounter
+  const prefixes = normalizePrefixes(prefixesIn)
+  const path = options?.mountInfo ?? MountInfo.DefaultPath
+  // An unreadable or malformed table fails here, before anything is unmounted.
+  let targets = plan(yield* MountInfo.read(path), prefixes, strict)
+  const lastFailure = new Map<string, { errno: string; message: string }>()
+  let passes = 0
+  while (targets.length > 0) {
+    passes++
+    const results: ReadonlyArray<UnmountResult> = yield* mounter.unmount(
+      targets.map((e) => e.mountPoint),
+      // Lazy (MNT_DETACH): a mount whose server is gone (NFS) or that is busy
+      // leaves the namespace at once instead of hanging or failing the teardown.
+      { lazy: true }
+    )
+    for (let i = 0; i < results.length; i++) {
+      const r = results[i] as UnmountResult
+      const e = targets[i]
+      const annotations = { mountPoint: r.target, fsType: e?.fsType ?? "", mountId: e?.id ?? -1, pass: passes }
+      if (r._tag === "Unmounted") {
+        yield* Effect.logDebug("unmounted").pipe(Effect.annotateLogs(annotations))
+      } else {
+        lastFailure.set(r.target, { errno: r.failure.errno, message: r.failure.message })
+        yield* Effect.logWarning(`unmount failed: ${r.failure.errno} ${r.failure.message}`).pipe(
+          Effect.annotateLogs(annotations)
+        )
+      }
+    }
+    // Re-read rather than trust the results: a lazy unmount of a parent takes
+    // its children along, an "EINVAL not mounted" may mean a parent already did,
+    // and something may have been mounted meanwhile.
+    const next = plan(yield* MountInfo.read(path), prefixes, strict)
+    if (next.length >= targets.length) {
+      targets = next
+      break // no progress: what remains stays
+    }
+    targets = next
+  }
+  const remaining = targets.map(
+    (e): RemainingMount => ({
+      mountPoint: e.mountPoint,
+      fsType: e.fsType,
+      mountId: e.id,
+      ...(lastFailure.get(e.mountPoint) ?? { errno: "EAGAIN", message: "still mounted after the last pass" })
+    })
+  )
+  yield* Effect.annotateCurrentSpan({ passes, remaining: remaining.length })
+  // A mount is attributed to every prefix that covers it: each such directory
+  // still has a mount below it and must be kept by the caller.
+  const byPrefix = new Map<string, UnmountError>()
+  for (const p of prefixes) {
+    const mine = remaining.filter((m) => {
+      const mp = HostPath.clean(m.mountPoint)
+      return covers(p, mp) && !(strict && mp === p)
+    })
+    if (mine.length > 0) byPrefix.set(p, new UnmountError({ prefixes: [p], remaining: mine }))
+  }
+  return { byPrefix, remaining }
+})
+
+const failIfAny = (r: {
+  readonly byPrefix: ReadonlyMap<string, UnmountError>
+  readonly remaining: ReadonlyArray<RemainingMount>
+}): Effect.Effect<void, UnmountError> =>
+  r.byPrefix.size === 0
+    ? Effect.void
+    : Effect.fail(new UnmountError({ prefixes: [...r.byPrefix.keys()], remaining: r.remaining }))
+
+/**
+ * Lazily unmounts every mount at or below `prefixes`, deepest first, passing
+ * over the table until nothing at or below them remains or a pass makes no
+ * progress. Fails with the mounts that remain.
+ */
+export const unmountBelow: (
+  prefixes: ReadonlyArray<string>,
+  options?: Options
+) => Effect.Effect<void, UnmountError | MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> = Effect.fn(
+  "unmountBelow"
+)(function* (prefixes, options) {
+  yield* failIfAny(yield* run(prefixes, false, options))
+})
+
+/**
+ * {@link unmountBelow} with the failures attributed to the prefixes whose
+ * mounts could not be unmounted: the map holds an entry only for such
+ * prefixes. Callers keep those directories and remove the rest. The call
+ * itself fails only when the mount table cannot be read or parsed, in which
+ * case nothing was unmounted and no prefix can be trusted.
+ */
+export const unmountBelowByPrefix: (
+  prefixes: ReadonlyArray<string>,
+  options?: Options
+) => Effect.Effect<ReadonlyMap<string, UnmountError>, MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> =
+  Effect.fn("unmountBelowByPrefix")(function* (prefixes, options) {
+    return (yield* run(prefixes, false, options)).byPrefix
+  })
+
+/**
+ * {@link unmountBelow} for the mounts strictly below `prefixes`: a mount whose
+ * mount point is a prefix itself is left in place. A node uses it on the
+ * kubelet directory to clear the pod volumes while keeping the directory's own
+ * mount (a shared bind, a dedicated disk) through which the next pods' mounts
+ * propagate; kubeadm regressed on exactly this twice.
+ */
+export const unmountStrictlyBelow: (
+  prefixes: ReadonlyArray<string>,
+  options?: Options
+) => Effect.Effect<void, UnmountError | MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> = Effect.fn(
+  "unmountStrictlyBelow"
+)(function* (prefixes, options) {
+  yield* failIfAny(yield* run(prefixes, true, options))
+})

@@ -1,0 +1,51 @@
+/**
+ * Fault injection for any `Mounter`: a layer that wraps the one in context and
+ * refuses chosen targets, as a mount held busy by a process outside the
+ * agent's control would. Works on the real mounters as well as the simulated
+ * one, so "what happens when this unmount fails" is testable on real mounts.
+ *
+ * @since 0.1.0
+ */
+import { Mounter } from "@hostnode/core"
+import { Effect, Layer } from "effect"
+
+/** Refuses each target for which `refuse(target)` is true with `errno` (default EBUSY); passes the rest through in order. */
+export const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno = "EBUSY"): Mounter.Mounter =>
+  Mounter.Mounter.of({
+    unmount: (targets, options) =>
+      Effect.gen(function* () {
+        const out: Array<Mounter.UnmountResult> = []
+        // Consecutive targets that are passed through go to the inner mounter
+        // in one call, so the inner order and batching are kept.
+        let batch: Array<string> = []
+        const flush = Effect.gen(function* () {
+          if (batch.length === 0) return
+          out.push(...(yield* inner.unmount(batch, options)))
+          batch = []
+        })
+        for (const target of targets) {
+          if (refuse(target)) {
+            yield* flush
+            out.push({
+              _tag: "Failed",
+              target,
+              failure: { target, errno, message: `refused by FaultyMounter (${errno})` }
+            })
+          } else {
+            batch.push(target)
+          }
+        }
+        yield* flush
+        return out
+      })
+  })
+
+/** A layer that wraps the `Mounter` in context so it refuses the targets `refuse` selects. */
+export const layer = (
+  refuse: (target: string) => boolean,
+  errno?: string
+): Layer.Layer<Mounter.Mounter, never, Mounter.Mounter> =>
+  Layer.effect(
+    Mounter.Mounter,
+    Effect.map(Effect.service(Mounter.Mounter), (inner) => wrap(inner, refuse, errno))
+  )

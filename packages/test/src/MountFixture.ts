@@ -1,0 +1,76 @@
+/**
+ * Making mounts for tests, on the real host or the simulated one, behind one
+ * interface, so the same conformance suites run against both. The real
+ * implementation runs `mount` through the spawner in context and must run in a
+ * private mount namespace (see `Gate`); every mount it makes lives below a
+ * sandbox directory that is itself a fresh tmpfs and is detached recursively
+ * when the sandbox's scope closes, even when the test failed.
+ *
+ * @since 0.1.0
+ */
+import { HostCommand, MountInfo } from "@hostnode/core"
+import { Context, Effect, FileSystem, Layer, type Scope } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
+
+/** A mount could not be made or removed by a fixture. Tests treat it as a defect of the setup, not of the code under test. */
+export class MountFixtureError extends Error {
+  override readonly name = "MountFixtureError"
+}
+
+/** Makes mounts for a test. */
+export interface MountFixture {
+  /** A fresh empty directory where mounts can be made; everything below it is unmounted and removed when the scope closes. */
+  readonly sandbox: Effect.Effect<string, never, Scope.Scope>
+  /** Mounts a new empty tmpfs at `target` (which must be a directory). */
+  readonly tmpfs: (target: string) => Effect.Effect<void>
+  /** Bind-mounts directory `source` at directory `target`. */
+  readonly bind: (source: string, target: string) => Effect.Effect<void>
+  /** The path of the mount table the code under test reads. */
+  readonly mountInfo: string
+  /** The current mount table. */
+  readonly table: Effect.Effect<MountInfo.MountTable>
+}
+
+/** The key of the {@link MountFixture} service. */
+export const MountFixture = Context.Service<MountFixture>("@hostnode/test/MountFixture")
+
+const mountCommand = (args: ReadonlyArray<string>) =>
+  HostCommand.run("mount", args).pipe(
+    Effect.flatMap((o) =>
+      o.exitCode === 0
+        ? Effect.void
+        : Effect.die(new MountFixtureError(`mount ${args.join(" ")} exited ${o.exitCode}: ${o.stderr.trim()}`))
+    ),
+    Effect.orDie
+  )
+
+/**
+ * The real fixture: `mount -t tmpfs` and `mount --bind` in this process's
+ * mount namespace, which must be private (the test runner's `unshare`).
+ */
+export const layerReal: Layer.Layer<
+  MountFixture,
+  never,
+  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem
+> = Layer.effect(
+  MountFixture,
+  Effect.gen(function* () {
+    const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem>()
+    const fs = yield* FileSystem.FileSystem
+    const tmpfs = (target: string) =>
+      mountCommand(["-t", "tmpfs", "-o", "size=16m", "tmpfs", target]).pipe(Effect.provide(context))
+    return MountFixture.of({
+      sandbox: Effect.gen(function* () {
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-mounts-" }).pipe(Effect.orDie)
+        yield* Effect.acquireRelease(tmpfs(dir), () =>
+          HostCommand.run("umount", ["-R", "-l", "--", dir]).pipe(Effect.ignore, Effect.provide(context))
+        )
+        return dir
+      }),
+      tmpfs,
+      bind: (source, target) => mountCommand(["--bind", source, target]).pipe(Effect.provide(context)),
+      mountInfo: MountInfo.DefaultPath,
+      table: MountInfo.read().pipe(Effect.provide(context), Effect.orDie)
+    })
+  })
+)

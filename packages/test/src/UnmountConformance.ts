@@ -1,0 +1,217 @@
+/**
+ * The conformance suite of the unmount operations (`unmountBelow`,
+ * `unmountBelowByPrefix`, `unmountStrictlyBelow`) on a layout with every
+ * ugly case a kubelet directory meets: the directory bind-mounted onto itself,
+ * tmpfs secrets and projected volumes, a CSI bind mount whose source lies
+ * outside, one path mounted five times over, nesting four deep, names with a
+ * space, a tab, a newline and a backslash, and a sibling directory whose name
+ * only extends the prefix. Runs against any host that provides a `Mounter`
+ * and a `MountFixture` in the same mount namespace.
+ *
+ * @since 0.1.0
+ */
+import { assert, layer } from "@effect/vitest"
+import { HostPath, type Mounter, type MountInfo, Unmount } from "@hostnode/core"
+import { Effect, FileSystem, type Layer } from "effect"
+import * as FaultyMounter from "./FaultyMounter.ts"
+import { MountFixture } from "./MountFixture.ts"
+
+/** The paths of the layout built by {@link buildLayout}. */
+export interface Layout {
+  readonly sandbox: string
+  readonly kubelet: string
+  readonly csiData: string
+  readonly csiMount: string
+  readonly stacked: string
+  readonly oddNames: ReadonlyArray<string>
+  readonly sibling: string
+  readonly outside: string
+}
+
+/** Builds the layout below a fresh sandbox (see the module comment). */
+export const buildLayout = Effect.gen(function* () {
+  const fx = yield* MountFixture
+  const fs = yield* FileSystem.FileSystem
+  const sandbox = yield* fx.sandbox
+  const mkdir = (p: string) => fs.makeDirectory(p, { recursive: true }).pipe(Effect.orDie)
+  const kubelet = `${sandbox}/kubelet`
+  const csiData = `${sandbox}/csi-data`
+  yield* mkdir(kubelet)
+  yield* fx.bind(kubelet, kubelet)
+  yield* mkdir(`${kubelet}/pods/a/volumes/secret`)
+  yield* fx.tmpfs(`${kubelet}/pods/a/volumes/secret`)
+  yield* fs.writeFileString(`${kubelet}/pods/a/volumes/secret/token`, "s3cr3t").pipe(Effect.orDie)
+  yield* mkdir(`${kubelet}/pods/a/volumes/projected`)
+  yield* fx.tmpfs(`${kubelet}/pods/a/volumes/projected`)
+  yield* mkdir(csiData)
+  yield* fs.writeFileString(`${csiData}/db`, "precious").pipe(Effect.orDie)
+  const csiMount = `${kubelet}/pods/b/volumes/csi/mount`
+  yield* mkdir(csiMount)
+  yield* fx.bind(csiData, csiMount)
+  const stacked = `${kubelet}/pods/c/volumes/stacked`
+  yield* mkdir(stacked)
+  for (let i = 0; i < 5; i++) yield* fx.tmpfs(stacked)
+  let deep = `${kubelet}/pods/d`
+  for (let i = 1; i <= 4; i++) {
+    deep = `${deep}/n${i}`
+    yield* mkdir(deep)
+    yield* fx.tmpfs(deep)
+  }
+  const oddNames = ["sp ace", "t\tab", "new\nline", "back\\slash"].map((n) => `${kubelet}/pods/e/${n}`)
+  for (const p of oddNames) {
+    yield* mkdir(p)
+    yield* fx.tmpfs(p)
+  }
+  const sibling = `${sandbox}/kubelet2/vol`
+  yield* mkdir(sibling)
+  yield* fx.tmpfs(sibling)
+  const outside = `${sandbox}/other`
+  yield* mkdir(outside)
+  yield* fx.tmpfs(outside)
+  return { sandbox, kubelet, csiData, csiMount, stacked, oddNames, sibling, outside } satisfies Layout
+})
+
+const under = (table: MountInfo.MountTable, prefix: string) =>
+  table.filter((e) => Unmount.covers(prefix, HostPath.clean(e.mountPoint)))
+
+const ids = (table: MountInfo.MountTable) => table.map((e) => e.id).sort((a, b) => a - b)
+
+/**
+ * Registers the suite under `name`. `hostLayer` provides the `Mounter` under
+ * test, a `MountFixture` in the same mount namespace, and the `FileSystem`.
+ */
+export const suite = (
+  name: string,
+  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem>
+): void =>
+  layer(hostLayer)(`unmount operations: ${name}`, (it) => {
+    it.effect("the layout is what the tests assume", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const l = yield* buildLayout
+        const t = yield* fx.table
+        // self-bind 1 + secret, projected 2 + csi 1 + stacked 5 + deep 4 + odd names 4
+        assert.strictEqual(under(t, l.kubelet).length, 17)
+        for (const p of l.oddNames) assert.strictEqual(under(t, p).length, 1, JSON.stringify(p))
+      })
+    )
+
+    it.effect("unmountBelow leaves nothing at or below the prefix and touches nothing else", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const l = yield* buildLayout
+        const before = yield* fx.table
+        const others = before.filter((e) => !Unmount.covers(l.kubelet, HostPath.clean(e.mountPoint)))
+        yield* Unmount.unmountBelow([l.kubelet], { mountInfo: fx.mountInfo })
+        const after = yield* fx.table
+        assert.deepStrictEqual(under(after, l.kubelet), [])
+        assert.deepStrictEqual(ids(after), ids(others))
+        assert.strictEqual(yield* fs.readFileString(`${l.csiData}/db`), "precious")
+      })
+    )
+
+    it.effect("prefixes match on path boundaries and trailing slashes are normalised", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const l = yield* buildLayout
+        // `${sandbox}/kubelet` must not cover `${sandbox}/kubelet2/vol`
+        yield* Unmount.unmountBelow([`${l.kubelet}//`], { mountInfo: fx.mountInfo })
+        const after = yield* fx.table
+        assert.deepStrictEqual(under(after, l.kubelet), [])
+        assert.strictEqual(under(after, l.sibling).length, 1)
+      })
+    )
+
+    it.effect("unmountStrictlyBelow keeps the prefix's own mount and removes everything below it", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const l = yield* buildLayout
+        const before = yield* fx.table
+        const own = before.filter((e) => HostPath.clean(e.mountPoint) === l.kubelet)
+        assert.strictEqual(own.length, 1)
+        yield* Unmount.unmountStrictlyBelow([`${l.kubelet}/`], { mountInfo: fx.mountInfo })
+        const after = yield* fx.table
+        assert.deepStrictEqual(ids(under(after, l.kubelet)), ids(own))
+        assert.strictEqual(under(after, l.sibling).length, 1)
+        assert.strictEqual(under(after, l.outside).length, 1)
+      })
+    )
+
+    it.effect("unmountBelowByPrefix reports exactly the prefixes whose mounts could not be unmounted", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const l = yield* buildLayout
+        const pods = ["a", "b", "c", "d"].map((p) => `${l.kubelet}/pods/${p}`)
+        const result = yield* Unmount.unmountBelowByPrefix(pods, { mountInfo: fx.mountInfo }).pipe(
+          Effect.provide(FaultyMounter.layer((t) => t === l.csiMount))
+        )
+        assert.deepStrictEqual([...result.keys()], [`${l.kubelet}/pods/b`])
+        const error = result.get(`${l.kubelet}/pods/b`)
+        assert.strictEqual(error?._tag, "UnmountError")
+        assert.deepStrictEqual(
+          error?.remaining.map((m) => [m.mountPoint, m.errno]),
+          [[l.csiMount, "EBUSY"]]
+        )
+        const after = yield* fx.table
+        for (const p of pods) {
+          assert.strictEqual(under(after, p).length, p.endsWith("/b") ? 1 : 0, p)
+        }
+        assert.strictEqual(yield* fs.readFileString(`${l.csiMount}/db`), "precious")
+      })
+    )
+
+    it.effect("unmountBelow fails with the mounts that remain, naming mount point, fs type and errno", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const l = yield* buildLayout
+        const prefix = `${l.kubelet}/pods/b`
+        const error = yield* Effect.flip(
+          Unmount.unmountBelow([prefix], { mountInfo: fx.mountInfo }).pipe(
+            Effect.provide(FaultyMounter.layer((t) => t === l.csiMount, "EPERM"))
+          )
+        )
+        assert.strictEqual(error._tag, "UnmountError")
+        if (error._tag !== "UnmountError") return
+        assert.deepStrictEqual(error.prefixes, [prefix])
+        assert.deepStrictEqual(
+          error.remaining.map((m) => [m.mountPoint, m.errno]),
+          [[l.csiMount, "EPERM"]]
+        )
+        assert.include(error.message, l.csiMount)
+      })
+    )
+
+    it.effect("a refused child goes with its parent's lazy unmount when the parent is in scope too", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const l = yield* buildLayout
+        // The self-bind at the kubelet dir is the csi bind's parent mount: its
+        // MNT_DETACH takes the whole subtree, the refused child included.
+        yield* Unmount.unmountBelow([l.kubelet], { mountInfo: fx.mountInfo }).pipe(
+          Effect.provide(FaultyMounter.layer((t) => t === l.csiMount))
+        )
+        assert.deepStrictEqual(under(yield* fx.table, l.kubelet), [])
+        assert.strictEqual(yield* fs.readFileString(`${l.csiData}/db`), "precious")
+      })
+    )
+
+    it.effect("a malformed table fails the whole call and nothing is unmounted", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const l = yield* buildLayout
+        const before = yield* fx.table
+        const bad = `${l.sandbox}/bad-mountinfo`
+        yield* fs.writeFileString(bad, "22 1 0:21 / /proc rw - proc proc rw\nthis is not a mount\n")
+        const e = yield* Effect.flip(Unmount.unmountBelowByPrefix([l.kubelet], { mountInfo: bad }))
+        assert.strictEqual(e._tag, "MountInfoError")
+        assert.strictEqual(e.line, 2)
+        const missing = yield* Effect.flip(Unmount.unmountBelow([l.kubelet], { mountInfo: `${l.sandbox}/nope` }))
+        assert.strictEqual(missing._tag, "MountInfoError")
+        assert.deepStrictEqual(ids(yield* fx.table), ids(before))
+      })
+    )
+  })
