@@ -55,12 +55,33 @@ export const components = (path: string): Array<string> => path.split("/").filte
  * slashes go, `..` removes the previous component and never climbs above `/`.
  */
 export const clean = (path: string): string => {
+  // Most paths (every mount point the kernel reports) are already clean; this
+  // check is much cheaper than splitting and joining thousands of them.
+  if (isClean(path)) return path
   const out: Array<string> = []
   for (const c of components(path)) {
     if (c === "..") out.pop()
     else out.push(c)
   }
   return `/${out.join("/")}`
+}
+
+const isClean = (path: string): boolean => {
+  if (path === "/") return true
+  if (path.charCodeAt(0) !== 47 || path.charCodeAt(path.length - 1) === 47) return false
+  for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
+    const c1 = path.charCodeAt(i + 1)
+    if (c1 === 47) return false
+    if (c1 === 46) {
+      const c2 = path.charCodeAt(i + 2)
+      if (Number.isNaN(c2) || c2 === 47) return false
+      if (c2 === 46) {
+        const c3 = path.charCodeAt(i + 3)
+        if (Number.isNaN(c3) || c3 === 47) return false
+      }
+    }
+  }
+  return true
 }
 
 /** The root in canonical form: `"/"` for the real host, otherwise a cleaned absolute path without a trailing slash. */

@@ -102,58 +102,125 @@ const escapes: Readonly<Record<string, string>> = { " ": "\\040", "\t": "\\011",
 /** Escapes a string field as the kernel does (space, tab, newline, backslash). */
 export const escapeField = (s: string): string => s.replace(needsEscape, (ch) => escapes[ch] ?? ch)
 
-const decimal = /^(0|[1-9][0-9]*)$/
+const noOptionalFields: ReadonlyArray<string> = Object.freeze([])
 
-type ParsedLine = MountEntry | string
-
-// Parses one line; a string result is what is wrong with it. Written with plain
-// string operations rather than a Schema decode: tables reach tens of thousands
-// of lines (stacked tmpfs mounts) and this runs on every pass of an unmount.
-const parseLine = (line: string): ParsedLine => {
-  const f = line.split(" ")
-  const sep = f.indexOf("-", 6)
-  if (f.length < 10) return `has ${f.length} fields, a mountinfo line has at least 10`
-  if (sep === -1) return "has no '-' separator after the optional fields"
-  if (f.length - sep !== 4)
-    return `has ${f.length - sep - 1} fields after '-', expected 3 (fs type, source, super options)`
-  const [id, parent, devno, root, mountPoint, mountOptions] = f as [string, string, string, string, string, string]
-  if (!decimal.test(id)) return `mount id ${JSON.stringify(id)} is not a number`
-  if (!decimal.test(parent)) return `parent id ${JSON.stringify(parent)} is not a number`
-  const colon = devno.indexOf(":")
-  const major = devno.slice(0, colon)
-  const minor = devno.slice(colon + 1)
-  if (colon === -1 || !decimal.test(major) || !decimal.test(minor)) {
-    return `device ${JSON.stringify(devno)} is not major:minor`
+// A decimal field of `text` in [from, to): its value, or -1 when it is empty,
+// has a leading zero, or holds anything but digits.
+const decimalAt = (text: string, from: number, to: number): number => {
+  if (to <= from || to - from > 15) return -1
+  if (text.charCodeAt(from) === 48 && to - from > 1) return -1
+  let n = 0
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i) - 48
+    if (c < 0 || c > 9) return -1
+    n = n * 10 + c
   }
-  const optionalFields = f.slice(6, sep)
-  for (const o of optionalFields) if (o === "") return "has an empty optional field"
-  const rootD = unescapeField(root)
-  const mountPointD = unescapeField(mountPoint)
-  const fsType = unescapeField(f[sep + 1] as string)
-  const source = unescapeField(f[sep + 2] as string)
-  const superOptions = unescapeField(f[sep + 3] as string)
-  if (rootD === undefined) return `root ${JSON.stringify(root)} has an invalid escape`
-  if (mountPointD === undefined) return `mount point ${JSON.stringify(mountPoint)} has an invalid escape`
+  return n
+}
+
+// The end of the field starting at `from` on the line ending at `eol`.
+const fieldEnd = (text: string, from: number, eol: number): number => {
+  const sp = text.indexOf(" ", from)
+  return sp === -1 || sp > eol ? eol : sp
+}
+
+// Field values repeat from line to line (`/`, `rw,relatime`, `tmpfs`, the
+// same super options on every stacked mount); reusing the previous line's
+// string when the text matches saves an allocation per field on big tables.
+interface Previous {
+  root: string
+  mountOptions: string
+  fsType: string
+  source: string
+  superOptions: string
+}
+
+const sliceOr = (text: string, from: number, to: number, previous: string): string =>
+  to - from === previous.length && text.startsWith(previous, from) ? previous : text.slice(from, to)
+
+const quoted = (text: string, from: number, to: number): string => JSON.stringify(text.slice(from, to))
+
+// Parses the line text[start, eol) into an entry, or returns what is wrong
+// with it. Tables reach tens of thousands of lines (stacked tmpfs mounts) and
+// are re-read on every unmount pass, so this scans the text in place with
+// indexOf and slices each field once, with no split, regular expression or
+// intermediate array; `escaped` says whether the line holds a backslash at
+// all, so most lines never look for escapes.
+const parseLine = (text: string, start: number, eol: number, escaped: boolean, prev: Previous): MountEntry | string => {
+  const f = (s: string): string | undefined => (escaped ? unescapeField(s) : s)
+  let from = start
+  let end = fieldEnd(text, from, eol)
+  const id = decimalAt(text, from, end)
+  if (end === eol) return "has 1 fields, a mountinfo line has at least 10"
+  if (id < 0) return `mount id ${quoted(text, from, end)} is not a number`
+  from = end + 1
+  end = fieldEnd(text, from, eol)
+  const parentId = decimalAt(text, from, end)
+  if (end === eol) return "has 2 fields, a mountinfo line has at least 10"
+  if (parentId < 0) return `parent id ${quoted(text, from, end)} is not a number`
+  from = end + 1
+  end = fieldEnd(text, from, eol)
+  if (end === eol) return "has 3 fields, a mountinfo line has at least 10"
+  const colon = text.indexOf(":", from)
+  const major = colon === -1 || colon > end ? -1 : decimalAt(text, from, colon)
+  const minor = major < 0 ? -1 : decimalAt(text, colon + 1, end)
+  if (minor < 0) return `device ${quoted(text, from, end)} is not major:minor`
+  from = end + 1
+  end = fieldEnd(text, from, eol)
+  if (end === eol) return "has 4 fields, a mountinfo line has at least 10"
+  const root = f(sliceOr(text, from, end, prev.root))
+  if (root === undefined) return `root ${quoted(text, from, end)} has an invalid escape`
+  if (root === "") return "root is empty"
+  from = end + 1
+  end = fieldEnd(text, from, eol)
+  if (end === eol) return "has 5 fields, a mountinfo line has at least 10"
+  const mountPoint = f(text.slice(from, end))
+  if (mountPoint === undefined) return `mount point ${quoted(text, from, end)} has an invalid escape`
+  if (mountPoint === "") return "mount point is empty"
+  from = end + 1
+  end = fieldEnd(text, from, eol)
+  if (end === eol) return "has 6 fields, a mountinfo line has at least 10"
+  if (end === from) return "mount options are empty"
+  const mountOptions = sliceOr(text, from, end, prev.mountOptions)
+  from = end + 1
+  // optional fields up to the "-" separator
+  let optionalFields = noOptionalFields
+  for (;;) {
+    if (from > eol) return "has no '-' separator after the optional fields"
+    end = fieldEnd(text, from, eol)
+    if (end === from + 1 && text.charCodeAt(from) === 45) break
+    if (end === from) return "has an empty optional field"
+    if (optionalFields === noOptionalFields) optionalFields = []
+    ;(optionalFields as Array<string>).push(text.slice(from, end))
+    from = end + 1
+  }
+  // fs type, source, super options: exactly three fields
+  const a = end + 1
+  const aEnd = a > eol ? a : fieldEnd(text, a, eol)
+  const b = aEnd + 1
+  const bEnd = b > eol ? b : fieldEnd(text, b, eol)
+  const c = bEnd + 1
+  const cEnd = c > eol ? c : fieldEnd(text, c, eol)
+  if (a > eol || b > eol || c > eol || cEnd !== eol) {
+    let n = 0
+    for (let i = end; i < eol; i++) if (text.charCodeAt(i) === 32) n++
+    return `has ${n} fields after '-', expected 3 (fs type, source, super options)`
+  }
+  const fsType = f(sliceOr(text, a, aEnd, prev.fsType))
+  const source = f(sliceOr(text, b, bEnd, prev.source))
+  const superOptions = f(sliceOr(text, c, cEnd, prev.superOptions))
   if (fsType === undefined || source === undefined || superOptions === undefined) {
     return "an invalid escape after '-'"
   }
-  if (rootD === "") return "root is empty"
-  if (mountPointD === "") return "mount point is empty"
-  if (mountOptions === "") return "mount options are empty"
   if (fsType === "") return "fs type is empty"
-  return {
-    id: Number(id),
-    parentId: Number(parent),
-    major: Number(major),
-    minor: Number(minor),
-    root: rootD,
-    mountPoint: mountPointD,
-    mountOptions,
-    optionalFields,
-    fsType,
-    source,
-    superOptions
+  if (!escaped) {
+    prev.root = root
+    prev.mountOptions = mountOptions
+    prev.fsType = fsType
+    prev.source = source
+    prev.superOptions = superOptions
   }
+  return { id, parentId, major, minor, root, mountPoint, mountOptions, optionalFields, fsType, source, superOptions }
 }
 
 /**
@@ -164,15 +231,22 @@ const parseLine = (line: string): ParsedLine => {
 export const parse = (text: string, path: string = DefaultPath): Effect.Effect<MountTable, MountInfoError> =>
   Effect.suspend(() => {
     const out: Array<MountEntry> = []
-    const lines = text.split("\n")
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i] as string
-      if (line === "") continue
-      const r = parseLine(line)
-      if (typeof r === "string") {
-        return Effect.fail(new MountInfoError({ reason: "Malformed", path, line: i + 1, detail: r }))
+    let lineNo = 0
+    let backslash = text.indexOf("\\")
+    const prev: Previous = { root: "", mountOptions: "", fsType: "", source: "", superOptions: "" }
+    for (let from = 0; from < text.length; ) {
+      lineNo++
+      let eol = text.indexOf("\n", from)
+      if (eol === -1) eol = text.length
+      if (eol > from) {
+        if (backslash !== -1 && backslash < from) backslash = text.indexOf("\\", from)
+        const r = parseLine(text, from, eol, backslash !== -1 && backslash < eol, prev)
+        if (typeof r === "string") {
+          return Effect.fail(new MountInfoError({ reason: "Malformed", path, line: lineNo, detail: r }))
+        }
+        out.push(r)
       }
-      out.push(r)
+      from = eol + 1
     }
     return Effect.succeed(out)
   })

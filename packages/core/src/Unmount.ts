@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, type FileSystem, Schema } from "effect"
+import { Effect, type FileSystem, LogLevel, References, Schema } from "effect"
 import * as HostPath from "./HostPath.ts"
 import { Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
@@ -107,6 +107,9 @@ const run = Effect.fnUntraced(function* (
   // An unreadable or malformed table fails here, before anything is unmounted.
   let targets = plan(yield* MountInfo.read(path), prefixes, strict)
   const lastFailure = new Map<string, { errno: string; message: string }>()
+  // Thousands of unmounts make thousands of debug lines; building them costs
+  // as much as the syscalls, so they are only built when debug is enabled.
+  const debug = LogLevel.isGreaterThanOrEqualTo("Debug", yield* References.MinimumLogLevel)
   let passes = 0
   while (targets.length > 0) {
     passes++
@@ -121,7 +124,7 @@ const run = Effect.fnUntraced(function* (
       const e = targets[i]
       const annotations = { mountPoint: r.target, fsType: e?.fsType ?? "", mountId: e?.id ?? -1, pass: passes }
       if (r._tag === "Unmounted") {
-        yield* Effect.logDebug("unmounted").pipe(Effect.annotateLogs(annotations))
+        if (debug) yield* Effect.logDebug("unmounted").pipe(Effect.annotateLogs(annotations))
       } else {
         lastFailure.set(r.target, { errno: r.failure.errno, message: r.failure.message })
         yield* Effect.logWarning(`unmount failed: ${r.failure.errno} ${r.failure.message}`).pipe(

@@ -17,6 +17,27 @@ describe("HostPath (lexical)", () => {
     assert.strictEqual(HostPath.clean("/a/b/../c/."), "/a/c")
     assert.strictEqual(HostPath.clean("/var/lib/kubelet/"), "/var/lib/kubelet")
   })
+  // A reference clean without the fast path, to check the fast path against.
+  const referenceClean = (p: string) => {
+    const out: Array<string> = []
+    for (const c of p.split("/")) {
+      if (c === "" || c === ".") continue
+      if (c === "..") out.pop()
+      else out.push(c)
+    }
+    return `/${out.join("/")}`
+  }
+  it.prop(
+    "clean agrees with a reference implementation and is idempotent",
+    [Schema.Array(Schema.Literals(["/", "a", ".", "..", "//", ".a", "..b", "a."]))],
+    ([parts]) => {
+      const p = parts.join("")
+      assert.strictEqual(HostPath.clean(p), referenceClean(p), JSON.stringify(p))
+      assert.strictEqual(HostPath.clean(HostPath.clean(p)), HostPath.clean(p))
+    },
+    { arbitrary: { runs: 1000 } }
+  )
+
   it("relative and isWithin respect path boundaries", () => {
     assert.strictEqual(HostPath.relative("/r", "/r/a"), "/a")
     assert.strictEqual(HostPath.relative("/r", "/r"), "/")

@@ -46,7 +46,8 @@ describe("MountInfo.parse", () => {
 
   const malformed: ReadonlyArray<readonly [string, string]> = [
     ["22 1 0:21 / /proc rw shared:12 proc proc rw", "no '-' separator"],
-    ["22 1 0:21 / /proc rw - proc proc", "at least 10"],
+    ["22 1 0:21 / /proc rw - proc proc", "has 2 fields after"],
+    ["22 1 0:21 / /proc", "at least 10"],
     ["22 1 0:21 / /proc rw x - proc proc rw extra", "expected 3"],
     ["x 1 0:21 / /proc rw - proc proc rw", "mount id"],
     ["22 -1 0:21 / /proc rw - proc proc rw", "parent id"],

@@ -1,0 +1,30 @@
+// `npm run bench`: runs each benchmark in bench/ and prints its table. Each
+// benchmark measures its baseline in the same process, so the ratios hold on
+// any machine. Benchmarks that need mounts run under `unshare --mount` (root).
+// Usage: npm run bench [-- name...]   (names: mounts)
+import { spawnSync } from "node:child_process"
+
+const all = {
+  mounts: { file: "bench/mounts.ts", unshare: ["--mount", "--propagation", "private"] }
+}
+const wanted = process.argv.slice(2)
+const names = wanted.length > 0 ? wanted : Object.keys(all)
+let failed = false
+for (const name of names) {
+  const b = all[name]
+  if (b === undefined) {
+    console.error(`unknown benchmark ${name}; known: ${Object.keys(all).join(", ")}`)
+    process.exit(2)
+  }
+  const node = [process.execPath, "--conditions=@hostnode/source", b.file]
+  const cmd = b.unshare.length > 0 ? ["unshare", ...b.unshare, "--", ...node] : node
+  if (b.unshare.length > 0 && process.getuid?.() !== 0) {
+    console.error(`bench ${name}: needs root for ${cmd[0]}; skipped`)
+    failed = true
+    continue
+  }
+  console.log(`\n## bench ${name}: ${cmd.join(" ")}`)
+  const r = spawnSync(cmd[0], cmd.slice(1), { stdio: "inherit" })
+  if (r.status !== 0) failed = true
+}
+process.exit(failed ? 1 : 0)
