@@ -90,3 +90,13 @@ export const nsenterPrefix = (
   pid: number,
   namespaces: ReadonlyArray<"m" | "p" | "n" | "u" | "i"> = ["m", "p"]
 ): ReadonlyArray<string> => ["nsenter", "-t", String(pid), ...namespaces.map((n) => `-${n}`), "--"]
+
+/**
+ * The spawner in context, wrapped to run every command in the mount and pid
+ * namespaces of process `pid`: how the library drives a container's or a test
+ * machine's systemd, mounts and tools with no change to the operations.
+ */
+export const layerNsenter = (
+  pid: number
+): Layer.Layer<ChildProcessSpawner.ChildProcessSpawner, never, ChildProcessSpawner.ChildProcessSpawner> =>
+  layerWrapped(nsenterPrefix(pid))

@@ -6,7 +6,8 @@
  *
  * @since 0.1.0
  */
-import { Context, type Effect, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import { Systemd } from "./Systemd.ts"
 
 /**
  * Names the node root (the slot) whose stack is asked about. A mode with one
@@ -43,3 +44,43 @@ export interface IsolationBackend {
 
 /** The key of the {@link IsolationBackend} service. */
 export const IsolationBackend = Context.Service<IsolationBackend>("@hostnode/core/IsolationBackend")
+
+/**
+ * Whether the node root's stack is up (the Go package's `Running`), asked of
+ * the isolation backend in context, so the same call works in every mode.
+ */
+export const running = (root: SlotRef): Effect.Effect<boolean, IsolationError, IsolationBackend> =>
+  Effect.flatMap(Effect.service(IsolationBackend), (b) => b.running(root)).pipe(
+    Effect.withSpan("running", { attributes: { slot: root } })
+  )
+
+/** The units whose activity means the host mode's stack is up, by default. */
+export const DefaultHostUnits: ReadonlyArray<string> = ["containerd.service", "kubelet.service"]
+
+/** Options of {@link makeHost}. */
+export interface HostOptions {
+  /** The units that must all be active for the stack to be up (default {@link DefaultHostUnits}). */
+  readonly units?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * The backend of the mode that runs the node stack directly on the host, with
+ * a single root: the stack is up when all its units are active. A unit that is
+ * activating, reloading or failed is not up.
+ */
+export const makeHost = (options?: HostOptions) =>
+  Effect.map(Effect.service(Systemd), (systemd) => {
+    const units = options?.units ?? DefaultHostUnits
+    return IsolationBackend.of({
+      name: "host",
+      running: (root) =>
+        Effect.forEach(units, (u) => systemd.isActive(u)).pipe(
+          Effect.map((states) => states.every((s) => s === "active")),
+          Effect.mapError((e) => new IsolationError({ slot: root, reason: e.message, cause: e }))
+        )
+    })
+  })
+
+/** The host-mode backend as a layer; requires `Systemd`. */
+export const layerHost = (options?: HostOptions): Layer.Layer<IsolationBackend, never, Systemd> =>
+  Layer.effect(IsolationBackend, makeHost(options))

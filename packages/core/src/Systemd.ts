@@ -6,7 +6,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Schema } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
+import * as HostCommand from "./HostCommand.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
 
@@ -122,3 +124,95 @@ export const make = (p: Primitives): Systemd => {
     show
   })
 }
+
+/**
+ * The reason for a failed systemctl call, from its exit code and stderr.
+ * systemctl's exit codes are coarse (1 for most failures, 5 for a missing
+ * unit), so the text decides where the code does not.
+ */
+export const classify = (exitCode: number, stderr: string): SystemdErrorReason => {
+  const t = stderr.toLowerCase()
+  if (exitCode === 5 || t.includes("not found") || t.includes("not loaded")) return "UnitNotFound"
+  if (t.includes("not been booted with systemd") || t.includes("failed to connect to bus")) return "NotBooted"
+  if (t.includes("access denied") || t.includes("interactive authentication required") || exitCode === 4) {
+    return "AccessDenied"
+  }
+  if (t.includes("timed out") || t.includes("timeout")) return "Timeout"
+  if (t.includes("job for") || t.includes("failed because") || t.includes("dependency failed")) return "JobFailed"
+  return "Other"
+}
+
+/** Options of {@link makeCommand}. */
+export interface CommandOptions {
+  /**
+   * How long one systemctl call may take (default 3 minutes). A job that never
+   * finishes (a unit that never signals readiness) would otherwise block the
+   * agent until systemd's own timeout, if it has one.
+   */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/**
+ * The `Systemd` service that runs `systemctl` through the `ChildProcessSpawner`
+ * in context: argv arrays, `--` before unit names, stdout, stderr and the exit
+ * code read together. Because the spawner comes from context, a spawner
+ * wrapped with `nsenter` drives another machine's systemd unchanged.
+ */
+export const makeCommand = (options?: CommandOptions) =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner>()
+    const timeout = Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3))
+    const systemctl = (verb: Verb, unit: string, args: ReadonlyArray<string>) =>
+      HostCommand.run("systemctl", args).pipe(
+        Effect.timeoutOrElse({
+          duration: timeout,
+          orElse: () =>
+            Effect.fail(
+              new SystemdError({
+                reason: "Timeout",
+                verb,
+                unit,
+                exitCode: -1,
+                stderr: `systemctl did not finish within ${Duration.format(timeout)}`
+              })
+            )
+        }),
+        Effect.catchTag("CommandError", (e) =>
+          Effect.fail(new SystemdError({ reason: "Other", verb, unit, exitCode: -1, stderr: e.message }))
+        ),
+        Effect.flatMap((o) =>
+          o.exitCode === 0
+            ? Effect.succeed(o.stdout)
+            : Effect.fail(
+                new SystemdError({
+                  reason: classify(o.exitCode, o.stderr),
+                  verb,
+                  unit,
+                  exitCode: o.exitCode,
+                  stderr: o.stderr
+                })
+              )
+        ),
+        Effect.provide(context)
+      )
+    return make({
+      job: (verb, unit) => Effect.asVoid(systemctl(verb, unit, [verb, "--", unit])),
+      daemonReload: Effect.asVoid(systemctl("daemon-reload", "", ["daemon-reload"])),
+      show: (unit, properties) =>
+        systemctl("show", unit, ["show", `--property=${properties.join(",")}`, "--", unit]).pipe(
+          Effect.map((stdout) => {
+            const out: Record<string, string> = {}
+            for (const line of stdout.split("\n")) {
+              const eq = line.indexOf("=")
+              if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1)
+            }
+            return out
+          })
+        )
+    })
+  })
+
+/** {@link makeCommand} as a layer; requires the spawner the commands run through. */
+export const layerCommand = (
+  options?: CommandOptions
+): Layer.Layer<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> => Layer.effect(Systemd, makeCommand(options))

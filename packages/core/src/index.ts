@@ -27,3 +27,6 @@ export * as Task from "./Task.ts"
 export * as UnitName from "./UnitName.ts"
 /** Unmounting everything at or below prefixes, deepest first. */
 export * as Unmount from "./Unmount.ts"
+
+/** Restarting, in order, the units whose configuration changed. */
+export * as RestartChanged from "./RestartChanged.ts"

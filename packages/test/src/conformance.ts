@@ -12,3 +12,6 @@ export * as MounterConformance from "./MounterConformance.ts"
 
 /** The conformance suite of the unmount operations on a kubelet-like layout. */
 export * as UnmountConformance from "./UnmountConformance.ts"
+
+/** The conformance suite of `Systemd`, `restartChanged` and `running`. */
+export * as SystemdConformance from "./SystemdConformance.ts"

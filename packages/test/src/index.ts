@@ -12,3 +12,6 @@ export * as FaultyMounter from "./FaultyMounter.ts"
 export * as Gate from "./Gate.ts"
 /** Making real or simulated mounts for tests behind one interface. */
 export * as MountFixture from "./MountFixture.ts"
+
+/** A real systemd booted on a throwaway root in its own namespaces, for tests. */
+export * as SystemdMachine from "./SystemdMachine.ts"
