@@ -1,11 +1,13 @@
 // `npm run bench`: runs each benchmark in bench/ and prints its table. Each
 // benchmark measures its baseline in the same process, so the ratios hold on
 // any machine. Benchmarks that need mounts run under `unshare --mount` (root).
-// Usage: npm run bench [-- name...]   (names: mounts)
+// Usage: npm run bench [-- name...]   (names: mounts, systemd)
 import { spawnSync } from "node:child_process"
 
 const all = {
-  mounts: { file: "bench/mounts.ts", unshare: ["--mount", "--propagation", "private"] }
+  mounts: { file: "bench/mounts.ts", unshare: ["--mount", "--propagation", "private"] },
+  // boots its own systemd in its own namespaces (SystemdMachine); needs root
+  systemd: { file: "bench/systemd.ts", unshare: [], root: true }
 }
 const wanted = process.argv.slice(2)
 const names = wanted.length > 0 ? wanted : Object.keys(all)
@@ -18,7 +20,7 @@ for (const name of names) {
   }
   const node = [process.execPath, "--conditions=@hostnode/source", b.file]
   const cmd = b.unshare.length > 0 ? ["unshare", ...b.unshare, "--", ...node] : node
-  if (b.unshare.length > 0 && process.getuid?.() !== 0) {
+  if ((b.unshare.length > 0 || b.root) && process.getuid?.() !== 0) {
     console.error(`bench ${name}: needs root for ${cmd[0]}; skipped`)
     failed = true
     continue
