@@ -7,18 +7,34 @@
  * @since 0.1.0
  */
 
+/** The agent configuration: its directory, the LocalDNS settings, the node's units. */
+export * as AgentConfig from "./AgentConfig.ts"
+/** Reading configuration documents with errors that name the file and the field. */
+export * as ConfigFile from "./ConfigFile.ts"
+/** Effect's `Dns`, one per name server, and what counts as an answer. */
+export * as DnsResolvers from "./DnsResolvers.ts"
+/** Machine goal states per slot, download overrides, and the GoalStateSource. */
+export * as GoalState from "./GoalState.ts"
+/** A node's seams with the real host and the real phases as defaults. */
+export * as Hooks from "./Hooks.ts"
 /** Running host commands as argv arrays through the spawner in context. */
 export * as HostCommand from "./HostCommand.ts"
 /** Joining host paths below a host root with containment. */
 export * as HostPath from "./HostPath.ts"
 /** Whether a node root's stack is up, in any isolation mode. */
 export * as IsolationBackend from "./IsolationBackend.ts"
+/** The LocalDNS network phases: setup, cleanup, and the wait for answers. */
+export * as LocalDns from "./LocalDns.ts"
 /** The unmount primitive: interface and key. */
 export * as Mounter from "./Mounter.ts"
 /** The kernel's mount table: Schema, parser, renderer and consistent read. */
 export * as MountInfo from "./MountInfo.ts"
+/** The node start goal state: auth mode, LocalDNS listeners. */
+export * as NodeStart from "./NodeStart.ts"
 /** Well-known host paths and `orDefault`. */
 export * as Paths from "./Paths.ts"
+/** Restarting, in order, the units whose configuration changed. */
+export * as RestartChanged from "./RestartChanged.ts"
 /** The service manager: interface, key, errors and `make`. */
 export * as Systemd from "./Systemd.ts"
 /** Named lifecycle steps, their failure and the condition reason classified from it. */
@@ -27,6 +43,3 @@ export * as Task from "./Task.ts"
 export * as UnitName from "./UnitName.ts"
 /** Unmounting everything at or below prefixes, deepest first. */
 export * as Unmount from "./Unmount.ts"
-
-/** Restarting, in order, the units whose configuration changed. */
-export * as RestartChanged from "./RestartChanged.ts"

@@ -1,15 +1,49 @@
 /**
  * The real host in one layer: every service the operations of @hostnode/core
  * need, backed by the machine this process runs on. Production agents provide
- * this; tests provide `MemoryHost.layer` from @hostnode/test instead.
+ * this; tests provide `MemoryHost.layer` from @hostnode/test instead. Each
+ * part is also exported on its own (`NodeMounter`, `NodeSystemd`, `NodeDns`)
+ * for agents that need another combination (another machine's systemd, the
+ * command-based mounter).
  *
  * @since 0.1.0
  */
 import { NodeServices } from "@effect/platform-node"
+import { type DnsResolvers, IsolationBackend, type Mounter, type Systemd } from "@hostnode/core"
+import { Layer } from "effect"
+import * as NodeDns from "./NodeDns.ts"
+import * as NodeMounter from "./NodeMounter.ts"
+import * as NodeSystemd from "./NodeSystemd.ts"
+
+/** Everything {@link layer} provides. */
+export type Services =
+  | NodeServices.NodeServices
+  | Mounter.Mounter
+  | Systemd.Systemd
+  | DnsResolvers.DnsResolvers
+  | IsolationBackend.IsolationBackend
+
+/** Options of {@link layerWith}. */
+export interface Options {
+  /** The units whose activity means the node stack is up (the host `IsolationBackend`). */
+  readonly units?: ReadonlyArray<string> | undefined
+}
 
 /**
- * Every real service in one layer. Today: FileSystem, Path, ChildProcessSpawner,
- * Stdio and Terminal from @effect/platform-node. Later: the mounter, systemd and
- * DNS layers, each of which is also exported on its own.
+ * Every real service: FileSystem, Path, ChildProcessSpawner, Stdio and Terminal
+ * from @effect/platform-node; the in-process `Mounter` (or `umount -l` where
+ * the FFI cannot load); this host's `Systemd`; the `DnsResolvers`; and the
+ * host-mode `IsolationBackend`.
  */
-export const layer = NodeServices.layer
+export const layerWith = (options?: Options): Layer.Layer<Services> => {
+  const systemd = NodeSystemd.layer()
+  return Layer.mergeAll(
+    NodeMounter.layerWithFallback(),
+    systemd,
+    NodeDns.layer,
+    IsolationBackend.layerHost({ units: options?.units }).pipe(Layer.provide(systemd))
+  ).pipe(Layer.provideMerge(NodeServices.layer))
+}
+
+/** {@link layerWith} with the default options. */
+export const layer: Layer.Layer<Services> = layerWith()

@@ -4,9 +4,10 @@
  * @since 0.1.0
  */
 
+/** The real `DnsResolvers`: Effect's `Dns` from @effect/platform-node, one resolver per name server. */
+export * as NodeDns from "./NodeDns.ts"
 /** All real services in one layer. */
 export * as NodeHost from "./NodeHost.ts"
-
 /** The real `Mounter`: in-process umount2, or `umount -l` through the spawner. */
 export * as NodeMounter from "./NodeMounter.ts"
 

@@ -1,17 +1,18 @@
 /**
  * @hostnode/test/conformance: the conformance suites, as functions that take a
  * Layer and register @effect/vitest tests. Kept out of the main entry point so
- * that using `MemoryHost` outside a test runner (the CLI's demo) never loads
  * vitest.
  *
  * @since 0.1.0
  */
 
+/** The conformance suite of GoalStateSource and the default goal state resolver. */
+export * as GoalStateConformance from "./GoalStateConformance.ts"
+/** The conformance suite of the LocalDNS phases on a host with links, iptables and a DNS server. */
+export * as LocalDnsConformance from "./LocalDnsConformance.ts"
 /** The conformance suite every `Mounter` passes. */
 export * as MounterConformance from "./MounterConformance.ts"
-
-/** The conformance suite of the unmount operations on a kubelet-like layout. */
-export * as UnmountConformance from "./UnmountConformance.ts"
-
 /** The conformance suite of `Systemd`, `restartChanged` and `running`. */
 export * as SystemdConformance from "./SystemdConformance.ts"
+/** The conformance suite of the unmount operations on a kubelet-like layout. */
+export * as UnmountConformance from "./UnmountConformance.ts"

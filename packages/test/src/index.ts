@@ -10,6 +10,8 @@
 export * as FaultyMounter from "./FaultyMounter.ts"
 /** Gates for real-host tests: skip with a reason, or fail under CI=true. */
 export * as Gate from "./Gate.ts"
+/** Inspecting links and the raw table, planting foreign ones, and running a DNS server, for the LocalDNS suite. */
+export * as LocalDnsFixture from "./LocalDnsFixture.ts"
 /** Making real or simulated mounts for tests behind one interface. */
 export * as MountFixture from "./MountFixture.ts"
 

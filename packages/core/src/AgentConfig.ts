@@ -1,0 +1,135 @@
+/**
+ * The agent configuration: where the agent keeps its own files (the agent
+ * configuration directory, a host path), how the LocalDNS interface is set up
+ * and waited on, and which systemd units make up the node. One document,
+ * decoded strictly, with defaults for everything a production node does not
+ * need to say.
+ *
+ * Boundary: a Schema and its decoders. Nothing here touches the host; paths
+ * are host paths, joined below a host root by the operations that use them.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Effect, type FileSystem, Schema } from "effect"
+import * as ConfigFile from "./ConfigFile.ts"
+import { UnitName } from "./UnitName.ts"
+
+/** The agent configuration directory on a production host, when the configuration does not name one. */
+export const DefaultConfigDir = "/etc/hostnode"
+
+/** The name of the LocalDNS interface, as AKS names it. */
+export const DefaultInterfaceName = "localdns"
+
+/** The units a node stack is made of, in the order they are restarted. */
+export const DefaultUnits: ReadonlyArray<string> = ["containerd.service", "kubelet.service"]
+
+/**
+ * An absolute host path without NUL bytes. Host paths are always absolute:
+ * a relative one would depend on the agent's working directory.
+ */
+export const AbsolutePath = Schema.String.check(
+  Schema.makeFilter(
+    (s: string) =>
+      !s.startsWith("/")
+        ? "must be an absolute path (start with '/')"
+        : s.includes("\0")
+          ? "contains a NUL byte"
+          : undefined,
+    { title: "AbsolutePath" }
+  )
+)
+
+/**
+ * The link kinds the LocalDNS interface can be. Production uses `dummy`, the
+ * AKS design; `bridge` is the stand-in where the kernel lacks the dummy
+ * driver (some test kernels), and behaves the same for this purpose: a
+ * link that only carries local addresses.
+ */
+export const InterfaceKind = Schema.Literals(["dummy", "bridge"])
+
+/** A link kind the LocalDNS interface can be. */
+export type InterfaceKind = typeof InterfaceKind.Type
+
+/** Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':', whitespace, and not `.` or `..`. */
+export const InterfaceName = Schema.String.check(
+  Schema.makeFilter(
+    (s: string) => {
+      if (s.length === 0) return "is empty"
+      if (s.length > 15) return `is ${s.length} characters long, more than Linux's 15`
+      if (s === "." || s === "..") return "is not a valid interface name"
+      if (!/^[A-Za-z0-9_.-]+$/.test(s)) return "may only contain ASCII letters, digits and '_.-'"
+      if (s.startsWith("-")) return "starts with '-', which a command line would read as an option"
+      return undefined
+    },
+    { title: "InterfaceName" }
+  )
+)
+
+const PositiveDuration = Schema.DurationFromString.check(
+  Schema.makeFilter((d: Duration.Duration) => (Duration.isPositive(d) ? undefined : "must be positive"), {
+    title: "PositiveDuration"
+  })
+)
+
+/**
+ * How this agent sets up LocalDNS and waits for it. The listeners themselves
+ * are part of the node's goal (`NodeStart.localDns`); these are the host's
+ * side. Durations are strings such as `"2 minutes"` or `"500 millis"`.
+ */
+export const LocalDnsSettings = Schema.Struct({
+  /** The interface that carries the listener addresses. */
+  interfaceName: InterfaceName.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceName))),
+  /** Its link kind; `dummy` unless the kernel lacks it. */
+  interfaceKind: InterfaceKind.pipe(Schema.withDecodingDefaultKey(Effect.succeed("dummy" as const))),
+  /** How long `awaitLocalDns` waits for every listener to answer. */
+  readinessTimeout: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed("2 minutes"))),
+  /** The pause between two rounds of probes. */
+  probeInterval: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed("500 millis"))),
+  /** How long one probe waits for an answer. */
+  probeTimeout: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed("1 second")))
+})
+
+/** How this agent sets up LocalDNS and waits for it. */
+export type LocalDnsSettings = typeof LocalDnsSettings.Type
+
+/**
+ * The agent configuration. Every field has a default, so `{}` is the
+ * configuration of a production host.
+ */
+export const AgentConfig = Schema.Struct({
+  /**
+   * The agent configuration directory, a host path: goal states are read from
+   * it and configuration snapshots are kept in it.
+   */
+  configDir: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultConfigDir))),
+  /** The LocalDNS settings of this host. */
+  localDns: LocalDnsSettings.pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
+  /** The node's units, in restart order; every name is validated as a systemd unit name. */
+  units: Schema.Array(UnitName)
+    .check(Schema.isMinLength(1))
+    .pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultUnits)))
+})
+
+/** The decoded agent configuration. */
+export type AgentConfig = typeof AgentConfig.Type
+
+/** The agent configuration as written in a file (defaults not yet applied). */
+export type AgentConfigEncoded = typeof AgentConfig.Encoded
+
+/** What the errors call this document. */
+export const What = "AgentConfig"
+
+/** Decodes an agent configuration from an already parsed value; `file` is named in errors. */
+export const decode = (input: unknown, file = ""): Effect.Effect<AgentConfig, ConfigFile.InvalidConfig> =>
+  ConfigFile.decodeUnknown(AgentConfig, What, file)(input)
+
+/** Decodes an agent configuration from JSON text; `file` is named in errors. */
+export const decodeJson = (text: string, file = ""): Effect.Effect<AgentConfig, ConfigFile.InvalidConfig> =>
+  ConfigFile.decodeJson(AgentConfig, What, file)(text)
+
+/** Reads and decodes the agent configuration file at `path` (a path of this process, already below any host root). */
+export const read = (path: string): Effect.Effect<AgentConfig, ConfigFile.ReadError, FileSystem.FileSystem> =>
+  ConfigFile.read(AgentConfig, What)(path)
+
+/** The production defaults: the configuration `{}` decodes to. */
+export const defaults: Effect.Effect<AgentConfig> = Effect.orDie(decode({}))

@@ -1,0 +1,318 @@
+/**
+ * The machine goal state a node is built from, one per slot, and where it
+ * comes from (the Go package's `GoalStateSource`). A goal state names its
+ * slot, the Kubernetes version, the artifacts to download and the node start;
+ * download overrides replace where artifacts come from (a mirror, a pinned
+ * build). `GoalStateSource.for(slot)` picks, in order: a goal state given by
+ * the caller (bootstrap has already resolved one, so device discovery happens
+ * once), a `resolve` override, or the default resolver, which reads the slot's
+ * file from the agent configuration directory below the host root.
+ *
+ * Boundary: deciding which goal state a slot gets, reading and decoding its
+ * file. What a goal state makes the node do is elsewhere.
+ *
+ * @since 0.1.0
+ */
+import { Effect, FileSystem, Schema } from "effect"
+import type { AgentConfig } from "./AgentConfig.ts"
+import * as ConfigFile from "./ConfigFile.ts"
+import * as HostPath from "./HostPath.ts"
+import { NodeStart } from "./NodeStart.ts"
+
+/**
+ * A slot name: where one generation of the node lives (`a`, `b`, `blue`).
+ * Lowercase letters, digits and inner `-`, at most 63 characters, so a slot
+ * is always a safe single path component and a safe unit-name fragment.
+ */
+export const Slot = Schema.String.check(
+  Schema.makeFilter(
+    (s: string) =>
+      s.length === 0
+        ? "is empty"
+        : s.length > 63
+          ? `is ${s.length} characters long, more than 63`
+          : /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(s)
+            ? undefined
+            : "may only contain lowercase letters, digits and inner '-'",
+    { title: "Slot" }
+  )
+).pipe(Schema.brand("Slot"))
+
+/** A decoded slot name. */
+export type Slot = typeof Slot.Type
+
+/** A SHA-256 digest in lowercase hex. */
+export const Sha256 = Schema.String.check(
+  Schema.makeFilter((s: string) => (/^[0-9a-f]{64}$/.test(s) ? undefined : "is not a lowercase hex SHA-256 digest"), {
+    title: "Sha256"
+  })
+)
+
+/** Where an artifact is downloaded from: an http(s) URL and the digest the download must have. */
+export const ArtifactSource = Schema.Struct({
+  url: Schema.String.check(
+    Schema.makeFilter((s: string) => (/^https?:\/\/[^\s/?#]+(\/\S*)?$/.test(s) ? undefined : "is not an http(s) URL"), {
+      title: "Url"
+    })
+  ),
+  sha256: Sha256
+})
+
+/** Where an artifact is downloaded from. */
+export type ArtifactSource = typeof ArtifactSource.Type
+
+/** An artifact name (`kubelet`, `containerd`, `cni-plugins`). */
+export const ArtifactName = Schema.String.check(
+  Schema.makeFilter((s: string) => (/^[a-z0-9][-a-z0-9._]*$/.test(s) ? undefined : "is not an artifact name"), {
+    title: "ArtifactName"
+  })
+)
+
+/** The Kubernetes version a goal state runs: `1.31.2` or `v1.31.2`, with an optional pre-release. */
+export const KubernetesVersion = Schema.String.check(
+  Schema.makeFilter(
+    (s: string) => (/^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(s) ? undefined : "is not a Kubernetes version"),
+    { title: "KubernetesVersion" }
+  )
+)
+
+/**
+ * The goal state of one slot. `slot` repeats the slot it was resolved for,
+ * so a file copied to the wrong place is caught rather than built.
+ */
+export const MachineGoalState = Schema.Struct({
+  slot: Slot,
+  kubernetesVersion: KubernetesVersion,
+  artifacts: Schema.Record(ArtifactName, ArtifactSource).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
+  nodeStart: NodeStart
+})
+
+/** The goal state of one slot. */
+export type MachineGoalState = typeof MachineGoalState.Type
+
+/**
+ * Overrides of where artifacts are downloaded from, by artifact name. An
+ * override replaces the URL and the digest together: a different file can
+ * never be checked against the old digest, nor left unchecked.
+ */
+export const DownloadOverrides = Schema.Struct({
+  artifacts: Schema.Record(ArtifactName, ArtifactSource).pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
+})
+
+/** Overrides of where artifacts are downloaded from. */
+export type DownloadOverrides = typeof DownloadOverrides.Type
+
+/** Decodes download overrides from an already parsed value; `file` is named in errors. */
+export const decodeDownloadOverrides = (
+  input: unknown,
+  file = ""
+): Effect.Effect<DownloadOverrides, ConfigFile.InvalidConfig> =>
+  ConfigFile.decodeUnknown(DownloadOverrides, "DownloadOverrides", file)(input)
+
+/** Decodes a machine goal state from an already parsed value; `file` is named in errors. */
+export const decodeMachineGoalState = (
+  input: unknown,
+  file = ""
+): Effect.Effect<MachineGoalState, ConfigFile.InvalidConfig> =>
+  ConfigFile.decodeUnknown(MachineGoalState, "MachineGoalState", file)(input)
+
+/** The goal state with `overrides` applied. Overrides for artifacts the goal state does not have are ignored. */
+export const applyDownloads = (goalState: MachineGoalState, overrides: DownloadOverrides): MachineGoalState => {
+  const artifacts: Record<string, ArtifactSource> = { ...goalState.artifacts }
+  for (const [name, source] of Object.entries(overrides.artifacts)) {
+    if (Object.hasOwn(artifacts, name)) artifacts[name] = source
+  }
+  return { ...goalState, artifacts }
+}
+
+/** The overridden artifacts the goal state does not have, which {@link applyDownloads} ignores. */
+export const unusedOverrides = (goalState: MachineGoalState, overrides: DownloadOverrides): ReadonlyArray<string> =>
+  Object.keys(overrides.artifacts).filter((name) => !Object.hasOwn(goalState.artifacts, name))
+
+/** A slot whose goal state file does not exist. */
+export class GoalStateNotFound extends Schema.TaggedError<GoalStateNotFound>()("GoalStateNotFound", {
+  slot: Schema.String,
+  file: Schema.String
+}) {
+  override get message(): string {
+    return `no goal state for slot ${JSON.stringify(this.slot)}: ${this.file} does not exist`
+  }
+}
+
+/** Why a goal state was rejected. */
+export const InvalidGoalStateReason = Schema.Literals(["InvalidSlot", "InvalidJson", "InvalidValue", "SlotMismatch"])
+
+/** Why a goal state was rejected. */
+export type InvalidGoalStateReason = typeof InvalidGoalStateReason.Type
+
+/**
+ * A goal state that cannot be used: the slot name is not a slot, the file is
+ * not JSON, a field is wrong (`field` says which, `issues` lists all), or the
+ * goal state is for another slot. `file` is empty when no file was involved.
+ */
+export class InvalidGoalState extends Schema.TaggedError<InvalidGoalState>()("InvalidGoalState", {
+  reason: InvalidGoalStateReason,
+  slot: Schema.String,
+  file: Schema.String,
+  field: Schema.String,
+  issues: Schema.Array(ConfigFile.FieldIssue)
+}) {
+  override get message(): string {
+    const where = this.file === "" ? "" : ` in ${this.file}`
+    const what = this.issues
+      .slice(0, 5)
+      .map((i) => (i.field === "" ? i.message : `${i.field}: ${i.message}`))
+      .join("; ")
+    const more = this.issues.length > 5 ? `; and ${this.issues.length - 5} more` : ""
+    return `invalid goal state for slot ${JSON.stringify(this.slot)}${where} (${this.reason}): ${what}${more}`
+  }
+}
+
+/** A goal state file that exists but cannot be read. */
+export class GoalStateUnreadable extends Schema.TaggedError<GoalStateUnreadable>()("GoalStateUnreadable", {
+  slot: Schema.String,
+  file: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `cannot read the goal state for slot ${JSON.stringify(this.slot)} from ${this.file}: ${this.detail}`
+  }
+}
+
+/** Every way resolving a goal state fails. */
+export type GoalStateError = GoalStateNotFound | InvalidGoalState | GoalStateUnreadable
+
+/** Decodes a slot name, failing with an {@link InvalidGoalState} that says what was wrong. */
+export const decodeSlot = (slot: string): Effect.Effect<Slot, InvalidGoalState> =>
+  Schema.decodeUnknownEffect(Slot)(slot).pipe(
+    Effect.mapError(
+      (e) =>
+        new InvalidGoalState({
+          reason: "InvalidSlot",
+          slot,
+          file: "",
+          field: "",
+          issues: ConfigFile.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` }))
+        })
+    )
+  )
+
+/** The directory below the agent configuration directory that holds one goal state file per slot. */
+export const GoalStatesDirName = "goalstates"
+
+/** The host path of the slot's goal state file: `<configDir>/goalstates/<slot>.json`. */
+export const goalStatePath = (config: AgentConfig, slot: Slot): string =>
+  `${HostPath.clean(config.configDir)}/${GoalStatesDirName}/${slot}.json`
+
+/** Options of the default resolver. */
+export interface ResolveOptions {
+  /** The agent configuration; its `configDir` holds the goal state files. */
+  readonly config: AgentConfig
+  /** The host root the configuration directory is below (`""` or `"/"`: the real host). */
+  readonly hostRoot?: string | undefined
+  /** Where artifacts are downloaded from instead. */
+  readonly downloads?: DownloadOverrides | undefined
+}
+
+const checkSlot = (goalState: MachineGoalState, slot: Slot, file: string): Effect.Effect<void, InvalidGoalState> =>
+  goalState.slot === slot
+    ? Effect.void
+    : Effect.fail(
+        new InvalidGoalState({
+          reason: "SlotMismatch",
+          slot,
+          file,
+          field: "slot",
+          issues: [{ field: "slot", message: `is ${JSON.stringify(goalState.slot)}, not ${JSON.stringify(slot)}` }]
+        })
+      )
+
+/**
+ * The default resolver: reads `<configDir>/goalstates/<slot>.json` below the
+ * host root (symlinks resolved as though the root were `/`, so the file can
+ * never be read from outside it), decodes it strictly, checks it is for this
+ * slot and applies the download overrides.
+ */
+export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
+  function* (slot: string, options: ResolveOptions) {
+    const valid = yield* decodeSlot(slot)
+    const hostRoot = options.hostRoot ?? ""
+    const hostFile = goalStatePath(options.config, valid)
+    const file = yield* HostPath.resolve(hostRoot, hostFile).pipe(
+      Effect.mapError(
+        (e) => new GoalStateUnreadable({ slot, file: HostPath.join(hostRoot, hostFile), detail: e.message })
+      )
+    )
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs
+      .readFileString(file)
+      .pipe(
+        Effect.mapError((e) =>
+          e.reason._tag === "NotFound"
+            ? new GoalStateNotFound({ slot, file })
+            : new GoalStateUnreadable({ slot, file, detail: e.message })
+        )
+      )
+    const goalState = yield* ConfigFile.decodeJson(
+      MachineGoalState,
+      "MachineGoalState",
+      file
+    )(text).pipe(
+      Effect.mapError((e) => new InvalidGoalState({ reason: e.reason, slot, file, field: e.field, issues: e.issues }))
+    )
+    yield* checkSlot(goalState, valid, file)
+    if (options.downloads === undefined) return goalState
+    const unused = unusedOverrides(goalState, options.downloads)
+    if (unused.length > 0) {
+      yield* Effect.logWarning("download overrides name artifacts the goal state does not have; ignored", {
+        artifacts: unused
+      })
+    }
+    return applyDownloads(goalState, options.downloads)
+  },
+  Effect.annotateLogs({ phase: "resolve-goal-state" })
+)
+
+/** A resolver: the goal state of a slot. Tests and composition roots override the default with one. */
+export type Resolve = (slot: Slot) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>
+
+/** What a {@link GoalStateSource} is made from (the fields of the Go struct). */
+export interface SourceOptions extends ResolveOptions {
+  /**
+   * Used instead of resolving one. Bootstrap passes the goal state it has
+   * already resolved so GPU and device discovery happens once.
+   */
+  readonly goalState?: MachineGoalState | undefined
+  /** Overrides resolution; the default is {@link resolveMachine}. */
+  readonly resolve?: Resolve | undefined
+}
+
+/** Resolves the goal state a node is built from. */
+export interface GoalStateSource {
+  /**
+   * The goal state for `slot`: the given one, else the `resolve` override's,
+   * else the default resolver's. Whichever it is, it must be for `slot`.
+   */
+  readonly for: (slot: string) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>
+}
+
+/** A {@link GoalStateSource} from its options. */
+export const makeSource = (options: SourceOptions): GoalStateSource => ({
+  for: Effect.fn("GoalStateSource.for")(
+    function* (slot: string) {
+      const valid = yield* decodeSlot(slot)
+      if (options.goalState !== undefined) {
+        yield* checkSlot(options.goalState, valid, "")
+        yield* Effect.logDebug("using the given goal state")
+        return options.goalState
+      }
+      if (options.resolve !== undefined) {
+        const resolved = yield* options.resolve(valid)
+        yield* checkSlot(resolved, valid, "")
+        return resolved
+      }
+      return yield* resolveMachine(valid, options)
+    },
+    (effect, slot) => Effect.annotateLogs(effect, { slot })
+  )
+})

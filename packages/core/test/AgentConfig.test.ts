@@ -1,0 +1,90 @@
+import { assert, describe, it } from "@effect/vitest"
+import { AgentConfig } from "@hostnode/core"
+import { Duration, Effect } from "effect"
+
+describe("AgentConfig", () => {
+  it.effect("{} is a production host: every field defaulted", () =>
+    Effect.gen(function* () {
+      const c = yield* AgentConfig.decode({})
+      assert.strictEqual(c.configDir, "/etc/hostnode")
+      assert.deepStrictEqual<ReadonlyArray<string>>(c.units, ["containerd.service", "kubelet.service"])
+      assert.strictEqual(c.localDns.interfaceName, "localdns")
+      assert.strictEqual(c.localDns.interfaceKind, "dummy")
+      assert.strictEqual(Duration.toMillis(c.localDns.readinessTimeout), 120_000)
+      assert.strictEqual(Duration.toMillis(c.localDns.probeInterval), 500)
+      assert.strictEqual(Duration.toMillis(c.localDns.probeTimeout), 1_000)
+    })
+  )
+
+  it.effect("given values are kept", () =>
+    Effect.gen(function* () {
+      const c = yield* AgentConfig.decodeJson(
+        JSON.stringify({
+          configDir: "/var/lib/agent",
+          units: ["kubelet.service"],
+          localDns: { interfaceName: "ldns0", interfaceKind: "bridge", readinessTimeout: "30 seconds" }
+        })
+      )
+      assert.strictEqual(c.configDir, "/var/lib/agent")
+      assert.deepStrictEqual<ReadonlyArray<string>>(c.units, ["kubelet.service"])
+      assert.strictEqual(c.localDns.interfaceKind, "bridge")
+      assert.strictEqual(Duration.toMillis(c.localDns.readinessTimeout), 30_000)
+    })
+  )
+
+  it.effect("errors point at the wrong fields, all of those one pass finds, and name the file", () =>
+    Effect.gen(function* () {
+      const e = yield* Effect.flip(
+        AgentConfig.decodeJson(
+          JSON.stringify({
+            configDir: "etc/hostnode",
+            units: ["kubelet.service", "kubelet"],
+            localDns: { interfaceKind: "tun", interfaceName: "a-name-that-is-too-long" },
+            unitz: []
+          }),
+          "/etc/hostnode/config.json"
+        )
+      )
+      assert.strictEqual(e._tag, "InvalidConfig")
+      assert.strictEqual(e.reason, "InvalidValue")
+      assert.strictEqual(e.file, "/etc/hostnode/config.json")
+      assert.deepStrictEqual(e.issues.map((i) => i.field).sort(), [
+        "configDir",
+        "localDns.interfaceKind",
+        "localDns.interfaceName",
+        "units[1]",
+        "unitz"
+      ])
+      assert.include(e.message, "/etc/hostnode/config.json")
+      assert.include(e.message, e.field)
+      const units = e.issues.find((i) => i.field === "units[1]")
+      assert.include(units?.message, "type suffix")
+    })
+  )
+
+  it.effect("text that is not JSON is InvalidJson with the parser's message", () =>
+    Effect.gen(function* () {
+      const e = yield* Effect.flip(AgentConfig.decodeJson('{"configDir": ', "/x.json"))
+      assert.strictEqual(e.reason, "InvalidJson")
+      assert.strictEqual(e.field, "")
+      assert.include(e.message, "/x.json")
+      assert.include(e.message, "JSON")
+    })
+  )
+
+  it.effect("durations must be positive", () =>
+    Effect.gen(function* () {
+      for (const bad of ["0 millis", "-1 seconds", "soon"]) {
+        const e = yield* Effect.flip(AgentConfig.decode({ localDns: { probeInterval: bad } }))
+        assert.strictEqual(e.field, "localDns.probeInterval", bad)
+      }
+    })
+  )
+
+  it.effect("an empty unit list is rejected", () =>
+    Effect.gen(function* () {
+      const e = yield* Effect.flip(AgentConfig.decode({ units: [] }))
+      assert.strictEqual(e.field, "units")
+    })
+  )
+})

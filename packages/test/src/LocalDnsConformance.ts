@@ -1,0 +1,348 @@
+/**
+ * The conformance suite of the LocalDNS phases (`setupLocalDnsNetwork`,
+ * `cleanupHostNetwork`, `awaitLocalDns`, and the `Hooks` that wire them):
+ * what the real host does in a private network namespace with real `ip`,
+ * `iptables` and `dnsmasq`, and what the simulated host must do the same way.
+ * A function taking a Layer, so every host runs the very same tests.
+ *
+ * The tests share one host (one network namespace) and run one after the
+ * other; each starts from and leaves a clean slate (no LocalDNS interface, no
+ * rule of ours), and rules of someone else are planted next to ours to prove
+ * they survive everything.
+ *
+ * @since 0.1.0
+ */
+import { assert, layer } from "@effect/vitest"
+import { AgentConfig, type DnsResolvers, Hooks, LocalDns, type NodeStart } from "@hostnode/core"
+import { Effect, Fiber, type Layer, Logger, References, Schedule } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
+import { LocalDnsFixture } from "./LocalDnsFixture.ts"
+
+const nodeListener = "169.254.10.10"
+const clusterListener = "169.254.10.11"
+const iface = "localdns"
+
+/** A node start using LocalDNS on the AKS listener addresses. */
+export const nodeStart: NodeStart.NodeStart = {
+  nodeName: "node-a",
+  apiServer: "https://10.0.0.1:6443",
+  auth: { _tag: "Kubeconfig", path: "/var/lib/kubelet/kubeconfig" },
+  localDns: { nodeListener, clusterListener }
+}
+
+/** Our 8 rules exactly as `iptables -t raw -S` prints them. */
+export const ourRules: ReadonlyArray<string> = [
+  `-A PREROUTING -d ${nodeListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
+  `-A PREROUTING -d ${nodeListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
+  `-A PREROUTING -d ${clusterListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
+  `-A PREROUTING -d ${clusterListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
+  `-A OUTPUT -d ${nodeListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
+  `-A OUTPUT -d ${nodeListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
+  `-A OUTPUT -d ${clusterListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
+  `-A OUTPUT -d ${clusterListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`
+]
+
+/**
+ * Rules of someone else in our chains, each as planted (chain, words) and as
+ * listed: one matching exactly what ours match with another comment, one
+ * without a comment, one whose comment only extends ours.
+ */
+export const foreignRules: ReadonlyArray<{
+  readonly chain: string
+  readonly spec: ReadonlyArray<string>
+  readonly line: string
+}> = [
+  {
+    chain: "OUTPUT",
+    spec: [
+      "-d",
+      `${nodeListener}/32`,
+      "-p",
+      "udp",
+      "-m",
+      "udp",
+      "--dport",
+      "53",
+      "-m",
+      "comment",
+      "--comment",
+      "someone else",
+      "-j",
+      "NOTRACK"
+    ],
+    line: `-A OUTPUT -d ${nodeListener}/32 -p udp -m udp --dport 53 -m comment --comment "someone else" -j NOTRACK`
+  },
+  {
+    chain: "PREROUTING",
+    spec: ["-p", "tcp", "-m", "tcp", "--dport", "53", "-j", "NOTRACK"],
+    line: "-A PREROUTING -p tcp -m tcp --dport 53 -j NOTRACK"
+  },
+  {
+    chain: "OUTPUT",
+    spec: [
+      "-d",
+      `${clusterListener}/32`,
+      "-p",
+      "tcp",
+      "-m",
+      "tcp",
+      "--dport",
+      "53",
+      "-m",
+      "comment",
+      "--comment",
+      "hostnode:localdns-v0",
+      "-j",
+      "NOTRACK"
+    ],
+    line: `-A OUTPUT -d ${clusterListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns-v0" -j NOTRACK`
+  }
+]
+
+const sorted = (xs: ReadonlyArray<string>): Array<string> => [...xs].sort()
+
+/** A clean slate, the foreign rules planted, and the listing before any rule of ours: what every network test starts from. */
+const prepare = (name = iface) =>
+  Effect.gen(function* () {
+    const fx = yield* LocalDnsFixture
+    yield* fx.cleanSlate(name)
+    const baseline = yield* fx.rawRules
+    for (const r of foreignRules) yield* fx.addRule(r.chain, r.spec)
+    const others = [...baseline, ...foreignRules.map((r) => r.line)]
+    assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others), "planted rules are listed as expected")
+    return { fx, others }
+  })
+
+const expectNetwork = (others: ReadonlyArray<string>, name = iface) =>
+  Effect.gen(function* () {
+    const fx = yield* LocalDnsFixture
+    const link = yield* fx.link(name)
+    assert.isDefined(link, `${name} exists`)
+    assert.strictEqual(link?.kind, fx.interfaceKind)
+    assert.isTrue(link?.up, `${name} is up`)
+    assert.deepStrictEqual(link?.ipv4, [`${nodeListener}/32`, `${clusterListener}/32`])
+    assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted([...others, ...ourRules]))
+    return link
+  })
+
+const setup = Effect.gen(function* () {
+  const fx = yield* LocalDnsFixture
+  yield* LocalDns.setupLocalDnsNetwork(nodeStart, { interfaceKind: fx.interfaceKind })
+})
+
+// Logs of awaitLocalDns's failed rounds, counted to start a server "late".
+const countingRounds = (counter: { n: number }) =>
+  Logger.layer([
+    Logger.make(({ message }) => {
+      const parts = Array.isArray(message) ? message : [message]
+      if (parts.includes("LocalDNS not answering yet")) counter.n++
+    })
+  ])
+
+/**
+ * Registers the suite under `name`. `hostLayer` provides the spawner the
+ * phases run `ip` and `iptables` through, the `DnsResolvers` the wait asks
+ * with, and a `LocalDnsFixture` on the same host.
+ */
+export const suite = (
+  name: string,
+  hostLayer: Layer.Layer<ChildProcessSpawner.ChildProcessSpawner | DnsResolvers.DnsResolvers | LocalDnsFixture>
+): void =>
+  layer(hostLayer, { excludeTestServices: true })(`LocalDNS conformance: ${name}`, (it) => {
+    it.effect(
+      "setup: the interface carries exactly both /32 listeners and is up; raw holds our 8 rules next to everyone else's",
+      () =>
+        Effect.gen(function* () {
+          const { others } = yield* prepare()
+          yield* setup
+          yield* expectNetwork(others)
+        })
+    )
+
+    it.effect("setup again changes nothing: the same interface, still exactly 8 rules of ours", () =>
+      Effect.gen(function* () {
+        const { fx, others } = yield* prepare()
+        yield* setup
+        const first = yield* expectNetwork(others)
+        // a rule planted after ours: a second run that appended and then
+        // deleted (even its own duplicates) would reorder the chain
+        const late = { chain: "OUTPUT", spec: ["-p", "udp", "-m", "udp", "--dport", "5353", "-j", "NOTRACK"] }
+        yield* fx.addRule(late.chain, late.spec)
+        const withLate = [...others, "-A OUTPUT -p udp -m udp --dport 5353 -j NOTRACK"]
+        const listing = yield* fx.rawRules
+        yield* setup
+        const second = yield* expectNetwork(withLate)
+        assert.strictEqual(second?.index, first?.index, "the interface was reused, not recreated")
+        assert.deepStrictEqual(yield* fx.rawRules, listing, "the listing is unchanged, order included")
+      })
+    )
+
+    it.effect(
+      "an existing interface of the same kind is reused with exactly the listener addresses, and brought up",
+      () =>
+        Effect.gen(function* () {
+          const { fx, others } = yield* prepare()
+          yield* fx.createLink(iface, {
+            sameKind: true,
+            ipv4: ["10.99.0.1/32", `${nodeListener}/32`, "10.98.0.1/24"],
+            up: false
+          })
+          const before = yield* fx.link(iface)
+          yield* setup
+          const after = yield* expectNetwork(others)
+          assert.strictEqual(after?.index, before?.index)
+        })
+    )
+
+    it.effect("an existing interface of another kind is recreated as the configured kind", () =>
+      Effect.gen(function* () {
+        const { fx, others } = yield* prepare()
+        yield* fx.createLink(iface, { sameKind: false, ipv4: [`${clusterListener}/32`], up: true })
+        const before = yield* fx.link(iface)
+        assert.notStrictEqual(before?.kind, fx.interfaceKind)
+        yield* setup
+        yield* expectNetwork(others)
+      })
+    )
+
+    it.effect("rules of ours for another address, and a duplicate of ours, are removed by setup", () =>
+      Effect.gen(function* () {
+        const { fx, others } = yield* prepare()
+        const stale = LocalDns.rules(["169.254.10.12"])
+        for (const r of stale) yield* fx.addRule(r.chain, r.spec)
+        const [dup] = LocalDns.rules([nodeListener])
+        if (dup !== undefined) {
+          yield* fx.addRule(dup.chain, dup.spec)
+          yield* fx.addRule(dup.chain, dup.spec)
+        }
+        yield* setup
+        yield* expectNetwork(others)
+      })
+    )
+
+    it.effect("cleanup removes our rules and the interface; again succeeds; nobody else's rule is touched", () =>
+      Effect.gen(function* () {
+        const { fx, others } = yield* prepare()
+        yield* setup
+        yield* expectNetwork(others)
+        // a rule of ours for an address no node start names any more goes too
+        const [stale] = LocalDns.rules(["169.254.10.12"])
+        if (stale !== undefined) yield* fx.addRule(stale.chain, stale.spec)
+        yield* LocalDns.cleanupHostNetwork()
+        assert.isUndefined(yield* fx.link(iface))
+        assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
+        yield* LocalDns.cleanupHostNetwork()
+        assert.isUndefined(yield* fx.link(iface))
+        assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
+      })
+    )
+
+    it.effect(
+      "Hooks: the default phases use the configured interface name and kind; a node without LocalDNS gets nothing",
+      () =>
+        Effect.gen(function* () {
+          const { fx, others } = yield* prepare("ldns-hooks")
+          const config = yield* AgentConfig.decode({
+            localDns: { interfaceName: "ldns-hooks", interfaceKind: fx.interfaceKind }
+          })
+          const hooks = Hooks.make(config)
+          const { localDns: _, ...withoutLocalDns } = nodeStart
+          yield* hooks.setupLocalDnsNetwork(withoutLocalDns)
+          assert.isUndefined(yield* fx.link("ldns-hooks"))
+          assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
+          yield* hooks.setupLocalDnsNetwork(nodeStart)
+          yield* expectNetwork(others, "ldns-hooks")
+          assert.isUndefined(yield* fx.link(iface), "the default name is not used")
+          yield* hooks.cleanupHostNetwork()
+          assert.isUndefined(yield* fx.link("ldns-hooks"))
+          assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
+        })
+    )
+
+    it.effect(
+      "awaitLocalDns succeeds once a DNS server answers on both listeners; the server is gone with its scope",
+      () =>
+        Effect.gen(function* () {
+          const { fx } = yield* prepare()
+          yield* setup
+          const server = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const server = yield* fx.dnsServer([nodeListener, clusterListener])
+              yield* LocalDns.awaitLocalDns(nodeStart, { timeout: "10 seconds", interval: "100 millis" })
+              assert.isTrue(yield* server.running)
+              return server
+            })
+          )
+          assert.isFalse(yield* server.running, `the DNS server (pid ${server.pid}) is gone`)
+        })
+    )
+
+    it.effect("with the server stopped, a short deadline fails with LocalDnsTimeout naming both listeners", () =>
+      Effect.gen(function* () {
+        const { fx } = yield* prepare()
+        yield* setup
+        const server = yield* fx.dnsServer([nodeListener, clusterListener])
+        yield* LocalDns.awaitLocalDns(nodeStart, { timeout: "10 seconds", interval: "100 millis" })
+        yield* server.stop
+        assert.isFalse(yield* server.running)
+        const error = yield* Effect.flip(
+          LocalDns.awaitLocalDns(nodeStart, {
+            timeout: "1500 millis",
+            interval: "200 millis",
+            probeTimeout: "300 millis"
+          })
+        )
+        assert.strictEqual(error._tag, "LocalDnsTimeout")
+        assert.deepStrictEqual(
+          error.listeners.map((l) => [l.name, l.address]),
+          [
+            ["node", nodeListener],
+            ["cluster", clusterListener]
+          ]
+        )
+        assert.deepStrictEqual(error.answered, [])
+        assert.isAbove(error.attempts, 1)
+        assert.include(error.message, nodeListener)
+        assert.include(error.message, clusterListener)
+      })
+    )
+
+    it.effect("a server on the node listener only: the timeout names the cluster listener alone", () =>
+      Effect.gen(function* () {
+        const { fx } = yield* prepare()
+        yield* setup
+        yield* fx.dnsServer([nodeListener])
+        const error = yield* Effect.flip(
+          LocalDns.awaitLocalDns(nodeStart, { timeout: "1 second", interval: "200 millis", probeTimeout: "300 millis" })
+        )
+        assert.deepStrictEqual(
+          error.listeners.map((l) => [l.name, l.address]),
+          [["cluster", clusterListener]]
+        )
+        assert.deepStrictEqual(error.answered, [nodeListener])
+      })
+    )
+
+    it.effect("a server started late, after failed attempts: awaitLocalDns succeeds", () =>
+      Effect.gen(function* () {
+        const { fx } = yield* prepare()
+        yield* setup
+        const rounds = { n: 0 }
+        const waiting = yield* LocalDns.awaitLocalDns(nodeStart, {
+          timeout: "20 seconds",
+          interval: "100 millis",
+          probeTimeout: "300 millis"
+        }).pipe(
+          Effect.provide(countingRounds(rounds)),
+          Effect.provideService(References.MinimumLogLevel, "Debug"),
+          Effect.forkChild
+        )
+        yield* Effect.sync(() => rounds.n).pipe(
+          Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (n) => n >= 3 })
+        )
+        yield* fx.dnsServer([nodeListener, clusterListener])
+        yield* Fiber.join(waiting)
+        assert.isAtLeast(rounds.n, 3)
+      })
+    )
+  })
