@@ -33,8 +33,12 @@ export * as MountInfo from "./MountInfo.ts"
 export * as NodeStart from "./NodeStart.ts"
 /** Well-known host paths and `orDefault`. */
 export * as Paths from "./Paths.ts"
+/** What a repave removes: CNI state, the kubelet's client identity, pod volume directories. */
+export * as Repave from "./Repave.ts"
 /** Restarting, in order, the units whose configuration changed. */
 export * as RestartChanged from "./RestartChanged.ts"
+/** Removing paths below a host root without following symlinks or crossing mounts. */
+export * as SafeRemove from "./SafeRemove.ts"
 /** The service manager: interface, key, errors and `make`. */
 export * as Systemd from "./Systemd.ts"
 /** Named lifecycle steps, their failure and the condition reason classified from it. */

@@ -1,6 +1,7 @@
 /**
  * @hostnode/test/conformance: the conformance suites, as functions that take a
  * Layer and register @effect/vitest tests. Kept out of the main entry point so
+ * that using `MemoryHost` outside a test runner (the CLI's demo) never loads
  * vitest.
  *
  * @since 0.1.0
@@ -12,6 +13,8 @@ export * as GoalStateConformance from "./GoalStateConformance.ts"
 export * as LocalDnsConformance from "./LocalDnsConformance.ts"
 /** The conformance suite every `Mounter` passes. */
 export * as MounterConformance from "./MounterConformance.ts"
+/** The conformance suites of the repave resets, the kubelet teardown and SafeRemove, with properties. */
+export * as RepaveConformance from "./RepaveConformance.ts"
 /** The conformance suite of `Systemd`, `restartChanged` and `running`. */
 export * as SystemdConformance from "./SystemdConformance.ts"
 /** The conformance suite of the unmount operations on a kubelet-like layout. */

@@ -8,6 +8,8 @@
 
 /** Fault injection for any `Mounter`: refuse chosen targets. */
 export * as FaultyMounter from "./FaultyMounter.ts"
+/** A FileSystem that refuses to change anything outside chosen directories, for tests that delete. */
+export * as FencedFileSystem from "./FencedFileSystem.ts"
 /** Gates for real-host tests: skip with a reason, or fail under CI=true. */
 export * as Gate from "./Gate.ts"
 /** Inspecting links and the raw table, planting foreign ones, and running a DNS server, for the LocalDNS suite. */

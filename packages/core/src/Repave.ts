@@ -1,0 +1,297 @@
+/**
+ * What a repave removes from a node's host before the node stack starts again
+ * (the Go package's `ResetCNIState`, `ResetKubeletIdentity`, and the
+ * composition its `UnmountBelowByPrefix` describes): the CNI configuration and
+ * state, the kubelet's rotated client identity, and the pod volume directories.
+ *
+ * Boundary: which paths go, and what a path that had to stay means for each
+ * operation. Every removal goes through `SafeRemove` (no symlink followed, no
+ * mount crossed, contained below the host root), every unmount through
+ * `Unmount`.
+ *
+ * @since 0.1.0
+ */
+import { Effect, FileSystem, Schema } from "effect"
+import * as HostPath from "./HostPath.ts"
+import type { Mounter } from "./Mounter.ts"
+import type * as MountInfo from "./MountInfo.ts"
+import * as NodeStart from "./NodeStart.ts"
+import * as Paths from "./Paths.ts"
+import * as SafeRemove from "./SafeRemove.ts"
+import * as Unmount from "./Unmount.ts"
+
+/**
+ * The kubeconfig the kubelet writes after TLS bootstrapping, pointing at
+ * `kubelet-client-current.pem`. While it exists the kubelet does not bootstrap.
+ */
+export const KubeletKubeconfig = "/var/lib/kubelet/kubeconfig"
+
+/** The pod directories: one `<uid>` directory per pod, its volumes mounted below it. */
+export const KubeletPodsDir = "/var/lib/kubelet/pods"
+
+/**
+ * True for the kubelet's client credentials in its pki directory, as
+ * client-go's certificate store names them: the rotated pairs
+ * `kubelet-client-<date>.pem`, the `kubelet-client-current.pem` link (and
+ * `kubelet-client-updated.pem`, its leftover from an interrupted rotation), and
+ * the key `kubelet-client.key.tmp` a bootstrap leaves while its request is
+ * pending. The serving certificates (`kubelet.crt`, `kubelet.key`,
+ * `kubelet-server-*`) and the CA are not client credentials.
+ */
+export const isClientCredential = (name: string): boolean =>
+  name === "kubelet-client.key.tmp" ||
+  (name.startsWith("kubelet-client-") && name.endsWith(".pem") && name.length > "kubelet-client-.pem".length)
+
+/** The operations that fail with a {@link ResetError}. */
+export const ResetOperation = Schema.Literals(["resetCniState", "resetKubeletIdentity"])
+
+/** The operations that fail with a {@link ResetError}. */
+export type ResetOperation = typeof ResetOperation.Type
+
+/**
+ * A reset that could not remove everything it must: a mount inside the CNI
+ * configuration directory, a symlink where the pki directory should be, a file
+ * the file system refused to remove. `reason` is that of the first path kept;
+ * `kept` lists each with its reason and `removed` what did go, so a person can
+ * see what state the host is in. Running the reset again after fixing the
+ * cause finishes it.
+ */
+export class ResetError extends Schema.TaggedError<ResetError>()("ResetError", {
+  operation: ResetOperation,
+  reason: SafeRemove.KeptReason,
+  kept: Schema.Array(SafeRemove.Kept),
+  removed: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    const shown = this.kept
+      .slice(0, 5)
+      .map((k) => `${JSON.stringify(k.path)} (${k.reason}: ${k.detail})`)
+      .join("; ")
+    const more = this.kept.length > 5 ? `; and ${this.kept.length - 5} more` : ""
+    return `${this.operation} could not remove everything (${this.removed.length} removed, ${this.kept.length} kept): ${shown}${more}`
+  }
+}
+
+const failIfKept = (
+  operation: ResetOperation,
+  report: SafeRemove.Report
+): Effect.Effect<SafeRemove.Report, ResetError> => {
+  const first = report.kept[0]
+  return first === undefined
+    ? Effect.succeed(report)
+    : Effect.fail(new ResetError({ operation, reason: first.reason, kept: report.kept, removed: report.removed }))
+}
+
+/**
+ * Removes the CNI configuration and state a stopped node stack left below
+ * `hostRoot`: every entry of `/etc/cni/net.d` goes (add-ons' included: their
+ * DaemonSets write them again), the directory stays; `/var/lib/cni` goes whole
+ * (host-local IPAM's reservations in `networks/<net>/`, its `last_reserved_ip`
+ * files and lock, cached results). A repave can give the node a new pod CIDR:
+ * left in place, the old configuration makes containerd report the network
+ * ready and hand out addresses from the old range.
+ *
+ * Missing directories are success. A symlink or file where `/etc/cni/net.d`
+ * should be is removed (never followed) and an empty directory made in its
+ * place, so nothing stale stays where containerd looks. What cannot be removed
+ * (a mount inside, the directory itself a mount point) fails the call with a
+ * {@link ResetError} after everything else was removed.
+ */
+export const resetCniState: (
+  options?: SafeRemove.Options
+) => Effect.Effect<
+  SafeRemove.Report,
+  ResetError | HostPath.HostPathError | MountInfo.MountInfoError,
+  FileSystem.FileSystem
+> = Effect.fn("resetCniState")(function* (options) {
+  const fs = yield* FileSystem.FileSystem
+  const session = yield* SafeRemove.session(options)
+  const conf = yield* HostPath.resolve(session.root.path, Paths.CniConfDir, { followFinal: false })
+  const confInfo = yield* Effect.option(fs.lstat(conf))
+  let confReport: SafeRemove.Report
+  if (confInfo._tag === "Some" && confInfo.value.type !== "Directory") {
+    confReport = yield* session.remove([Paths.CniConfDir])
+    if (confReport.kept.length === 0) {
+      const made = yield* Effect.result(fs.makeDirectory(conf, { mode: 0o755 }))
+      if (made._tag === "Failure") {
+        const kept: SafeRemove.Kept = { path: conf, reason: "Failed", detail: `makeDirectory: ${made.failure.message}` }
+        yield* Effect.logWarning(`kept ${conf}: ${kept.detail}`).pipe(Effect.annotateLogs({ path: conf }))
+        confReport = SafeRemove.merge(confReport, { removed: [], kept: [kept] })
+      } else {
+        yield* Effect.logInfo(`replaced the ${confInfo.value.type} at ${conf} with an empty directory`)
+      }
+    }
+  } else {
+    confReport = yield* session.empty(Paths.CniConfDir)
+  }
+  const stateReport = yield* session.remove([Paths.CniStateDir])
+  const report = yield* failIfKept("resetCniState", SafeRemove.merge(confReport, stateReport))
+  yield* Effect.logInfo("CNI state reset").pipe(
+    Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removed.length })
+  )
+  return report
+})
+
+/**
+ * Removes the kubelet's client identity below `hostRoot` when the node
+ * authenticates with a bootstrap token, so the next start bootstraps again
+ * and gets a certificate for the new machine: the client credentials in
+ * `/var/lib/kubelet/pki` (see {@link isClientCredential}) and
+ * `/var/lib/kubelet/kubeconfig`, which points at them. The bootstrap
+ * kubeconfig, the CA and the serving certificates stay. In the direct
+ * kubeconfig and exec credential modes nothing is removed: configuration
+ * rewrites those credentials.
+ *
+ * Links are removed, never followed. A symlink or file where the pki
+ * directory should be is left alone and fails the call with a
+ * {@link ResetError} (`NotADirectory`), as does anything else that could not be
+ * removed; the rest is removed first.
+ */
+export const resetKubeletIdentity: (
+  nodeStart: NodeStart.NodeStart,
+  options?: SafeRemove.Options
+) => Effect.Effect<
+  SafeRemove.Report,
+  ResetError | HostPath.HostPathError | MountInfo.MountInfoError,
+  FileSystem.FileSystem
+> = Effect.fn("resetKubeletIdentity")(function* (nodeStart, options) {
+  if (!NodeStart.usesBootstrapToken(nodeStart)) {
+    yield* Effect.logInfo(
+      `kubelet identity left in place: auth mode ${nodeStart.auth._tag} is rewritten by configuration`
+    )
+    return SafeRemove.emptyReport
+  }
+  const bootstrap = HostPath.clean(nodeStart.auth.bootstrapKubeconfig)
+  const session = yield* SafeRemove.session(options)
+  const certs = yield* session.empty(Paths.KubeletClientPkiDir, {
+    // Never the bootstrap kubeconfig, wherever the goal state put it.
+    select: (name) => isClientCredential(name) && `${Paths.KubeletClientPkiDir}/${name}` !== bootstrap
+  })
+  let kubeconfig = SafeRemove.emptyReport
+  if (bootstrap === KubeletKubeconfig) {
+    yield* Effect.logWarning(`${KubeletKubeconfig} is the bootstrap kubeconfig; left in place`)
+  } else {
+    kubeconfig = yield* session.remove([KubeletKubeconfig])
+  }
+  const report = yield* failIfKept("resetKubeletIdentity", SafeRemove.merge(certs, kubeconfig))
+  yield* Effect.logInfo("kubelet identity reset").pipe(
+    Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removed.length })
+  )
+  return report
+})
+
+/** Options of {@link teardownKubeletDir}. */
+export interface TeardownOptions extends SafeRemove.Options {
+  /**
+   * The host paths to unmount below and remove. The default is each entry of
+   * `/var/lib/kubelet/pods` as its own prefix, so one pod's stuck mount keeps
+   * only that pod's directory. The pods directory itself, and the rest of the
+   * kubelet directory, stay.
+   */
+  readonly prefixes?: ReadonlyArray<string> | undefined
+}
+
+/** What {@link teardownKubeletDir} did: the removal's report, the prefixes and the unmount failures. */
+export interface TeardownReport extends SafeRemove.Report {
+  /** The prefixes as the mount table shows them, in order. */
+  readonly prefixes: ReadonlyArray<string>
+  /** For each prefix (as the table shows it) whose mounts could not all be unmounted, the failure. */
+  readonly unmountFailures: ReadonlyMap<string, Unmount.UnmountError>
+}
+
+const listPods = Effect.fnUntraced(function* (root: SafeRemove.Root) {
+  const fs = yield* FileSystem.FileSystem
+  const pods = yield* HostPath.resolve(root.path, KubeletPodsDir, { followFinal: false })
+  const none = (kept: ReadonlyArray<SafeRemove.Kept>) => ({ prefixes: [] as Array<string>, kept })
+  const info = yield* Effect.result(fs.lstat(pods))
+  if (info._tag === "Failure") {
+    return info.failure.reason._tag === "NotFound"
+      ? none([])
+      : none([{ path: pods, reason: "Failed", detail: `lstat: ${info.failure.message}` }])
+  }
+  if (info.success.type !== "Directory") {
+    return none([
+      { path: pods, reason: "NotADirectory", detail: `is a ${info.success.type}, not a directory; not followed` }
+    ])
+  }
+  const names = yield* Effect.result(fs.readDirectory(pods))
+  if (names._tag === "Failure") {
+    return none([{ path: pods, reason: "Failed", detail: `readDirectory: ${names.failure.message}` }])
+  }
+  return { prefixes: [...names.success].sort().map((n) => `${KubeletPodsDir}/${n}`), kept: [] }
+})
+
+/**
+ * Tears down pod volume directories below `hostRoot`: `unmountBelowByPrefix`
+ * on the prefixes (each pod's directory by default), then removes, under the
+ * rules of `SafeRemove`, the directories whose prefixes reported no unmount
+ * failure. Those that did are kept, not looked at, and reported
+ * (`UnmountFailed`); so is anything the removal itself had to keep (a mount
+ * that appeared, the source of a bind mount elsewhere). A kept directory is
+ * not an error: the report says what stays.
+ *
+ * Fails, before anything is unmounted, when the mount table cannot be read or
+ * a prefix cannot be resolved below the root (a prefix that is the host root
+ * itself is refused).
+ */
+export const teardownKubeletDir: (
+  options?: TeardownOptions
+) => Effect.Effect<TeardownReport, HostPath.HostPathError | MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> =
+  Effect.fn("teardownKubeletDir")(function* (options) {
+    const root = yield* SafeRemove.resolveRoot(options)
+    const listed = options?.prefixes === undefined ? yield* listPods(root) : { prefixes: options.prefixes, kept: [] }
+    const targets: Array<{ readonly hostPath: string; readonly full: string; readonly table: string }> = []
+    for (const hostPath of listed.prefixes) {
+      const full = yield* HostPath.resolve(root.path, hostPath, { followFinal: false })
+      const table = SafeRemove.tablePath(root, full)
+      if (full === root.path || table === undefined) {
+        return yield* new HostPath.HostPathError({
+          reason: "InvalidPath",
+          root: root.path,
+          path: hostPath,
+          detail: full === root.path ? "refusing to tear down the host root itself" : "outside the mount table's root"
+        })
+      }
+      targets.push({ hostPath, full, table })
+    }
+    const unmountFailures: ReadonlyMap<string, Unmount.UnmountError> =
+      targets.length === 0
+        ? new Map()
+        : yield* Unmount.unmountBelowByPrefix(
+            targets.map((t) => t.table),
+            { mountInfo: root.mountInfo }
+          )
+    const kept: Array<SafeRemove.Kept> = [...listed.kept]
+    const toRemove: Array<string> = []
+    for (const t of targets) {
+      const failure = unmountFailures.get(t.table)
+      if (failure === undefined) {
+        toRemove.push(t.hostPath)
+        continue
+      }
+      const first = failure.remaining[0]
+      const k: SafeRemove.Kept = {
+        path: t.full,
+        reason: "UnmountFailed",
+        ...(first === undefined ? {} : { mountPoint: first.mountPoint }),
+        detail: failure.message
+      }
+      kept.push(k)
+      yield* Effect.logWarning(`kept ${t.full}: ${k.detail}`).pipe(
+        Effect.annotateLogs({ path: t.full, reason: k.reason, mountPoint: k.mountPoint ?? "" })
+      )
+    }
+    // The table is read again now: the unmounts changed it.
+    const session = yield* SafeRemove.open(root)
+    const removal = yield* session.remove(toRemove)
+    const report = SafeRemove.merge({ removed: [], kept }, removal)
+    yield* Effect.logInfo("kubelet pod directories torn down").pipe(
+      Effect.annotateLogs({
+        hostRoot: root.path,
+        prefixes: targets.length,
+        removed: report.removed.length,
+        kept: report.kept.length
+      })
+    )
+    return { ...report, prefixes: targets.map((t) => t.table), unmountFailures }
+  })
