@@ -1,13 +1,15 @@
 // `npm run bench`: runs each benchmark in bench/ and prints its table. Each
 // benchmark measures its baseline in the same process, so the ratios hold on
 // any machine. Benchmarks that need mounts run under `unshare --mount` (root).
-// Usage: npm run bench [-- name...]   (names: mounts, systemd)
+// Usage: npm run bench [-- name...]   (names: mounts, systemd, snapshot)
 import { spawnSync } from "node:child_process"
 
 const all = {
   mounts: { file: "bench/mounts.ts", unshare: ["--mount", "--propagation", "private"] },
   // boots its own systemd in its own namespaces (SystemdMachine); needs root
-  systemd: { file: "bench/systemd.ts", unshare: [], root: true }
+  systemd: { file: "bench/systemd.ts", unshare: [], root: true },
+  // a temporary tree on the real disk (the system temporary directory); needs no root
+  snapshot: { file: "bench/snapshot.ts", unshare: [] }
 }
 const wanted = process.argv.slice(2)
 const names = wanted.length > 0 ? wanted : Object.keys(all)

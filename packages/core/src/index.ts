@@ -11,6 +11,8 @@
 export * as AgentConfig from "./AgentConfig.ts"
 /** Reading configuration documents with errors that name the file and the field. */
 export * as ConfigFile from "./ConfigFile.ts"
+/** The default list of shared configuration paths a snapshot records, and the extra paths per isolation mode. */
+export * as ConfSnap from "./ConfSnap.ts"
 /** Effect's `Dns`, one per name server, and what counts as an answer. */
 export * as DnsResolvers from "./DnsResolvers.ts"
 /** Machine goal states per slot, download overrides, and the GoalStateSource. */
@@ -39,6 +41,8 @@ export * as Repave from "./Repave.ts"
 export * as RestartChanged from "./RestartChanged.ts"
 /** Removing paths below a host root without following symlinks or crossing mounts. */
 export * as SafeRemove from "./SafeRemove.ts"
+/** The saved copy of the shared configuration: take, restore, discard, recover, and as a scoped resource. */
+export * as Snapshot from "./Snapshot.ts"
 /** The service manager: interface, key, errors and `make`. */
 export * as Systemd from "./Systemd.ts"
 /** Named lifecycle steps, their failure and the condition reason classified from it. */

@@ -7,6 +7,8 @@
  * @since 0.1.0
  */
 
+/** The conformance suite every `FileSystem` passes: NodeFileSystem on Linux as root, and `MemoryHost`. */
+export * as FileSystemConformance from "./FileSystemConformance.ts"
 /** The conformance suite of GoalStateSource and the default goal state resolver. */
 export * as GoalStateConformance from "./GoalStateConformance.ts"
 /** The conformance suite of the LocalDNS phases on a host with links, iptables and a DNS server. */
@@ -15,6 +17,8 @@ export * as LocalDnsConformance from "./LocalDnsConformance.ts"
 export * as MounterConformance from "./MounterConformance.ts"
 /** The conformance suites of the repave resets, the kubelet teardown and SafeRemove, with properties. */
 export * as RepaveConformance from "./RepaveConformance.ts"
+/** The conformance suite of `Snapshot`: take, restore, discard, recover and the scoped resource, with random trees. */
+export * as SnapshotConformance from "./SnapshotConformance.ts"
 /** The conformance suite of `Systemd`, `restartChanged` and `running`. */
 export * as SystemdConformance from "./SystemdConformance.ts"
 /** The conformance suite of the unmount operations on a kubelet-like layout. */

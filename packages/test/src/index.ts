@@ -14,6 +14,12 @@ export * as FencedFileSystem from "./FencedFileSystem.ts"
 export * as Gate from "./Gate.ts"
 /** Inspecting links and the raw table, planting foreign ones, and running a DNS server, for the LocalDNS suite. */
 export * as LocalDnsFixture from "./LocalDnsFixture.ts"
+/** The in-memory Linux file system behind `MemoryHost` (inode tree, resolver, `FileSystem` implementation). */
+/** The simulated host's command line: a spawner that hands commands to interpreters. */
+export * as MemoryCommands from "./MemoryCommands.ts"
+export * as MemoryFileSystem from "./MemoryFileSystem.ts"
+/** The simulated host: `FileSystem`, `Path` and inspection/fault injection over one in-memory state. */
+export * as MemoryHost from "./MemoryHost.ts"
 /** Making real or simulated mounts for tests behind one interface. */
 export * as MountFixture from "./MountFixture.ts"
 

@@ -1,0 +1,203 @@
+/**
+ * The simulated host that node agents are property-tested against: one
+ * layer providing `FileSystem`, `Path` and the `MemoryHost` service for
+ * inspection and fault injection, all over a single in-memory host state.
+ *
+ * Boundary: today the host state is the file system (see
+ * `MemoryFileSystem`) plus the journal every simulated operation passes
+ * through (operation log, injected faults, the crash seam). Mounts, systemd
+ * units, network links and DNS join the same state object and the same
+ * journal later, so a crash stops all of them at once.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Context, Effect, FileSystem, Layer, Path, Schema } from "effect"
+import type { ErrnoCode } from "./internal/errno.ts"
+import { type Fault, type Journal, MemoryHostCrashed, makeJournal, type Operation } from "./internal/journal.ts"
+import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+
+/** The journal's vocabulary, re-exported so tests need only this module. */
+export type { ErrnoCode, Fault, Operation }
+/** The defect of a crashed simulated process; see `crashAfter` and `isCrash`. */
+export { MemoryHostCrashed }
+
+/** Re-exported so a fixture can be written without importing MemoryFileSystem. */
+export type Fixture = MemoryFileSystem.Fixture
+/** Re-exported so a fixture can be written without importing MemoryFileSystem. */
+export type FixtureEntry = MemoryFileSystem.FixtureEntry
+/** One path of `dump`; re-exported for assertions. */
+export type DumpEntry = MemoryFileSystem.DumpEntry
+
+/**
+ * The single state object of a simulated host. Every simulation (files
+ * today; mounts, units, links later) keeps its state here so inspection,
+ * faults and crashes see one consistent host.
+ */
+export interface HostState {
+  readonly fs: MemoryFileSystem.FsState
+  readonly journal: Journal
+}
+
+/** How to build a host. Every field is optional: `MemoryHost.layer()` is an empty Linux root. */
+export interface Options {
+  /** Initial tree, e.g. `{ "/etc/kubernetes/kubelet.conf": "text" }`; parents are 0755 root directories. */
+  readonly files?: Fixture | undefined
+  /** The process's working directory for relative paths (default "/"); created if missing. */
+  readonly cwd?: string | undefined
+  /** The process umask (default 0o022). */
+  readonly umask?: number | undefined
+  /** Where `makeTempDirectory` creates directories by default (default "/tmp", created 1777). */
+  readonly tmpdir?: string | undefined
+  /**
+   * How the root file system reports directory sizes (default "ext4"); set
+   * "tmpfs" to compare stat results with a real tmpfs.
+   */
+  readonly flavor?: MemoryFileSystem.Flavor | undefined
+}
+
+/**
+ * Inspection and fault injection for a simulated host. None of these count
+ * as operations of the simulated process, and they work after a crash.
+ */
+export interface Service {
+  /** The host state itself, for the simulations built on top of it. */
+  readonly state: HostState
+  /** The tree at `root` (default "/") as a flat, deterministically ordered record; see `DumpEntry`. */
+  readonly dump: (root?: string) => Effect.Effect<Record<string, DumpEntry>>
+  /** Every operation so far, oldest first. */
+  readonly operations: Effect.Effect<ReadonlyArray<Operation>>
+  /** Forgets the operations logged so far (sequence numbers keep counting). */
+  readonly clearOperations: Effect.Effect<void>
+  /** Arms a fault: the `nth` matching operation fails with the errno and changes nothing. */
+  readonly failNth: (fault: Fault) => Effect.Effect<void>
+  /** Disarms all faults that have not fired. */
+  readonly clearFaults: Effect.Effect<void>
+  /**
+   * Crashes the simulated process after `n` more operations: those `n`
+   * complete, every later one dies with `MemoryHostCrashed` and changes
+   * nothing. Scoped finalizers of the dead process (temporary directory
+   * removal) do not run. `crashAfter(0)` crashes now.
+   */
+  readonly crashAfter: (n: number) => Effect.Effect<void>
+  /** True once the simulated process has crashed and until `restart`. */
+  readonly crashed: Effect.Effect<boolean>
+  /**
+   * Starts a new process on the same host: operations run again, files
+   * opened by the crashed process are dead (using them dies), an armed crash
+   * countdown is cancelled. The tree is exactly what the crash left.
+   */
+  readonly restart: Effect.Effect<void>
+}
+
+/** The key of the inspection service, provided by `layer`. */
+export class MemoryHost extends Context.Service<MemoryHost, Service>()("@hostnode/test/MemoryHost") {}
+
+/** True when `u` is the defect a crashed simulated process dies with. */
+export const isCrash = (u: unknown): u is MemoryHostCrashed => u instanceof MemoryHostCrashed
+
+/**
+ * Raised (as a defect, while building the layer) when `options.files` or
+ * `options.cwd` cannot be created: a bad fixture is a bug in the test, not a
+ * runtime condition the code under test should handle.
+ */
+export class FixtureError extends Schema.TaggedError<FixtureError>()("MemoryHostFixtureError", {
+  reason: Schema.Literals(["NotAbsolute", "ParentNotDirectory", "AlreadyExists", "EmptySymlinkTarget"]),
+  path: Schema.String
+}) {
+  override get message(): string {
+    const why = {
+      NotAbsolute: "is not absolute",
+      ParentNotDirectory: "has a parent that is not a directory",
+      AlreadyExists: "already exists (or is listed twice)",
+      EmptySymlinkTarget: "is a symlink with an empty target"
+    }[this.reason]
+    return `MemoryHost fixture: ${JSON.stringify(this.path)} ${why}`
+  }
+}
+
+const makeService = (state: HostState): Service => ({
+  state,
+  dump: (root) => Effect.sync(() => MemoryFileSystem.dumpTree(state.fs, root)),
+  operations: Effect.sync(() => [...state.journal.operations]),
+  clearOperations: Effect.sync(() => {
+    state.journal.operations.length = 0
+  }),
+  failNth: (fault) =>
+    Effect.sync(() => {
+      // Match faults against the same absolute, normalised paths the journal records.
+      const path = fault.path === undefined ? undefined : resolvePath(state, fault.path)
+      state.journal.faults.push({ fault: { ...fault, path }, seen: 0 })
+    }),
+  clearFaults: Effect.sync(() => {
+    state.journal.faults.length = 0
+  }),
+  crashAfter: (n) =>
+    Effect.sync(() => {
+      if (n <= 0) state.journal.crashed = true
+      else state.journal.crashCountdown = n
+    }),
+  crashed: Effect.sync(() => state.journal.crashed),
+  restart: Effect.sync(() => {
+    state.journal.crashed = false
+    state.journal.crashCountdown = undefined
+    state.journal.generation += 1
+  })
+})
+
+const resolvePath = (state: HostState, path: string): string =>
+  path.startsWith("/") ? normalizeAbsolute(path) : normalizeAbsolute(`${state.fs.cwd}/${path}`)
+
+const normalizeAbsolute = (path: string): string => {
+  const out: Array<string> = []
+  for (const part of path.split("/")) {
+    if (part === "" || part === ".") continue
+    if (part === "..") out.pop()
+    else out.push(part)
+  }
+  return `/${out.join("/")}`
+}
+
+/**
+ * Builds a host state: an ext4-like root with `/tmp`, the fixture, and the
+ * working directory. Exposed for simulations that compose their own layer.
+ */
+export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
+  Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    const fs = MemoryFileSystem.makeState({
+      now,
+      umask: options.umask,
+      tmpdir: options.tmpdir,
+      flavor: options.flavor
+    })
+    const problem = MemoryFileSystem.seed(fs, options.files ?? {}, now)
+    if (problem !== undefined) return yield* Effect.die(new FixtureError(problem))
+    if (options.cwd !== undefined) {
+      if (!options.cwd.startsWith("/")) {
+        return yield* Effect.die(new FixtureError({ reason: "NotAbsolute", path: options.cwd }))
+      }
+      const cwd = normalizeAbsolute(options.cwd)
+      if (MemoryFileSystem.mkdirAll(fs, cwd, 0o755, now) === undefined) {
+        return yield* Effect.die(new FixtureError({ reason: "ParentNotDirectory", path: cwd }))
+      }
+      fs.cwd = cwd
+    }
+    return { fs, journal: makeJournal() }
+  })
+
+/**
+ * A fresh simulated host: `FileSystem` (Linux semantics for root, errors as
+ * NodeFileSystem raises them), `Path` (effect's POSIX `Path.layer`) and the
+ * `MemoryHost` service. Each build of the layer is a new, independent host.
+ */
+export const layer = (options: Options = {}): Layer.Layer<MemoryHost | FileSystem.FileSystem | Path.Path> =>
+  Layer.merge(
+    Layer.effectContext(
+      Effect.map(makeState(options), (state) =>
+        Context.make(MemoryHost, makeService(state)).pipe(
+          Context.add(FileSystem.FileSystem, MemoryFileSystem.make(state))
+        )
+      )
+    ),
+    Path.layer
+  )

@@ -1,0 +1,130 @@
+/**
+ * The simulated process's journal: every operation the simulated host
+ * performs passes through `admit` and `complete`, which keep the operation
+ * log, fire injected faults and implement the crash seam. Internal: the file
+ * system uses it today; later the mounter, systemd and network simulations go
+ * through the same gate, so one crash stops the whole simulated process.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import type { ErrnoCode } from "./errno.ts"
+
+/**
+ * One operation of the simulated process, in the order it happened.
+ * `kind` is the `FileSystem` method (`"rename"`) or, for an open file,
+ * `"File.<method>"` (`"File.writeAll"`); `paths` are the absolute, normalised
+ * paths it touched; `outcome` is `"ok"`, the errno code it failed with
+ * (`"ENOENT"`, also `"ERR_FS_EISDIR"` and friends), `"BadArgument"`, or
+ * `"crashed"` when it was refused because the process had crashed.
+ */
+export interface Operation {
+  readonly seq: number
+  readonly kind: string
+  readonly paths: ReadonlyArray<string>
+  readonly outcome: string
+  /** True when the failure was injected by a fault rather than simulated. */
+  readonly injected: boolean
+}
+
+/**
+ * Fail the `nth` (1-based, default 1) operation of `kind` started after the
+ * fault is installed, optionally only counting operations that touch `path`,
+ * with errno `code`. The failing operation changes nothing. A fault fires once.
+ */
+export interface Fault {
+  readonly kind: string
+  readonly code: ErrnoCode
+  readonly nth?: number | undefined
+  readonly path?: string | undefined
+  /** The syscall the error names; defaults to the one Node reports for `kind`. */
+  readonly syscall?: string | undefined
+}
+
+/**
+ * The defect every operation dies with once the simulated process has crashed
+ * (see `MemoryHost.crashAfter`). A test recognises it with `isCrashed` and
+ * then "starts a new process" with `MemoryHost.restart`.
+ */
+export class MemoryHostCrashed extends Schema.TaggedError<MemoryHostCrashed>()("MemoryHostCrashed", {
+  /** The operation that was refused (journal kind, e.g. "rename"). */
+  operation: Schema.String,
+  paths: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `MemoryHost: the simulated process crashed; ${this.operation}(${this.paths.join(", ")}) was not performed`
+  }
+}
+
+/** The mutable journal state. One per host. */
+export interface Journal {
+  readonly operations: Array<Operation>
+  seq: number
+  readonly faults: Array<{ readonly fault: Fault; seen: number }>
+  /** Operations left before the crash, or undefined when no crash is armed. */
+  crashCountdown: number | undefined
+  crashed: boolean
+  /** Incremented by a restart; open files of an older generation belong to a dead process. */
+  generation: number
+}
+
+/** A fresh journal: nothing logged, no faults, not crashed. */
+export const makeJournal = (): Journal => ({
+  operations: [],
+  seq: 0,
+  faults: [],
+  crashCountdown: undefined,
+  crashed: false,
+  generation: 0
+})
+
+/** What `admit` decided for an operation about to run. */
+export type Admission =
+  | { readonly _tag: "Run" }
+  | { readonly _tag: "Crashed"; readonly defect: MemoryHostCrashed }
+  | { readonly _tag: "Inject"; readonly fault: Fault }
+
+const touches = (paths: ReadonlyArray<string>, path: string | undefined): boolean =>
+  path === undefined || paths.includes(path)
+
+const record = (j: Journal, kind: string, paths: ReadonlyArray<string>, outcome: string, injected: boolean) => {
+  j.seq += 1
+  j.operations.push({ seq: j.seq, kind, paths, outcome, injected })
+}
+
+/**
+ * Decides whether an operation runs: a crashed process refuses it (and logs
+ * it as `"crashed"`), a matching fault replaces it by an injected error.
+ */
+export const admit = (j: Journal, kind: string, paths: ReadonlyArray<string>): Admission => {
+  if (j.crashed) {
+    record(j, kind, paths, "crashed", false)
+    return { _tag: "Crashed", defect: new MemoryHostCrashed({ operation: kind, paths }) }
+  }
+  for (let i = 0; i < j.faults.length; i++) {
+    const slot = j.faults[i]!
+    if (slot.fault.kind !== kind || !touches(paths, slot.fault.path)) continue
+    slot.seen += 1
+    if (slot.seen >= (slot.fault.nth ?? 1)) {
+      j.faults.splice(i, 1)
+      return { _tag: "Inject", fault: slot.fault }
+    }
+  }
+  return { _tag: "Run" }
+}
+
+/**
+ * Logs a finished (or injected-failed) operation and advances the crash
+ * countdown: the operation that brings it to zero still completes, every
+ * later one is refused.
+ */
+export const complete = (j: Journal, kind: string, paths: ReadonlyArray<string>, outcome: string, injected = false) => {
+  record(j, kind, paths, outcome, injected)
+  if (j.crashCountdown !== undefined) {
+    j.crashCountdown -= 1
+    if (j.crashCountdown <= 0) {
+      j.crashCountdown = undefined
+      j.crashed = true
+    }
+  }
+}
