@@ -43,7 +43,12 @@ const Main = Effect.gen(function* () {
       'for u in "$@"; do systemctl restart -- "$u" || exit 1; done',
       "sh",
       ...units
-    ]).pipe(Effect.filterOrFail((o) => o.exitCode === 0, (o) => new Error(o.stderr)))
+    ]).pipe(
+      Effect.filterOrFail(
+        (o) => o.exitCode === 0,
+        (o) => new Error(o.stderr)
+      )
+    )
   )
   // The same loop run from the host, entering the machine for each restart as
   // our layer does: the like-for-like comparison for a wrapped spawner.
@@ -54,7 +59,12 @@ const Main = Effect.gen(function* () {
       "sh",
       String(machine.pid),
       ...units
-    ]).pipe(Effect.filterOrFail((o) => o.exitCode === 0, (o) => new Error(o.stderr)))
+    ]).pipe(
+      Effect.filterOrFail(
+        (o) => o.exitCode === 0,
+        (o) => new Error(o.stderr)
+      )
+    )
   )
   yield* table(
     `restart 20 trivial units in a real systemd (median of ${runs})`,

@@ -6,7 +6,9 @@ import { existsSync } from "node:fs"
 
 const [major, minor] = process.versions.node.split(".").map(Number)
 if (major < 22 || (major === 22 && minor < 19)) {
-  console.error(`hostnode needs Node >= 22.19 (this is ${process.versions.node}); run it with \`npx hostnode\` from the project.`)
+  console.error(
+    `hostnode needs Node >= 22.19 (this is ${process.versions.node}); run it with \`npx hostnode\` from the project.`
+  )
   process.exit(2)
 }
 if (!existsSync(new URL("../dist/bin.js", import.meta.url))) {

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DnsResolvers, IsolationBackend, MountInfo, Mounter, Systemd } from "@hostnode/core"
+import { DnsResolvers, IsolationBackend, Mounter, MountInfo, Systemd } from "@hostnode/core"
 import { NodeHost } from "@hostnode/node"
 import { Effect } from "effect"
 
@@ -21,5 +21,6 @@ describe("NodeHost.layer", () => {
       // nothing is unmounted for a path that has no mounts
       const r = yield* mounter.unmount([], { lazy: true })
       assert.deepStrictEqual(r, [])
-    }).pipe(Effect.provide(NodeHost.layer)))
+    }).pipe(Effect.provide(NodeHost.layer))
+  )
 })
