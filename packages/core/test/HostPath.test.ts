@@ -1,6 +1,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { HostPath } from "@hostnode/core"
+import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 
 describe("HostPath (lexical)", () => {
@@ -191,3 +192,5 @@ export const hostPathProperty = (name: string, fsLayer: Layer.Layer<FileSystem.F
 
 examples("NodeFileSystem", NodeServices.layer)
 hostPathProperty("NodeFileSystem", NodeServices.layer)
+examples("MemoryHost", MemoryHost.layer())
+hostPathProperty("MemoryHost", MemoryHost.layer())
