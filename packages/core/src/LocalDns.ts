@@ -204,7 +204,9 @@ const classify = (out: HostCommand.Output): NetworkErrorReason => {
   const s = out.stderr
   if (/permission denied|operation not permitted|you must be root/i.test(s)) return "PermissionDenied"
   if (/unknown device type|unknown link kind/i.test(s)) return "UnsupportedKind"
-  if (/table does not exist|can't initialize iptables table/i.test(s)) return "TableUnavailable"
+  // legacy iptables says "Table does not exist"; iptables-nft 1.8 says "table 'raw' does not exist"
+  if (/table does not exist|table '[^']*' does not exist|can't initialize iptables table/i.test(s))
+    return "TableUnavailable"
   if (/no chain\/target\/match by that name|couldn't load (target|match)|extension .* not found/i.test(s))
     return "ExtensionUnavailable"
   return "CommandFailed"
