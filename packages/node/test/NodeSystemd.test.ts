@@ -1,10 +1,13 @@
+import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
-import { Systemd } from "@hostnode/core"
+import { HostCommand, Systemd } from "@hostnode/core"
 import { NodeSystemd } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
-import { Effect, Layer } from "effect"
+import { Effect, FileSystem, Layer } from "effect"
+
+const fixture = fileURLToPath(new URL("./fixtures/restore-in-machine.ts", import.meta.url))
 
 const gate = Gate.check("real systemd", [
   "root",
@@ -27,6 +30,43 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
   )
 
   layer(host, { timeout: "60 seconds", excludeTestServices: true })("the test machine", (it) => {
+    it.effect("a snapshot restore on the machine's real root ends with a daemon-reload systemd performs", () =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        const fs = yield* FileSystem.FileSystem
+        const systemd = yield* Systemd.Systemd
+        const unit = "hn-rollback.service"
+        yield* fs.writeFileString(
+          `${m.hostRoot}/etc/systemd/system/${unit}`,
+          "[Unit]\nDescription=first\n\n[Service]\nExecStart=/bin/sleep infinity\n"
+        )
+        yield* systemd.daemonReload
+        yield* systemd.start(unit)
+        // The agent runs inside the machine, where its root is "/": the real root.
+        const [head, ...rest] = m.nsenter
+        const out = yield* HostCommand.run(head ?? "nsenter", [
+          ...rest,
+          process.execPath,
+          "--conditions=@hostnode/source",
+          fixture,
+          unit,
+          "/var/lib/hostnode-rollback-snapshot"
+        ])
+        assert.strictEqual(out.exitCode, 0, out.stderr)
+        assert.deepStrictEqual(JSON.parse(out.stdout.trim().split("\n").at(-1) ?? "{}"), {
+          upgraded: "second",
+          restored: true
+        })
+        // Without the restore's daemon-reload systemd would still run "second"
+        // and report that its file changed on disk.
+        assert.deepStrictEqual(yield* systemd.show(unit, ["Description", "NeedDaemonReload"]), {
+          Description: "first",
+          NeedDaemonReload: "no"
+        })
+        yield* systemd.stop(unit)
+      })
+    )
+
     it.effect("booted on a throwaway root: its /tmp is not the host's", () =>
       Effect.gen(function* () {
         const m = yield* SystemdMachine.SystemdMachine
