@@ -9,15 +9,17 @@
  * Boundary: this module owns file-system state only. The operation log, fault
  * injection and the crash seam live in the host's journal, which every
  * operation here passes through; `MemoryHost` owns both and is what tests use.
- * Mounts are not implemented yet, but the resolver already walks
- * (mount, directory) frames and crosses mount points in one place
- * (`crossMounts`), rename and link already refuse to cross mounts (EXDEV)
- * and rmdir/rename refuse mount points (EBUSY), so bind and stacked mounts
- * only need entries in the mount tree.
+ * Mounts: the resolver walks (mount, directory) frames and crosses mount
+ * points in one place (`crossMounts`); rename and link refuse to cross mounts
+ * (EXDEV) and rmdir/rename refuse mount points (EBUSY). `mountTmpfs`,
+ * `bindMount` and `unmount` change the mount tree with the kernel's rules
+ * (stacking, EINVAL/ENOENT/EBUSY, MNT_DETACH taking the subtree), and
+ * `mountEntries` is the table `/proc/<pid>/mountinfo` serves.
  *
  * @since 0.1.0
  */
 import { posix } from "node:path"
+import { MountInfo } from "@hostnode/core"
 import { ByteSize, Clock, Effect, FileSystem, Option, type PlatformError, Random, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import {
@@ -92,8 +94,10 @@ export interface Filesystem {
 
 /**
  * A mount: `fs`'s directory `root` shown at `mountpoint`, a directory of the
- * `parent` mount. The namespace root mount has no parent. Only the root mount
- * exists today; the resolver already honours `children` (see `enterFrame`).
+ * `parent` mount. The namespace root mount has no parent. A mount stacked on
+ * another one's mount point is a child of that mount whose mountpoint is the
+ * lower mount's root. A detached mount is no longer in its parent's
+ * `children` (its own subtree goes with it).
  */
 export interface Mount {
   readonly id: number
@@ -102,6 +106,8 @@ export interface Mount {
   readonly parent: Mount | undefined
   readonly mountpoint: DirectoryNode | undefined
   readonly children: Array<Mount>
+  /** Where it was mounted, absolute; only used when the mount point can no longer be found in its parent. */
+  readonly at: string
 }
 
 /** An open file description, what an `fd` refers to. */
@@ -113,6 +119,8 @@ export interface OpenFile {
   readonly writable: boolean
   readonly append: boolean
   readonly generation: number
+  /** The mount the file was opened through (what makes that mount busy); undefined for the root mount's seed. */
+  readonly mount: Mount | undefined
   closed: boolean
 }
 
@@ -131,6 +139,8 @@ export interface FsState {
   /** The directory `makeTempDirectory` uses when none is given (Node: `os.tmpdir()`). */
   tmpdir: string
   nextFd: number
+  /** Files open in the simulated process, for the EBUSY check of a non-lazy unmount. */
+  readonly openFiles: Set<OpenFile>
   nextDev: bigint
   nextMountId: number
 }
@@ -153,7 +163,15 @@ const PATH_MAX = 4096
 const BOGO_DIRENT_SIZE = 20
 const BLOCK = 4096
 
-const makeDev = (major: number, minor: number): bigint => BigInt(major * 256 + minor)
+/** The kernel's `new_encode_dev`, so `stat().dev` looks like the real one for any minor. */
+const makeDev = (major: number, minor: number): bigint =>
+  BigInt((minor & 0xff) | (major << 8) | ((minor & ~0xff) << 12))
+
+/** Major and minor of a device number made by `makeDev` (`new_decode_dev`). */
+export const devNumbers = (dev: bigint): { readonly major: number; readonly minor: number } => {
+  const d = Number(dev)
+  return { major: (d & 0xfff00) >> 8, minor: (d & 0xff) | ((d >> 12) & 0xfff00) }
+}
 
 const newDirectory = (fs: Filesystem | undefined, ino: bigint, mode: number, now: number): DirectoryNode => {
   const dir: DirectoryNode = {
@@ -206,7 +224,8 @@ export const makeState = (options: {
     root: rootFs.root,
     parent: undefined,
     mountpoint: undefined,
-    children: []
+    children: [],
+    at: "/"
   }
   const st: FsState = {
     rootMount,
@@ -215,6 +234,7 @@ export const makeState = (options: {
     umask: options.umask ?? 0o022,
     tmpdir: options.tmpdir ?? "/tmp",
     nextFd: 20,
+    openFiles: new Set(),
     nextDev: makeDev(0, 40),
     nextMountId: 2
   }
@@ -283,7 +303,25 @@ const chainHas = (frame: Frame, dir: Inode): boolean => {
   return false
 }
 
-const isMountpoint = (frame: Frame, dir: Inode): boolean => frame.mount.children.some((m) => m.mountpoint === dir)
+/**
+ * The kernel's `is_local_mountpoint`: `dir` is a mount point of some mount of
+ * the namespace, whichever mount it is reached through (a directory under a
+ * bind mount is busy when its source path is a mount point, and vice versa).
+ */
+const isMountpoint = (frame: Frame, dir: Inode): boolean => {
+  if (frame.mount.children.some((m) => m.mountpoint === dir)) return true
+  let root = frame.mount
+  while (root.parent !== undefined) root = root.parent
+  const stack: Array<Mount> = [root]
+  while (stack.length > 0) {
+    const m = stack.pop()!
+    for (const child of m.children) {
+      if (child.mountpoint === dir) return true
+      stack.push(child)
+    }
+  }
+  return false
+}
 
 interface Ctx {
   links: number
@@ -425,11 +463,9 @@ const foundOf = (f: Final): Found | Fail => {
   }
   if (f.node === undefined) return fail("ENOENT")
   if (f.mustDir && f.node.type !== "Directory") return fail("ENOTDIR")
-  return {
-    node: f.node,
-    frame: f.node.type === "Directory" ? enterFrame(f.parent, f.name, f.node) : undefined,
-    parent: f.parent
-  }
+  const frame = f.node.type === "Directory" ? enterFrame(f.parent, f.name, f.node) : undefined
+  // A mounted directory is seen as the root of the top-most mount on it.
+  return { node: frame?.dir ?? f.node, frame, parent: f.parent }
 }
 
 /** Looks up an existing inode (stat/lstat semantics). */
@@ -640,7 +676,14 @@ export const openFlags = (flag: FileSystem.OpenFlag, noFollow = false): OpenFlag
 }
 
 /** `open(2)`: returns the inode, creating or truncating as the flags say. */
-const sysOpen = (st: FsState, path: string, flags: OpenFlags, mode: number, now: number): Inode | Errno => {
+const sysOpen = (
+  st: FsState,
+  path: string,
+  flags: OpenFlags,
+  mode: number,
+  now: number,
+  via?: { mount?: Mount }
+): Inode | Errno => {
   const e = (f: Fail) => withSyscall(f, "open", path)
   const ctx: Ctx = { links: 0 }
   const start = path.startsWith("/") ? rootFrame(st) : cwdFrame(st)
@@ -654,13 +697,16 @@ const sysOpen = (st: FsState, path: string, flags: OpenFlags, mode: number, now:
     if (last instanceof Fail) return e(last)
     let node: Inode
     if (last._tag === "Special") {
-      node = specialFrame(last).dir
+      const frame = specialFrame(last)
+      node = frame.dir
+      if (via !== undefined) via.mount = frame.mount
     } else {
       if (flags.creat && last.trailing) return e(fail("EISDIR"))
       mustDir = mustDir || last.trailing
       if (last.node === undefined) {
         if (!flags.creat) return e(fail("ENOENT"))
         if (mustDir) return e(fail("EISDIR"))
+        if (via !== undefined) via.mount = last.parent.mount
         return createFile(st, last.parent, last.name, mode, now)
       }
       if (last.node.type === "SymbolicLink" && (follow || last.trailing)) {
@@ -670,6 +716,13 @@ const sysOpen = (st: FsState, path: string, flags: OpenFlags, mode: number, now:
         continue
       }
       node = last.node
+      if (node.type === "Directory") {
+        const frame = enterFrame(last.parent, last.name, node)
+        node = frame.dir
+        if (via !== undefined) via.mount = frame.mount
+      } else if (via !== undefined) {
+        via.mount = last.parent.mount
+      }
     }
     if (flags.creat && flags.excl) return e(fail("EEXIST"))
     if (node.type === "SymbolicLink") return e(fail("ELOOP"))
@@ -1499,9 +1552,11 @@ export const make = (host: FsHost): FileSystem.FileSystem => {
       operate(host, meta(st, "open", path), (now) => {
         const flag = options?.flag ?? "r"
         const flags = openFlags(flag, options?.noFollow === true)
-        const node = sysOpen(st, path, flags, options?.mode ?? 0o666, now)
+        const via: { mount?: Mount } = {}
+        const node = sysOpen(st, path, flags, options?.mode ?? 0o666, now, via)
         if (node instanceof Errno) return node
         const handle: OpenFile = {
+          mount: via.mount,
           fd: st.nextFd++,
           node,
           path: absolute(st, path),
@@ -1511,11 +1566,13 @@ export const make = (host: FsHost): FileSystem.FileSystem => {
           generation: host.journal.generation,
           closed: false
         }
+        st.openFiles.add(handle)
         return handle
       }),
       (handle) =>
         Effect.sync(() => {
           handle.closed = true
+          st.openFiles.delete(handle)
         })
     ).pipe(Effect.map((handle) => makeFile(host, handle)))
 
@@ -1594,6 +1651,7 @@ export const make = (host: FsHost): FileSystem.FileSystem => {
       }),
     readFile: (path) =>
       operate(host, meta(st, "readFile", path), (now) => {
+        if (isProcMountinfo(absolute(st, path))) return encoder.encode(MountInfo.render(mountEntries(st)))
         const node = sysOpen(st, path, openFlags("r"), 0, now)
         if (node instanceof Errno) return node
         if (node.type !== "File") return errno("EISDIR", "read")
@@ -1930,3 +1988,166 @@ export const dumpTree = (st: FsState, root = "/"): Record<string, DumpEntry> => 
   visit(posix.resolve(st.cwd, root), start.node, start.frame)
   return out
 }
+
+// ---------------------------------------------------------------------------
+// Mounts (mount(2), umount2(2) and the mountinfo table)
+// ---------------------------------------------------------------------------
+
+/** True for `/proc/<anything>/mountinfo` (absolute, normalised), the table `readFile` serves. */
+export const isProcMountinfo = (path: string): boolean => /^\/proc\/[^/]+\/mountinfo$/.test(path)
+
+/** The directory `path` names (symlinks followed) as a frame: the top-most mount's view of it. */
+const directoryFrame = (st: FsState, path: string, syscall: string): Frame | Errno => {
+  const f = lookup(st, path, true)
+  if (f instanceof Fail) return withSyscall(f, syscall, path)
+  if (f.frame === undefined) return errno("ENOTDIR", syscall, path)
+  return f.frame
+}
+
+const attach = (st: FsState, parent: Frame, fs: Filesystem, root: DirectoryNode, path: string): Mount => {
+  const mount: Mount = {
+    id: st.nextMountId++,
+    fs,
+    root,
+    parent: parent.mount,
+    mountpoint: parent.dir,
+    children: [],
+    at: posix.resolve(st.cwd, path)
+  }
+  parent.mount.children.push(mount)
+  return mount
+}
+
+/**
+ * `mount -t tmpfs tmpfs target`: a new, empty tmpfs (its own file system with
+ * a new device 0:N, root 1777) on top of whatever is mounted at `target`.
+ */
+export const mountTmpfs = (st: FsState, target: string, now: number): Mount | Errno => {
+  const at = directoryFrame(st, target, "mount")
+  if (at instanceof Errno) return at
+  const fs = makeFilesystem(st.nextDev, "tmpfs", now)
+  fs.root.mode = 0o1777
+  const { major, minor } = devNumbers(st.nextDev)
+  st.nextDev = makeDev(major, minor + 1)
+  st.filesystems.push(fs)
+  return attach(st, at, fs, fs.root, target)
+}
+
+/**
+ * `mount --bind source target` (not recursive): the directory `source`, as
+ * the top-most mount at that path shows it, also shown at `target`. Both
+ * paths then reach the same inodes.
+ */
+export const bindMount = (st: FsState, source: string, target: string): Mount | Errno => {
+  const from = directoryFrame(st, source, "mount")
+  if (from instanceof Errno) return from
+  const at = directoryFrame(st, target, "mount")
+  if (at instanceof Errno) return at
+  return attach(st, at, from.mount.fs, from.dir, target)
+}
+
+/**
+ * `umount2(target, lazy ? MNT_DETACH : 0)` with the kernel's errors: ENOENT
+ * when the path does not resolve, EINVAL when it is not the root of a mount
+ * (the top one of a stack is what a path reaches), EBUSY when not lazy and the
+ * mount has child mounts, a file of the live process open through it or the
+ * working directory in it. A lazy unmount detaches the mount and its whole
+ * subtree at once; their open files keep working.
+ */
+export const unmount = (host: FsHost, target: string, lazy: boolean): undefined | Errno => {
+  const st = host.fs
+  const f = lookup(st, target, true)
+  if (f instanceof Fail) return withSyscall(f, "umount2", target)
+  const frame = f.frame
+  if (frame === undefined || frame.dir !== frame.mount.root) return errno("EINVAL", "umount2", target)
+  const mount = frame.mount
+  const parent = mount.parent
+  if (parent === undefined) return errno(lazy ? "EINVAL" : "EBUSY", "umount2", target)
+  if (!lazy) {
+    if (mount.children.length > 0) return errno("EBUSY", "umount2", target)
+    for (const h of st.openFiles) {
+      if (!h.closed && h.generation === host.journal.generation && h.mount === mount) {
+        return errno("EBUSY", "umount2", target)
+      }
+    }
+    const cwd = cwdFrame(st)
+    if (!(cwd instanceof Fail) && cwd.mount === mount) return errno("EBUSY", "umount2", target)
+  }
+  parent.children.splice(parent.children.indexOf(mount), 1)
+  return undefined
+}
+
+/** Every mount of the namespace (the root mount first, parents before children, older before newer). */
+export const mounts = (st: FsState): Array<Mount> => {
+  const out: Array<Mount> = []
+  const visit = (m: Mount) => {
+    out.push(m)
+    for (const c of m.children) visit(c)
+  }
+  visit(st.rootMount)
+  return out
+}
+
+/** The path of directory `target` below directory `from`, walking entries without crossing mounts. */
+const pathBelow = (from: DirectoryNode, target: DirectoryNode): string | undefined => {
+  if (from === target) return ""
+  const stack: Array<[DirectoryNode, string]> = [[from, ""]]
+  while (stack.length > 0) {
+    const [dir, path] = stack.pop()!
+    for (const [name, child] of dir.entries) {
+      if (child.type !== "Directory") continue
+      const p = `${path}/${name}`
+      if (child === target) return p
+      stack.push([child, p])
+    }
+  }
+  return undefined
+}
+
+/**
+ * The mountinfo entries of the namespace, as the kernel writes them: root `/`
+ * for a whole file system, the source's path inside its file system for a
+ * bind mount; fs type and source `tmpfs`/`tmpfs` or `ext4`/`/dev/vda`; no
+ * optional fields. The root mount is its own parent.
+ */
+export const mountEntries = (st: FsState): MountInfo.MountTable => {
+  const paths = new Map<Mount, string>()
+  const pathOf = (m: Mount): string => {
+    const known = paths.get(m)
+    if (known !== undefined) return known
+    let p = m.at
+    if (m.parent !== undefined && m.mountpoint !== undefined) {
+      const below = pathBelow(m.parent.root, m.mountpoint)
+      if (below !== undefined) p = below === "" ? pathOf(m.parent) : posix.join(pathOf(m.parent), below)
+    }
+    paths.set(m, p)
+    return p
+  }
+  return mounts(st).map((m): MountInfo.MountEntry => {
+    const { major, minor } = devNumbers(m.fs.dev)
+    const tmpfs = m.fs.flavor === "tmpfs"
+    const root = pathBelow(m.fs.root, m.root)
+    return {
+      id: m.id,
+      parentId: m.parent?.id ?? m.id,
+      major,
+      minor,
+      root: root === undefined || root === "" ? "/" : root,
+      mountPoint: pathOf(m),
+      mountOptions: "rw,relatime",
+      optionalFields: [],
+      fsType: tmpfs ? "tmpfs" : "ext4",
+      source: tmpfs ? "tmpfs" : "/dev/vda",
+      superOptions: "rw"
+    }
+  })
+}
+
+/** True when `path` resolves (following symlinks) to a directory; for messages, not journalled. */
+export const isDirectoryAt = (st: FsState, path: string): boolean => {
+  const f = lookup(st, path, true)
+  return !(f instanceof Fail) && f.node.type === "Directory"
+}
+
+/** `path` made absolute against "/" with `.` and `..` removed lexically. */
+export const normalizeAbsolute = (path: string): string => posix.resolve("/", path)

@@ -3,18 +3,23 @@
  * layer providing `FileSystem`, `Path` and the `MemoryHost` service for
  * inspection and fault injection, all over a single in-memory host state.
  *
- * Boundary: today the host state is the file system (see
- * `MemoryFileSystem`) plus the journal every simulated operation passes
- * through (operation log, injected faults, the crash seam). Mounts, systemd
- * units, network links and DNS join the same state object and the same
- * journal later, so a crash stops all of them at once.
+ * Boundary: the host state is the file system with its mount tree (see
+ * `MemoryFileSystem`; `/proc/<pid>/mountinfo` serves the table), the journal
+ * every simulated operation passes through (operation log, injected faults,
+ * the crash seam) and the unmount faults. The layer also provides the
+ * in-memory `Mounter` (`MemoryMounts`); the `umount`/`mount` interpreters for
+ * a command line are `interpreters(state)`.
  *
  * @since 0.1.0
  */
+import { Mounter, type MountInfo } from "@hostnode/core"
 import { Clock, Context, Effect, FileSystem, Layer, Path, Schema } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
 import type { ErrnoCode } from "./internal/errno.ts"
 import { type Fault, type Journal, MemoryHostCrashed, makeJournal, type Operation } from "./internal/journal.ts"
+import * as MemoryCommands from "./MemoryCommands.ts"
 import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import * as MemoryMounts from "./MemoryMounts.ts"
 
 /** The journal's vocabulary, re-exported so tests need only this module. */
 export type { ErrnoCode, Fault, Operation }
@@ -36,6 +41,8 @@ export type DumpEntry = MemoryFileSystem.DumpEntry
 export interface HostState {
   readonly fs: MemoryFileSystem.FsState
   readonly journal: Journal
+  /** Targets (absolute, normalised) every unmount refuses with the errno, until cleared; see `failUnmount`. */
+  readonly unmountFaults: Map<string, ErrnoCode>
 }
 
 /** How to build a host. Every field is optional: `MemoryHost.layer()` is an empty Linux root. */
@@ -87,6 +94,20 @@ export interface Service {
    * countdown is cancelled. The tree is exactly what the crash left.
    */
   readonly restart: Effect.Effect<void>
+  /** Mounts a new empty tmpfs (its own device 0:N) on top of whatever is mounted at directory `target`. */
+  readonly tmpfs: (target: string) => Effect.Effect<void, MemoryMounts.MountError>
+  /** Bind-mounts directory `source` at directory `target` (not recursive); both then show the same inodes. */
+  readonly bind: (source: string, target: string) => Effect.Effect<void, MemoryMounts.MountError>
+  /** The current mount table, what `/proc/self/mountinfo` renders. */
+  readonly mountTable: Effect.Effect<MountInfo.MountTable>
+  /**
+   * Makes every unmount of `target` (the `Mounter`'s and `umount`'s) fail with
+   * `errno` and change nothing, until `clearUnmountFaults`: a mount held busy
+   * by something outside the agent's control.
+   */
+  readonly failUnmount: (target: string, errno: ErrnoCode) => Effect.Effect<void>
+  /** Disarms every `failUnmount`. */
+  readonly clearUnmountFaults: Effect.Effect<void>
 }
 
 /** The key of the inspection service, provided by `layer`. */
@@ -141,8 +162,38 @@ const makeService = (state: HostState): Service => ({
     state.journal.crashed = false
     state.journal.crashCountdown = undefined
     state.journal.generation += 1
+  }),
+  tmpfs: (target) => MemoryMounts.tmpfs(state, target),
+  bind: (source, target) => MemoryMounts.bind(state, source, target),
+  mountTable: Effect.sync(() => MemoryFileSystem.mountEntries(state.fs)),
+  failUnmount: (target, errno) =>
+    Effect.sync(() => {
+      state.unmountFaults.set(resolvePath(state, target), errno)
+    }),
+  clearUnmountFaults: Effect.sync(() => {
+    state.unmountFaults.clear()
   })
 })
+
+/**
+ * The `umount` and `mount` interpreters over `state`, for a `MemoryCommands`
+ * spawner (a node composition adds them next to `systemctl`, `ip`, ...).
+ */
+export const interpreters = (state: HostState): ReadonlyMap<string, MemoryCommands.Interpreter> =>
+  new Map([
+    ["umount", MemoryMounts.umountInterpreter(state)],
+    ["mount", MemoryMounts.mountInterpreter(state)]
+  ])
+
+/**
+ * A spawner with only `umount` and `mount` over `state` (see `interpreters`),
+ * so the command-based `Mounter` (`NodeMounter.layerCommand`) runs against
+ * the simulated host. `record` sees every invocation.
+ */
+export const mountCommands = (
+  state: HostState,
+  record?: (invocation: MemoryCommands.Invocation) => void
+): ChildProcessSpawner.ChildProcessSpawner["Service"] => MemoryCommands.makeSpawner(interpreters(state), record)
 
 const resolvePath = (state: HostState, path: string): string =>
   path.startsWith("/") ? normalizeAbsolute(path) : normalizeAbsolute(`${state.fs.cwd}/${path}`)
@@ -182,20 +233,24 @@ export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
       }
       fs.cwd = cwd
     }
-    return { fs, journal: makeJournal() }
+    return { fs, journal: makeJournal(), unmountFaults: new Map() }
   })
 
 /**
  * A fresh simulated host: `FileSystem` (Linux semantics for root, errors as
- * NodeFileSystem raises them), `Path` (effect's POSIX `Path.layer`) and the
- * `MemoryHost` service. Each build of the layer is a new, independent host.
+ * NodeFileSystem raises them), `Path` (effect's POSIX `Path.layer`), the
+ * in-memory `Mounter` and the `MemoryHost` service. Each build of the layer is
+ * a new, independent host.
  */
-export const layer = (options: Options = {}): Layer.Layer<MemoryHost | FileSystem.FileSystem | Path.Path> =>
+export const layer = (
+  options: Options = {}
+): Layer.Layer<MemoryHost | FileSystem.FileSystem | Path.Path | Mounter.Mounter> =>
   Layer.merge(
     Layer.effectContext(
       Effect.map(makeState(options), (state) =>
         Context.make(MemoryHost, makeService(state)).pipe(
-          Context.add(FileSystem.FileSystem, MemoryFileSystem.make(state))
+          Context.add(FileSystem.FileSystem, MemoryFileSystem.make(state)),
+          Context.add(Mounter.Mounter, MemoryMounts.makeMounter(state))
         )
       )
     ),

@@ -4,13 +4,17 @@
  * implementation runs `mount` through the spawner in context and must run in a
  * private mount namespace (see `Gate`); every mount it makes lives below a
  * sandbox directory that is itself a fresh tmpfs and is detached recursively
- * when the sandbox's scope closes, even when the test failed.
+ * when the sandbox's scope closes, even when the test failed. The memory
+ * implementation (`layerMemory`) makes the same mounts on the `MemoryHost` in
+ * context.
  *
  * @since 0.1.0
  */
 import { HostCommand, MountInfo } from "@hostnode/core"
 import { Context, Effect, FileSystem, Layer, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
+import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import { MemoryHost } from "./MemoryHost.ts"
 
 /** A mount could not be made or removed by a fixture. Tests treat it as a defect of the setup, not of the code under test. */
 export class MountFixtureError extends Error {
@@ -71,6 +75,41 @@ export const layerReal: Layer.Layer<
       bind: (source, target) => mountCommand(["--bind", source, target]).pipe(Effect.provide(context)),
       mountInfo: MountInfo.DefaultPath,
       table: MountInfo.read().pipe(Effect.provide(context), Effect.orDie)
+    })
+  })
+)
+
+/**
+ * The fixture on the simulated host in context: the same sandbox (a fresh
+ * temporary directory with a tmpfs on it, detached with everything below it
+ * when the scope closes), tmpfs and bind mounts made directly on the host's
+ * mount tree, and the table `/proc/self/mountinfo` serves.
+ */
+export const layerMemory: Layer.Layer<MountFixture, never, MemoryHost | FileSystem.FileSystem> = Layer.effect(
+  MountFixture,
+  Effect.gen(function* () {
+    const host = yield* MemoryHost
+    const fs = yield* FileSystem.FileSystem
+    const orDie = <A, E>(effect: Effect.Effect<A, E>) =>
+      Effect.catch(effect, (e) => Effect.die(new MountFixtureError(String((e as { message?: unknown }).message ?? e))))
+    const tmpfs = (target: string) => orDie(host.tmpfs(target))
+    return MountFixture.of({
+      sandbox: Effect.gen(function* () {
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-mounts-" }).pipe(Effect.orDie)
+        yield* Effect.acquireRelease(tmpfs(dir), () =>
+          // umount -R -l: whatever is mounted at the sandbox goes, with everything below it.
+          Effect.sync(() => {
+            for (let i = 0; i < 1000; i++) {
+              if (MemoryFileSystem.unmount(host.state, dir, true) !== undefined) break
+            }
+          })
+        )
+        return dir
+      }),
+      tmpfs,
+      bind: (source, target) => orDie(host.bind(source, target)),
+      mountInfo: MountInfo.DefaultPath,
+      table: host.mountTable
     })
   })
 )

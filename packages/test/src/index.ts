@@ -20,6 +20,14 @@ export * as MemoryCommands from "./MemoryCommands.ts"
 export * as MemoryFileSystem from "./MemoryFileSystem.ts"
 /** The simulated host: `FileSystem`, `Path` and inspection/fault injection over one in-memory state. */
 export * as MemoryHost from "./MemoryHost.ts"
+/** The simulated host's network: links, iptables, DNS servers, the `ip`/`iptables` interpreters and `DnsResolvers`. */
+/** Mounts on the simulated host: its `Mounter` and the `mount`/`umount` interpreters. */
+export * as MemoryMounts from "./MemoryMounts.ts"
+export * as MemoryNetwork from "./MemoryNetwork.ts"
+/** A whole simulated node: MemoryHost, systemd, network, the command line and the library's services over them. */
+export * as MemoryNode from "./MemoryNode.ts"
+/** The simulated host's systemd: units, the `systemctl` interpreter, inspection and fault injection. */
+export * as MemorySystemd from "./MemorySystemd.ts"
 /** Making real or simulated mounts for tests behind one interface. */
 export * as MountFixture from "./MountFixture.ts"
 

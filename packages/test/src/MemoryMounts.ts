@@ -1,0 +1,214 @@
+/**
+ * Mounts on the simulated host: the in-memory `Mounter` (what
+ * `NodeMounter.layer`'s `umount2` does on the real host), the `umount` and
+ * `mount` interpreters for `MemoryCommands`' spawner (what util-linux prints
+ * and how it exits), and the setup calls fixtures use. The mount tree itself
+ * and its table (`/proc/<pid>/mountinfo`) live in `MemoryFileSystem`.
+ *
+ * Boundary: the `Mounter` is the simulated process unmounting: each target is
+ * one operation of the host journal (kind `unmount`, so it is logged, a
+ * `failNth({ kind: "unmount" })` fault fails it once, a crash stops it). The
+ * interpreters are other processes (`umount`, `mount`): not journalled, as
+ * the spawn itself is. Faults armed with `MemoryHost.failUnmount` refuse a
+ * target on every unmount path, the interpreter's included, until cleared.
+ *
+ * @since 0.1.0
+ */
+import { Mounter } from "@hostnode/core"
+import { Clock, Effect, Schema } from "effect"
+import { Errno, type ErrnoCode, errnoTable } from "./internal/errno.ts"
+import { admit, complete } from "./internal/journal.ts"
+import type * as MemoryCommands from "./MemoryCommands.ts"
+import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import type { HostState } from "./MemoryHost.ts"
+
+/** strerror(3) for the codes an unmount meets; libuv's description otherwise. */
+const strerror = (code: string): string =>
+  ({
+    EINVAL: "Invalid argument",
+    ENOENT: "No such file or directory",
+    EBUSY: "Device or resource busy",
+    EPERM: "Operation not permitted",
+    ENOTDIR: "Not a directory"
+  })[code] ?? (code in errnoTable ? errnoTable[code as ErrnoCode][1] : code)
+
+/** A mount a fixture or a `mount` call asked for could not be made: errno and the paths. */
+export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMountError", {
+  reason: Schema.Literals(["Tmpfs", "Bind"]),
+  target: Schema.String,
+  source: Schema.String,
+  errno: Schema.String
+}) {
+  override get message(): string {
+    return this.reason === "Tmpfs"
+      ? `MemoryHost: cannot mount a tmpfs at ${JSON.stringify(this.target)}: ${this.errno}`
+      : `MemoryHost: cannot bind ${JSON.stringify(this.source)} at ${JSON.stringify(this.target)}: ${this.errno}`
+  }
+}
+
+const absolute = (state: HostState, path: string): string =>
+  MemoryFileSystem.normalizeAbsolute(path.startsWith("/") ? path : `${state.fs.cwd}/${path}`)
+
+/** Mounts a new empty tmpfs at `target` (setup: not an operation of the simulated process). */
+export const tmpfs = (state: HostState, target: string): Effect.Effect<void, MountError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.suspend(() => {
+      const r = MemoryFileSystem.mountTmpfs(state.fs, target, now)
+      return r instanceof Errno
+        ? Effect.fail(new MountError({ reason: "Tmpfs", target, source: "tmpfs", errno: r.code }))
+        : Effect.void
+    })
+  )
+
+/** Bind-mounts directory `source` at directory `target` (setup: not an operation of the simulated process). */
+export const bind = (state: HostState, source: string, target: string): Effect.Effect<void, MountError> =>
+  Effect.suspend(() => {
+    const r = MemoryFileSystem.bindMount(state.fs, source, target)
+    return r instanceof Errno
+      ? Effect.fail(new MountError({ reason: "Bind", target, source, errno: r.code }))
+      : Effect.void
+  })
+
+/** One unmount with the persistent faults applied; the errno code or undefined when unmounted. */
+const unmountOne = (state: HostState, target: string, lazy: boolean): string | undefined => {
+  const fault = state.unmountFaults.get(absolute(state, target))
+  if (fault !== undefined) return fault
+  const r = MemoryFileSystem.unmount(state, target, lazy)
+  return r === undefined ? undefined : r.code
+}
+
+/**
+ * The in-memory `Mounter`: each target is one `umount2` of the simulated
+ * process, in order, through the journal (see the module comment).
+ */
+export const makeMounter = (state: HostState): Mounter.Mounter =>
+  Mounter.Mounter.of({
+    unmount: (targets, options) =>
+      Effect.suspend(() => {
+        const out: Array<Mounter.UnmountResult> = []
+        for (const target of targets) {
+          const paths = [absolute(state, target)]
+          const gate = admit(state.journal, "unmount", paths)
+          if (gate._tag === "Crashed") return Effect.die(gate.defect)
+          const code = gate._tag === "Inject" ? gate.fault.code : unmountOne(state, target, options.lazy)
+          complete(state.journal, "unmount", paths, code ?? "ok", gate._tag === "Inject")
+          out.push(
+            code === undefined
+              ? { _tag: "Unmounted", target }
+              : { _tag: "Failed", target, failure: { target, errno: code, message: strerror(code) } }
+          )
+        }
+        return Effect.succeed(out)
+      })
+  })
+
+/** util-linux umount's message for a failed target. */
+const umountMessage = (target: string, code: string): string => {
+  switch (code) {
+    case "EINVAL":
+      return `umount: ${target}: not mounted.`
+    case "ENOENT":
+      return `umount: ${target}: no mount point specified.`
+    case "EBUSY":
+      return `umount: ${target}: target is busy.`
+    case "EPERM":
+      return `umount: ${target}: must be superuser to unmount.`
+    default:
+      return `umount: ${target}: umount failed: ${strerror(code)}.`
+  }
+}
+
+/** The mount points at or below the mount `target` reaches, deepest (and newest) first, for `umount -R`. */
+const recursiveTargets = (state: HostState, target: string): Array<string> | undefined => {
+  const table = MemoryFileSystem.mountEntries(state.fs)
+  const top = absolute(state, target)
+  const own = table.filter((e) => e.mountPoint === top)
+  if (own.length === 0) return undefined
+  const topId = Math.max(...own.map((e) => e.id))
+  const below = new Set([topId])
+  for (const e of table) if (below.has(e.parentId) && e.id !== e.parentId) below.add(e.id)
+  return table
+    .filter((e) => below.has(e.id))
+    .sort((a, b) => b.mountPoint.split("/").length - a.mountPoint.split("/").length || b.id - a.id)
+    .map((e) => e.mountPoint)
+}
+
+/**
+ * `umount [-l] [-R] [--] targets...`: each target unmounted in order, a
+ * failure printed as util-linux prints it, exit 32 when any failed.
+ */
+export const umountInterpreter =
+  (state: HostState): MemoryCommands.Interpreter =>
+  (args) =>
+    Effect.sync(() => {
+      let lazy = false
+      let recursive = false
+      const targets: Array<string> = []
+      let options = true
+      for (const a of args) {
+        if (options && a === "--") options = false
+        else if (options && /^-[lRf]+$/.test(a)) {
+          if (a.includes("l")) lazy = true
+          if (a.includes("R")) recursive = true
+        } else if (options && (a === "--lazy" || a === "--recursive")) {
+          if (a === "--lazy") lazy = true
+          else recursive = true
+        } else targets.push(a)
+      }
+      if (targets.length === 0) return { stdout: "", stderr: "umount: bad usage\n", exitCode: 1 }
+      const errors: Array<string> = []
+      for (const target of targets) {
+        const all = recursive ? (recursiveTargets(state, target) ?? [target]) : [target]
+        for (const t of all) {
+          const code = unmountOne(state, t, lazy)
+          if (code !== undefined) {
+            errors.push(umountMessage(target, code))
+            break
+          }
+        }
+      }
+      return {
+        stdout: "",
+        stderr: errors.map((e) => `${e}\n`).join(""),
+        exitCode: errors.length > 0 ? 32 : 0
+      }
+    })
+
+/**
+ * `mount -t tmpfs [-o options] source target` and `mount --bind source target`
+ * (also `-B`, `-o bind`); util-linux's messages and exit 32 on failure.
+ */
+export const mountInterpreter =
+  (state: HostState): MemoryCommands.Interpreter =>
+  (args) =>
+    Effect.gen(function* () {
+      let type: string | undefined
+      let isBind = false
+      const positional: Array<string> = []
+      for (let i = 0; i < args.length; i++) {
+        const a = args[i]!
+        if (a === "-t" || a === "--types") type = args[++i]
+        else if (a === "-o" || a === "--options") {
+          if ((args[++i] ?? "").split(",").includes("bind")) isBind = true
+        } else if (a === "--bind" || a === "-B") isBind = true
+        else if (a !== "--") positional.push(a)
+      }
+      const [source, target] = positional
+      if (source === undefined || target === undefined || positional.length > 2) {
+        return { stdout: "", stderr: "mount: bad usage\n", exitCode: 1 }
+      }
+      if (!isBind && type !== "tmpfs") {
+        return { stdout: "", stderr: `mount: ${target}: unknown filesystem type '${type ?? ""}'.\n`, exitCode: 32 }
+      }
+      const r = yield* Effect.result(isBind ? bind(state, source, target) : tmpfs(state, target))
+      if (r._tag === "Success") return { stdout: "", stderr: "", exitCode: 0 }
+      const e = r.failure
+      const which = isBind && MemoryFileSystem.isDirectoryAt(state.fs, target) ? "source" : "target"
+      const stderr =
+        which === "source"
+          ? `mount: ${target}: special device ${source} does not exist.`
+          : e.errno === "ENOTDIR"
+            ? `mount: ${target}: mount point is not a directory.`
+            : `mount: ${target}: mount point does not exist.`
+      return { stdout: "", stderr: `${stderr}\n`, exitCode: 32 }
+    })
