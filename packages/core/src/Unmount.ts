@@ -83,17 +83,17 @@ export const plan = (
   prefixes: ReadonlyArray<string>,
   strict: boolean
 ): Array<MountInfo.MountEntry> => {
-  const selected = table.filter((e) => {
+  // Each mount point is cleaned once; on tables of thousands of entries this
+  // runs on every pass.
+  const selected: Array<{ readonly e: MountInfo.MountEntry; readonly d: number }> = []
+  for (const e of table) {
     const mp = HostPath.clean(e.mountPoint)
-    if (strict && prefixes.includes(mp)) return false
-    return prefixes.some((p) => covers(p, mp))
-  })
+    if (strict && prefixes.includes(mp)) continue
+    if (prefixes.some((p) => covers(p, mp))) selected.push({ e, d: depth(mp) })
+  }
   // Deepest first: a parent cannot be detached cleanly while it has children,
   // and removing children first keeps each failure attributable to one mount.
-  return selected
-    .map((e) => ({ e, d: depth(HostPath.clean(e.mountPoint)) }))
-    .sort((a, b) => b.d - a.d || b.e.id - a.e.id)
-    .map(({ e }) => e)
+  return selected.sort((a, b) => b.d - a.d || b.e.id - a.e.id).map(({ e }) => e)
 }
 
 const run = Effect.fnUntraced(function* (
