@@ -72,7 +72,7 @@ export const wrapSpawner = (
   const wrap = (command: ChildProcess.Command): ChildProcess.Command =>
     ChildProcess.isStandardCommand(command)
       ? ChildProcess.make(head, [...rest, command.command, ...command.args], command.options)
-      : { ...command, left: wrap(command.left), right: wrap(command.right) }
+      : ChildProcess.pipeTo(wrap(command.right), command.options)(wrap(command.left))
   return ChildProcessSpawner.make((command) => inner.spawn(wrap(command)))
 }
 
