@@ -5,7 +5,7 @@
  * trees, tampering, crashes) is in the conformance suite and the crash tests.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Snapshot, Systemd } from "@hostnode/core"
+import { ConfSnap, Snapshot, Systemd } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import { SnapshotConformance } from "@hostnode/test/conformance"
 import { Effect, Exit, FileSystem, Ref, Schema } from "effect"
@@ -32,19 +32,7 @@ describe("Snapshot on the default paths", () => {
         Effect.scoped(
           Effect.gen(function* () {
             const snapshot = yield* Snapshot.scoped({ dir, hostRoot: "/" })
-            assert.deepStrictEqual(snapshot.paths, [
-              "/etc/systemd/system/kubelet.service",
-              "/etc/systemd/system/kubelet.service.d",
-              "/etc/systemd/system/containerd.service",
-              "/etc/systemd/system/containerd.service.d",
-              "/etc/containerd",
-              "/etc/default/kubelet",
-              "/etc/kubernetes",
-              "/etc/sysctl.d/k8s.conf",
-              "/etc/modules-load.d/k8s.conf",
-              "/etc/systemd/resolved.conf.d",
-              "/etc/systemd/network"
-            ])
+            assert.deepStrictEqual(snapshot.paths, ConfSnap.DefaultPaths)
             // The private key never reaches the snapshot.
             assert.notInclude(yield* fs.readFileString(`${dir}/${Snapshot.DataName}`), "PRIVATE KEY")
             // The upgrade rewrites the units and configuration, adds files, and the kubelet rotates a key.
