@@ -1,7 +1,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { MountInfo } from "@hostnode/core"
-import { Effect, Schema } from "effect"
+import { Effect, FileSystem, Logger, Schema } from "effect"
 
 const sample = [
   "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw",
@@ -117,5 +117,54 @@ describe("MountInfo round trip", () => {
         assert.deepStrictEqual(parsed, entries)
       }),
     { arbitrary: { runs: 500 } }
+  )
+})
+
+// A table that changes under the reader: each read returns the next text.
+const changing = (texts: ReadonlyArray<string>) => {
+  let reads = 0
+  const layer = FileSystem.layerNoop({
+    readFileString: () => Effect.sync(() => texts[Math.min(reads++, texts.length - 1)] as string)
+  })
+  return { layer, reads: () => reads }
+}
+
+const line = (id: number) => `${id} 1 0:${id} / /m${id} rw - tmpfs tmpfs rw\n`
+
+describe("MountInfo.read", () => {
+  it.effect("reads until two consecutive reads agree", () =>
+    Effect.gen(function* () {
+      const fs = changing([line(1), line(2), line(2), line(3)])
+      const t = yield* MountInfo.read("/proc/self/mountinfo").pipe(Effect.provide(fs.layer))
+      assert.deepStrictEqual(
+        t.map((e) => e.id),
+        [2]
+      )
+      assert.strictEqual(fs.reads(), 3)
+    })
+  )
+
+  it.effect("after the last attempt it uses the last read and logs a warning", () =>
+    Effect.gen(function* () {
+      const fs = changing([line(1), line(2), line(3), line(4)])
+      const logged: Array<unknown> = []
+      const t = yield* MountInfo.read("/proc/self/mountinfo", { attempts: 3 }).pipe(
+        Effect.provide([fs.layer, Logger.layer([Logger.map(Logger.formatStructured, (e) => void logged.push(e))])])
+      )
+      assert.deepStrictEqual(
+        t.map((e) => e.id),
+        [3]
+      )
+      assert.strictEqual(fs.reads(), 3)
+      assert.include(JSON.stringify(logged), "mount table changed on every read")
+    })
+  )
+
+  it.effect("an unreadable table is a MountInfoError naming the path", () =>
+    Effect.gen(function* () {
+      const e = yield* Effect.flip(MountInfo.read("/nope").pipe(Effect.provide(FileSystem.layerNoop({}))))
+      assert.strictEqual(e.reason, "Unreadable")
+      assert.strictEqual(e.path, "/nope")
+    })
   )
 })
