@@ -1,29 +1,571 @@
 /**
- * The `hostnode` command tree. Each operation of @hostnode/core becomes a
- * subcommand here as it lands; this module only describes commands, the entry
- * point (`bin.ts`) provides the layers and runs them.
+ * The `hostnode` command tree: global flags (`--host-root`, `--json`,
+ * `--dry-run`, and effect's `--log-level`) and one subcommand per operation
+ * of @hostnode/core. This module only describes commands and how their
+ * outcome is shown; the entry point (`bin.ts`) provides the real host's
+ * layers, tests provide `MemoryNode`'s.
+ *
+ * Output: a person's text by default; with `--json`, exactly one JSON
+ * document on stdout (`ok`, the command, its result or the typed error, and
+ * the plan of a dry run). Logs always go to stderr. {@link run} fails with a
+ * {@link CliExit} carrying the process exit code: 1 when the operation failed,
+ * 2 on bad usage.
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
-import { Command } from "effect/cli"
+import {
+  ConfSnap,
+  type DnsResolvers,
+  IsolationBackend,
+  LocalDns,
+  type Mounter,
+  NodeStart,
+  Paths,
+  Repave,
+  RestartChanged,
+  Snapshot,
+  type Systemd,
+  Unmount
+} from "@hostnode/core"
+import { Console, Data, Duration, Effect, Logger, Option, Redacted, Runtime, Schema } from "effect"
+import { Argument, type CliError, CliOutput, Command, Flag, GlobalFlag } from "effect/cli"
+import * as DryRun from "./DryRun.ts"
 
 /** The CLI's version, printed by `hostnode --version`. */
 export const version = "0.1.0"
 
-/**
- * The root command. Run with no subcommand it prints what exists, so a
- * newcomer's first `npm start` says where to go next instead of failing.
- */
-export const hostnode = Command.make("hostnode", {}, () =>
-  Effect.log(
-    "hostnode: host-side operations of a Kubernetes node agent. Run `hostnode --help` for the list of commands."
+// ---------------------------------------------------------------------------
+// global flags
+
+/** `--host-root DIR`: where the host's `/` is; the real host by default. */
+export const HostRoot = GlobalFlag.Setting("host-root")({
+  flag: Flag.String("host-root").pipe(
+    Flag.withDefault("/"),
+    Flag.withMetavar("DIR"),
+    Flag.withDescription("The directory that is the host's / (default: the real host)")
   )
+})
+
+/** `--json`: one machine-readable JSON document on stdout, errors included. */
+export const Json = GlobalFlag.Setting("json")({
+  flag: Flag.Boolean("json").pipe(
+    Flag.withDefault(false),
+    Flag.withDescription("Print one JSON document on stdout (the result, or the error), for machines")
+  )
+})
+
+/** `--dry-run`: change nothing; print what would be written, removed, unmounted or run, in order. */
+export const DryRunFlag = GlobalFlag.Setting("dry-run")({
+  flag: Flag.Boolean("dry-run").pipe(
+    Flag.withDefault(false),
+    Flag.withDescription(
+      "Change nothing: read the host, and print every write, removal, unmount and command as the plan, in order"
+    )
+  )
+})
+
+// ---------------------------------------------------------------------------
+// exit codes and rendering
+
+/**
+ * How a run ends when it does not succeed: the process exit code (1: the
+ * operation failed, 2: bad usage). What went wrong was already printed, so
+ * the runtime does not report it again.
+ */
+export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: 1 | 2 }> {
+  override get [Runtime.errorExitCode](): number {
+    return this.code
+  }
+  override readonly [Runtime.errorReported] = false
+}
+
+/** What to check, per error tag: the advice printed under a failure. */
+const hints: Record<string, string> = {
+  UnmountError:
+    "Check what keeps each mount busy (`fuser -vm MOUNTPOINT`, `lsof +f -- MOUNTPOINT`) and whether a process holds a file open there; then run again.",
+  MountInfoError: "Check that the mount table (/proc/self/mountinfo) is readable by this process.",
+  SnapshotError:
+    "Check the snapshot directory and the path named above; a snapshot that failed a restore is kept, so `hostnode snapshot recover --dir DIR` can try again.",
+  ResetError:
+    "Each kept path names why it was kept (a mount inside, not a directory, refused); fix that and run the reset again to finish it.",
+  HostPathError: "Check the path below --host-root: a symlink loop, or a link that leaves the root.",
+  SystemdError: "Check the unit with `systemctl status UNIT` and `journalctl -u UNIT`.",
+  UnitNameError: "Check the unit name: systemd unit names end in a type suffix such as `.service`.",
+  RestartError:
+    "The units listed as restarted run the new configuration, the rest the old one; check the failed unit with `systemctl status UNIT` and `journalctl -u UNIT`.",
+  LocalDnsNetworkError:
+    "Check `ip -j addr show` and `iptables -t raw -S`, and that this process may change links and rules (CAP_NET_ADMIN).",
+  LocalDnsTimeout: "Check that the LocalDNS resolver runs and listens on the addresses above.",
+  IsolationError: "Check that systemd answers: `systemctl is-active containerd.service kubelet.service`."
+}
+
+/** A value as plain JSON: Maps become objects, Errors their name and message, effects and functions are dropped. */
+const toPlain = (value: unknown): unknown => {
+  if (value === null || typeof value !== "object") return typeof value === "function" ? undefined : value
+  if (Redacted.isRedacted(value)) return "<redacted>"
+  if (Array.isArray(value)) return value.map(toPlain)
+  if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), toPlain(v)]))
+  // Tagged errors are yieldable, so they are Effects too: test for Error first.
+  if (!(value instanceof Error) && Effect.isEffect(value)) return undefined
+  const out: Record<string, unknown> = {}
+  if (value instanceof Error) {
+    if ("_tag" in value) out._tag = value._tag
+    out.message = value.message
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const plain = toPlain(v)
+    if (plain !== undefined) out[k] = plain
+  }
+  return out
+}
+
+/** The typed error as JSON: its tag, message, fields and the hint. */
+export const errorJson = (error: { readonly _tag: string; readonly message: string }): Record<string, unknown> => ({
+  ...(toPlain(error) as Record<string, unknown>),
+  _tag: error._tag,
+  message: error.message,
+  hint: hints[error._tag] ?? ""
+})
+
+/** The typed error for a person: what failed (the message names the path or unit) and what to check. */
+export const errorText = (command: string, error: { readonly _tag: string; readonly message: string }): string => {
+  const hint = hints[error._tag]
+  return `hostnode ${command}: failed (${error._tag}): ${error.message}${hint === undefined ? "" : `\n  what to check: ${hint}`}`
+}
+
+type Failure = { readonly _tag: string; readonly message: string }
+
+/**
+ * Runs one operation as the command `name`: under `--dry-run` on the
+ * {@link DryRun} layers, then prints the outcome (text or JSON) and turns a
+ * failure into exit code 1.
+ */
+const operate = <A, E extends Failure, R>(
+  name: string,
+  program: Effect.Effect<A, E, R>,
+  describe: (a: A) => string,
+  toJson: (a: A) => unknown = toPlain
+) =>
+  Effect.gen(function* () {
+    const json = yield* Json
+    const dryRun = yield* DryRunFlag
+    const outcome = dryRun
+      ? yield* Effect.gen(function* () {
+          const result = yield* Effect.result(program.pipe(Effect.provide(DryRun.layer)))
+          return { result, plan: yield* DryRun.steps }
+        }).pipe(Effect.provide(DryRun.DryRunPlan.layer))
+      : { result: yield* Effect.result(program), plan: undefined }
+    const { result, plan } = outcome
+    const planJson = plan === undefined ? {} : { dryRun: true, plan }
+    if (json) {
+      yield* Console.log(
+        JSON.stringify(
+          result._tag === "Success"
+            ? { ok: true, command: name, result: toJson(result.success) ?? null, ...planJson }
+            : { ok: false, command: name, error: errorJson(result.failure), ...planJson }
+        )
+      )
+    } else {
+      if (plan !== undefined) {
+        yield* Console.log(
+          plan.length === 0
+            ? "dry run: nothing would be changed"
+            : `dry run: the plan, in order (nothing was changed):\n${plan.map((s, i) => `  ${i + 1}. ${DryRun.renderStep(s)}`).join("\n")}`
+        )
+      }
+      if (result._tag === "Success") yield* Console.log(describe(result.success))
+      else yield* Console.error(errorText(name, result.failure))
+    }
+    if (result._tag === "Failure") return yield* new CliExit({ code: 1 })
+  })
+
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`
+
+const reportText = (what: string, r: { readonly removed: ReadonlyArray<string> }) =>
+  `${what}: ${plural(r.removed.length, "path")} removed${r.removed.length === 0 ? "" : `\n${r.removed.map((p) => `  ${p}`).join("\n")}`}`
+
+const isRealRoot = (root: string) => root === "" || root === "/"
+
+/** Host paths as this process sees them: below `--host-root` unless that is the real root. */
+const belowRoot = (root: string, path: string) =>
+  isRealRoot(root) ? path : `${root.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`
+
+// ---------------------------------------------------------------------------
+// subcommands
+
+const unmountBelow = Command.make(
+  "unmount-below",
+  {
+    strict: Flag.Boolean("strict").pipe(
+      Flag.withDefault(false),
+      Flag.withDescription("Leave a mount whose mount point is a prefix itself; unmount only what is below")
+    ),
+    prefixes: Argument.String("PREFIX").pipe(
+      Argument.atLeast(1),
+      Argument.withDescription("Host paths to unmount at or below")
+    )
+  },
+  ({ strict, prefixes }) =>
+    Effect.gen(function* () {
+      const root = yield* HostRoot
+      const targets = prefixes.map((p) => belowRoot(root, p))
+      yield* operate(
+        "unmount-below",
+        (strict ? Unmount.unmountStrictlyBelow : Unmount.unmountBelow)(targets).pipe(Effect.as({ prefixes: targets })),
+        (r) => `nothing is mounted ${strict ? "strictly below" : "at or below"} ${r.prefixes.join(", ")} any more`
+      )
+    })
+).pipe(Command.withDescription("Lazily unmount every mount at (or, with --strict, strictly) below the prefixes"))
+
+const snapshotFlags = {
+  dir: Flag.String("dir").pipe(
+    Flag.withMetavar("DIR"),
+    Flag.withDescription("The snapshot directory (a real path, not below --host-root)")
+  )
+}
+
+const handleJson = (s: Snapshot.Snapshot) => ({ dir: s.dir, hostRoot: s.hostRoot, paths: s.paths })
+
+const snapshotTake = Command.make(
+  "take",
+  {
+    ...snapshotFlags,
+    paths: Flag.String("path").pipe(
+      Flag.atLeast(0),
+      Flag.withMetavar("P"),
+      Flag.withDescription("A host path to record (repeatable; default: the node's shared configuration)")
+    )
+  },
+  ({ dir, paths }) =>
+    Effect.gen(function* () {
+      const hostRoot = yield* HostRoot
+      yield* operate(
+        "snapshot take",
+        Snapshot.takeOf({ dir, hostRoot, paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths }).pipe(
+          Effect.map(handleJson)
+        ),
+        (s) =>
+          `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")}:\n${s.paths.map((p) => `  ${p}`).join("\n")}`
+      )
+    })
+).pipe(Command.withDescription("Record the paths below the host root into a new snapshot directory"))
+
+const snapshotRestore = Command.make("restore", snapshotFlags, ({ dir }) =>
+  Effect.gen(function* () {
+    const hostRoot = yield* HostRoot
+    yield* operate(
+      "snapshot restore",
+      Effect.gen(function* () {
+        const s = yield* Snapshot.open({ dir, hostRoot })
+        yield* s.restore
+        return handleJson(s)
+      }),
+      (s) => `restored ${plural(s.paths.length, "path")} from ${s.dir} (the snapshot is kept)`
+    )
+  })
+).pipe(Command.withDescription("Put the recorded paths back as recorded; the snapshot is kept"))
+
+const snapshotRecover = Command.make("recover", snapshotFlags, ({ dir }) =>
+  Effect.gen(function* () {
+    const hostRoot = yield* HostRoot
+    yield* operate(
+      "snapshot recover",
+      Snapshot.recover({ dir, hostRoot }).pipe(Effect.map((recovered) => ({ dir, recovered }))),
+      (r) => (r.recovered ? `restored and removed the snapshot in ${r.dir}` : `no snapshot in ${r.dir}; nothing to do`)
+    )
+  })
+).pipe(Command.withDescription("Restore a snapshot an earlier process left, then remove it"))
+
+const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir }) =>
+  Effect.gen(function* () {
+    const hostRoot = yield* HostRoot
+    yield* operate(
+      "snapshot discard",
+      Effect.gen(function* () {
+        const s = yield* Snapshot.open({ dir, hostRoot })
+        yield* s.discard
+        return { dir: s.dir }
+      }),
+      (r) => `removed the snapshot in ${r.dir}`
+    )
+  })
+).pipe(Command.withDescription("Remove a snapshot without restoring it"))
+
+const snapshot = Command.make("snapshot").pipe(
+  Command.withDescription("Take, restore, recover or discard a snapshot of the node's configuration"),
+  Command.withSubcommands([snapshotTake, snapshotRestore, snapshotRecover, snapshotDiscard])
+)
+
+const resetCni = Command.make("reset-cni", {}, () =>
+  Effect.gen(function* () {
+    const hostRoot = yield* HostRoot
+    yield* operate("reset-cni", Repave.resetCniState({ hostRoot }), (r) => reportText("CNI state reset", r))
+  })
+).pipe(Command.withDescription(`Remove the CNI configuration (${Paths.CniConfDir}/*) and state (${Paths.CniStateDir})`))
+
+/**
+ * The node start the kubelet identity reset needs, from `--auth`: only the
+ * mode and the bootstrap kubeconfig's path matter to it, so the rest is a
+ * placeholder (and no token is ever read).
+ */
+const nodeStartFor = (auth: NodeStart.AuthMode, listeners?: NodeStart.LocalDnsListeners): NodeStart.NodeStart => ({
+  nodeName: "hostnode-cli",
+  apiServer: "https://hostnode-cli.invalid",
+  auth,
+  ...(listeners === undefined ? {} : { localDns: listeners })
+})
+
+const resetKubeletIdentity = Command.make(
+  "reset-kubelet-identity",
+  {
+    auth: Flag.Literals("auth", ["bootstrap-token", "kubeconfig", "exec-credential"]).pipe(
+      Flag.withMetavar("MODE"),
+      Flag.withDescription("How the kubelet authenticates; only bootstrap-token removes anything")
+    ),
+    bootstrapKubeconfig: Flag.String("bootstrap-kubeconfig").pipe(
+      Flag.withDefault(NodeStart.DefaultBootstrapKubeconfig),
+      Flag.withDescription("The bootstrap kubeconfig (kept) in bootstrap-token mode")
+    )
+  },
+  ({ auth, bootstrapKubeconfig }) =>
+    Effect.gen(function* () {
+      const hostRoot = yield* HostRoot
+      const mode: NodeStart.AuthMode =
+        auth === "bootstrap-token"
+          ? { _tag: "BootstrapToken", token: Redacted.make(""), bootstrapKubeconfig }
+          : auth === "kubeconfig"
+            ? { _tag: "Kubeconfig", path: Repave.KubeletKubeconfig }
+            : {
+                _tag: "ExecCredential",
+                command: "unused",
+                args: [],
+                apiVersion: "client.authentication.k8s.io/v1",
+                env: {}
+              }
+      yield* operate("reset-kubelet-identity", Repave.resetKubeletIdentity(nodeStartFor(mode), { hostRoot }), (r) =>
+        reportText("kubelet identity reset", r)
+      )
+    })
+).pipe(Command.withDescription("Remove the kubelet's rotated client credentials (bootstrap-token mode only)"))
+
+const teardownKubeletDir = Command.make("teardown-kubelet-dir", {}, () =>
+  Effect.gen(function* () {
+    const hostRoot = yield* HostRoot
+    yield* operate(
+      "teardown-kubelet-dir",
+      Repave.teardownKubeletDir({ hostRoot }),
+      (r) =>
+        `${reportText("pod directories torn down", r)}${
+          r.kept.length === 0
+            ? ""
+            : `\nkept ${plural(r.kept.length, "path")}:\n${r.kept.map((k) => `  ${k.path} (${k.reason}: ${k.detail})`).join("\n")}`
+        }`
+    )
+  })
+).pipe(Command.withDescription(`Unmount and remove each pod's directory below ${Repave.KubeletPodsDir}`))
+
+/** `UNIT[=changed]`: `changed` is true, yes, 1 or changed (the default), or false, no, 0 or unchanged. */
+export const parseChangedUnit = (word: string): RestartChanged.ChangedUnit | undefined => {
+  const eq = word.indexOf("=")
+  if (eq < 0) return word === "" ? undefined : { unit: word, changed: true }
+  const unit = word.slice(0, eq)
+  const value = word.slice(eq + 1).toLowerCase()
+  if (unit === "") return undefined
+  if (["true", "yes", "1", "changed"].includes(value)) return { unit, changed: true }
+  if (["false", "no", "0", "unchanged"].includes(value)) return { unit, changed: false }
+  return undefined
+}
+
+const restartChanged = Command.make(
+  "restart-changed",
+  {
+    wasRunning: Flag.Boolean("was-running").pipe(
+      Flag.withDefault(false),
+      Flag.withDescription("The node was running before the configuration was written (otherwise nothing restarts)")
+    ),
+    units: Argument.String("UNIT[=changed]").pipe(
+      Argument.filterMap(
+        (w) => Option.fromNullishOr(parseChangedUnit(w)),
+        (w) => `expected UNIT or UNIT=true|false, got ${JSON.stringify(w)}`
+      ),
+      Argument.atLeast(1),
+      Argument.withDescription("Units in restart order; UNIT=false marks one whose configuration did not change")
+    )
+  },
+  ({ wasRunning, units }) =>
+    operate(
+      "restart-changed",
+      RestartChanged.restartChanged({ wasRunning, units }).pipe(
+        Effect.as({
+          wasRunning,
+          restarted: wasRunning ? units.filter((u) => u.changed).map((u) => u.unit) : []
+        })
+      ),
+      (r) =>
+        !r.wasRunning
+          ? "the node was not running: nothing restarted"
+          : r.restarted.length === 0
+            ? "no unit's configuration changed: nothing restarted"
+            : `restarted, in order: ${r.restarted.join(", ")}`
+    )
+).pipe(Command.withDescription("Restart, in order, the units whose configuration changed"))
+
+const listenerFlags = {
+  nodeListener: Flag.String("node-listener").pipe(
+    Flag.withDefault(NodeStart.NodeListener),
+    Flag.withDescription("The node LocalDNS listener address")
+  ),
+  clusterListener: Flag.String("cluster-listener").pipe(
+    Flag.withDefault(NodeStart.ClusterListener),
+    Flag.withDescription("The cluster LocalDNS listener address")
+  )
+}
+
+const localDnsNodeStart = (nodeListener: string, clusterListener: string) =>
+  nodeStartFor({ _tag: "Kubeconfig", path: Repave.KubeletKubeconfig }, { nodeListener, clusterListener })
+
+const localDnsSetup = Command.make(
+  "setup",
+  {
+    ...listenerFlags,
+    kind: Flag.Literals("kind", ["dummy", "bridge"]).pipe(
+      Flag.withDefault("dummy" as const),
+      Flag.withMetavar("KIND"),
+      Flag.withDescription("The link kind of the LocalDNS interface")
+    )
+  },
+  ({ nodeListener, clusterListener, kind }) =>
+    operate(
+      "localdns setup",
+      LocalDns.setupLocalDnsNetwork(localDnsNodeStart(nodeListener, clusterListener), { interfaceKind: kind }).pipe(
+        Effect.as({ listeners: [nodeListener, clusterListener], kind })
+      ),
+      (r) => `LocalDNS network ready: ${r.listeners.join(", ")} on a ${r.kind} interface, NOTRACK rules in place`
+    )
+).pipe(Command.withDescription("Create the LocalDNS interface and its NOTRACK rules"))
+
+const localDnsCleanup = Command.make("cleanup", {}, () =>
+  operate(
+    "localdns cleanup",
+    LocalDns.cleanupHostNetwork().pipe(Effect.as({})),
+    () => "LocalDNS rules and interface removed"
+  )
+).pipe(Command.withDescription("Remove the LocalDNS rules and interface a stopped node left"))
+
+const localDnsAwait = Command.make(
+  "await",
+  {
+    ...listenerFlags,
+    timeout: Flag.Int("timeout").pipe(
+      Flag.withDefault(120),
+      Flag.withMetavar("SECONDS"),
+      Flag.withDescription("How long to keep probing")
+    )
+  },
+  ({ nodeListener, clusterListener, timeout }) =>
+    operate(
+      "localdns await",
+      LocalDns.awaitLocalDns(localDnsNodeStart(nodeListener, clusterListener), {
+        timeout: Duration.seconds(timeout)
+      }).pipe(Effect.as({ listeners: [nodeListener, clusterListener] })),
+      (r) => `LocalDNS answers on ${r.listeners.join(", ")}`
+    )
+).pipe(Command.withDescription("Wait until both LocalDNS listeners answer"))
+
+const localdns = Command.make("localdns").pipe(
+  Command.withDescription("Set up, clean up or wait for the LocalDNS network"),
+  Command.withSubcommands([localDnsSetup, localDnsCleanup, localDnsAwait])
+)
+
+const running = Command.make(
+  "running",
+  {
+    slot: Argument.String("SLOT").pipe(
+      Argument.withDefault("host"),
+      Argument.withDescription("The node root to ask about (host mode has one)")
+    )
+  },
+  ({ slot }) =>
+    operate(
+      "running",
+      IsolationBackend.running(Schema.decodeSync(IsolationBackend.SlotRef)(slot)).pipe(
+        Effect.map((up) => ({ slot, running: up }))
+      ),
+      (r) => (r.running ? `the node stack of ${r.slot} is running` : `the node stack of ${r.slot} is not running`)
+    )
+).pipe(Command.withDescription("Say whether the node stack is up (its units are active)"))
+
+const demo = Command.make("demo", {}, () =>
+  Effect.gen(function* () {
+    const json = yield* Json
+    const text = "hostnode demo: not built yet (issue 8 continues); see `hostnode --help` for what exists"
+    yield* json
+      ? Console.log(JSON.stringify({ ok: true, command: "demo", result: { built: false } }))
+      : Console.log(text)
+  })
+).pipe(Command.withDescription("A guided run on a simulated host (not built yet)"))
+
+/**
+ * The root command. Run with no subcommand it says where to go next instead
+ * of failing.
+ */
+const hostnode = Command.make("hostnode", {}, () =>
+  Console.log("hostnode: host-side operations of a Kubernetes node agent. Run `hostnode --help` for the commands.")
 ).pipe(
   Command.withDescription(
     "Host-side operations of a Kubernetes node agent: unmount pod volumes, snapshot and roll back configuration, restart changed units, reset CNI state and kubelet identity, prepare LocalDNS."
-  )
+  ),
+  Command.withSubcommands([
+    unmountBelow,
+    snapshot,
+    resetCni,
+    resetKubeletIdentity,
+    teardownKubeletDir,
+    restartChanged,
+    localdns,
+    running,
+    demo
+  ]),
+  Command.withGlobalFlags([HostRoot, Json, DryRunFlag])
 )
 
-/** Parses `argv` (without node and script) and runs the selected command. */
-export const run = Command.runWith(hostnode, { version })
+/** What the command tree needs: the host's services (`NodeHost.layer`, `MemoryNode.layer`) and the CLI's environment. */
+export type Services =
+  | Command.Environment
+  | Mounter.Mounter
+  | Systemd.Systemd
+  | DnsResolvers.DnsResolvers
+  | IsolationBackend.IsolationBackend
+
+const usageText = (error: CliError.CliError): string =>
+  error._tag === "ShowHelp" ? error.errors.map((e) => e.message).join("; ") : error.message
+
+/**
+ * Parses `argv` (without node and script) and runs the selected command.
+ * Logs go to stderr, so stdout holds only the result. Bad usage prints the
+ * help and the problem (with `--json`: one JSON document) and fails with
+ * `CliExit` 2; a failed operation fails with `CliExit` 1.
+ */
+export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, CliExit, Services> => {
+  const json = argv.includes("--json")
+  const program = Command.runWith(hostnode, { version, renderErrors: !json })(argv).pipe(
+    Effect.catch((error) =>
+      error instanceof CliExit
+        ? Effect.fail(error)
+        : error._tag === "ShowHelp" && error.errors.length === 0
+          ? Effect.void
+          : (json
+              ? Console.log(
+                  JSON.stringify({
+                    ok: false,
+                    command: null,
+                    error: { _tag: "UsageError", cause: error._tag, message: usageText(error), hint: "see --help" }
+                  })
+                )
+              : Effect.void
+            ).pipe(Effect.andThen(Effect.fail(new CliExit({ code: 2 }))))
+    ),
+    Effect.provideService(Logger.LogToStderr, true)
+  )
+  return json ? program.pipe(Effect.provide(CliOutput.layerPresenter({ present: () => Effect.void }))) : program
+}
