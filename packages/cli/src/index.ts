@@ -7,3 +7,6 @@
 
 /** The command tree and its runner. */
 export * as Cli from "./Cli.ts"
+
+/** `--dry-run` as layers wrapping the real services, and the plan they record. */
+export * as DryRun from "./DryRun.ts"

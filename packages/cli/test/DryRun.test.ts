@@ -1,0 +1,534 @@
+/**
+ * `--dry-run` end to end: each subcommand runs with `--dry-run` on a
+ * temporary host root, which must come out byte-identical with the mount
+ * table unchanged; then the same command runs for real, and the plan must be
+ * what the real run did: the same unmounts and commands in the same order, the
+ * same result, and every path the real run changed named by the plan.
+ *
+ * The suite runs on real mounts in a private mount namespace (and real links
+ * and iptables rules in a private network namespace) and on `MemoryNode`.
+ */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { type Cli, DryRun } from "@hostnode/cli"
+import { DnsResolvers, HostCommand, IsolationBackend, Mounter, MountInfo, Systemd } from "@hostnode/core"
+import { NodeMounter } from "@hostnode/node"
+import { Gate, MemoryNode, MemorySystemd, MountFixture } from "@hostnode/test"
+import { RepaveConformance } from "@hostnode/test/conformance"
+import { Context, Effect, FileSystem, Layer, Ref } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { cliEnvironment, runJson } from "./harness.ts"
+
+// ---------------------------------------------------------------------------
+// what a real run did
+
+/** The unmounts and commands the services in context performed (a dry run replaces them, so only real runs count). */
+class Performed extends Context.Service<
+  Performed,
+  { readonly unmounts: Ref.Ref<ReadonlyArray<string>>; readonly commands: Ref.Ref<ReadonlyArray<string>> }
+>()("@hostnode/cli/test/Performed") {}
+
+const performedLayer = Layer.effect(
+  Performed,
+  Effect.gen(function* () {
+    return Performed.of({
+      unmounts: yield* Ref.make<ReadonlyArray<string>>([]),
+      commands: yield* Ref.make<ReadonlyArray<string>>([])
+    })
+  })
+)
+
+/** The Mounter and spawner in context, recording into {@link Performed} before they act. */
+const recording = Layer.mergeAll(
+  Layer.effect(
+    Mounter.Mounter,
+    Effect.gen(function* () {
+      const inner = yield* Mounter.Mounter
+      const performed = yield* Performed
+      return Mounter.Mounter.of({
+        unmount: (targets, options) =>
+          Ref.update(performed.unmounts, (u) => [...u, ...targets]).pipe(
+            Effect.andThen(inner.unmount(targets, options))
+          )
+      })
+    })
+  ),
+  Layer.effect(
+    ChildProcessSpawner.ChildProcessSpawner,
+    Effect.gen(function* () {
+      const inner = yield* ChildProcessSpawner.ChildProcessSpawner
+      const performed = yield* Performed
+      return ChildProcessSpawner.make((command) =>
+        ChildProcess.isStandardCommand(command) && !DryRun.isReadOnly(command.command, command.args.map(String))
+          ? Ref.update(performed.commands, (c) => [...c, [command.command, ...command.args].join(" ")]).pipe(
+              Effect.andThen(inner.spawn(command))
+            )
+          : inner.spawn(command)
+      )
+    })
+  )
+)
+
+/** A systemd that fails the test if anything asks it: the real-root runs must never reach the machine's. */
+const refusedSystemd = Layer.succeed(
+  Systemd.Systemd,
+  Systemd.make({
+    job: (verb, unit) => Effect.die(new Error(`the test asked the machine's systemd to ${verb} ${unit}`)),
+    daemonReload: Effect.die(new Error("the test asked the machine's systemd to reload")),
+    show: (unit) => Effect.die(new Error(`the test asked the machine's systemd about ${unit}`))
+  })
+)
+
+const refusedIsolation = Layer.succeed(
+  IsolationBackend.IsolationBackend,
+  IsolationBackend.IsolationBackend.of({
+    name: "refused",
+    running: () => Effect.die(new Error("running is not part of this suite on the real host"))
+  })
+)
+
+const refusedDns = Layer.succeed(
+  DnsResolvers.DnsResolvers,
+  DnsResolvers.DnsResolvers.of({
+    forServer: () => Effect.die(new Error("DNS is not part of this suite on the real host"))
+  })
+)
+
+// ---------------------------------------------------------------------------
+// the suite
+
+type Services =
+  | Cli.Services
+  | FileSystem.FileSystem
+  | MountFixture.MountFixture
+  | Performed
+  | Mounter.Mounter
+  | ChildProcessSpawner.ChildProcessSpawner
+  | Layer.Success<typeof cliEnvironment>
+
+const { differences, plant, snapshot } = RepaveConformance
+
+const podA = "root/var/lib/kubelet/pods/11111111-aaaa"
+const podB = "root/var/lib/kubelet/pods/22222222-bbbb"
+
+/** A node's files below `sandbox/root`, a CSI volume's data in `sandbox/outside`. */
+const nodeTree = {
+  "root/etc/cni/net.d/10-flannel.conflist": '{"cniVersion":"1.0.0","name":"cbr0"}\n',
+  "root/etc/cni/net.d/99-loopback.conf": '{"type":"loopback"}\n',
+  "root/var/lib/cni/networks/cbr0/10.244.0.2": "c0ffee\neth0\n",
+  "root/var/lib/cni/networks/cbr0/last_reserved_ip.0": "10.244.0.2",
+  "root/var/lib/kubelet/config.yaml": "kind: KubeletConfiguration\n",
+  "root/var/lib/kubelet/kubeconfig": "apiVersion: v1\nkind: Config\n",
+  "root/var/lib/kubelet/pki/kubelet-client-2026-11-30-10-00-00.pem": "CERT+KEY\n",
+  "root/var/lib/kubelet/pki/kubelet-client-current.pem": {
+    link: "/var/lib/kubelet/pki/kubelet-client-2026-11-30-10-00-00.pem"
+  },
+  "root/var/lib/kubelet/pki/kubelet.crt": "serving\n",
+  "root/var/lib/kubelet/bootstrap-kubeconfig": "bootstrap\n",
+  "root/etc/kubernetes/bootstrap-kubelet.conf": "bootstrap\n",
+  "root/etc/containerd/config.toml": 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n',
+  "root/etc/systemd/system/kubelet.service.d/10-kubeadm.conf": "[Service]\nEnvironment=A=1\n",
+  [`${podA}/volumes/kubernetes.io~secret/token`]: { dir: true },
+  [`${podA}/volumes/kubernetes.io~projected/kube-api-access`]: { dir: true },
+  [`${podA}/volumes/kubernetes.io~csi/pvc-1/mount`]: { dir: true },
+  [`${podA}/etc-hosts`]: "127.0.0.1 localhost\n",
+  [`${podB}/containers/app/0.log`]: "log\n",
+  "outside/csi/data.bin": "precious volume data\n"
+} as const
+
+/** Mounts a pod has: a tmpfs secret, a twice-stacked projected volume, a CSI volume bound from outside. */
+const mountPods = (sandbox: string) =>
+  Effect.gen(function* () {
+    const fx = yield* MountFixture.MountFixture
+    const fs = yield* FileSystem.FileSystem
+    const secret = `${sandbox}/${podA}/volumes/kubernetes.io~secret/token`
+    yield* fx.tmpfs(secret)
+    yield* fs.writeFileString(`${secret}/token`, "s3cr3t").pipe(Effect.orDie)
+    const projected = `${sandbox}/${podA}/volumes/kubernetes.io~projected/kube-api-access`
+    yield* fx.tmpfs(projected)
+    yield* fx.tmpfs(projected)
+    yield* fs.writeFileString(`${projected}/ca.crt`, "ca").pipe(Effect.orDie)
+    yield* fx.bind(`${sandbox}/outside/csi`, `${sandbox}/${podA}/volumes/kubernetes.io~csi/pvc-1/mount`)
+  })
+
+/** A sandbox with the node planted below `root/` (and its pods mounted unless `mounts` is false). */
+const node = (mounts = true) =>
+  Effect.gen(function* () {
+    const fx = yield* MountFixture.MountFixture
+    const fs = yield* FileSystem.FileSystem
+    const sandbox = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
+    yield* plant(sandbox, nodeTree)
+    if (mounts) yield* mountPods(sandbox)
+    return { sandbox, root: `${sandbox}/root` }
+  })
+
+/** The mounts below `dir`, as lines that identify each mount. */
+const mountsBelow = (dir: string) =>
+  Effect.gen(function* () {
+    const fx = yield* MountFixture.MountFixture
+    const table = yield* fx.table
+    return table
+      .filter((e) => e.mountPoint.startsWith(`${dir}/`))
+      .map((e) => `${e.id} ${e.parentId} ${e.mountPoint} ${e.fsType}`)
+  })
+
+/** Everything a dry run must leave as it was: the files (bytes, modes, links) and the mounts. */
+const observe = (sandbox: string) => Effect.all({ tree: snapshot(sandbox), mounts: mountsBelow(sandbox) })
+
+type PlanStep = DryRun.PlanStep
+
+const planTargets = (plan: ReadonlyArray<PlanStep>, service: PlanStep["service"]) =>
+  plan.filter((s) => s.service === service).map((s) => s.target)
+
+/**
+ * Every path the real run changed is named by the plan: a step's target is
+ * the path or a directory above it (a recursive removal, an unmount that took
+ * the files of a mount with it, a new directory), or the source of a rename.
+ */
+const assertPlanCovers = (
+  sandbox: string,
+  plan: ReadonlyArray<PlanStep>,
+  before: Record<string, string>,
+  after: Record<string, string>
+) => {
+  const named = plan.flatMap((s) => {
+    const renamed = /^rename (.*) to$/.exec(s.action)
+    return renamed?.[1] === undefined ? [s.target] : [s.target, renamed[1]]
+  })
+  const changed = differences(before, after).map(
+    (line) => `${sandbox}/${JSON.parse(line.slice(0, line.indexOf(": ")))}`
+  )
+  const unnamed = changed.filter((p) => !named.some((t) => p === t || p.startsWith(`${t}/`)))
+  assert.deepStrictEqual(unnamed, [], `paths the real run changed that the plan did not name`)
+  return changed
+}
+
+/**
+ * Runs `argv` with `--dry-run`, checks that nothing changed, then runs it for
+ * real and checks the plan against what the real run did. Returns both documents.
+ */
+const dryThenReal = (sandbox: string, argv: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const performed = yield* Performed
+    const before = yield* observe(sandbox)
+    const dry = yield* runJson(["--dry-run", ...argv])
+    assert.strictEqual(dry.code, 0, JSON.stringify(dry.doc))
+    assert.isTrue(dry.doc.ok)
+    assert.isTrue(dry.doc.dryRun)
+    const plan: ReadonlyArray<PlanStep> = dry.doc.plan
+    assert.deepStrictEqual(yield* observe(sandbox), before, "a dry run changed the host")
+
+    yield* Ref.set(performed.unmounts, [])
+    yield* Ref.set(performed.commands, [])
+    const real = yield* runJson(argv)
+    assert.strictEqual(real.code, 0, JSON.stringify(real.doc))
+    assert.isUndefined(real.doc.plan)
+    const after = yield* observe(sandbox)
+    assert.deepStrictEqual(real.doc.result, dry.doc.result, "the dry run's result is not the real run's")
+    assert.deepStrictEqual(yield* Ref.get(performed.unmounts), planTargets(plan, "Mounter"), "the unmounts differ")
+    assert.deepStrictEqual(
+      yield* Ref.get(performed.commands),
+      planTargets(plan, "ChildProcessSpawner"),
+      "the commands differ"
+    )
+    const changed = assertPlanCovers(sandbox, plan, before.tree, after.tree)
+    return { dry: dry.doc, real: real.doc, plan, before, after, changed }
+  })
+
+const has = (tree: Record<string, string>, rel: string) => tree[rel] !== undefined
+
+/** The dry-run suite on a host whose mounts `MountFixture` makes. */
+const suite = <E>(name: string, host: Layer.Layer<Services, E>) =>
+  layer(host, { excludeTestServices: false })(name, (it) => {
+    it.effect("teardown-kubelet-dir: the plan is the real run's unmounts and removals", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { sandbox, root } = yield* node()
+          const { plan, before, after } = yield* dryThenReal(sandbox, ["--host-root", root, "teardown-kubelet-dir"])
+          const unmounts = planTargets(plan, "Mounter")
+          // Four mounts (the projected volume twice), each once.
+          assert.strictEqual(unmounts.length, 4)
+          assert.isTrue(has(before.tree, `${podA}/volumes/kubernetes.io~secret/token/token`))
+          assert.isFalse(has(after.tree, podA))
+          assert.isFalse(has(after.tree, podB))
+          assert.strictEqual(after.tree["outside/csi/data.bin"], before.tree["outside/csi/data.bin"])
+          assert.deepStrictEqual(after.mounts, [], "mounts left below the sandbox")
+          assert.isTrue(has(after.tree, "root/var/lib/kubelet/config.yaml"))
+        })
+      )
+    )
+
+    it.effect("unmount-below and unmount-below --strict: the same unmounts, in the same order", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { sandbox, root } = yield* node(false)
+          const fx = yield* MountFixture.MountFixture
+          const kubelet = `${root}/var/lib/kubelet`
+          yield* fx.bind(kubelet, kubelet)
+          yield* mountPods(sandbox)
+          const strict = yield* dryThenReal(sandbox, ["unmount-below", "--strict", kubelet])
+          assert.notInclude(planTargets(strict.plan, "Mounter"), kubelet)
+          assert.deepStrictEqual(
+            (yield* mountsBelow(sandbox)).map((l) => l.split(" ")[2]),
+            [kubelet],
+            "--strict keeps the prefix's own mount and nothing else"
+          )
+          yield* mountPods(sandbox)
+          const all = yield* dryThenReal(sandbox, ["unmount-below", kubelet])
+          assert.include(planTargets(all.plan, "Mounter"), kubelet)
+          assert.deepStrictEqual(all.after.mounts, [])
+        })
+      )
+    )
+
+    it.effect("reset-cni and reset-kubelet-identity: the same removals as the real run", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { sandbox, root } = yield* node(false)
+          const cni = yield* dryThenReal(sandbox, ["--host-root", root, "reset-cni"])
+          assert.isAbove(cni.dry.result.removed.length, 0)
+          assert.isFalse(has(cni.after.tree, "root/var/lib/cni"))
+          assert.isFalse(has(cni.after.tree, "root/etc/cni/net.d/10-flannel.conflist"))
+          const identity = yield* dryThenReal(sandbox, [
+            "--host-root",
+            root,
+            "reset-kubelet-identity",
+            "--auth",
+            "bootstrap-token"
+          ])
+          assert.include(identity.dry.result.removed, `${root}/var/lib/kubelet/pki/kubelet-client-current.pem`)
+          assert.isFalse(has(identity.after.tree, "root/var/lib/kubelet/pki/kubelet-client-current.pem"))
+          assert.isTrue(has(identity.after.tree, "root/var/lib/kubelet/pki/kubelet.crt"))
+        })
+      )
+    )
+
+    it.effect("snapshot take, restore, discard and recover: nothing written by the dry runs", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { sandbox, root } = yield* node(false)
+          const fs = yield* FileSystem.FileSystem
+          const dir = `${sandbox}/snap`
+          const paths = [
+            "--path",
+            "/etc/containerd/config.toml",
+            "--path",
+            "/etc/systemd/system/kubelet.service.d",
+            "--path",
+            "/var/lib/kubelet/config.yaml"
+          ]
+          const take = yield* dryThenReal(sandbox, ["--host-root", root, "snapshot", "take", "--dir", dir, ...paths])
+          assert.isFalse(has(take.before.tree, "snap"))
+          assert.isTrue(has(take.after.tree, "snap"))
+
+          // An upgrade that went wrong: one file changed, one drop-in added, one removed.
+          yield* fs.writeFileString(`${root}/etc/containerd/config.toml`, "version = 3\n").pipe(Effect.orDie)
+          yield* fs
+            .writeFileString(`${root}/etc/systemd/system/kubelet.service.d/20-new.conf`, "[Service]\n")
+            .pipe(Effect.orDie)
+          yield* fs.remove(`${root}/var/lib/kubelet/config.yaml`).pipe(Effect.orDie)
+          const restore = yield* dryThenReal(sandbox, ["--host-root", root, "snapshot", "restore", "--dir", dir])
+          for (const rel of [
+            "root/etc/containerd/config.toml",
+            "root/etc/systemd/system/kubelet.service.d/20-new.conf",
+            "root/var/lib/kubelet/config.yaml"
+          ]) {
+            assert.strictEqual(restore.after.tree[rel], take.before.tree[rel], rel)
+          }
+          assert.includeMembers(restore.changed, [
+            `${root}/etc/containerd/config.toml`,
+            `${root}/var/lib/kubelet/config.yaml`
+          ])
+
+          const discard = yield* dryThenReal(sandbox, ["--host-root", root, "snapshot", "discard", "--dir", dir])
+          assert.isFalse(has(discard.after.tree, "snap"))
+
+          yield* runJson(["--host-root", root, "snapshot", "take", "--dir", dir, ...paths])
+          yield* fs.writeFileString(`${root}/etc/containerd/config.toml`, "version = 4\n").pipe(Effect.orDie)
+          const recover = yield* dryThenReal(sandbox, ["--host-root", root, "snapshot", "recover", "--dir", dir])
+          assert.isTrue(recover.dry.result.recovered)
+          assert.isFalse(has(recover.after.tree, "snap"))
+          assert.strictEqual(
+            recover.after.tree["root/etc/containerd/config.toml"],
+            take.before.tree["root/etc/containerd/config.toml"]
+          )
+        })
+      )
+    )
+  })
+
+/** LocalDNS setup and cleanup: the dry run runs the queries only, and its commands are the real run's. */
+const networkSuite = <E>(name: string, host: Layer.Layer<Services, E>) =>
+  layer(host, { excludeTestServices: false })(name, (it) => {
+    const state = Effect.all({
+      links: HostCommand.run("ip", ["-j", "addr", "show"]).pipe(Effect.map((o) => o.stdout)),
+      rules: HostCommand.run("iptables", ["-t", "raw", "-S"]).pipe(Effect.map((o) => o.stdout))
+    }).pipe(Effect.orDie)
+
+    it.effect("localdns setup and cleanup: the commands of the plan are the real run's", () =>
+      Effect.gen(function* () {
+        const performed = yield* Performed
+        // A bridge: this machine's test kernels have no dummy links (and a dry run cannot know that).
+        for (const argv of [
+          ["localdns", "setup", "--kind", "bridge"],
+          ["localdns", "cleanup"]
+        ]) {
+          const before = yield* state
+          const dry = yield* runJson(["--dry-run", ...argv])
+          assert.isTrue(dry.doc.ok, JSON.stringify(dry.doc))
+          assert.deepStrictEqual(yield* state, before, `${argv.join(" ")} --dry-run changed the network`)
+          const plan: ReadonlyArray<PlanStep> = dry.doc.plan
+          assert.isAbove(planTargets(plan, "ChildProcessSpawner").length, 0)
+          yield* Ref.set(performed.commands, [])
+          const real = yield* runJson(argv)
+          assert.isTrue(real.doc.ok, JSON.stringify(real.doc))
+          assert.deepStrictEqual(yield* Ref.get(performed.commands), planTargets(plan, "ChildProcessSpawner"))
+          assert.notDeepEqual(yield* state, before, `${argv.join(" ")} changed nothing`)
+        }
+      })
+    )
+  })
+
+// ---------------------------------------------------------------------------
+// the hosts
+
+const memoryHost = (files: Record<string, string> = {}) =>
+  Layer.mergeAll(MountFixture.layerMemory, recording, cliEnvironment).pipe(
+    Layer.provideMerge(performedLayer),
+    Layer.provideMerge(MemoryNode.layer({ files }))
+  )
+
+suite("on MemoryNode", memoryHost())
+networkSuite("on MemoryNode", memoryHost())
+
+const mountGate = Gate.check("dry runs on real mounts", ["root", "private-mount-namespace", { command: "mount" }])
+const netGate = Gate.check("dry runs on a real network", [
+  "root",
+  "private-net-namespace",
+  { command: "ip", args: ["-V"] },
+  { command: "iptables" }
+])
+
+const realHost = Layer.mergeAll(
+  MountFixture.layerReal,
+  recording,
+  refusedSystemd,
+  refusedIsolation,
+  refusedDns,
+  cliEnvironment
+).pipe(
+  Layer.provideMerge(performedLayer),
+  Layer.provideMerge(Layer.mergeAll(NodeMounter.layer, NodeServices.layer)),
+  Layer.orDie
+)
+
+describe.skipIf(mountGate.skip)("real mounts in a private mount namespace", () => {
+  suite("on NodeMounter.layer", realHost)
+})
+
+describe.skipIf(netGate.skip)("a real network namespace", () => {
+  networkSuite("on ip and iptables", realHost)
+})
+
+describe("restart-changed --dry-run", () => {
+  const units = {
+    "/etc/systemd/system/containerd.service": "[Service]\nExecStart=/usr/bin/containerd\n",
+    "/etc/systemd/system/kubelet.service": "[Service]\nExecStart=/usr/bin/kubelet\n"
+  }
+  it.effect("records the restarts, restarts nothing, and names what a real run restarts", () =>
+    Effect.gen(function* () {
+      const systemd = yield* Systemd.Systemd
+      const simulated = yield* MemorySystemd.MemorySystemd
+      yield* systemd.start("containerd.service")
+      yield* systemd.start("kubelet.service")
+      yield* simulated.clearHistory
+      const argv = ["restart-changed", "--was-running", "containerd.service", "kubelet.service=true", "x.service=false"]
+      const dry = yield* runJson(["--dry-run", ...argv])
+      assert.isTrue(dry.doc.ok)
+      assert.deepStrictEqual(yield* simulated.jobs, [])
+      const plan: ReadonlyArray<PlanStep> = dry.doc.plan
+      assert.deepStrictEqual(
+        plan.map((s) => `${s.action} ${s.target}`),
+        ["restart containerd.service", "restart kubelet.service"]
+      )
+      const real = yield* runJson(argv)
+      assert.deepStrictEqual(real.doc.result, dry.doc.result)
+      assert.deepStrictEqual(
+        (yield* simulated.jobs).map((j) => `${j.verb} ${j.unit}`),
+        plan.map((s) => `${s.action} ${s.target}`)
+      )
+    }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: units }), cliEnvironment)))
+  )
+
+  it.effect("running only asks: the plan is empty and the answer is the real one", () =>
+    Effect.gen(function* () {
+      const systemd = yield* Systemd.Systemd
+      const before = yield* runJson(["--dry-run", "running"])
+      assert.deepStrictEqual(before.doc.plan, [])
+      assert.isFalse(before.doc.result.running)
+      yield* systemd.start("containerd.service")
+      yield* systemd.start("kubelet.service")
+      const after = yield* runJson(["--dry-run", "running"])
+      assert.deepStrictEqual(after.doc.plan, [])
+      assert.isTrue(after.doc.result.running)
+    }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: units }), cliEnvironment)))
+  )
+
+  it.effect("a bad unit name fails the dry run as it would fail the real one", () =>
+    Effect.gen(function* () {
+      const dry = yield* runJson(["--dry-run", "restart-changed", "--was-running", "no-suffix"])
+      assert.strictEqual(dry.code, 1)
+      assert.strictEqual(dry.doc.error._tag, "RestartError")
+    }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer(), cliEnvironment)))
+  )
+})
+
+describe("the dry-run overlay", () => {
+  it.effect("a removed directory is gone for the reads that follow, and the host keeps it", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const viewed = Effect.gen(function* () {
+        const dry = yield* FileSystem.FileSystem
+        yield* dry.remove("/a/b", { recursive: true })
+        yield* dry.writeFileString("/a/c/new", "x")
+        yield* dry.rename("/a/c", "/a/d")
+        return {
+          a: [...(yield* dry.readDirectory("/a"))].sort(),
+          b: yield* dry.exists("/a/b/f"),
+          moved: yield* dry.readFileString("/a/d/new"),
+          kept: yield* dry.readFileString("/a/d/old")
+        }
+      }).pipe(Effect.provide(DryRun.layerFileSystem))
+      const seen = yield* viewed.pipe(Effect.provide(DryRun.DryRunPlan.layer))
+      assert.deepStrictEqual(seen, { a: ["d"], b: false, moved: "x", kept: "o" })
+      assert.deepStrictEqual([...(yield* fs.readDirectory("/a"))].sort(), ["b", "c"])
+      assert.isFalse(yield* fs.exists("/a/c/new"))
+    }).pipe(Effect.provide(MemoryNode.layer({ files: { "/a/b/f": "f", "/a/c/old": "o" } })))
+  )
+
+  it.effect("an unmount hides the mount and the mounts below it from the table, not from the host", () =>
+    Effect.gen(function* () {
+      const fx = yield* MountFixture.MountFixture
+      yield* fx.tmpfs("/m")
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.makeDirectory("/m/inner").pipe(Effect.orDie)
+      yield* fx.tmpfs("/m/inner")
+      const seen = Effect.gen(function* () {
+        const mounter = yield* Mounter.Mounter
+        const results = yield* mounter.unmount(["/m", "/nothing"], { lazy: true })
+        const table = yield* MountInfo.read()
+        return { results: results.map((r) => r._tag), points: table.map((e) => e.mountPoint) }
+      }).pipe(Effect.provide(DryRun.layer), Effect.provide(DryRun.DryRunPlan.layer))
+      const { results, points } = yield* seen
+      assert.deepStrictEqual(results, ["Unmounted", "Failed"])
+      assert.notInclude(points, "/m")
+      assert.notInclude(points, "/m/inner")
+      assert.includeMembers(
+        (yield* fx.table).map((e) => e.mountPoint),
+        ["/m", "/m/inner"]
+      )
+    }).pipe(
+      Effect.provide(MountFixture.layerMemory.pipe(Layer.provideMerge(MemoryNode.layer({ files: { "/m/.keep": "" } }))))
+    )
+  )
+})
