@@ -16,5 +16,7 @@ export const projects: Array<TestProjectConfiguration> = [
   project("core"),
   project("node"),
   project("test"),
-  project("cli")
+  project("cli"),
+  // The README's example program and its test, so the README cannot rot.
+  { extends: true, test: { name: "examples", root: "examples", include: ["*.test.ts"] } }
 ]

@@ -27,9 +27,24 @@ import {
   type Systemd,
   Unmount
 } from "@hostnode/core"
-import { Console, Data, Duration, Effect, Logger, Option, Redacted, Runtime, Schema } from "effect"
+import {
+  Console,
+  Data,
+  Duration,
+  Effect,
+  type FileSystem,
+  Layer,
+  Logger,
+  Option,
+  Redacted,
+  References,
+  Runtime,
+  Schema
+} from "effect"
 import { Argument, type CliError, CliOutput, Command, Flag, GlobalFlag } from "effect/cli"
+import * as Demo from "./Demo.ts"
 import * as DryRun from "./DryRun.ts"
+import * as Progress from "./Progress.ts"
 
 /** The CLI's version, printed by `hostnode --version`. */
 export const version = "0.1.0"
@@ -149,12 +164,26 @@ const operate = <A, E extends Failure, R>(
   Effect.gen(function* () {
     const json = yield* Json
     const dryRun = yield* DryRunFlag
+    // Progress only for a person at a terminal (bin.ts provides it there), never in JSON.
+    const progress = json ? Option.none() : yield* Effect.serviceOption(Progress.Progress)
+    const shown: Effect.Effect<A, E, R | Mounter.Mounter | FileSystem.FileSystem> = Option.match(progress, {
+      onNone: () => program,
+      onSome: (p) =>
+        program.pipe(
+          Effect.provide(
+            Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(
+              Layer.provide(Layer.succeed(Progress.Progress, p))
+            )
+          ),
+          Effect.ensuring(p.clear)
+        )
+    })
     const outcome = dryRun
       ? yield* Effect.gen(function* () {
-          const result = yield* Effect.result(program.pipe(Effect.provide(DryRun.layer)))
+          const result = yield* Effect.result(shown.pipe(Effect.provide(DryRun.layer)))
           return { result, plan: yield* DryRun.steps }
         }).pipe(Effect.provide(DryRun.DryRunPlan.layer))
-      : { result: yield* Effect.result(program), plan: undefined }
+      : { result: yield* Effect.result(shown), plan: undefined }
     const { result, plan } = outcome
     const planJson = plan === undefined ? {} : { dryRun: true, plan }
     if (json) {
@@ -495,15 +524,34 @@ const running = Command.make(
     )
 ).pipe(Command.withDescription("Say whether the node stack is up (its units are active)"))
 
+/**
+ * `hostnode demo`: the guided run of `Demo.ts` on its own simulated node
+ * (never the host, whatever `--host-root` says). Quiet unless `--log-level`
+ * is given: only warnings and errors are logged. Exits 1 when a claim does
+ * not hold or a step fails.
+ */
 const demo = Command.make("demo", {}, () =>
   Effect.gen(function* () {
     const json = yield* Json
-    const text = "hostnode demo: not built yet (issue 8 continues); see `hostnode --help` for what exists"
-    yield* json
-      ? Console.log(JSON.stringify({ ok: true, command: "demo", result: { built: false } }))
-      : Console.log(text)
+    const logLevel = yield* GlobalFlag.LogLevel
+    const program = Option.isSome(logLevel)
+      ? Demo.run
+      : Demo.run.pipe(Effect.provideService(References.MinimumLogLevel, "Warn"))
+    const result = yield* Effect.result(program)
+    if (result._tag === "Failure") {
+      yield* json
+        ? Console.log(JSON.stringify({ ok: false, command: "demo", error: errorJson(result.failure) }))
+        : Console.error(errorText("demo", result.failure))
+      return yield* new CliExit({ code: 1 })
+    }
+    yield* Console.log(json ? JSON.stringify(Demo.toJson(result.success)) : Demo.renderText(result.success))
+    if (!result.success.ok) return yield* new CliExit({ code: 1 })
   })
-).pipe(Command.withDescription("A guided run on a simulated host (not built yet)"))
+).pipe(
+  Command.withDescription(
+    "A guided run on a simulated node (in memory; this host is never touched): a failed upgrade rolled back, the upgrade succeeding, a repave, and every claim checked"
+  )
+)
 
 /**
  * The root command. Run with no subcommand it says where to go next instead

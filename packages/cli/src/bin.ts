@@ -3,13 +3,18 @@
  * The `hostnode` executable: runs the command tree of `Cli.ts` on the real
  * host's services (`NodeHost.layer`). `Cli.run` fails with a `CliExit` whose
  * exit code the runtime uses (1: the operation failed, 2: bad usage); what
- * went wrong was already printed.
+ * went wrong was already printed. Progress of long work is drawn on stderr
+ * when both stdout and stderr are terminals.
  *
  * @since 0.1.0
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { NodeHost } from "@hostnode/node"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { run } from "./Cli.ts"
+import * as Progress from "./Progress.ts"
 
-run(process.argv.slice(2)).pipe(Effect.provide(NodeHost.layer), NodeRuntime.runMain)
+// Progress only for a person watching: both streams on a terminal.
+const progress = process.stdout.isTTY === true && process.stderr.isTTY === true ? Progress.layerTerminal : Layer.empty
+
+run(process.argv.slice(2)).pipe(Effect.provide(Layer.mergeAll(NodeHost.layer, progress)), NodeRuntime.runMain)

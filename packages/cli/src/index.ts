@@ -8,5 +8,11 @@
 /** The command tree and its runner. */
 export * as Cli from "./Cli.ts"
 
+/** `hostnode demo`: the guided run on a simulated node, its report, claims and text rendering. */
+export * as Demo from "./Demo.ts"
+
 /** `--dry-run` as layers wrapping the real services, and the plan they record. */
 export * as DryRun from "./DryRun.ts"
+
+/** Progress of long work on a terminal, as a layer over the services an operation uses. */
+export * as Progress from "./Progress.ts"
