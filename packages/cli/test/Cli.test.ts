@@ -4,10 +4,9 @@
  * changes nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cli } from "@hostnode/cli"
 import { MemoryHost, MemoryNode } from "@hostnode/test"
-import { Effect, Exit, Layer, Runtime, Stdio, Terminal } from "effect"
-import { TestConsole } from "effect/testing"
+import { Effect, Layer } from "effect"
+import { cliEnvironment, runCli } from "./harness.ts"
 
 const seeded = {
   "/etc/cni/net.d/10-flannel.conflist": "{}",
@@ -15,36 +14,19 @@ const seeded = {
   "/etc/kubernetes/kubelet.conf": "keep"
 }
 
-const cliEnvironment = Layer.mergeAll(
-  Stdio.layerTest({}),
-  Layer.succeed(
-    Terminal.Terminal,
-    Terminal.make({
-      columns: Effect.succeed(80),
-      rows: Effect.succeed(24),
-      size: Effect.die("unused"),
-      readInput: Effect.die("unused"),
-      readLine: Effect.die("unused"),
-      display: () => Effect.void
-    })
-  )
-)
-
 /** Runs `argv` on a fresh node seeded with `files`; the exit code, stdout lines and the tree after. */
 const runOn = (argv: ReadonlyArray<string>, files: MemoryHost.Options["files"] = seeded) =>
   Effect.gen(function* () {
-    const exit = yield* Effect.exit(Cli.run(argv))
-    const code = Exit.isSuccess(exit) ? 0 : Exit.isFailure(exit) ? exitCodeOf(exit) : -1
-    const stdout = (yield* TestConsole.logLines).map(String)
+    const { code, stdout } = yield* runCli(argv)
     const host = yield* MemoryHost.MemoryHost
     const tree = yield* host.dump()
     return { code, stdout, tree }
   }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer({ files }), cliEnvironment)))
 
-/** The process exit code `runMain` would use for `exit`. */
-const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
-  const error = Exit.findErrorOption(exit)
-  return error._tag === "Some" ? Runtime.getErrorExitCode(error.value) : 1
+/** Everything a run printed on stdout, as one text. */
+const helpText = (outcome: { readonly code: number; readonly stdout: ReadonlyArray<string> }) => {
+  assert.strictEqual(outcome.code, 0)
+  return outcome.stdout.join("\n")
 }
 
 describe("Cli", () => {
@@ -107,5 +89,29 @@ describe("Cli", () => {
       assert.isDefined(tree["/etc/cni/net.d/10-flannel.conflist"])
       assert.isDefined(tree["/var/lib/cni/networks/cbr0/10.244.0.2"])
     })
+  )
+
+  it.effect("--help lists every subcommand, and each group lists its own", () =>
+    Effect.gen(function* () {
+      const help = helpText(yield* runCli(["--help"]))
+      for (const name of [
+        "unmount-below",
+        "snapshot",
+        "reset-cni",
+        "reset-kubelet-identity",
+        "teardown-kubelet-dir",
+        "restart-changed",
+        "localdns",
+        "running",
+        "demo"
+      ]) {
+        assert.match(help, new RegExp(`^  ${name} `, "m"), name)
+      }
+      const snapshot = helpText(yield* runCli(["snapshot", "--help"]))
+      for (const name of ["take", "restore", "recover", "discard"])
+        assert.match(snapshot, new RegExp(`^  ${name} `, "m"))
+      const localdns = helpText(yield* runCli(["localdns", "--help"]))
+      for (const name of ["setup", "cleanup", "await"]) assert.match(localdns, new RegExp(`^  ${name} `, "m"))
+    }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer(), cliEnvironment)))
   )
 })
