@@ -13,7 +13,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { type Cli, DryRun } from "@hostnode/cli"
 import { DnsResolvers, HostCommand, IsolationBackend, Mounter, MountInfo, Systemd } from "@hostnode/core"
 import { NodeMounter } from "@hostnode/node"
-import { Gate, MemoryNode, MemorySystemd, MountFixture } from "@hostnode/test"
+import { Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture } from "@hostnode/test"
 import { RepaveConformance } from "@hostnode/test/conformance"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
@@ -472,6 +472,22 @@ describe("restart-changed --dry-run", () => {
       assert.deepStrictEqual(after.doc.plan, [])
       assert.isTrue(after.doc.result.running)
     }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: units }), cliEnvironment)))
+  )
+
+  it.effect("localdns await only asks: the plan is empty once both listeners answer", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const network = yield* MemoryNetwork.MemoryNetwork
+        const setup = yield* runJson(["localdns", "setup"])
+        assert.isTrue(setup.doc.ok, JSON.stringify(setup.doc))
+        yield* network.startDnsServer(["169.254.10.10", "169.254.10.11"]).pipe(Effect.orDie)
+        const before = yield* Effect.all([network.links, network.rules()])
+        const dry = yield* runJson(["--dry-run", "localdns", "await", "--timeout", "5"])
+        assert.isTrue(dry.doc.ok, JSON.stringify(dry.doc))
+        assert.deepStrictEqual(dry.doc.plan, [])
+        assert.deepStrictEqual(yield* Effect.all([network.links, network.rules()]), before)
+      })
+    ).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer(), cliEnvironment)))
   )
 
   it.effect("a bad unit name fails the dry run as it would fail the real one", () =>
