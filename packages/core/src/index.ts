@@ -41,6 +41,8 @@ export * as Repave from "./Repave.ts"
 export * as RestartChanged from "./RestartChanged.ts"
 /** Removing paths below a host root without following symlinks or crossing mounts. */
 export * as SafeRemove from "./SafeRemove.ts"
+/** A long-lived `sh` that runs short commands one after another, as a ChildProcessSpawner. */
+export * as ShellSession from "./ShellSession.ts"
 /** The saved copy of the shared configuration: take, restore, discard, recover, and as a scoped resource. */
 export * as Snapshot from "./Snapshot.ts"
 /** The service manager: interface, key, errors and `make`. */

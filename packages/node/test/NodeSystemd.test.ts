@@ -22,10 +22,20 @@ const host = Layer.unwrap(
   Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerIn(m.pid))
 ).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
 
+const sessionHost = Layer.unwrap(
+  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerSessionIn(m.pid))
+).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
+
 describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
   SystemdConformance.suite(
     "NodeSystemd.layerIn (systemctl through nsenter)",
     host,
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+  )
+
+  SystemdConformance.suite(
+    "NodeSystemd.layerSessionIn (systemctl in one shell entered with nsenter)",
+    sessionHost,
     Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
   )
 
