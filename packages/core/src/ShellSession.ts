@@ -171,7 +171,7 @@ export const make: Effect.Effect<
       if (!isPlain(command)) return yield* inner.spawn(command)
       // One command at a time, held until the caller is done with the handle.
       yield* Effect.acquireRelease(permits.take(1), () => permits.release(1))
-      const s = session !== undefined && session.alive ? session : yield* start
+      const s = session?.alive === true ? session : yield* start
       const done = yield* Deferred.make<Result, PlatformError.PlatformError>()
       s.current = { done, stdout: undefined, stderr: undefined, exitCode: -1 }
       yield* Queue.offer(s.input, script(nonce, command.command, command.args as Array<string>))
