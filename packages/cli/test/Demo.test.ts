@@ -6,10 +6,10 @@
  * tampered rollback, tampered observations fed to the pure checks).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cli, Demo } from "@hostnode/cli"
+import { Demo } from "@hostnode/cli"
 import { MemoryHost, MemoryNode } from "@hostnode/test"
-import { Effect, Exit, FileSystem, Layer, Runtime, Stdio, Terminal } from "effect"
-import { TestConsole } from "effect/testing"
+import { Effect, FileSystem, Layer } from "effect"
+import { cliEnvironment, runCli } from "./harness.ts"
 
 const expectedClaims = [
   "upgrade-wrote-config",
@@ -30,33 +30,16 @@ const expectedClaims = [
   "network-clean"
 ]
 
-const cliEnvironment = Layer.mergeAll(
-  Stdio.layerTest({}),
-  Layer.succeed(
-    Terminal.Terminal,
-    Terminal.make({
-      columns: Effect.succeed(80),
-      rows: Effect.succeed(24),
-      size: Effect.die("unused"),
-      readInput: Effect.die("unused"),
-      readLine: Effect.die("unused"),
-      display: () => Effect.void
-    })
-  )
-)
-
 /** Runs `hostnode ARGV` on an empty simulated host (the host in context); its exit code, output and that host's tree after. */
-const runCli = (argv: ReadonlyArray<string>) =>
+const runOnHost = (argv: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const host = yield* MemoryHost.MemoryHost
     const treeBefore = yield* host.dump()
-    const exit = yield* Effect.exit(Cli.run(argv))
-    const error = Exit.findErrorOption(exit)
-    const code = Exit.isSuccess(exit) ? 0 : error._tag === "Some" ? Runtime.getErrorExitCode(error.value) : 1
+    const { code, stdout, stderr } = yield* runCli(argv)
     return {
       code,
-      stdout: (yield* TestConsole.logLines).map(String),
-      stderr: (yield* TestConsole.errorLines).map(String),
+      stdout,
+      stderr,
       treeBefore,
       treeAfter: yield* host.dump(),
       invocations: yield* (yield* MemoryNode.MemoryNode).invocations
@@ -109,7 +92,7 @@ describe("Demo", () => {
     "hostnode demo --json prints exactly one JSON document, exits 0 and never touches the host in context",
     () =>
       Effect.gen(function* () {
-        const { code, stdout, treeBefore, treeAfter, invocations } = yield* runCli(["demo", "--json"])
+        const { code, stdout, treeBefore, treeAfter, invocations } = yield* runOnHost(["demo", "--json"])
         assert.strictEqual(code, 0)
         assert.strictEqual(stdout.length, 1)
         const doc = JSON.parse(stdout[0] ?? "")
@@ -134,7 +117,7 @@ describe("Demo", () => {
 
   it.effect("hostnode demo prints each step with its duration and every claim as PASS, quietly, and exits 0", () =>
     Effect.gen(function* () {
-      const { code, stdout, stderr } = yield* runCli(["demo"])
+      const { code, stdout, stderr } = yield* runOnHost(["demo"])
       assert.strictEqual(code, 0)
       const text = stdout.join("\n")
       for (const title of ["0. Prepare", "1. An upgrade whose restart fails", "2. The same upgrade", "3. A repave"]) {
