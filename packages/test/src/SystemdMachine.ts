@@ -8,7 +8,8 @@
  * for the whole machine. So the boot script first makes every mount private,
  * builds an overlay whose lower layer is `/` and whose upper and work layers
  * live on a fresh tmpfs (so every write systemd or a test makes lands in
- * memory), mounts fresh `proc`, `sysfs`, `/run` and `/tmp`, mounts cgroup
+ * memory), mounts fresh `proc`, `sysfs`, `/run` and `/tmp` (binding back a
+ * checkout that lives below the host's `/tmp`), mounts cgroup
  * hierarchies that, thanks to the cgroup namespace, show only a cgroup made
  * for this machine, pivots into the overlay, detaches the old root and only
  * then execs systemd with an empty target of ours as its default unit.
@@ -52,17 +53,17 @@ export class SystemdMachineError extends Error {
 // namespace the machine's systemd sees that cgroup as its root and every cgroup
 // it creates lands below it (and is removed with it).
 const outerScript = `set -eu
-base="$1"; token="$2"; inner="$3"
+base="$1"; token="$2"; inner="$3"; keep="$4"
 for h in systemd unified; do
   d="/sys/fs/cgroup/$h/hostnode-$token"
   mkdir -p "$d"
   echo $$ > "$d/cgroup.procs"
 done
-exec unshare --cgroup --pid --fork --mount --propagation private sh -c "$inner" sh "$base"`
+exec unshare --cgroup --pid --fork --mount --propagation private sh -c "$inner" sh "$base" "$keep"`
 
 // Runs as PID 1 of the new namespaces. See the module comment for why each step is there.
 const innerScript = `set -eu
-base="$1"
+base="$1"; keep="$2"
 mount --make-rprivate /
 mount -t tmpfs -o mode=755 tmpfs "$base"
 mkdir "$base/upper" "$base/work" "$base/root"
@@ -77,12 +78,24 @@ mount -t cgroup2 cgroup2 "$r/sys/fs/cgroup/unified"
 mount --rbind /dev "$r/dev"
 mount -t tmpfs -o mode=755 tmpfs "$r/run"
 mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
+if [ -n "$keep" ]; then mkdir -p "$r$keep" && mount --bind "$keep" "$r$keep"; fi
 mkdir -p "$r/run/systemd/system" "$r/oldroot"
 printf '[Unit]\\nDescription=hostnode test target\\n' > "$r/run/systemd/system/${BootTarget}"
 cd "$r"
 pivot_root . oldroot
 umount -l /oldroot
 exec /lib/systemd/systemd --system --unit=${BootTarget}`
+
+// The machine's /tmp is a fresh tmpfs, so a checkout that lives below the
+// host's /tmp (where CI or a developer may clone) would be missing inside it,
+// and with it the Node and the sources a test runs in the machine. Such a
+// checkout (the top directory below /tmp holding the working directory) is
+// bound in at the same path; anything else of the host is there already
+// through the overlay.
+const visibleCheckout = (): string => {
+  const [, top, name] = process.cwd().split("/")
+  return top === "tmp" && name !== undefined && name !== "" ? `/tmp/${name}` : ""
+}
 
 // SIGKILL to a pid this fixture started. ESRCH (already gone) is fine.
 const kill = (pid: number) =>
@@ -134,7 +147,7 @@ export const boot: Effect.Effect<
   }).pipe(Effect.retry({ schedule: retrying, times: 100 }), Effect.ignore)
 
   const handle = yield* Effect.acquireRelease(
-    ChildProcess.make("sh", ["-c", outerScript, "sh", base, token, innerScript], {
+    ChildProcess.make("sh", ["-c", outerScript, "sh", base, token, innerScript, visibleCheckout()], {
       stdout: "ignore",
       stderr: "pipe"
     }).pipe(Effect.mapError((e) => new SystemdMachineError(`cannot start the boot script: ${e.message}`))),
