@@ -8,6 +8,9 @@ export default defineConfig({
   ssr: { resolve: { conditions: ["@hostnode/source"] } },
   test: {
     projects,
+    // The operations log at INFO (every restart, every snapshot); printed for
+    // every passing test they bury the report. A failing test's logs are kept.
+    silent: "passed-only",
     testTimeout: 30_000,
     hookTimeout: 60_000
   }

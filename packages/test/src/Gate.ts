@@ -96,6 +96,8 @@ export const check = (
   if (isCi()) {
     throw new Error(`${reason}. Under CI=true a real-host test may not be skipped: run CI as root on a Linux host.`)
   }
-  console.warn(`skipping ${reason}`)
+  // Straight to stderr: the test runner shows console output of failing tests
+  // only, and a skip must be seen even when everything else passes.
+  process.stderr.write(`skipping ${reason}\n`)
   return { skip: true, reason }
 }
