@@ -180,7 +180,10 @@ const operate = <A, E extends Failure, R>(
     })
     const outcome = dryRun
       ? yield* Effect.gen(function* () {
-          const result = yield* Effect.result(shown.pipe(Effect.provide(DryRun.layer)))
+          // The operation's own logs say "removed", "restarted": mark them as a dry run's.
+          const result = yield* Effect.result(
+            shown.pipe(Effect.provide(DryRun.layer), Effect.annotateLogs({ dryRun: true }))
+          )
           return { result, plan: yield* DryRun.steps }
         }).pipe(Effect.provide(DryRun.DryRunPlan.layer))
       : { result: yield* Effect.result(shown), plan: undefined }
@@ -202,8 +205,13 @@ const operate = <A, E extends Failure, R>(
             : `dry run: the plan, in order (nothing was changed):\n${plan.map((s, i) => `  ${i + 1}. ${DryRun.renderStep(s)}`).join("\n")}`
         )
       }
-      if (result._tag === "Success") yield* Console.log(describe(result.success))
-      else yield* Console.error(errorText(name, result.failure))
+      if (result._tag === "Success") {
+        yield* Console.log(
+          plan === undefined
+            ? describe(result.success)
+            : `what the operation would report (dry run, nothing was changed):\n${describe(result.success)}`
+        )
+      } else yield* Console.error(errorText(name, result.failure))
     }
     if (result._tag === "Failure") return yield* new CliExit({ code: 1 })
   })

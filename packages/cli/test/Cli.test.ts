@@ -91,6 +91,20 @@ describe("Cli", () => {
     })
   )
 
+  it.effect("a dry run's text says it is a plan and that nothing was changed", () =>
+    Effect.gen(function* () {
+      const { code, stdout, tree } = yield* runOn(["--dry-run", "reset-cni"])
+      assert.strictEqual(code, 0)
+      const text = stdout.join("\n")
+      assert.include(
+        text,
+        "dry run: the plan, in order (nothing was changed):\n  1. FileSystem remove /etc/cni/net.d/10-flannel.conflist"
+      )
+      assert.include(text, "what the operation would report (dry run, nothing was changed):\nCNI state reset")
+      assert.isDefined(tree["/etc/cni/net.d/10-flannel.conflist"])
+    })
+  )
+
   it.effect("--help lists every subcommand, and each group lists its own", () =>
     Effect.gen(function* () {
       const help = helpText(yield* runCli(["--help"]))
