@@ -658,38 +658,52 @@ export const layerMounter: Layer.Layer<Mounter.Mounter, never, FileSystem.FileSy
       Effect.map((t) => withoutDetached(t, plan.detached)),
       Effect.orElseSucceed((): MountInfo.MountTable => [])
     )
+    /** Detaches the newest mount at `target` (and every mount below it) from `entries`; false when none is there. */
+    const detach = (entries: Array<MountInfo.MountEntry>, target: string): boolean => {
+      const top = entries.findLast((e) => e.mountPoint === target)
+      if (top === undefined) return false
+      // A lazy detach takes the whole subtree: every mount whose parent chain reaches `top`.
+      const gone = new Set([top.id])
+      for (let grew = true; grew; ) {
+        grew = false
+        for (const e of entries) {
+          if (!gone.has(e.id) && gone.has(e.parentId)) {
+            gone.add(e.id)
+            grew = true
+          }
+        }
+      }
+      for (const id of gone) plan.detached.add(id)
+      for (const point of plan.uncovered.keys())
+        if (point !== target && isBelow(point, target)) plan.uncovered.delete(point)
+      const left = entries.filter((e) => !gone.has(e.id))
+      entries.splice(0, entries.length, ...left)
+      // What shows at the mount point now: the next mount of a stack, or the
+      // directory of the mount it sits in.
+      const covering = left.filter((e) => isBelow(target, e.mountPoint))
+      const under = covering.findLast((e) => e.mountPoint === target) ?? longestPrefix(covering)
+      if (under !== undefined) plan.uncovered.set(target, deviceNumber(under.major, under.minor))
+      return true
+    }
     return Mounter.Mounter.of({
       unmount: (targets, options) =>
-        Effect.forEach(targets, (target) =>
-          Effect.gen(function* () {
-            const entries = yield* table
-            const top = entries.findLast((e) => e.mountPoint === target)
-            if (top === undefined) {
-              return {
-                _tag: "Failed" as const,
-                target,
-                failure: { target, errno: "EINVAL", message: "not mounted (dry run)" }
-              }
-            }
-            const gone = new Set([top.id])
-            // Children are listed after their parents, so one pass finds every descendant.
-            for (const e of entries) if (gone.has(e.parentId)) gone.add(e.id)
-            for (const id of gone) plan.detached.add(id)
-            for (const point of plan.uncovered.keys())
-              if (isBelow(point, target) && point !== target) plan.uncovered.delete(point)
-            // What shows at the mount point now: the next mount of a stack, or
-            // the directory of the mount it sits in.
-            const left = entries.filter((e) => !gone.has(e.id) && isBelow(target, e.mountPoint))
-            const under = left.findLast((e) => e.mountPoint === target) ?? longestPrefix(left)
-            if (under !== undefined) plan.uncovered.set(target, deviceNumber(under.major, under.minor))
-            yield* plan.record({
-              service: "Mounter",
-              action: options.lazy ? "unmount (lazy)" : "unmount",
-              target
-            })
-            return { _tag: "Unmounted" as const, target }
-          })
-        )
+        Effect.gen(function* () {
+          // One read per call, kept up to date as the targets are detached.
+          const entries = [...(yield* table)]
+          return yield* Effect.forEach(
+            targets,
+            (target): Effect.Effect<Mounter.UnmountResult> =>
+              detach(entries, target)
+                ? plan
+                    .record({ service: "Mounter", action: options.lazy ? "unmount (lazy)" : "unmount", target })
+                    .pipe(Effect.as({ _tag: "Unmounted" as const, target }))
+                : Effect.succeed({
+                    _tag: "Failed" as const,
+                    target,
+                    failure: { target, errno: "EINVAL", message: "not mounted (dry run)" }
+                  })
+          )
+        })
     })
   })
 )

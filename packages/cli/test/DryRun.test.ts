@@ -585,4 +585,42 @@ describe("the dry-run overlay", () => {
       Effect.provide(MountFixture.layerMemory.pipe(Layer.provideMerge(MemoryNode.layer({ files: { "/m/.keep": "" } }))))
     )
   )
+
+  it.effect("a pass of many unmounts reads the mount table once, and detaches stacks and subtrees", () =>
+    Effect.gen(function* () {
+      const fx = yield* MountFixture.MountFixture
+      const targets = Array.from({ length: 40 }, (_, i) => `/p/m${i}`)
+      for (const t of targets) yield* fx.tmpfs(t)
+      yield* fx.tmpfs("/p/m0")
+      const fs = yield* FileSystem.FileSystem
+      const reads = yield* Ref.make(0)
+      const counting = Layer.succeed(FileSystem.FileSystem, {
+        ...fs,
+        readFileString: (path, encoding) =>
+          Ref.update(reads, (n) => (path.endsWith("/mountinfo") ? n + 1 : n)).pipe(
+            Effect.andThen(fs.readFileString(path, encoding))
+          )
+      })
+      const results = yield* Effect.gen(function* () {
+        const mounter = yield* Mounter.Mounter
+        // The stacked /p/m0 twice: the second call finds the one underneath.
+        return yield* mounter.unmount(["/p/m0", "/p/m0", "/p/m0", ...targets.slice(1)], { lazy: true })
+      }).pipe(Effect.provide(DryRun.layerMounter), Effect.provide(DryRun.DryRunPlan.layer), Effect.provide(counting))
+      assert.strictEqual(yield* Ref.get(reads), 1)
+      assert.deepStrictEqual(
+        results.map((r) => r._tag),
+        ["Unmounted", "Unmounted", "Failed", ...targets.slice(1).map(() => "Unmounted")]
+      )
+    }).pipe(
+      Effect.provide(
+        MountFixture.layerMemory.pipe(
+          Layer.provideMerge(
+            MemoryNode.layer({
+              files: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`/p/m${i}/.keep`, ""]))
+            })
+          )
+        )
+      )
+    )
+  )
 })
