@@ -125,7 +125,12 @@ export interface ResolveOptions {
   readonly followFinal?: boolean | undefined
 }
 
-const isMissing = (e: PlatformError): boolean =>
+/**
+ * Whether a file system error means "nothing is there": ENOENT, or ENOTDIR (a
+ * component is a file and more follow, so nothing below it can exist). Used
+ * by resolution here and by the snapshot's walk, which must agree on it.
+ */
+export const isMissing = (e: PlatformError): boolean =>
   e.reason._tag === "NotFound" ||
   // ENOTDIR: a component is a file and more follow. Like a missing one, nothing
   // below it can exist, so the rest is joined lexically.

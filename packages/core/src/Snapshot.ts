@@ -281,13 +281,6 @@ const stagingPrefix = (dir: string) => `${baseOf(dir)}.tmp-`
 /** A discarded snapshot is renamed to this before it is removed. */
 const discardingPath = (dir: string) => `${dir}.discarding`
 
-const isMissing = (e: PlatformError): boolean =>
-  e.reason._tag === "NotFound" ||
-  (e.reason._tag === "BadResource" &&
-    typeof e.reason.cause === "object" &&
-    e.reason.cause !== null &&
-    (e.reason.cause as { readonly code?: unknown }).code === "ENOTDIR")
-
 // ---------------------------------------------------------------------------
 // Helpers over one FileSystem, one snapshot directory and one host root
 // ---------------------------------------------------------------------------
@@ -327,7 +320,7 @@ const lstatOption = (ctx: Ctx, full: string, path: string) =>
   ctx.fs.lstat(full).pipe(
     Effect.map(Option.some),
     Effect.catchTag("PlatformError", (e) =>
-      isMissing(e)
+      HostPath.isMissing(e)
         ? Effect.succeed(Option.none<FileSystem.File.Info>())
         : Effect.fail(io(ctx, `lstat ${full}`, path)(e))
     )
@@ -416,7 +409,7 @@ const leftovers = (ctx: Ctx) =>
       .readDirectory(parent)
       .pipe(
         Effect.catchTag("PlatformError", (e) =>
-          isMissing(e) ? Effect.succeed<Array<string>>([]) : Effect.fail(io(ctx, `readdir ${parent}`)(e))
+          HostPath.isMissing(e) ? Effect.succeed<Array<string>>([]) : Effect.fail(io(ctx, `readdir ${parent}`)(e))
         )
       )
     const prefix = stagingPrefix(ctx.dir)
@@ -786,7 +779,7 @@ const loadManifest = (ctx: Ctx) =>
       .readFileString(manifestPath)
       .pipe(
         Effect.catchTag("PlatformError", (e) =>
-          isMissing(e)
+          HostPath.isMissing(e)
             ? Effect.flatMap(lstatOption(ctx, ctx.dir, ""), (d) =>
                 Option.isNone(d)
                   ? fail(ctx, "Missing", "", "there is no snapshot in this directory")
