@@ -44,6 +44,7 @@ import {
 import { Argument, type CliError, CliOutput, Command, Flag, GlobalFlag } from "effect/cli"
 import * as Demo from "./Demo.ts"
 import * as DryRun from "./DryRun.ts"
+import { plural } from "./internal/text.ts"
 import * as Progress from "./Progress.ts"
 
 /** The CLI's version, printed by `hostnode --version`. */
@@ -151,17 +152,18 @@ export const errorText = (command: string, error: { readonly _tag: string; reado
 type Failure = { readonly _tag: string; readonly message: string }
 
 /**
- * Runs one operation as the command `name`: under `--dry-run` on the
- * {@link DryRun} layers, then prints the outcome (text or JSON) and turns a
- * failure into exit code 1.
+ * Runs one operation as the command `name`: builds it for `--host-root`,
+ * runs it (under `--dry-run` on the {@link DryRun} layers), then prints the
+ * outcome (text or JSON) and turns a failure into exit code 1.
  */
 const operate = <A, E extends Failure, R>(
   name: string,
-  program: Effect.Effect<A, E, R>,
+  makeProgram: (hostRoot: string) => Effect.Effect<A, E, R>,
   describe: (a: A) => string,
   toJson: (a: A) => unknown = toPlain
 ) =>
   Effect.gen(function* () {
+    const program = makeProgram(yield* HostRoot)
     const json = yield* Json
     const dryRun = yield* DryRunFlag
     // Progress only for a person at a terminal (bin.ts provides it there), never in JSON.
@@ -216,8 +218,6 @@ const operate = <A, E extends Failure, R>(
     if (result._tag === "Failure") return yield* new CliExit({ code: 1 })
   })
 
-const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`
-
 const reportText = (what: string, r: { readonly removed: ReadonlyArray<string> }) =>
   `${what}: ${plural(r.removed.length, "path")} removed${r.removed.length === 0 ? "" : `\n${r.removed.map((p) => `  ${p}`).join("\n")}`}`
 
@@ -243,15 +243,16 @@ const unmountBelow = Command.make(
     )
   },
   ({ strict, prefixes }) =>
-    Effect.gen(function* () {
-      const root = yield* HostRoot
-      const targets = prefixes.map((p) => belowRoot(root, p))
-      yield* operate(
-        "unmount-below",
-        (strict ? Unmount.unmountStrictlyBelow : Unmount.unmountBelow)(targets).pipe(Effect.as({ prefixes: targets })),
-        (r) => `nothing is mounted ${strict ? "strictly below" : "at or below"} ${r.prefixes.join(", ")} any more`
-      )
-    })
+    operate(
+      "unmount-below",
+      (root) => {
+        const targets = prefixes.map((p) => belowRoot(root, p))
+        return (strict ? Unmount.unmountStrictlyBelow : Unmount.unmountBelow)(targets).pipe(
+          Effect.as({ prefixes: targets })
+        )
+      },
+      (r) => `nothing is mounted ${strict ? "strictly below" : "at or below"} ${r.prefixes.join(", ")} any more`
+    )
 ).pipe(Command.withDescription("Lazily unmount every mount at (or, with --strict, strictly) below the prefixes"))
 
 const snapshotFlags = {
@@ -274,58 +275,49 @@ const snapshotTake = Command.make(
     )
   },
   ({ dir, paths }) =>
-    Effect.gen(function* () {
-      const hostRoot = yield* HostRoot
-      yield* operate(
-        "snapshot take",
+    operate(
+      "snapshot take",
+      (hostRoot) =>
         Snapshot.takeOf({ dir, hostRoot, paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths }).pipe(
           Effect.map(handleJson)
         ),
-        (s) =>
-          `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")}:\n${s.paths.map((p) => `  ${p}`).join("\n")}`
-      )
-    })
+      (s) =>
+        `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")}:\n${s.paths.map((p) => `  ${p}`).join("\n")}`
+    )
 ).pipe(Command.withDescription("Record the paths below the host root into a new snapshot directory"))
 
 const snapshotRestore = Command.make("restore", snapshotFlags, ({ dir }) =>
-  Effect.gen(function* () {
-    const hostRoot = yield* HostRoot
-    yield* operate(
-      "snapshot restore",
+  operate(
+    "snapshot restore",
+    (hostRoot) =>
       Effect.gen(function* () {
         const s = yield* Snapshot.open({ dir, hostRoot })
         yield* s.restore
         return handleJson(s)
       }),
-      (s) => `restored ${plural(s.paths.length, "path")} from ${s.dir} (the snapshot is kept)`
-    )
-  })
+    (s) => `restored ${plural(s.paths.length, "path")} from ${s.dir} (the snapshot is kept)`
+  )
 ).pipe(Command.withDescription("Put the recorded paths back as recorded; the snapshot is kept"))
 
 const snapshotRecover = Command.make("recover", snapshotFlags, ({ dir }) =>
-  Effect.gen(function* () {
-    const hostRoot = yield* HostRoot
-    yield* operate(
-      "snapshot recover",
-      Snapshot.recover({ dir, hostRoot }).pipe(Effect.map((recovered) => ({ dir, recovered }))),
-      (r) => (r.recovered ? `restored and removed the snapshot in ${r.dir}` : `no snapshot in ${r.dir}; nothing to do`)
-    )
-  })
+  operate(
+    "snapshot recover",
+    (hostRoot) => Snapshot.recover({ dir, hostRoot }).pipe(Effect.map((recovered) => ({ dir, recovered }))),
+    (r) => (r.recovered ? `restored and removed the snapshot in ${r.dir}` : `no snapshot in ${r.dir}; nothing to do`)
+  )
 ).pipe(Command.withDescription("Restore a snapshot an earlier process left, then remove it"))
 
 const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir }) =>
-  Effect.gen(function* () {
-    const hostRoot = yield* HostRoot
-    yield* operate(
-      "snapshot discard",
+  operate(
+    "snapshot discard",
+    (hostRoot) =>
       Effect.gen(function* () {
         const s = yield* Snapshot.open({ dir, hostRoot })
         yield* s.discard
         return { dir: s.dir }
       }),
-      (r) => `removed the snapshot in ${r.dir}`
-    )
-  })
+    (r) => `removed the snapshot in ${r.dir}`
+  )
 ).pipe(Command.withDescription("Remove a snapshot without restoring it"))
 
 const snapshot = Command.make("snapshot").pipe(
@@ -334,10 +326,11 @@ const snapshot = Command.make("snapshot").pipe(
 )
 
 const resetCni = Command.make("reset-cni", {}, () =>
-  Effect.gen(function* () {
-    const hostRoot = yield* HostRoot
-    yield* operate("reset-cni", Repave.resetCniState({ hostRoot }), (r) => reportText("CNI state reset", r))
-  })
+  operate(
+    "reset-cni",
+    (hostRoot) => Repave.resetCniState({ hostRoot }),
+    (r) => reportText("CNI state reset", r)
+  )
 ).pipe(Command.withDescription(`Remove the CNI configuration (${Paths.CniConfDir}/*) and state (${Paths.CniStateDir})`))
 
 /**
@@ -364,41 +357,38 @@ const resetKubeletIdentity = Command.make(
       Flag.withDescription("The bootstrap kubeconfig (kept) in bootstrap-token mode")
     )
   },
-  ({ auth, bootstrapKubeconfig }) =>
-    Effect.gen(function* () {
-      const hostRoot = yield* HostRoot
-      const mode: NodeStart.AuthMode =
-        auth === "bootstrap-token"
-          ? { _tag: "BootstrapToken", token: Redacted.make(""), bootstrapKubeconfig }
-          : auth === "kubeconfig"
-            ? { _tag: "Kubeconfig", path: Repave.KubeletKubeconfig }
-            : {
-                _tag: "ExecCredential",
-                command: "unused",
-                args: [],
-                apiVersion: "client.authentication.k8s.io/v1",
-                env: {}
-              }
-      yield* operate("reset-kubelet-identity", Repave.resetKubeletIdentity(nodeStartFor(mode), { hostRoot }), (r) =>
-        reportText("kubelet identity reset", r)
-      )
-    })
+  ({ auth, bootstrapKubeconfig }) => {
+    const mode: NodeStart.AuthMode =
+      auth === "bootstrap-token"
+        ? { _tag: "BootstrapToken", token: Redacted.make(""), bootstrapKubeconfig }
+        : auth === "kubeconfig"
+          ? { _tag: "Kubeconfig", path: Repave.KubeletKubeconfig }
+          : {
+              _tag: "ExecCredential",
+              command: "unused",
+              args: [],
+              apiVersion: "client.authentication.k8s.io/v1",
+              env: {}
+            }
+    return operate(
+      "reset-kubelet-identity",
+      (hostRoot) => Repave.resetKubeletIdentity(nodeStartFor(mode), { hostRoot }),
+      (r) => reportText("kubelet identity reset", r)
+    )
+  }
 ).pipe(Command.withDescription("Remove the kubelet's rotated client credentials (bootstrap-token mode only)"))
 
 const teardownKubeletDir = Command.make("teardown-kubelet-dir", {}, () =>
-  Effect.gen(function* () {
-    const hostRoot = yield* HostRoot
-    yield* operate(
-      "teardown-kubelet-dir",
-      Repave.teardownKubeletDir({ hostRoot }),
-      (r) =>
-        `${reportText("pod directories torn down", r)}${
-          r.kept.length === 0
-            ? ""
-            : `\nkept ${plural(r.kept.length, "path")}:\n${r.kept.map((k) => `  ${k.path} (${k.reason}: ${k.detail})`).join("\n")}`
-        }`
-    )
-  })
+  operate(
+    "teardown-kubelet-dir",
+    (hostRoot) => Repave.teardownKubeletDir({ hostRoot }),
+    (r) =>
+      `${reportText("pod directories torn down", r)}${
+        r.kept.length === 0
+          ? ""
+          : `\nkept ${plural(r.kept.length, "path")}:\n${r.kept.map((k) => `  ${k.path} (${k.reason}: ${k.detail})`).join("\n")}`
+      }`
+  )
 ).pipe(Command.withDescription(`Unmount and remove each pod's directory below ${Repave.KubeletPodsDir}`))
 
 /** `UNIT[=changed]`: `changed` is true, yes, 1 or changed (the default), or false, no, 0 or unchanged. */
@@ -432,12 +422,13 @@ const restartChanged = Command.make(
   ({ wasRunning, units }) =>
     operate(
       "restart-changed",
-      RestartChanged.restartChanged({ wasRunning, units }).pipe(
-        Effect.as({
-          wasRunning,
-          restarted: wasRunning ? units.filter((u) => u.changed).map((u) => u.unit) : []
-        })
-      ),
+      () =>
+        RestartChanged.restartChanged({ wasRunning, units }).pipe(
+          Effect.as({
+            wasRunning,
+            restarted: wasRunning ? units.filter((u) => u.changed).map((u) => u.unit) : []
+          })
+        ),
       (r) =>
         !r.wasRunning
           ? "the node was not running: nothing restarted"
@@ -474,9 +465,10 @@ const localDnsSetup = Command.make(
   ({ nodeListener, clusterListener, kind }) =>
     operate(
       "localdns setup",
-      LocalDns.setupLocalDnsNetwork(localDnsNodeStart(nodeListener, clusterListener), { interfaceKind: kind }).pipe(
-        Effect.as({ listeners: [nodeListener, clusterListener], kind })
-      ),
+      () =>
+        LocalDns.setupLocalDnsNetwork(localDnsNodeStart(nodeListener, clusterListener), { interfaceKind: kind }).pipe(
+          Effect.as({ listeners: [nodeListener, clusterListener], kind })
+        ),
       (r) => `LocalDNS network ready: ${r.listeners.join(", ")} on a ${r.kind} interface, NOTRACK rules in place`
     )
 ).pipe(Command.withDescription("Create the LocalDNS interface and its NOTRACK rules"))
@@ -484,7 +476,7 @@ const localDnsSetup = Command.make(
 const localDnsCleanup = Command.make("cleanup", {}, () =>
   operate(
     "localdns cleanup",
-    LocalDns.cleanupHostNetwork().pipe(Effect.as({})),
+    () => LocalDns.cleanupHostNetwork().pipe(Effect.as({})),
     () => "LocalDNS rules and interface removed"
   )
 ).pipe(Command.withDescription("Remove the LocalDNS rules and interface a stopped node left"))
@@ -502,9 +494,10 @@ const localDnsAwait = Command.make(
   ({ nodeListener, clusterListener, timeout }) =>
     operate(
       "localdns await",
-      LocalDns.awaitLocalDns(localDnsNodeStart(nodeListener, clusterListener), {
-        timeout: Duration.seconds(timeout)
-      }).pipe(Effect.as({ listeners: [nodeListener, clusterListener] })),
+      () =>
+        LocalDns.awaitLocalDns(localDnsNodeStart(nodeListener, clusterListener), {
+          timeout: Duration.seconds(timeout)
+        }).pipe(Effect.as({ listeners: [nodeListener, clusterListener] })),
       (r) => `LocalDNS answers on ${r.listeners.join(", ")}`
     )
 ).pipe(Command.withDescription("Wait until both LocalDNS listeners answer"))
@@ -525,9 +518,10 @@ const running = Command.make(
   ({ slot }) =>
     operate(
       "running",
-      IsolationBackend.running(Schema.decodeSync(IsolationBackend.SlotRef)(slot)).pipe(
-        Effect.map((up) => ({ slot, running: up }))
-      ),
+      () =>
+        IsolationBackend.running(Schema.decodeSync(IsolationBackend.SlotRef)(slot)).pipe(
+          Effect.map((up) => ({ slot, running: up }))
+        ),
       (r) => (r.running ? `the node stack of ${r.slot} is running` : `the node stack of ${r.slot} is not running`)
     )
 ).pipe(Command.withDescription("Say whether the node stack is up (its units are active)"))

@@ -33,6 +33,7 @@ import {
 import { MemoryHost, MemoryNetwork, MemoryNode, MemorySystemd } from "@hostnode/test"
 import { Clock, Effect, FileSystem, Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import { plural } from "./internal/text.ts"
 
 // ---------------------------------------------------------------------------
 // the report
@@ -466,7 +467,6 @@ const claim = (step: StepId, id: string, statement: string, ok: boolean, evidenc
   evidence
 })
 
-const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`
 const list = (xs: ReadonlyArray<string>) => (xs.length === 0 ? "none" : xs.join(", "))
 const showDiffs = (ds: ReadonlyArray<Difference>) =>
   ds
@@ -1115,7 +1115,7 @@ const repave = Effect.gen(function* () {
     lines: [
       `stopped ${list([...Units].reverse())} (a repave runs with the node stack down)`,
       `Unmount.unmountStrictlyBelow ${kubeletDir}: ${plural(podMountsBefore.length, "pod volume")} unmounted, the directory's own mount kept`,
-      `Repave.teardownKubeletDir: ${plural(teardown.prefixes.length, "pod directory").replace("directorys", "directories")} removed (${plural(teardown.removed.length, "path")}), ${teardown.kept.length} kept`,
+      `Repave.teardownKubeletDir: ${plural(teardown.prefixes.length, "pod directory", "pod directories")} removed (${plural(teardown.removed.length, "path")}), ${teardown.kept.length} kept`,
       `Repave.resetCniState: removed ${list(confRemoved)} from ${Paths.CniConfDir} (the directory stays)`,
       `  and ${Paths.CniStateDir} (${plural(stateRemoved.length, "path")}: the IPAM reservations and their bookkeeping)`,
       `Repave.resetKubeletIdentity (bootstrap-token mode): removed ${list(identity.removed.map(baseName))}`,
