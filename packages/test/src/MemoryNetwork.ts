@@ -373,42 +373,18 @@ const addLink = (state: State, name: string, kind: string, peerName: string | un
     }
     if (state.links.has(peer) || peer === name) return fail(2, "RTNETLINK answers: File exists")
     // The kernel creates the peer first: it gets the lower index.
-    const peerIndex = state.nextIndex++
-    const index = state.nextIndex++
-    state.links.set(peer, {
-      index: peerIndex,
-      name: peer,
-      kind,
-      up: false,
-      everUp: false,
-      mac: macFor(peerIndex, peer),
-      addresses: [],
-      peer: name
-    })
-    state.links.set(name, {
-      index,
-      name,
-      kind,
-      up: false,
-      everUp: false,
-      mac: macFor(index, name),
-      addresses: [],
-      peer
-    })
+    newLink(state, peer, kind, name)
+    newLink(state, name, kind, peer)
     return ok()
   }
-  const index = state.nextIndex++
-  state.links.set(name, {
-    index,
-    name,
-    kind,
-    up: false,
-    everUp: false,
-    mac: macFor(index, name),
-    addresses: [],
-    peer: undefined
-  })
+  newLink(state, name, kind, undefined)
   return ok()
+}
+
+/** A new link, down and without addresses, with the next index. */
+const newLink = (state: State, name: string, kind: string, peer: string | undefined): void => {
+  const index = state.nextIndex++
+  state.links.set(name, { index, name, kind, up: false, everUp: false, mac: macFor(index, name), addresses: [], peer })
 }
 
 const deleteLink = (state: State, name: string): Outcome => {

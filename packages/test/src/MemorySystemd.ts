@@ -1449,59 +1449,37 @@ const parseArgs = (args: ReadonlyArray<string>): ParsedArgs => {
   let quiet = false
   let noBlock = false
   const ignored = ["--no-pager", "--no-ask-password", "--system", "--no-legend", "--full", "-l", "--plain"]
+  const addProperties = (list: string) => {
+    sawProperty = true
+    properties.push(...list.split(",").filter((p) => p !== ""))
+  }
+  const usage = (error: string): ParsedArgs => ({
+    verb: undefined,
+    units: [],
+    properties: undefined,
+    value,
+    all,
+    quiet,
+    noBlock,
+    error
+  })
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string
     if (a === "--") {
       positional.push(...args.slice(i + 1))
       break
     }
-    if (a === "-p" || a === "--property") {
-      sawProperty = true
-      properties.push(...(args[++i] ?? "").split(",").filter((p) => p !== ""))
-    } else if (a.startsWith("--property=")) {
-      sawProperty = true
-      properties.push(
-        ...a
-          .slice("--property=".length)
-          .split(",")
-          .filter((p) => p !== "")
-      )
-    } else if (a.startsWith("-p") && a.length > 2 && !a.startsWith("--")) {
-      sawProperty = true
-      properties.push(
-        ...a
-          .slice(2)
-          .split(",")
-          .filter((p) => p !== "")
-      )
-    } else if (a === "--value") value = true
+    if (a === "-p" || a === "--property") addProperties(args[++i] ?? "")
+    else if (a.startsWith("--property=")) addProperties(a.slice("--property=".length))
+    else if (a.startsWith("-p") && a.length > 2 && !a.startsWith("--")) addProperties(a.slice(2))
+    else if (a === "--value") value = true
     else if (a === "--all" || a === "-a") all = true
     else if (a === "--quiet" || a === "-q") quiet = true
     else if (a === "--no-block") noBlock = true
     else if (ignored.includes(a)) continue
-    else if (a.startsWith("--")) {
-      return {
-        verb: undefined,
-        units: [],
-        properties: undefined,
-        value,
-        all,
-        quiet,
-        noBlock,
-        error: `systemctl: unrecognized option '${a}'`
-      }
-    } else if (a.startsWith("-") && a.length > 1) {
-      return {
-        verb: undefined,
-        units: [],
-        properties: undefined,
-        value,
-        all,
-        quiet,
-        noBlock,
-        error: `systemctl: invalid option -- '${a.slice(1, 2)}'`
-      }
-    } else positional.push(a)
+    else if (a.startsWith("--")) return usage(`systemctl: unrecognized option '${a}'`)
+    else if (a.startsWith("-") && a.length > 1) return usage(`systemctl: invalid option -- '${a.slice(1, 2)}'`)
+    else positional.push(a)
   }
   const [verb, ...units] = positional
   return {
