@@ -205,7 +205,7 @@ const listPods = Effect.fnUntraced(function* (root: SafeRemove.Root) {
   const none = (kept: ReadonlyArray<SafeRemove.Kept>) => ({ prefixes: [] as Array<string>, kept })
   const info = yield* Effect.result(fs.lstat(pods))
   if (info._tag === "Failure") {
-    return info.failure.reason._tag === "NotFound"
+    return HostPath.isMissing(info.failure)
       ? none([])
       : none([{ path: pods, reason: "Failed", detail: `lstat: ${info.failure.message}` }])
   }

@@ -290,6 +290,10 @@ export interface Session {
   readonly empty: (dir: string, options?: EmptyOptions) => Effect.Effect<Report, HostPath.HostPathError>
 }
 
+// NotFound only: where a directory was expected, ENOTDIR means something other
+// than a directory stands there (not that nothing does), so it is a failure.
+// For a path looked up or removed, ENOTDIR (a parent is a file) means it cannot
+// exist: those call HostPath.isMissing.
 const isNotFound = (e: PlatformError): boolean => e.reason._tag === "NotFound"
 
 const dirname = (path: string): string => {
@@ -346,7 +350,7 @@ export const open: (root: Root) => Effect.Effect<Session, MountInfo.MountInfoErr
     fs.lstat(path).pipe(
       Effect.map((info) => ({ _tag: "Found" as const, info })),
       Effect.catchTag("PlatformError", (e) =>
-        Effect.succeed(isNotFound(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
+        Effect.succeed(HostPath.isMissing(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
       )
     )
 
@@ -357,7 +361,7 @@ export const open: (root: Root) => Effect.Effect<Session, MountInfo.MountInfoErr
     fs.stat(dirname(path)).pipe(
       Effect.map((info) => ({ _tag: "Found" as const, info })),
       Effect.catchTag("PlatformError", (e) =>
-        Effect.succeed(isNotFound(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
+        Effect.succeed(HostPath.isMissing(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
       )
     )
 
@@ -374,7 +378,7 @@ export const open: (root: Root) => Effect.Effect<Session, MountInfo.MountInfoErr
       : fs.remove(path).pipe(
           Effect.andThen(removed(acc, path, info.type)),
           Effect.catchTag("PlatformError", (e) =>
-            isNotFound(e) ? Effect.succeed(true) : failed(acc, path, "remove", e)
+            HostPath.isMissing(e) ? Effect.succeed(true) : failed(acc, path, "remove", e)
           )
         )
 

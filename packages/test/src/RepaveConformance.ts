@@ -280,6 +280,12 @@ const attacks: ReadonlyArray<AttackCase> = [
     added: { "root/etc/cni/net.d": "d 755" }
   },
   {
+    name: "/etc/cni a file: the configuration directory cannot exist, so there is nothing to empty; the file stays",
+    operation: "resetCniState",
+    tree: () => ({ "root/etc/cni": null, "root/etc/cni!": "a file where the directory should be" }),
+    gone: ["root/var/lib/cni"]
+  },
+  {
     name: "/var/lib/kubelet/pki a symlink outside: not followed, the reset fails with NotADirectory",
     operation: "resetKubeletIdentity",
     tree: (sandbox) => ({
