@@ -66,6 +66,23 @@ export const normalizePrefixes = (prefixes: ReadonlyArray<string>): ReadonlyArra
 export const covers = (prefix: string, mountPoint: string): boolean =>
   prefix === "/" || mountPoint === prefix || mountPoint.startsWith(`${prefix}/`)
 
+/**
+ * The prefixes of `set` that cover the clean `mountPoint`: the path itself and
+ * each ancestor on a `/` boundary, looked up in the set. The cost grows with
+ * the path's depth, not with the number of prefixes: a teardown passes one
+ * prefix per pod, and the table can hold thousands of mounts.
+ */
+const coveringPrefixes = (set: ReadonlySet<string>, mountPoint: string): Array<string> => {
+  const out: Array<string> = []
+  if (set.has(mountPoint)) out.push(mountPoint)
+  for (let i = mountPoint.lastIndexOf("/"); i > 0; i = mountPoint.lastIndexOf("/", i - 1)) {
+    const ancestor = mountPoint.slice(0, i)
+    if (set.has(ancestor)) out.push(ancestor)
+  }
+  if (mountPoint !== "/" && set.has("/")) out.push("/")
+  return out
+}
+
 const depth = (path: string): number => {
   let n = 0
   for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === 47) n++
@@ -85,11 +102,12 @@ export const plan = (
 ): Array<MountInfo.MountEntry> => {
   // Each mount point is cleaned once; on tables of thousands of entries this
   // runs on every pass.
+  const set = new Set(prefixes)
   const selected: Array<{ readonly e: MountInfo.MountEntry; readonly d: number }> = []
   for (const e of table) {
     const mp = HostPath.clean(e.mountPoint)
-    if (strict && prefixes.includes(mp)) continue
-    if (prefixes.some((p) => covers(p, mp))) selected.push({ e, d: depth(mp) })
+    if (strict && set.has(mp)) continue
+    if (coveringPrefixes(set, mp).length > 0) selected.push({ e, d: depth(mp) })
   }
   // Deepest first: a parent cannot be detached cleanly while it has children,
   // and removing children first keeps each failure attributable to one mount.
@@ -153,13 +171,21 @@ const run = Effect.fnUntraced(function* (
   yield* Effect.annotateCurrentSpan({ passes, remaining: remaining.length })
   // A mount is attributed to every prefix that covers it: each such directory
   // still has a mount below it and must be kept by the caller.
+  const set = new Set(prefixes)
+  const mineOf = new Map<string, Array<RemainingMount>>()
+  for (const m of remaining) {
+    const mp = HostPath.clean(m.mountPoint)
+    for (const p of coveringPrefixes(set, mp)) {
+      if (strict && mp === p) continue
+      const mine = mineOf.get(p)
+      if (mine === undefined) mineOf.set(p, [m])
+      else mine.push(m)
+    }
+  }
   const byPrefix = new Map<string, UnmountError>()
   for (const p of prefixes) {
-    const mine = remaining.filter((m) => {
-      const mp = HostPath.clean(m.mountPoint)
-      return covers(p, mp) && !(strict && mp === p)
-    })
-    if (mine.length > 0) byPrefix.set(p, new UnmountError({ prefixes: [p], remaining: mine }))
+    const mine = mineOf.get(p)
+    if (mine !== undefined) byPrefix.set(p, new UnmountError({ prefixes: [p], remaining: mine }))
   }
   return { byPrefix, remaining }
 })

@@ -1,0 +1,59 @@
+/**
+ * `Unmount.plan` against a reference that checks every prefix against every
+ * mount point with `covers` (what it did before it looked prefixes up by
+ * ancestor): the same entries in the same order, for random tables whose
+ * paths share names such as `a` and `ab` (so a boundary slip shows).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { type MountInfo, Unmount } from "@hostnode/core"
+import { Effect, Schema } from "effect"
+
+const Segment = Schema.Literals(["a", "ab", "b", "kubelet", "pods"])
+const PathSegments = Schema.Array(Segment).check(Schema.isMaxLength(4))
+const toPath = (segments: ReadonlyArray<string>) => `/${segments.join("/")}`
+
+const reference = (table: MountInfo.MountTable, prefixes: ReadonlyArray<string>, strict: boolean) =>
+  table
+    .map((e, i) => ({ e, i }))
+    .filter(({ e }) => {
+      if (strict && prefixes.includes(e.mountPoint)) return false
+      return prefixes.some((p) => Unmount.covers(p, e.mountPoint))
+    })
+    .sort((x, y) => {
+      const depth = (p: string) => (p === "/" ? 0 : p.split("/").length - 1)
+      return depth(y.e.mountPoint) - depth(x.e.mountPoint) || y.e.id - x.e.id
+    })
+    .map(({ e }) => e)
+
+describe("Unmount.plan", () => {
+  it.effect.prop(
+    "selects and orders exactly what checking every prefix against every mount selects",
+    {
+      mounts: Schema.Array(PathSegments).check(Schema.isMaxLength(30)),
+      prefixes: Schema.Array(PathSegments).check(Schema.isMaxLength(5)),
+      strict: Schema.Boolean
+    },
+    ({ mounts, prefixes, strict }) =>
+      Effect.sync(() => {
+        const table: MountInfo.MountTable = mounts.map((segments, i) => ({
+          id: 100 + i,
+          parentId: 1,
+          major: 0,
+          minor: 40 + i,
+          root: "/",
+          mountPoint: toPath(segments),
+          mountOptions: "rw",
+          optionalFields: [],
+          fsType: "tmpfs",
+          source: "tmpfs",
+          superOptions: "rw"
+        }))
+        const ps = Unmount.normalizePrefixes(prefixes.map(toPath))
+        assert.deepStrictEqual(
+          Unmount.plan(table, ps, strict).map((e) => e.id),
+          reference(table, ps, strict).map((e) => e.id)
+        )
+      }),
+    { arbitrary: { runs: 500 } }
+  )
+})
