@@ -1,13 +1,12 @@
 // Vitest 5 does not read this file by itself: vitest.config.ts imports it and sets `test.projects`.
 import type { TestProjectConfiguration } from "vitest/config"
 
-const project = (name: string, extra: { readonly setupFiles?: Array<string> } = {}): TestProjectConfiguration => ({
+const project = (name: string): TestProjectConfiguration => ({
   extends: true,
   test: {
     name,
     root: `packages/${name}`,
-    include: ["test/**/*.test.ts"],
-    ...extra
+    include: ["test/**/*.test.ts"]
   }
 })
 

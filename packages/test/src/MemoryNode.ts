@@ -94,7 +94,13 @@ const journaled = (
         )
       }
       return inner.spawn(command).pipe(
-        Effect.tapError(() => Effect.sync(() => complete(journal, "spawn", [], "ENOENT"))),
+        // The journal records the errno the spawn failed with (a missing interpreter is ENOENT).
+        Effect.tapError((e) =>
+          Effect.sync(() => {
+            const cause = e.reason.cause as { readonly code?: unknown } | undefined
+            complete(journal, "spawn", [], typeof cause?.code === "string" ? cause.code : e.reason._tag)
+          })
+        ),
         Effect.tap(() => Effect.sync(() => complete(journal, "spawn", [], "ok")))
       )
     })

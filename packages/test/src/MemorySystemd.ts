@@ -39,9 +39,8 @@
  *
  * @since 0.1.0
  */
-import { Systemd } from "@hostnode/core"
-import { Clock, Context, Deferred, Effect, type FileSystem, type Layer, Semaphore } from "effect"
-import type { ChildProcessSpawner } from "effect/process"
+import type { Systemd } from "@hostnode/core"
+import { Clock, Context, Deferred, Effect, type FileSystem, Semaphore } from "effect"
 import { makeJournal } from "./internal/journal.ts"
 import * as MemoryCommands from "./MemoryCommands.ts"
 import * as MemoryFileSystem from "./MemoryFileSystem.ts"
@@ -1792,12 +1791,3 @@ export const makeOnHost = (options?: Options): Effect.Effect<Simulation, never, 
   Effect.flatMap(Effect.service(MemoryHost), (host) =>
     make(MemoryFileSystem.make({ fs: host.state.fs, journal: makeJournal() }), options)
   )
-
-/**
- * The `Systemd` service of the simulated host: the library's own
- * `Systemd.layerCommand` running `systemctl` through the spawner in context,
- * which on the simulated host reaches {@link Simulation.systemctl}.
- */
-export const layerSystemd = (
-  options?: Systemd.CommandOptions
-): Layer.Layer<Systemd.Systemd, never, ChildProcessSpawner.ChildProcessSpawner> => Systemd.layerCommand(options)

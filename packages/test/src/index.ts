@@ -14,15 +14,15 @@ export * as FencedFileSystem from "./FencedFileSystem.ts"
 export * as Gate from "./Gate.ts"
 /** Inspecting links and the raw table, planting foreign ones, and running a DNS server, for the LocalDNS suite. */
 export * as LocalDnsFixture from "./LocalDnsFixture.ts"
-/** The in-memory Linux file system behind `MemoryHost` (inode tree, resolver, `FileSystem` implementation). */
 /** The simulated host's command line: a spawner that hands commands to interpreters. */
 export * as MemoryCommands from "./MemoryCommands.ts"
+/** The in-memory Linux file system behind `MemoryHost` (inode tree, resolver, `FileSystem` implementation). */
 export * as MemoryFileSystem from "./MemoryFileSystem.ts"
 /** The simulated host: `FileSystem`, `Path` and inspection/fault injection over one in-memory state. */
 export * as MemoryHost from "./MemoryHost.ts"
-/** The simulated host's network: links, iptables, DNS servers, the `ip`/`iptables` interpreters and `DnsResolvers`. */
 /** Mounts on the simulated host: its `Mounter` and the `mount`/`umount` interpreters. */
 export * as MemoryMounts from "./MemoryMounts.ts"
+/** The simulated host's network: links, iptables, DNS servers, the `ip`/`iptables` interpreters and `DnsResolvers`. */
 export * as MemoryNetwork from "./MemoryNetwork.ts"
 /** A whole simulated node: MemoryHost, systemd, network, the command line and the library's services over them. */
 export * as MemoryNode from "./MemoryNode.ts"
