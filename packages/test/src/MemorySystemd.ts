@@ -824,14 +824,18 @@ const needsReload = (state: State, u: UnitState) =>
     return now.dropIns.some((d, i) => !same(d, was.dropIns[i]))
   })
 
-/** The unit, loading it from disk when systemd does not hold it (as a bus call's LoadUnit does). */
+/**
+ * The unit, loading it from disk when systemd does not hold it (as a bus
+ * call's LoadUnit does). `fresh`: it was just read from disk, so it cannot
+ * differ from the disk (no need to read it again to ask).
+ */
 const getOrLoad = (state: State, id: string) =>
   Effect.gen(function* () {
     const existing = state.units.get(id)
-    if (existing !== undefined) return existing
+    if (existing !== undefined) return { u: existing, fresh: false }
     const u = newUnit(id, yield* loadFromDisk(state, id))
     state.units.set(id, u)
-    return u
+    return { u, fresh: true }
   })
 
 /** Unloads every unit that is inactive (not failed) with no job: the next reference reads it afresh. */
@@ -1287,7 +1291,7 @@ const loadError = (verb: JobVerb, u: UnitState): string | undefined => {
 /** Decides and performs one job verb on one unit (under the lock). */
 const enqueue = (state: State, verb: JobVerb, id: string, now: number) =>
   Effect.gen(function* () {
-    const u = yield* getOrLoad(state, id)
+    const { u, fresh } = yield* getOrLoad(state, id)
     settleUnit(state, u, now)
     const fault = takeFault(state, id, verb)
     const reject = (exitCode: number, stderr: string, reason: string): JobStep => {
@@ -1312,7 +1316,8 @@ const enqueue = (state: State, verb: JobVerb, id: string, now: number) =>
     if (verb === "reload" && (!isService(id) || u.loaded.def.execReload.length === 0)) {
       return reject(3, `Failed to reload ${id}: Job type reload is not applicable for unit ${id}.`, "not-applicable")
     }
-    const warning = u.loaded.loadState === "loaded" && (yield* needsReload(state, u)) ? changedWarning(id) : ""
+    const warning =
+      u.loaded.loadState === "loaded" && !fresh && (yield* needsReload(state, u)) ? changedWarning(id) : ""
 
     // A start while a start is pending joins it (job merging); any other job replaces it.
     if (u.job !== undefined) {
@@ -1635,9 +1640,11 @@ export const make = (fs: FileSystem.FileSystem, options?: Options): Effect.Effec
           for (const name of names) {
             const { id, warning } = mangle(name)
             stderr += warning
-            const u = yield* getOrLoad(state, id)
+            const { u, fresh } = yield* getOrLoad(state, id)
             const needReload =
-              u.loaded.loadState === "loaded" || u.active !== "inactive" ? yield* needsReload(state, u) : false
+              !fresh && (u.loaded.loadState === "loaded" || u.active !== "inactive")
+                ? yield* needsReload(state, u)
+                : false
             const wanted = parsed.properties
             const lines: Array<string> = []
             for (const [key, value] of props(u, needReload)) {
@@ -1661,7 +1668,7 @@ export const make = (fs: FileSystem.FileSystem, options?: Options): Effect.Effec
           for (const name of names) {
             const { id, warning } = mangle(name)
             stderr += warning
-            const u = yield* getOrLoad(state, id)
+            const { u } = yield* getOrLoad(state, id)
             if (isActiveish(u.active)) any = true
             stdout += `${u.active}\n`
           }
@@ -1789,5 +1796,5 @@ export const make = (fs: FileSystem.FileSystem, options?: Options): Effect.Effec
  */
 export const makeOnHost = (options?: Options): Effect.Effect<Simulation, never, MemoryHost> =>
   Effect.flatMap(Effect.service(MemoryHost), (host) =>
-    make(MemoryFileSystem.make({ fs: host.state.fs, journal: makeJournal() }), options)
+    make(MemoryFileSystem.make({ fs: host.state.fs, journal: makeJournal({ keeps: false }) }), options)
   )

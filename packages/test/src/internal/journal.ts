@@ -59,6 +59,8 @@ export class MemoryHostCrashed extends Schema.TaggedError<MemoryHostCrashed>()("
 /** The mutable journal state. One per host. */
 export interface Journal {
   readonly operations: Array<Operation>
+  /** False for a journal nobody reads (another process's view of the host): nothing is kept. */
+  readonly keeps: boolean
   seq: number
   readonly faults: Array<{ readonly fault: Fault; seen: number }>
   /** Operations left before the crash, or undefined when no crash is armed. */
@@ -68,9 +70,13 @@ export interface Journal {
   generation: number
 }
 
-/** A fresh journal: nothing logged, no faults, not crashed. */
-export const makeJournal = (): Journal => ({
+/**
+ * A fresh journal: nothing logged, no faults, not crashed. `keeps: false`
+ * for one whose operations nobody reads, so it does not grow with every call.
+ */
+export const makeJournal = (options?: { readonly keeps?: boolean }): Journal => ({
   operations: [],
+  keeps: options?.keeps ?? true,
   seq: 0,
   faults: [],
   crashCountdown: undefined,
@@ -89,7 +95,7 @@ const touches = (paths: ReadonlyArray<string>, path: string | undefined): boolea
 
 const record = (j: Journal, kind: string, paths: ReadonlyArray<string>, outcome: string, injected: boolean) => {
   j.seq += 1
-  j.operations.push({ seq: j.seq, kind, paths, outcome, injected })
+  if (j.keeps) j.operations.push({ seq: j.seq, kind, paths, outcome, injected })
 }
 
 /**
