@@ -2089,19 +2089,24 @@ export const mounts = (st: FsState): Array<Mount> => {
 }
 
 /** The path of directory `target` below directory `from`, walking entries without crossing mounts. */
-const pathBelow = (from: DirectoryNode, target: DirectoryNode): string | undefined => {
-  if (from === target) return ""
+/**
+ * Where every directory below `from` is, relative to it (`from` itself is
+ * `""`): one walk of the tree. Directories cannot be hard-linked, so each has
+ * one path.
+ */
+const directoryPaths = (from: DirectoryNode): Map<DirectoryNode, string> => {
+  const out = new Map<DirectoryNode, string>([[from, ""]])
   const stack: Array<[DirectoryNode, string]> = [[from, ""]]
   while (stack.length > 0) {
     const [dir, path] = stack.pop()!
     for (const [name, child] of dir.entries) {
       if (child.type !== "Directory") continue
       const p = `${path}/${name}`
-      if (child === target) return p
+      out.set(child, p)
       stack.push([child, p])
     }
   }
-  return undefined
+  return out
 }
 
 /**
@@ -2111,6 +2116,16 @@ const pathBelow = (from: DirectoryNode, target: DirectoryNode): string | undefin
  * optional fields. The root mount is its own parent.
  */
 export const mountEntries = (st: FsState): MountInfo.MountTable => {
+  // Each file system's tree is walked once per call, not once per mount on it.
+  const walked = new Map<DirectoryNode, Map<DirectoryNode, string>>()
+  const pathBelow = (from: DirectoryNode, target: DirectoryNode): string | undefined => {
+    let index = walked.get(from)
+    if (index === undefined) {
+      index = directoryPaths(from)
+      walked.set(from, index)
+    }
+    return index.get(target)
+  }
   const paths = new Map<Mount, string>()
   const pathOf = (m: Mount): string => {
     const known = paths.get(m)
