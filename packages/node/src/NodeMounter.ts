@@ -19,6 +19,8 @@ const MNT_DETACH = 2
 
 /** The FFI could not be loaded (no libc.so.6, an unsupported platform). `layerCommand` still works. */
 export class MounterUnavailable extends Schema.TaggedError<MounterUnavailable>()("MounterUnavailable", {
+  /** Why: koffi or libc's `umount2` could not be loaded (no prebuilt binary for this platform, no libc.so.6). */
+  reason: Schema.Literal("FfiUnavailable"),
   detail: Schema.String
 }) {
   override get message(): string {
@@ -42,7 +44,7 @@ const loadUmount2 = Effect.try({
     const umount2 = libc.func("int umount2(const char *target, int flags)") as (t: string, f: number) => number
     return umount2
   },
-  catch: (e) => new MounterUnavailable({ detail: e instanceof Error ? e.message : String(e) })
+  catch: (e) => new MounterUnavailable({ reason: "FfiUnavailable", detail: e instanceof Error ? e.message : String(e) })
 })
 
 /**
