@@ -896,6 +896,13 @@ const recordExit = (state: State, u: UnitState, death: Death, at: number) => {
   u.execMain.exit = stamp(state, at)
 }
 
+/** The start job ran out of TimeoutStartSec=: the main process is killed (SIGTERM) and the unit fails with `timeout`. */
+const startTimedOut = (state: State, u: UnitState, end: number): JobEnd => {
+  recordExit(state, u, { signal: "SIGTERM" }, end)
+  enterDead(state, u, "timeout", end, true)
+  return { result: "failed", serviceResult: "timeout" }
+}
+
 /** The main process died while the unit ran (service_sigchld_event). */
 const mainExited = (state: State, u: UnitState, death: Death, at: number) => {
   recordExit(state, u, death, at)
@@ -1016,13 +1023,7 @@ const startUnit = (state: State, u: UnitState, at: number, auto: boolean): Start
     const timeout = def.timeoutStartUsec
     const deadline =
       timeout === undefined || timeout === Number.POSITIVE_INFINITY ? undefined : at + timeout / USEC_PER_MS
-    const timedOut = (end: number): JobEnd => {
-      u.execMain.code = 2
-      u.execMain.status = 15
-      u.execMain.exit = stamp(state, end)
-      enterDead(state, u, "timeout", end, true)
-      return { result: "failed", serviceResult: "timeout" }
-    }
+    const timedOut = (end: number) => startTimedOut(state, u, end)
     if (duration === 0) {
       const end = finish(at)
       return end.result === "done" ? { _tag: "Done" } : { _tag: "Failed", result: end.serviceResult }
@@ -1046,8 +1047,7 @@ const startUnit = (state: State, u: UnitState, at: number, auto: boolean): Start
   u.mainNotifies = b._tag === "Program"
   const running = (end: number): JobEnd => {
     if (runControl(state, def.execStartPost) !== undefined) {
-      u.execMain.code = 2
-      u.execMain.status = 15
+      recordExit(state, u, { signal: "SIGTERM" }, end)
       enterDead(state, u, "exit-code", end, true)
       return { result: "failed", serviceResult: "exit-code" }
     }
@@ -1080,13 +1080,7 @@ const startUnit = (state: State, u: UnitState, at: number, auto: boolean): Start
       deadline: timeout === Number.POSITIVE_INFINITY ? undefined : at + timeout / USEC_PER_MS,
       completesAt: undefined,
       onComplete: running,
-      onTimeout: (end) => {
-        u.execMain.code = 2
-        u.execMain.status = 15
-        u.execMain.exit = stamp(state, end)
-        enterDead(state, u, "timeout", end, true)
-        return { result: "failed", serviceResult: "timeout" }
-      }
+      onTimeout: (end) => startTimedOut(state, u, end)
     }
   }
   const end = running(at)
@@ -1105,11 +1099,7 @@ const stopUnit = (state: State, u: UnitState, at: number) => {
   }
   transition(state, u, "deactivating", "stop", at)
   runControl(state, u.loaded.def.execStop)
-  if (u.mainPid !== 0) {
-    u.execMain.code = 2
-    u.execMain.status = 15
-    u.execMain.exit = stamp(state, at)
-  }
+  if (u.mainPid !== 0) recordExit(state, u, { signal: "SIGTERM" }, at)
   enterDead(state, u, "success", at, false)
 }
 
