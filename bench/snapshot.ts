@@ -18,6 +18,7 @@
 import * as fsp from "node:fs/promises"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { HostCommand, Snapshot, Systemd } from "@hostnode/core"
+import { RefusingSystemd } from "@hostnode/test"
 import { Console, Effect, FileSystem } from "effect"
 import { median, type Row, table } from "./Bench.ts"
 
@@ -37,11 +38,7 @@ const scale = TotalBytes / sizes.reduce((a, b) => a + b, 0)
 const scaled = sizes.map((s) => Math.floor(s * scale))
 
 // Below a temporary host root nothing reloads systemd; a reload here would be a bug.
-const noSystemd = Systemd.make({
-  job: () => Effect.die(new Error("unexpected systemd job")),
-  daemonReload: Effect.die(new Error("unexpected daemon-reload")),
-  show: () => Effect.die(new Error("unexpected systemd show"))
-})
+const noSystemd = RefusingSystemd.make("below a temporary host root nothing reloads systemd")
 
 const Main = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem

@@ -13,7 +13,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { type Cli, DryRun } from "@hostnode/cli"
 import { DnsResolvers, HostCommand, IsolationBackend, Mounter, MountInfo, Systemd } from "@hostnode/core"
 import { NodeMounter } from "@hostnode/node"
-import { Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture } from "@hostnode/test"
+import { Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture, RefusingSystemd } from "@hostnode/test"
 import { RepaveConformance } from "@hostnode/test/conformance"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
@@ -67,16 +67,6 @@ const recording = Layer.mergeAll(
       )
     })
   )
-)
-
-/** A systemd that fails the test if anything asks it: the real-root runs must never reach the machine's. */
-const refusedSystemd = Layer.succeed(
-  Systemd.Systemd,
-  Systemd.make({
-    job: (verb, unit) => Effect.die(new Error(`the test asked the machine's systemd to ${verb} ${unit}`)),
-    daemonReload: Effect.die(new Error("the test asked the machine's systemd to reload")),
-    show: (unit) => Effect.die(new Error(`the test asked the machine's systemd about ${unit}`))
-  })
 )
 
 const refusedIsolation = Layer.succeed(
@@ -450,7 +440,7 @@ const netGate = Gate.check("dry runs on a real network", [
 const realHost = Layer.mergeAll(
   MountFixture.layerReal,
   recording,
-  refusedSystemd,
+  RefusingSystemd.layer("the real-root runs must never reach the machine's systemd"),
   refusedIsolation,
   refusedDns,
   cliEnvironment

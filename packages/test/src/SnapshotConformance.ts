@@ -34,6 +34,7 @@ import {
   Schema,
   type Scope
 } from "effect"
+import * as RefusingSystemd from "./RefusingSystemd.ts"
 
 // ---------------------------------------------------------------------------
 // Reading a tree
@@ -252,11 +253,7 @@ export const mutate = (root: string, mutations: ReadonlyArray<MutationSpec>) =>
 const unexpected = (what: string) => Effect.die(new Error(`unexpected systemd call: ${what}`))
 
 /** A `Systemd` whose every call is a defect: for restores below a root that is not the real one, which must not reload. */
-export const noSystemd: Systemd.Systemd = Systemd.make({
-  job: (verb, unit) => unexpected(`${verb} ${unit}`),
-  daemonReload: unexpected("daemon-reload (the host root is not the real root)"),
-  show: (unit) => unexpected(`show ${unit}`)
-})
+export const noSystemd: Systemd.Systemd = RefusingSystemd.make("the host root is not the real root")
 
 /** A `Systemd` that records daemon reloads, and fails them while `failing` is true. */
 export const recordingSystemd = Effect.gen(function* () {

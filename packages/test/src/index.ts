@@ -30,6 +30,8 @@ export * as MemoryNode from "./MemoryNode.ts"
 export * as MemorySystemd from "./MemorySystemd.ts"
 /** Making real or simulated mounts for tests behind one interface. */
 export * as MountFixture from "./MountFixture.ts"
+/** A `Systemd` whose every call is a defect, for code that must never reach systemd. */
+export * as RefusingSystemd from "./RefusingSystemd.ts"
 
 /** A real systemd booted on a throwaway root in its own namespaces, for tests. */
 export * as SystemdMachine from "./SystemdMachine.ts"
