@@ -20,6 +20,16 @@ export const DefaultConfigDir = "/etc/hostnode"
 /** The name of the LocalDNS interface, as AKS names it. */
 export const DefaultInterfaceName = "localdns"
 
+/** The link kind of the LocalDNS interface unless the kernel lacks it. */
+export const DefaultInterfaceKind = "dummy" as const
+
+/** How long `awaitLocalDns` waits for every listener to answer. */
+export const DefaultReadinessTimeout = "2 minutes"
+/** The pause between two rounds of LocalDNS probes. */
+export const DefaultProbeInterval = "500 millis"
+/** How long one LocalDNS probe waits for an answer. */
+export const DefaultProbeTimeout = "1 second"
+
 /** The units a node stack is made of, in the order they are restarted. */
 export const DefaultUnits: ReadonlyArray<string> = ["containerd.service", "kubelet.service"]
 
@@ -80,13 +90,13 @@ export const LocalDnsSettings = Schema.Struct({
   /** The interface that carries the listener addresses. */
   interfaceName: InterfaceName.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceName))),
   /** Its link kind; `dummy` unless the kernel lacks it. */
-  interfaceKind: InterfaceKind.pipe(Schema.withDecodingDefaultKey(Effect.succeed("dummy" as const))),
+  interfaceKind: InterfaceKind.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceKind))),
   /** How long `awaitLocalDns` waits for every listener to answer. */
-  readinessTimeout: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed("2 minutes"))),
+  readinessTimeout: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultReadinessTimeout))),
   /** The pause between two rounds of probes. */
-  probeInterval: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed("500 millis"))),
+  probeInterval: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultProbeInterval))),
   /** How long one probe waits for an answer. */
-  probeTimeout: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed("1 second")))
+  probeTimeout: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultProbeTimeout)))
 })
 
 /** How this agent sets up LocalDNS and waits for it. */

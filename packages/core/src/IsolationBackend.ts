@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer, Schema } from "effect"
+import { DefaultUnits } from "./AgentConfig.ts"
 import { Systemd } from "./Systemd.ts"
 
 /**
@@ -55,7 +56,7 @@ export const running = (root: SlotRef): Effect.Effect<boolean, IsolationError, I
   )
 
 /** The units whose activity means the host mode's stack is up, by default. */
-export const DefaultHostUnits: ReadonlyArray<string> = ["containerd.service", "kubelet.service"]
+export const DefaultHostUnits: ReadonlyArray<string> = DefaultUnits
 
 /** Options of {@link makeHost}. */
 export interface HostOptions {

@@ -19,7 +19,14 @@
  */
 import { Clock, Duration, Effect, Schedule, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import { DefaultInterfaceName, type InterfaceKind } from "./AgentConfig.ts"
+import {
+  DefaultInterfaceKind,
+  DefaultInterfaceName,
+  DefaultProbeInterval,
+  DefaultProbeTimeout,
+  DefaultReadinessTimeout,
+  type InterfaceKind
+} from "./AgentConfig.ts"
 import * as DnsResolvers from "./DnsResolvers.ts"
 import * as HostCommand from "./HostCommand.ts"
 import * as NodeStart from "./NodeStart.ts"
@@ -426,7 +433,11 @@ const setupImpl = Effect.fn("LocalDns.setupLocalDnsNetwork")(
       yield* Effect.logInfo("the node does not use LocalDNS; no network to set up")
       return
     }
-    yield* ensureInterface(options?.interfaceName ?? DefaultInterfaceName, options?.interfaceKind ?? "dummy", addresses)
+    yield* ensureInterface(
+      options?.interfaceName ?? DefaultInterfaceName,
+      options?.interfaceKind ?? DefaultInterfaceKind,
+      addresses
+    )
     yield* ensureRules(addresses)
   },
   (effect, _nodeStart, options) =>
@@ -502,9 +513,9 @@ const awaitImpl = Effect.fn("LocalDns.awaitLocalDns")(
       yield* Effect.logInfo("the node does not use LocalDNS; nothing to wait for")
       return
     }
-    const timeout = Duration.fromInputUnsafe(options?.timeout ?? "2 minutes")
-    const interval = Duration.fromInputUnsafe(options?.interval ?? "500 millis")
-    const probeTimeout = Duration.fromInputUnsafe(options?.probeTimeout ?? "1 second")
+    const timeout = Duration.fromInputUnsafe(options?.timeout ?? DefaultReadinessTimeout)
+    const interval = Duration.fromInputUnsafe(options?.interval ?? DefaultProbeInterval)
+    const probeTimeout = Duration.fromInputUnsafe(options?.probeTimeout ?? DefaultProbeTimeout)
     const probeName = options?.probeName ?? DefaultProbeName
     const resolvers = yield* DnsResolvers.DnsResolvers
     const pending = new Map<string, { listener: NodeStart.Listener; ask: Effect.Effect<string | undefined> }>()
