@@ -115,7 +115,7 @@ export const resetCniState: (
       const made = yield* Effect.result(fs.makeDirectory(conf, { mode: 0o755 }))
       if (made._tag === "Failure") {
         const kept: SafeRemove.Kept = { path: conf, reason: "Failed", detail: `makeDirectory: ${made.failure.message}` }
-        yield* Effect.logWarning(`kept ${conf}: ${kept.detail}`).pipe(Effect.annotateLogs({ path: conf }))
+        yield* SafeRemove.logKept(kept)
         confReport = SafeRemove.merge(confReport, { removed: [], kept: [kept] })
       } else {
         yield* Effect.logInfo(`replaced the ${confInfo.value.type} at ${conf} with an empty directory`)
@@ -277,9 +277,7 @@ export const teardownKubeletDir: (
         detail: failure.message
       }
       kept.push(k)
-      yield* Effect.logWarning(`kept ${t.full}: ${k.detail}`).pipe(
-        Effect.annotateLogs({ path: t.full, reason: k.reason, mountPoint: k.mountPoint ?? "" })
-      )
+      yield* SafeRemove.logKept(k)
     }
     // The table is read again now: the unmounts changed it.
     const session = yield* SafeRemove.open(root)

@@ -296,6 +296,15 @@ export interface Session {
 // exist: those call HostPath.isMissing.
 const isNotFound = (e: PlatformError): boolean => e.reason._tag === "NotFound"
 
+/**
+ * Logs a kept path as a warning with its reason (and the mount that kept it):
+ * every keep, here or by the operations built on this module, reads the same.
+ */
+export const logKept = (kept: Kept): Effect.Effect<void> =>
+  Effect.logWarning(`kept ${kept.path}: ${kept.detail}`).pipe(
+    Effect.annotateLogs({ path: kept.path, reason: kept.reason, mountPoint: kept.mountPoint ?? "" })
+  )
+
 const dirname = (path: string): string => {
   const i = path.lastIndexOf("/")
   return i <= 0 ? "/" : path.slice(0, i)
@@ -334,36 +343,26 @@ export const open: (root: Root) => Effect.Effect<Session, MountInfo.MountInfoErr
     })
 
   const keep = (acc: Acc, kept: Kept) =>
-    Effect.sync(() => acc.kept.push(kept)).pipe(
-      Effect.andThen(
-        Effect.logWarning(`kept ${kept.path}: ${kept.detail}`).pipe(
-          Effect.annotateLogs({ path: kept.path, reason: kept.reason, mountPoint: kept.mountPoint ?? "" })
-        )
-      ),
-      Effect.as(false)
-    )
+    Effect.sync(() => acc.kept.push(kept)).pipe(Effect.andThen(logKept(kept)), Effect.as(false))
 
   const failed = (acc: Acc, path: string, what: string, e: PlatformError) =>
     keep(acc, { path, reason: "Failed", detail: `${what}: ${e.message}` })
 
-  const lstat = (path: string) =>
-    fs.lstat(path).pipe(
+  /** What a stat found: the file's info, nothing there, or another error. */
+  const found = (info: Effect.Effect<FileSystem.File.Info, PlatformError>) =>
+    info.pipe(
       Effect.map((info) => ({ _tag: "Found" as const, info })),
       Effect.catchTag("PlatformError", (e) =>
         Effect.succeed(HostPath.isMissing(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
       )
     )
 
+  const lstat = (path: string) => found(fs.lstat(path))
+
   // The directory a top path is in, for its device. It was resolved with the
   // path, so it is a directory; `stat` (not `lstat`) because it may be the
   // host root itself, which can be a link (`/proc/<pid>/root`).
-  const parentOf = (path: string) =>
-    fs.stat(dirname(path)).pipe(
-      Effect.map((info) => ({ _tag: "Found" as const, info })),
-      Effect.catchTag("PlatformError", (e) =>
-        Effect.succeed(HostPath.isMissing(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
-      )
-    )
+  const parentOf = (path: string) => found(fs.stat(dirname(path)))
 
   const removed = (acc: Acc, path: string, type: FileSystem.File.Type) =>
     Effect.sync(() => acc.removed.push(path)).pipe(
