@@ -22,7 +22,7 @@
  *
  * @since 0.1.0
  */
-import { HostCommand, LocalDns, Mounter, MountInfo, Systemd } from "@hostnode/core"
+import { HostCommand, HostPath, LocalDns, Mounter, MountInfo, Systemd } from "@hostnode/core"
 import { MemoryCommands, MemoryNetwork } from "@hostnode/test"
 import { ByteSize, Context, Effect, FileSystem, Layer, Option, Ref, Schema, Sink, Stream } from "effect"
 import * as PlatformError from "effect/PlatformError"
@@ -112,11 +112,6 @@ const parentOf = (path: string): string | undefined => {
   const i = path.lastIndexOf("/")
   return i === 0 ? "/" : path.slice(0, i)
 }
-
-const childOf = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}/${name}`)
-
-const isBelow = (path: string, prefix: string) =>
-  path === prefix || path.startsWith(prefix === "/" ? "/" : `${prefix}/`)
 
 const TypeBits = { file: 0o100000, dir: 0o040000, link: 0o120000 } as const
 
@@ -316,7 +311,7 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
       const detach = (path: string) => {
         const taken: Array<readonly [string, Node]> = []
         for (const [p, node] of overlay) {
-          if (isBelow(p, path)) {
+          if (HostPath.covers(path, p)) {
             taken.push([p.slice(path.length), node])
             overlay.delete(p)
           }
@@ -349,7 +344,7 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
         if (depth >= 40) return Effect.fail(fsError(method, path, "ELOOP"))
         const target = at.node.target.startsWith("/")
           ? at.node.target
-          : childOf(parentOf(normalize(path)) ?? "/", at.node.target)
+          : HostPath.child(parentOf(normalize(path)) ?? "/", at.node.target)
         return follow(target, method, depth + 1)
       }
 
@@ -374,7 +369,7 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
         }
         return real.readDirectory(at.path, options).pipe(
           Effect.map((names) => {
-            const shown = names.filter((name) => place(childOf(dir, name))._tag !== "Absent")
+            const shown = names.filter((name) => place(HostPath.child(dir, name))._tag !== "Absent")
             const added = overlayChildren(dir).filter((name) => !shown.includes(name))
             return [...shown, ...added]
           })
@@ -675,12 +670,12 @@ export const layerMounter: Layer.Layer<Mounter.Mounter, never, FileSystem.FileSy
       }
       for (const id of gone) plan.detached.add(id)
       for (const point of plan.uncovered.keys())
-        if (point !== target && isBelow(point, target)) plan.uncovered.delete(point)
+        if (point !== target && HostPath.covers(target, point)) plan.uncovered.delete(point)
       const left = entries.filter((e) => !gone.has(e.id))
       entries.splice(0, entries.length, ...left)
       // What shows at the mount point now: the next mount of a stack, or the
       // directory of the mount it sits in.
-      const covering = left.filter((e) => isBelow(target, e.mountPoint))
+      const covering = left.filter((e) => HostPath.covers(e.mountPoint, target))
       const under = covering.findLast((e) => e.mountPoint === target) ?? longestPrefix(covering)
       if (under !== undefined) plan.uncovered.set(target, deviceNumber(under.major, under.minor))
       return true

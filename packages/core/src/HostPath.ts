@@ -87,10 +87,25 @@ const isClean = (path: string): boolean => {
 /** The root in canonical form: `"/"` for the real host, otherwise a cleaned absolute path without a trailing slash. */
 export const normalizeRoot = (root: string): string => (root === "" ? "/" : clean(root))
 
-const under = (root: string, rel: ReadonlyArray<string>): string => {
-  if (rel.length === 0) return root
-  return root === "/" ? `/${rel.join("/")}` : `${root}/${rel.join("/")}`
+/** The directory a clean absolute path is in: `/a` for `/a/b`, `/` for `/a` and for `/`. */
+export const dirname = (path: string): string => {
+  const i = path.lastIndexOf("/")
+  return i <= 0 ? "/" : path.slice(0, i)
 }
+
+/** `name` (one or more components) inside the clean absolute directory `dir`, without a doubled slash below `/`. */
+export const child = (dir: string, name: string): string => (dir === "/" ? `/${name}` : `${dir}/${name}`)
+
+/**
+ * True when the clean absolute `ancestor` is `path` or a directory above it,
+ * on a `/` boundary: `/var/lib/kubelet` covers itself and
+ * `/var/lib/kubelet/pods/x`, not `/var/lib/kubelet2`.
+ */
+export const covers = (ancestor: string, path: string): boolean =>
+  ancestor === "/" || path === ancestor || path.startsWith(`${ancestor}/`)
+
+const under = (root: string, rel: ReadonlyArray<string>): string =>
+  rel.length === 0 ? root : child(root, rel.join("/"))
 
 /**
  * Joins `path` below `root` lexically: `..` is cleaned against the host path

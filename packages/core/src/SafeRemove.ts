@@ -42,7 +42,6 @@ import { Effect, FileSystem, Option, Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import * as HostPath from "./HostPath.ts"
 import * as MountInfo from "./MountInfo.ts"
-import { covers } from "./Unmount.ts"
 
 /**
  * Why a path was left in place.
@@ -240,7 +239,7 @@ export const blockers = (index: TableIndex, path: string): Array<Blocker> => {
   const out: Array<Blocker> = []
   const seen = new Set<MountInfo.MountEntry>()
   for (const e of index.entries) {
-    if (!covers(path, e.mountPoint)) continue
+    if (!HostPath.covers(path, e.mountPoint)) continue
     out.push({ reason: "MountBelow", entry: e.entry, at: e.mountPoint })
     seen.add(e.entry)
   }
@@ -256,7 +255,7 @@ export const blockers = (index: TableIndex, path: string): Array<Blocker> => {
       if (looked.has(key)) continue
       looked.add(key)
       for (const e of index.byDevice.get(device) ?? []) {
-        if (seen.has(e.entry) || !covers(onDevice, e.root)) continue
+        if (seen.has(e.entry) || !HostPath.covers(onDevice, e.root)) continue
         seen.add(e.entry)
         out.push({ reason: "MountSourceBelow", entry: e.entry, at: append(path, suffix(onDevice, e.root)) })
       }
@@ -304,11 +303,6 @@ export const logKept = (kept: Kept): Effect.Effect<void> =>
   Effect.logWarning(`kept ${kept.path}: ${kept.detail}`).pipe(
     Effect.annotateLogs({ path: kept.path, reason: kept.reason, mountPoint: kept.mountPoint ?? "" })
   )
-
-const dirname = (path: string): string => {
-  const i = path.lastIndexOf("/")
-  return i <= 0 ? "/" : path.slice(0, i)
-}
 
 const device = (info: FileSystem.File.Info): string => String(info.dev)
 
@@ -362,7 +356,7 @@ export const open: (root: Root) => Effect.Effect<Session, MountInfo.MountInfoErr
   // The directory a top path is in, for its device. It was resolved with the
   // path, so it is a directory; `stat` (not `lstat`) because it may be the
   // host root itself, which can be a link (`/proc/<pid>/root`).
-  const parentOf = (path: string) => found(fs.stat(dirname(path)))
+  const parentOf = (path: string) => found(fs.stat(HostPath.dirname(path)))
 
   const removed = (acc: Acc, path: string, type: FileSystem.File.Type) =>
     Effect.sync(() => acc.removed.push(path)).pipe(
@@ -480,7 +474,7 @@ export const open: (root: Root) => Effect.Effect<Session, MountInfo.MountInfoErr
       if (found._tag === "Error") return yield* failed(acc, path, "lstat", found.error)
       const parent = yield* parentOf(path)
       if (parent._tag === "Missing") return true
-      if (parent._tag === "Error") return yield* failed(acc, dirname(path), "lstat", parent.error)
+      if (parent._tag === "Error") return yield* failed(acc, HostPath.dirname(path), "lstat", parent.error)
       if (found.info.dev !== parent.info.dev) return yield* keep(acc, otherFileSystem(path, found.info, parent.info))
       return yield* removeNode(acc, path, found.info)
     })

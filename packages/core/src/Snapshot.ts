@@ -261,19 +261,9 @@ export interface ScopedOptions extends TakeOptions {
 const isHostPath = (p: string): boolean =>
   p.startsWith("/") && p !== "/" && !p.includes("\0") && HostPath.clean(p) === p
 
-const parentOf = (p: string): string => {
-  const i = p.lastIndexOf("/")
-  return i <= 0 ? "/" : p.slice(0, i)
-}
-
 const baseOf = (p: string): string => p.slice(p.lastIndexOf("/") + 1)
 
-const childOf = (dir: string, name: string): string => (dir === "/" ? `/${name}` : `${dir}/${name}`)
-
-const isBelow = (ancestor: string, p: string): boolean =>
-  ancestor === "/" ? p !== "/" : p.length > ancestor.length && p.startsWith(`${ancestor}/`)
-
-const isAtOrBelow = (ancestor: string, p: string): boolean => ancestor === p || isBelow(ancestor, p)
+const isBelow = (ancestor: string, p: string): boolean => ancestor !== p && HostPath.covers(ancestor, p)
 
 /** The staging directories of a take into `dir` start with this; `recover` removes them. */
 const stagingPrefix = (dir: string) => `${baseOf(dir)}.tmp-`
@@ -404,7 +394,7 @@ const bytesEqual = (x: Uint8Array, y: Uint8Array): boolean => {
 /** Names in the parent of `dir` left by a take that never committed or a discard that never finished. */
 const leftovers = (ctx: Ctx) =>
   Effect.gen(function* () {
-    const parent = parentOf(ctx.dir)
+    const parent = HostPath.dirname(ctx.dir)
     const names = yield* ctx.fs
       .readDirectory(parent)
       .pipe(
@@ -414,7 +404,7 @@ const leftovers = (ctx: Ctx) =>
       )
     const prefix = stagingPrefix(ctx.dir)
     const discarding = baseOf(discardingPath(ctx.dir))
-    return names.filter((n) => n.startsWith(prefix) || n === discarding).map((n) => childOf(parent, n))
+    return names.filter((n) => n.startsWith(prefix) || n === discarding).map((n) => HostPath.child(parent, n))
   })
 
 const removeLeftovers = (ctx: Ctx) =>
@@ -424,7 +414,7 @@ const removeLeftovers = (ctx: Ctx) =>
       yield* ctx.fs.remove(p, { recursive: true }).pipe(Effect.mapError(io(ctx, `remove leftover ${p}`)))
       yield* Effect.logInfo("removed an uncommitted or half-discarded snapshot").pipe(Effect.annotateLogs({ path: p }))
     }
-    if (found.length > 0) yield* syncPath(ctx, parentOf(ctx.dir))
+    if (found.length > 0) yield* syncPath(ctx, HostPath.dirname(ctx.dir))
   })
 
 // ---------------------------------------------------------------------------
@@ -447,7 +437,7 @@ const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
     const dirFull = HostPath.clean(ctx.dir)
     for (const p of kept) {
       const full = HostPath.join(ctx.hostRoot, p)
-      if (isAtOrBelow(full, dirFull) || isAtOrBelow(dirFull, full)) {
+      if (HostPath.covers(full, dirFull) || HostPath.covers(dirFull, full)) {
         // The snapshot would record itself (and a restore remove it as
         // created since), or a restore would write into the snapshot.
         return yield* fail(ctx, "InvalidPath", p, `the snapshot directory and the recorded path ${full} overlap`)
@@ -509,16 +499,16 @@ const walkPath = (
         walk.entries.push({ type: "Directory", path, mode: info.value.mode & 0o7777, ...owner })
         const names = yield* ctx.fs.readDirectory(full).pipe(Effect.mapError(io(ctx, `readdir ${full}`, path)))
         names.sort()
-        const kept = names.filter((name) => !exclude.some((x) => isAtOrBelow(x, childOf(path, name))))
+        const kept = names.filter((name) => !exclude.some((x) => HostPath.covers(x, HostPath.child(path, name))))
         const infos = yield* Effect.forEach(
           kept,
-          (name) => lstatOption(ctx, childOf(full, name), childOf(path, name)),
+          (name) => lstatOption(ctx, HostPath.child(full, name), HostPath.child(path, name)),
           {
             concurrency: Concurrency
           }
         )
         for (const [i, name] of kept.entries()) {
-          yield* walkPath(ctx, walk, exclude, childOf(path, name), childOf(full, name), infos[i])
+          yield* walkPath(ctx, walk, exclude, HostPath.child(path, name), HostPath.child(full, name), infos[i])
         }
         return
       }
@@ -635,7 +625,7 @@ export const takeOf: (options: TakeOfOptions) => Effect.Effect<Snapshot, Snapsho
         )
       }
       yield* removeLeftovers(ctx)
-      const parent = parentOf(ctx.dir)
+      const parent = HostPath.dirname(ctx.dir)
       yield* fs.makeDirectory(parent, { recursive: true }).pipe(Effect.mapError(io(ctx, `mkdir ${parent}`)))
       const staging = yield* fs
         .makeTempDirectory({ directory: parent, prefix: stagingPrefix(ctx.dir) })
@@ -750,12 +740,12 @@ const check = (ctx: Ctx, manifest: Manifest) =>
     for (const e of manifest.entries) {
       if (types.has(e.path)) return yield* invalid(ctx, e.path, "recorded twice")
       if (!topLevel.has(e.path)) {
-        const parent = parentOf(e.path)
+        const parent = HostPath.dirname(e.path)
         if (types.get(parent) !== "Directory") {
           return yield* invalid(ctx, e.path, "neither a listed path nor below a directory recorded before it")
         }
         if (e.type === "Absent") return yield* invalid(ctx, e.path, "only a listed path can be absent")
-        if (manifest.exclude.some((x) => isAtOrBelow(x, e.path))) {
+        if (manifest.exclude.some((x) => HostPath.covers(x, e.path))) {
           return yield* invalid(ctx, e.path, "an excluded path cannot be recorded below a directory")
         }
         children.get(parent)?.add(baseOf(e.path))
@@ -869,7 +859,7 @@ const restoreChecked = (ctx: Ctx, checked: Checked, data: FileSystem.File) =>
     const { fs } = ctx
     const { manifest, children, topLevel } = checked
     const exclude = manifest.exclude
-    const isExcluded = (path: string) => exclude.some((x) => isAtOrBelow(x, path))
+    const isExcluded = (path: string) => exclude.some((x) => HostPath.covers(x, path))
 
     // 1. Check every file's bytes before anything is written. A snapshot of
     //    up to CacheBudget bytes is read in one go and kept for step 3.
@@ -919,7 +909,7 @@ const restoreChecked = (ctx: Ctx, checked: Checked, data: FileSystem.File) =>
           return
         }
         const names = yield* fs.readDirectory(full).pipe(Effect.mapError(io(ctx, `readdir ${full}`, path)))
-        for (const name of names) yield* removeTree(childOf(full, name), childOf(path, name))
+        for (const name of names) yield* removeTree(HostPath.child(full, name), HostPath.child(path, name))
       })
 
     const ensureParent = (parentFull: string, path: string) =>
@@ -937,8 +927,8 @@ const restoreChecked = (ctx: Ctx, checked: Checked, data: FileSystem.File) =>
       const isTop = topLevel.has(e.path)
       const full = isTop
         ? yield* resolveFull(ctx, e.path)
-        : childOf(dirFull.get(parentOf(e.path)) ?? "", baseOf(e.path))
-      const parentFull = parentOf(full)
+        : HostPath.child(dirFull.get(HostPath.dirname(e.path)) ?? "", baseOf(e.path))
+      const parentFull = HostPath.dirname(full)
       toSync.add(parentFull)
       const current = known.get(e.path) ?? (yield* lstatOption(ctx, full, e.path))
       known.delete(e.path)
@@ -954,25 +944,25 @@ const restoreChecked = (ctx: Ctx, checked: Checked, data: FileSystem.File) =>
             const wanted = new Set(want)
             const names = yield* fs.readDirectory(full).pipe(Effect.mapError(io(ctx, `readdir ${full}`, e.path)))
             for (const name of names) {
-              if (!wanted.has(name)) yield* removeTree(childOf(full, name), childOf(e.path, name))
+              if (!wanted.has(name)) yield* removeTree(HostPath.child(full, name), HostPath.child(e.path, name))
             }
             const present = new Set(names)
             const infos = yield* Effect.forEach(
               want,
               (name) =>
                 present.has(name)
-                  ? lstatOption(ctx, childOf(full, name), childOf(e.path, name))
+                  ? lstatOption(ctx, HostPath.child(full, name), HostPath.child(e.path, name))
                   : Effect.succeed(Option.none<FileSystem.File.Info>()),
               { concurrency: Concurrency }
             )
-            for (const [i, name] of want.entries()) known.set(childOf(e.path, name), infos[i] ?? Option.none())
+            for (const [i, name] of want.entries()) known.set(HostPath.child(e.path, name), infos[i] ?? Option.none())
             break
           }
           if (Option.isSome(current)) yield* removeTree(full, e.path)
           else if (isTop) yield* ensureParent(parentFull, e.path)
           // Private until its mode is set in step 4, once its contents are back.
           yield* fs.makeDirectory(full, { mode: 0o700 }).pipe(Effect.mapError(io(ctx, `mkdir ${full}`, e.path)))
-          for (const name of want) known.set(childOf(e.path, name), Option.none())
+          for (const name of want) known.set(HostPath.child(e.path, name), Option.none())
           changed()
           break
         }
@@ -986,8 +976,8 @@ const restoreChecked = (ctx: Ctx, checked: Checked, data: FileSystem.File) =>
     const restoreLeaf = (leaf: Leaf) =>
       Effect.gen(function* () {
         const { entry: e, full, parentFull, current } = leaf
-        const siblings = leaf.topLevel ? undefined : children.get(parentOf(e.path))
-        const tmp = childOf(parentFull, tempName(leaf.index, siblings))
+        const siblings = leaf.topLevel ? undefined : children.get(HostPath.dirname(e.path))
+        const tmp = HostPath.child(parentFull, tempName(leaf.index, siblings))
         // A crash may have left this leaf's temporary file; below a recorded
         // directory step 2 removed it, beside a listed path it goes here.
         const clearTemp = leaf.topLevel
@@ -1131,7 +1121,7 @@ const discardNow = (ctx: Ctx) =>
     // Renamed aside first: a crash while removing leaves a name `recover`
     // removes, never a half-deleted snapshot it would try to restore.
     yield* ctx.fs.rename(ctx.dir, aside).pipe(Effect.mapError(io(ctx, `rename ${ctx.dir} to ${aside}`)))
-    yield* syncPath(ctx, parentOf(ctx.dir))
+    yield* syncPath(ctx, HostPath.dirname(ctx.dir))
     yield* ctx.fs.remove(aside, { recursive: true }).pipe(Effect.mapError(io(ctx, `remove ${aside}`)))
   })
 

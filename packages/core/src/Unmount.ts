@@ -59,12 +59,11 @@ export const normalizePrefixes = (prefixes: ReadonlyArray<string>): ReadonlyArra
 ]
 
 /**
- * True when `prefix` covers `mountPoint` on a path boundary: `/var/lib/kubelet`
- * covers itself and `/var/lib/kubelet/pods/x`, not `/var/lib/kubelet2`. Both
- * must already be clean.
+ * True when `prefix` covers `mountPoint` on a path boundary (`HostPath.covers`):
+ * `/var/lib/kubelet` covers itself and `/var/lib/kubelet/pods/x`, not
+ * `/var/lib/kubelet2`. Both must already be clean.
  */
-export const covers = (prefix: string, mountPoint: string): boolean =>
-  prefix === "/" || mountPoint === prefix || mountPoint.startsWith(`${prefix}/`)
+export const covers: (prefix: string, mountPoint: string) => boolean = HostPath.covers
 
 /**
  * The prefixes of `set` that cover the clean `mountPoint`: the path itself and
