@@ -212,7 +212,6 @@ export const makeFilesystem = (dev: bigint, flavor: Flavor, now: number): Filesy
  */
 export const makeState = (options: {
   readonly now: number
-  readonly cwd?: string | undefined
   readonly umask?: number | undefined
   readonly tmpdir?: string | undefined
   readonly flavor?: Flavor | undefined
@@ -240,7 +239,6 @@ export const makeState = (options: {
   }
   const tmp = mkdirAll(st, st.tmpdir, 0o755, options.now)
   if (tmp !== undefined) tmp.mode = 0o1777
-  st.cwd = options.cwd ?? "/"
   return st
 }
 
@@ -1060,6 +1058,7 @@ const copyFileSys = (st: FsState, from: string, to: string, now: number): undefi
     return errno("EISDIR", "copyfile", from, to)
   }
   writeAt(dst, fileBytes(src), 0, now)
+  // Also for an empty source, which writeAt leaves untouched: the copy truncated it.
   dst.mtime = now
   dst.ctime = now
   touchRead(src, now)
