@@ -916,7 +916,11 @@ const mkdirp = (st: FsState, path: string, mode: number, now: number): string | 
 }
 
 /** Creates `path` and missing parents as root directories with `mode` (no umask); for seeding. */
-export const mkdirAll = (st: FsState, path: string, mode: number, now: number): DirectoryNode | undefined => {
+export const mkdirAll = (st: FsState, path: string, mode: number, now: number): DirectoryNode | undefined =>
+  mkdirAllFrame(st, path, mode, now)?.dir
+
+/** {@link mkdirAll}, giving the frame reached: which mount the directory is on matters to what is created in it. */
+const mkdirAllFrame = (st: FsState, path: string, mode: number, now: number): Frame | undefined => {
   let frame = rootFrame(st)
   for (const name of path.split("/").filter((n) => n !== "")) {
     let child = frame.dir.entries.get(name)
@@ -927,7 +931,7 @@ export const mkdirAll = (st: FsState, path: string, mode: number, now: number): 
     if (child.type !== "Directory") return undefined
     frame = enterFrame(frame, name, child)
   }
-  return frame.dir
+  return frame
 }
 
 /** Node's `fs.rm` (validateRmOptions, then the vendored rimraf). */
@@ -1903,11 +1907,12 @@ export const seed = (st: FsState, fixture: Fixture, now: number): SeedProblem | 
       }
       return { path: key, reason: "AlreadyExists" }
     }
-    const parent = mkdirAll(st, posix.dirname(path), 0o755, now)
-    if (parent === undefined) return { path: key, reason: "ParentNotDirectory" }
+    // The frame of the parent as reached, mounts crossed: new inodes belong to its file system.
+    const frame = mkdirAllFrame(st, posix.dirname(path), 0o755, now)
+    if (frame === undefined) return { path: key, reason: "ParentNotDirectory" }
+    const parent = frame.dir
     const name = posix.basename(path)
     const existing = parent.entries.get(name)
-    const frame: Frame = { mount: st.rootMount, dir: parent, name: "", up: undefined }
     if (typeof entry === "object" && "directory" in entry) {
       if (existing !== undefined && existing.type !== "Directory") return { path: key, reason: "AlreadyExists" }
       const dir = existing ?? createDirectory(st, frame, name, 0o755, now)

@@ -4,9 +4,26 @@
  * tests, which is what lets tests of node agents run on the simulated host.
  */
 import { NodeFileSystem } from "@effect/platform-node"
-import { MemoryHost } from "@hostnode/test"
+import { assert, describe, it } from "@effect/vitest"
+import { MemoryFileSystem, MemoryHost } from "@hostnode/test"
 import { FileSystemConformance } from "@hostnode/test/conformance"
+import { Effect, FileSystem } from "effect"
 
 FileSystemConformance.suite("NodeFileSystem (real, in a temporary directory)", NodeFileSystem.layer)
 
 FileSystemConformance.suite("MemoryHost", MemoryHost.layer())
+
+describe("MemoryFileSystem.seed", () => {
+  it.effect("plants below a mount point on the mounted file system, not on the root's", () =>
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      const fs = yield* FileSystem.FileSystem
+      yield* host.tmpfs("/m")
+      assert.isUndefined(MemoryFileSystem.seed(host.state.fs, { "/m/a/file": "x", "/root-file": "y" }, 0))
+      const dev = (path: string) => Effect.map(fs.stat(path), (i) => i.dev)
+      assert.strictEqual(yield* dev("/m/a/file"), yield* dev("/m"))
+      assert.strictEqual(yield* dev("/root-file"), yield* dev("/"))
+      assert.notStrictEqual(yield* dev("/m"), yield* dev("/"))
+    }).pipe(Effect.provide(MemoryHost.layer({ files: { "/m/.keep": "" } })))
+  )
+})
