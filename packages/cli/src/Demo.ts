@@ -30,7 +30,7 @@ import {
   Systemd,
   Unmount
 } from "@hostnode/core"
-import { MemoryHost, MemoryNetwork, MemoryNode, MemorySystemd } from "@hostnode/test"
+import { MemoryHost, MemoryNetwork, MemoryNode, MemorySystemd, TreeWalk } from "@hostnode/test"
 import { Clock, Effect, FileSystem, Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import { plural } from "./internal/text.ts"
@@ -346,36 +346,22 @@ export const captureImage = (
   exclude: ReadonlyArray<string> = ConfSnap.Exclude
 ): Effect.Effect<Image, PlatformError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
-    const fs = yield* FileSystem.FileSystem
     const out: Record<string, ImageEntry> = {}
-    const visit = (path: string, top: boolean): Effect.Effect<void, PlatformError> =>
-      Effect.gen(function* () {
-        if (!top && exclude.includes(path)) return
-        const info = yield* Effect.result(fs.lstat(path))
-        if (info._tag === "Failure") {
-          if (info.failure.reason._tag !== "NotFound") return yield* Effect.fail(info.failure)
-          out[path] = { type: "Absent" }
-          return
-        }
-        const mode = info.success.mode & 0o7777
-        switch (info.success.type) {
-          case "File":
-            out[path] = { type: "File", mode, bytes: yield* fs.readFile(path) }
-            return
-          case "SymbolicLink":
-            out[path] = { type: "SymbolicLink", target: yield* fs.readLink(path) }
-            return
-          case "Directory": {
-            out[path] = { type: "Directory", mode }
-            const names = [...(yield* fs.readDirectory(path))].sort()
-            for (const name of names) yield* visit(`${path}/${name}`, false)
-            return
-          }
-          default:
-            out[path] = { type: "Other", kind: info.success.type }
-        }
-      })
-    for (const path of paths) yield* visit(path, true)
+    for (const top of paths) {
+      const visited = yield* TreeWalk.walk(top, { skip: (p) => exclude.includes(p) })
+      if (visited.length === 0) out[top] = { type: "Absent" }
+      for (const v of visited) {
+        const mode = v.info.mode & 0o7777
+        out[v.path] =
+          v.type === "File"
+            ? { type: "File", mode, bytes: v.bytes }
+            : v.type === "SymbolicLink"
+              ? { type: "SymbolicLink", target: v.target }
+              : v.type === "Directory"
+                ? { type: "Directory", mode }
+                : { type: "Other", kind: v.info.type }
+      }
+    }
     return out
   })
 

@@ -38,6 +38,7 @@ import { Effect, FileSystem, type Layer, Schema } from "effect"
 import * as FaultyMounter from "./FaultyMounter.ts"
 import * as Fence from "./FencedFileSystem.ts"
 import { MountFixture } from "./MountFixture.ts"
+import * as TreeWalk from "./TreeWalk.ts"
 
 // ---------------------------------------------------------------------------
 // Trees: planting, hashing, comparing
@@ -68,31 +69,20 @@ export const plant = (base: string, tree: Readonly<Record<string, Plant>>) =>
  * path walk crosses them, so a file reachable through a mount is in it.
  */
 export const snapshot = (dir: string) =>
-  Effect.gen(function* () {
-    const fs = yield* FileSystem.FileSystem
+  Effect.map(TreeWalk.walk(dir), (visited) => {
     const out: Record<string, string> = {}
-    const walk = (rel: string): Effect.Effect<void, unknown> =>
-      Effect.gen(function* () {
-        const path = rel === "" ? dir : `${dir}/${rel}`
-        const found = yield* Effect.option(fs.lstat(path))
-        if (found._tag === "None") return
-        const info = found.value
-        const mode = (info.mode & 0o7777).toString(8)
-        if (info.type === "Directory") {
-          out[rel] = `d ${mode}`
-          for (const name of [...(yield* fs.readDirectory(path))].sort()) {
-            yield* walk(rel === "" ? name : `${rel}/${name}`)
-          }
-        } else if (info.type === "File") {
-          const bytes = yield* fs.readFile(path)
-          out[rel] = `f ${mode} ${createHash("sha256").update(bytes).digest("hex")}`
-        } else if (info.type === "SymbolicLink") {
-          out[rel] = `l ${yield* fs.readLink(path)}`
-        } else {
-          out[rel] = info.type
-        }
-      })
-    yield* walk("")
+    for (const v of visited) {
+      const rel = v.path === dir ? "" : v.path.slice(dir.length + 1)
+      const mode = (v.info.mode & 0o7777).toString(8)
+      out[rel] =
+        v.type === "Directory"
+          ? `d ${mode}`
+          : v.type === "File"
+            ? `f ${mode} ${createHash("sha256").update(v.bytes).digest("hex")}`
+            : v.type === "SymbolicLink"
+              ? `l ${v.target}`
+              : v.info.type
+    }
     return out
   }).pipe(Effect.orDie)
 

@@ -35,6 +35,7 @@ import {
   type Scope
 } from "effect"
 import * as RefusingSystemd from "./RefusingSystemd.ts"
+import * as TreeWalk from "./TreeWalk.ts"
 
 // ---------------------------------------------------------------------------
 // Reading a tree
@@ -56,8 +57,6 @@ export type Node =
 const base64 = (bytes: Uint8Array): string =>
   Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64")
 
-const joinUnder = (root: string, path: string) => (root === "/" || root === "" ? path : `${root}${path}`)
-
 /**
  * The tree at host path `path` below `root`, keyed by host path, without
  * following any link. A missing path gives an empty record.
@@ -66,38 +65,31 @@ export const treeOf = (
   root: string,
   path: string
 ): Effect.Effect<Record<string, Node>, PlatformError.PlatformError, FileSystem.FileSystem> =>
-  Effect.gen(function* () {
-    const fs = yield* FileSystem.FileSystem
-    const out: Record<string, Node> = {}
-    const visit = (p: string): Effect.Effect<void, PlatformError.PlatformError> =>
-      Effect.gen(function* () {
-        const full = joinUnder(root, p)
-        const info = yield* fs.lstat(full)
-        const uid = Option.getOrElse(info.uid, () => -1)
-        const gid = Option.getOrElse(info.gid, () => -1)
-        const mode = info.mode & 0o7777
-        if (info.type === "File") {
-          out[p] = { type: "File", mode, uid, gid, content: base64(yield* fs.readFile(full)) }
-        } else if (info.type === "SymbolicLink") {
-          out[p] = { type: "SymbolicLink", target: yield* fs.readLink(full) }
-        } else if (info.type === "Directory") {
-          out[p] = { type: "Directory", mode, uid, gid }
-          const names = yield* fs.readDirectory(full)
-          yield* Effect.forEach(names, (n) => visit(p === "/" ? `/${n}` : `${p}/${n}`), {
-            concurrency: 16,
-            discard: true
-          })
-        } else {
-          out[p] = { type: "Other", kind: info.type }
-        }
-      })
-    const exists = yield* fs.lstat(joinUnder(root, path)).pipe(
-      Effect.as(true),
-      Effect.catchTag("PlatformError", (e) => (e.reason._tag === "NotFound" ? Effect.succeed(false) : Effect.fail(e)))
-    )
-    if (exists) yield* visit(path)
-    return out
+  Effect.suspend(() => {
+    // Host paths are keys: the walk's full paths without the root before them.
+    const base = root === "/" || root === "" ? "" : root
+    const top = path === "/" ? base || "/" : `${base}${path}`
+    return Effect.map(TreeWalk.walk(top), (visited) => treeFrom(visited, base))
   })
+
+const treeFrom = (visited: ReadonlyArray<TreeWalk.Visited>, base: string): Record<string, Node> => {
+  const out: Record<string, Node> = {}
+  for (const v of visited) {
+    const p = base === "" ? v.path : v.path === base ? "/" : v.path.slice(base.length)
+    const uid = Option.getOrElse(v.info.uid, () => -1)
+    const gid = Option.getOrElse(v.info.gid, () => -1)
+    const mode = v.info.mode & 0o7777
+    out[p] =
+      v.type === "File"
+        ? { type: "File", mode, uid, gid, content: base64(v.bytes) }
+        : v.type === "SymbolicLink"
+          ? { type: "SymbolicLink", target: v.target }
+          : v.type === "Directory"
+            ? { type: "Directory", mode, uid, gid }
+            : { type: "Other", kind: v.info.type }
+  }
+  return out
+}
 
 /** The entries of `tree` whose key satisfies `keep`. */
 export const pick = (tree: Record<string, Node>, keep: (path: string) => boolean): Record<string, Node> =>

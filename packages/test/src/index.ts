@@ -35,3 +35,5 @@ export * as RefusingSystemd from "./RefusingSystemd.ts"
 
 /** A real systemd booted on a throwaway root in its own namespaces, for tests. */
 export * as SystemdMachine from "./SystemdMachine.ts"
+/** Walking a directory tree without following links: each path with its lstat, bytes or link target. */
+export * as TreeWalk from "./TreeWalk.ts"
