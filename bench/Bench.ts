@@ -45,11 +45,12 @@ const fmt = (ms: number): string => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` 
 export const table = (title: string, rows: ReadonlyArray<Row>, baseline: string): Effect.Effect<void> =>
   Effect.gen(function* () {
     const base = rows.find((r) => r.name === baseline)?.ms ?? Number.NaN
+    const hasNote = rows.some((r) => r.note)
     yield* Console.log(`\n### ${title}\n`)
-    yield* Console.log(`| case | time | ratio to ${baseline} |${rows.some((r) => r.note) ? " note |" : ""}`)
-    yield* Console.log(`|---|---|---|${rows.some((r) => r.note) ? "---|" : ""}`)
+    yield* Console.log(`| case | time | ratio to ${baseline} |${hasNote ? " note |" : ""}`)
+    yield* Console.log(`|---|---|---|${hasNote ? "---|" : ""}`)
     for (const r of rows) {
-      const note = rows.some((x) => x.note) ? ` ${r.note ?? ""} |` : ""
+      const note = hasNote ? ` ${r.note ?? ""} |` : ""
       yield* Console.log(`| ${r.name} | ${fmt(r.ms)} | ${(r.ms / base).toFixed(2)}x |${note}`)
     }
   })

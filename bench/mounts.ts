@@ -11,7 +11,7 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { HostCommand, MountInfo, Unmount } from "@hostnode/core"
 import { NodeMounter } from "@hostnode/node"
-import { Console, Effect, FileSystem, Layer } from "effect"
+import { Console, Effect, FileSystem } from "effect"
 import koffi from "koffi"
 import { median, type Row, table, time } from "./Bench.ts"
 
@@ -20,6 +20,8 @@ const mount2 = libc.func(
   "int mount(const char *src, const char *target, const char *fstype, unsigned long flags, const char *data)"
 ) as (s: string, t: string, f: string, fl: number, d: string) => number
 const umount2 = libc.func("int umount2(const char *target, int flags)") as (t: string, f: number) => number
+/** umount2's lazy-detach flag, as the library passes it. */
+const MNT_DETACH = 2
 
 // Mounts are made through the FFI too: 1,000 `mount` processes would take
 // seconds per run and swamp what is being measured.
@@ -46,7 +48,8 @@ const Main = Effect.gen(function* () {
   const ffi = yield* median(runs, siblings, () =>
     Unmount.unmountBelow([prefix]).pipe(Effect.provide(NodeMounter.layer))
   )
-  const cmd = yield* median(3, siblings, () =>
+  const cmdRuns = 3
+  const cmd = yield* median(cmdRuns, siblings, () =>
     Unmount.unmountBelow([prefix]).pipe(Effect.provide(NodeMounter.layerCommand()))
   )
   const perProcess = yield* median(1, siblings, () =>
@@ -54,7 +57,7 @@ const Main = Effect.gen(function* () {
   )
   const floor = yield* median(runs, siblings, () =>
     Effect.sync(() => {
-      for (const p of names) umount2(p, 2)
+      for (const p of names) umount2(p, MNT_DETACH)
     })
   )
   const remaining = (yield* MountInfo.read()).filter((e) => e.mountPoint.startsWith(prefix)).length
@@ -66,7 +69,7 @@ const Main = Effect.gen(function* () {
     { name: "one umount -l process per mount (k3s killall)", ms: perProcess }
   ]
   yield* table(
-    `${n} sibling tmpfs mounts under one prefix (median of ${runs}; command ${3}, per-process 1)`,
+    `${n} sibling tmpfs mounts under one prefix (median of ${runs}; command ${cmdRuns}, per-process 1)`,
     rows,
     rows[0]!.name
   )
@@ -140,4 +143,4 @@ const Main = Effect.gen(function* () {
   )
 }).pipe(Effect.scoped)
 
-Main.pipe(Effect.provide(Layer.mergeAll(NodeServices.layer)), NodeRuntime.runMain)
+Main.pipe(Effect.provide(NodeServices.layer), NodeRuntime.runMain)

@@ -29,18 +29,17 @@ const Main = Effect.gen(function* () {
     for (const u of units) yield* systemd.start(u)
   }).pipe(Effect.provide(systemdLayer))
   const runs = 5
-  const ours = yield* median(runs, Effect.void, () =>
-    RestartChanged.restartChanged({ wasRunning: true, units: units.map((unit) => ({ unit, changed: true })) }).pipe(
-      Effect.provide(systemdLayer)
-    )
-  )
+  const restartAll = RestartChanged.restartChanged({
+    wasRunning: true,
+    units: units.map((unit) => ({ unit, changed: true }))
+  })
+  // A shell loop that failed is an error, not a time.
+  const succeeded = <E, R>(run: Effect.Effect<HostCommand.Output, E, R>) =>
+    Effect.flatMap(run, (o) => (o.exitCode === 0 ? Effect.succeed(o) : Effect.fail(new Error(o.stderr))))
+  const ours = yield* median(runs, Effect.void, () => restartAll.pipe(Effect.provide(systemdLayer)))
   // The session layer as an agent holds it: built once, one shell for every run.
   const session = yield* Layer.build(NodeSystemd.layerSessionIn(machine.pid))
-  const viaSession = yield* median(runs, Effect.void, () =>
-    RestartChanged.restartChanged({ wasRunning: true, units: units.map((unit) => ({ unit, changed: true })) }).pipe(
-      Effect.provide(session)
-    )
-  )
+  const viaSession = yield* median(runs, Effect.void, () => restartAll.pipe(Effect.provide(session)))
   const [head, ...rest] = machine.nsenter
   const loop = yield* median(runs, Effect.void, () =>
     HostCommand.run(head ?? "nsenter", [
@@ -50,12 +49,7 @@ const Main = Effect.gen(function* () {
       'for u in "$@"; do systemctl restart -- "$u" || exit 1; done',
       "sh",
       ...units
-    ]).pipe(
-      Effect.filterOrFail(
-        (o) => o.exitCode === 0,
-        (o) => new Error(o.stderr)
-      )
-    )
+    ]).pipe(succeeded)
   )
   // The same loop run from the host, entering the machine for each restart as
   // our layer does: the like-for-like comparison for a wrapped spawner.
@@ -66,12 +60,7 @@ const Main = Effect.gen(function* () {
       "sh",
       String(machine.pid),
       ...units
-    ]).pipe(
-      Effect.filterOrFail(
-        (o) => o.exitCode === 0,
-        (o) => new Error(o.stderr)
-      )
-    )
+    ]).pipe(succeeded)
   )
   yield* table(
     `restart 20 trivial units in a real systemd (median of ${runs})`,

@@ -23,7 +23,7 @@ for (const name of names) {
   const node = [process.execPath, "--conditions=@hostnode/source", b.file]
   const cmd = b.unshare.length > 0 ? ["unshare", ...b.unshare, "--", ...node] : node
   if ((b.unshare.length > 0 || b.root) && process.getuid?.() !== 0) {
-    console.error(`bench ${name}: needs root for ${cmd[0]}; skipped`)
+    console.error(`bench ${name}: needs root${b.unshare.length > 0 ? " (for unshare)" : ""}; skipped`)
     failed = true
     continue
   }

@@ -16,7 +16,7 @@ const gate = Gate.check("real systemd", [
   { command: "nsenter", args: ["--version"] }
 ])
 
-// One machine for the whole file: booted once, killed by pid when the layer closes.
+// A machine per block below (each `layer`/suite builds its own and kills it by pid when it closes).
 const machine = SystemdMachine.layer.pipe(Layer.provide(NodeServices.layer), Layer.orDie)
 const host = Layer.unwrap(
   Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerIn(m.pid))
