@@ -89,7 +89,8 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
   return out
 }
 
-const formatIssues = (issues: ReadonlyArray<FieldIssue>): string => {
+/** The issues for a person: the first five, `field: message`, and how many more. */
+export const formatIssues = (issues: ReadonlyArray<FieldIssue>): string => {
   const shown = issues
     .slice(0, 5)
     .map((i) => (i.field === "" ? i.message : `${i.field}: ${i.message}`))

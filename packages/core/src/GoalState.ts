@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Schema } from "effect"
+import { Effect, type FileSystem, Schema } from "effect"
 import type { AgentConfig } from "./AgentConfig.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as HostPath from "./HostPath.ts"
@@ -159,12 +159,7 @@ export class InvalidGoalState extends Schema.TaggedError<InvalidGoalState>()("In
 }) {
   override get message(): string {
     const where = this.file === "" ? "" : ` in ${this.file}`
-    const what = this.issues
-      .slice(0, 5)
-      .map((i) => (i.field === "" ? i.message : `${i.field}: ${i.message}`))
-      .join("; ")
-    const more = this.issues.length > 5 ? `; and ${this.issues.length - 5} more` : ""
-    return `invalid goal state for slot ${JSON.stringify(this.slot)}${where} (${this.reason}): ${what}${more}`
+    return `invalid goal state for slot ${JSON.stringify(this.slot)}${where} (${this.reason}): ${ConfigFile.formatIssues(this.issues)}`
   }
 }
 
@@ -243,22 +238,17 @@ export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
         (e) => new GoalStateUnreadable({ slot, file: HostPath.join(hostRoot, hostFile), detail: e.message })
       )
     )
-    const fs = yield* FileSystem.FileSystem
-    const text = yield* fs
-      .readFileString(file)
-      .pipe(
-        Effect.mapError((e) =>
-          e.reason._tag === "NotFound"
-            ? new GoalStateNotFound({ slot, file })
-            : new GoalStateUnreadable({ slot, file, detail: e.message })
-        )
-      )
-    const goalState = yield* ConfigFile.decodeJson(
+    const goalState = yield* ConfigFile.read(
       MachineGoalState,
-      "MachineGoalState",
-      file
-    )(text).pipe(
-      Effect.mapError((e) => new InvalidGoalState({ reason: e.reason, slot, file, field: e.field, issues: e.issues }))
+      "MachineGoalState"
+    )(file).pipe(
+      Effect.mapError((e) =>
+        e._tag === "ConfigNotFound"
+          ? new GoalStateNotFound({ slot, file })
+          : e._tag === "ConfigUnreadable"
+            ? new GoalStateUnreadable({ slot, file, detail: e.detail })
+            : new InvalidGoalState({ reason: e.reason, slot, file, field: e.field, issues: e.issues })
+      )
     )
     yield* checkSlot(goalState, valid, file)
     if (options.downloads === undefined) return goalState
