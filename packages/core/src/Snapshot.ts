@@ -297,13 +297,17 @@ const makeCtx = (dir: string, hostRoot: string) =>
     return ctx
   })
 
+/** The error of this snapshot: its directory and host root, the reason, the path and what happened. */
+const snapshotError = (ctx: Ctx, reason: SnapshotErrorReason, path: string, detail: string) =>
+  new SnapshotError({ reason, dir: ctx.dir, hostRoot: ctx.hostRoot, path, detail })
+
 const fail = (ctx: Ctx, reason: SnapshotErrorReason, path: string, detail: string) =>
-  Effect.fail(new SnapshotError({ reason, dir: ctx.dir, hostRoot: ctx.hostRoot, path, detail }))
+  Effect.fail(snapshotError(ctx, reason, path, detail))
 
 const io =
   (ctx: Ctx, what: string, path = "") =>
   (e: PlatformError): SnapshotError =>
-    new SnapshotError({ reason: "Io", dir: ctx.dir, hostRoot: ctx.hostRoot, path, detail: `${what}: ${e.message}` })
+    snapshotError(ctx, "Io", path, `${what}: ${e.message}`)
 
 /** `lstat`, with a missing path (or a parent that is not a directory) as `None`. */
 const lstatOption = (ctx: Ctx, full: string, path: string) =>
@@ -319,16 +323,7 @@ const lstatOption = (ctx: Ctx, full: string, path: string) =>
 const resolveFull = (ctx: Ctx, path: string) =>
   HostPath.resolve(ctx.hostRoot, path, { followFinal: false }).pipe(
     Effect.provideService(FileSystem.FileSystem, ctx.fs),
-    Effect.mapError(
-      (e) =>
-        new SnapshotError({
-          reason: "Unresolvable",
-          dir: ctx.dir,
-          hostRoot: ctx.hostRoot,
-          path,
-          detail: e.message
-        })
-    )
+    Effect.mapError((e) => snapshotError(ctx, "Unresolvable", path, e.message))
   )
 
 /** fsync of a file or directory by path (a directory is opened read-only, which Linux allows and fsync accepts). */
@@ -653,15 +648,8 @@ export const takeOf: (options: TakeOfOptions) => Effect.Effect<Snapshot, Snapsho
           })
         )
         const text = yield* Schema.encodeEffect(ManifestJson)(manifest).pipe(
-          Effect.mapError(
-            (e) =>
-              new SnapshotError({
-                reason: "InvalidManifest",
-                dir: ctx.dir,
-                hostRoot: ctx.hostRoot,
-                path: "",
-                detail: `the manifest could not be encoded: ${e.message}`
-              })
+          Effect.mapError((e) =>
+            snapshotError(ctx, "InvalidManifest", "", `the manifest could not be encoded: ${e.message}`)
           )
         )
         const manifestPath = `${staging}/${ManifestName}`
@@ -779,15 +767,8 @@ const loadManifest = (ctx: Ctx) =>
         )
       )
     const raw = yield* Schema.decodeUnknownEffect(UnknownJson)(text).pipe(
-      Effect.mapError(
-        (e) =>
-          new SnapshotError({
-            reason: "InvalidManifest",
-            dir: ctx.dir,
-            hostRoot: ctx.hostRoot,
-            path: "",
-            detail: `${ManifestName} is not valid JSON (truncated?): ${e.message}`
-          })
+      Effect.mapError((e) =>
+        snapshotError(ctx, "InvalidManifest", "", `${ManifestName} is not valid JSON (truncated?): ${e.message}`)
       )
     )
     if (typeof raw === "object" && raw !== null && "version" in raw && raw.version !== FormatVersion) {
@@ -799,15 +780,8 @@ const loadManifest = (ctx: Ctx) =>
       )
     }
     const manifest = yield* Schema.decodeUnknownEffect(Manifest)(raw).pipe(
-      Effect.mapError(
-        (e) =>
-          new SnapshotError({
-            reason: "InvalidManifest",
-            dir: ctx.dir,
-            hostRoot: ctx.hostRoot,
-            path: "",
-            detail: `${ManifestName} does not match the manifest Schema: ${e.message}`
-          })
+      Effect.mapError((e) =>
+        snapshotError(ctx, "InvalidManifest", "", `${ManifestName} does not match the manifest Schema: ${e.message}`)
       )
     )
     return yield* check(ctx, manifest)
@@ -826,12 +800,16 @@ const readVerified = (ctx: Ctx, data: FileSystem.File, e: FileEntry) =>
     if (bytes.length !== e.size) {
       return yield* fail(ctx, "Corrupt", e.path, `${DataName} ends before this file's ${e.size} bytes`)
     }
-    const hash = yield* sha256(bytes)
-    if (hash !== e.sha256) {
-      return yield* fail(ctx, "Corrupt", e.path, `content hash ${hash} does not match the recorded ${e.sha256}`)
-    }
-    return bytes
+    return yield* verified(ctx, e, bytes)
   })
+
+/** `bytes` when their hash is the one recorded for `e`; otherwise `Corrupt` naming the path. */
+const verified = (ctx: Ctx, e: FileEntry, bytes: Uint8Array) =>
+  Effect.flatMap(sha256(bytes), (hash) =>
+    hash === e.sha256
+      ? Effect.succeed(bytes)
+      : fail(ctx, "Corrupt", e.path, `content hash ${hash} does not match the recorded ${e.sha256}`)
+  )
 
 // ---------------------------------------------------------------------------
 // Restore
@@ -868,21 +846,13 @@ const restoreChecked = (ctx: Ctx, checked: Checked, data: FileSystem.File) =>
       manifest.dataSize <= CacheBudget
         ? yield* readExactly(data, 0, manifest.dataSize).pipe(Effect.mapError(io(ctx, `read ${DataName}`)))
         : undefined
-    const verify = (e: FileEntry, bytes: Uint8Array) =>
-      Effect.flatMap(sha256(bytes), (hash) =>
-        hash === e.sha256
-          ? Effect.succeed(bytes)
-          : fail(ctx, "Corrupt", e.path, `content hash ${hash} does not match the recorded ${e.sha256}`)
-      )
+    // From the cache (checked here), or read and checked file by file (again in step 3).
     const contents = (e: FileEntry) =>
       whole !== undefined ? Effect.succeed(whole.subarray(e.offset, e.offset + e.size)) : readVerified(ctx, data, e)
     yield* Effect.forEach(
       files,
-      (e) => (whole !== undefined ? Effect.flatMap(contents(e), (b) => verify(e, b)) : readVerified(ctx, data, e)),
-      {
-        concurrency: Concurrency,
-        discard: true
-      }
+      (e) => (whole !== undefined ? verified(ctx, e, whole.subarray(e.offset, e.offset + e.size)) : contents(e)),
+      { concurrency: Concurrency, discard: true }
     )
 
     let changes = 0
