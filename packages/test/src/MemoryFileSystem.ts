@@ -1405,7 +1405,8 @@ const defaultSyscall: Record<string, string> = {
   "File.sync": "fsync"
 }
 
-const absolute = (st: FsState, path: string) => posix.resolve(st.cwd, path)
+/** `path` made absolute against the working directory, `.` and `..` removed lexically. */
+export const absolute = (st: FsState, path: string): string => posix.resolve(st.cwd, path)
 
 const meta = (st: FsState, kind: string, first: string, ...rest: Array<string>): Meta => ({
   kind,

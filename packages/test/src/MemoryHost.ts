@@ -195,18 +195,7 @@ export const mountCommands = (
   record?: (invocation: MemoryCommands.Invocation) => void
 ): ChildProcessSpawner.ChildProcessSpawner["Service"] => MemoryCommands.makeSpawner(interpreters(state), record)
 
-const resolvePath = (state: HostState, path: string): string =>
-  path.startsWith("/") ? normalizeAbsolute(path) : normalizeAbsolute(`${state.fs.cwd}/${path}`)
-
-const normalizeAbsolute = (path: string): string => {
-  const out: Array<string> = []
-  for (const part of path.split("/")) {
-    if (part === "" || part === ".") continue
-    if (part === "..") out.pop()
-    else out.push(part)
-  }
-  return `/${out.join("/")}`
-}
+const resolvePath = (state: HostState, path: string): string => MemoryFileSystem.absolute(state.fs, path)
 
 /**
  * Builds a host state: an ext4-like root with `/tmp`, the fixture, and the
@@ -227,7 +216,7 @@ export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
       if (!options.cwd.startsWith("/")) {
         return yield* Effect.die(new FixtureError({ reason: "NotAbsolute", path: options.cwd }))
       }
-      const cwd = normalizeAbsolute(options.cwd)
+      const cwd = MemoryFileSystem.normalizeAbsolute(options.cwd)
       if (MemoryFileSystem.mkdirAll(fs, cwd, 0o755, now) === undefined) {
         return yield* Effect.die(new FixtureError({ reason: "ParentNotDirectory", path: cwd }))
       }

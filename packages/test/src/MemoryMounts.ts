@@ -46,8 +46,7 @@ export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMoun
   }
 }
 
-const absolute = (state: HostState, path: string): string =>
-  MemoryFileSystem.normalizeAbsolute(path.startsWith("/") ? path : `${state.fs.cwd}/${path}`)
+const absolute = (state: HostState, path: string): string => MemoryFileSystem.absolute(state.fs, path)
 
 /** Mounts a new empty tmpfs at `target` (setup: not an operation of the simulated process). */
 export const tmpfs = (state: HostState, target: string): Effect.Effect<void, MountError> =>
