@@ -144,12 +144,12 @@ export const makeCommand = (options?: CommandOptions) =>
       if (targets.length === 0) return []
       const before = yield* countNow
       const messages = new Map<string, string>()
-      const spawnFailures: Array<string> = []
+      let spawnFailure: string | undefined
       for (const part of chunk(targets, maxBytes)) {
         const args = [...(opts.lazy ? ["-l"] : []), "--", ...part]
         const result = yield* Effect.result(HostCommand.run("umount", args))
         if (result._tag === "Failure") {
-          spawnFailures.push(result.failure.detail)
+          spawnFailure ??= result.failure.detail
           continue
         }
         for (const line of result.success.stderr.split("\n")) {
@@ -157,21 +157,21 @@ export const makeCommand = (options?: CommandOptions) =>
         }
       }
       const after = yield* countNow
-      const remainingSuccesses = new Map<string, number>()
+      // How many mounts left each mount point: that many of its targets succeeded
+      // (a stacked mount point is a target once per mount).
+      const gone = new Map<string, number>()
+      if (before !== undefined && after !== undefined) {
+        for (const [point, n] of before) gone.set(point, Math.max(0, n - (after.get(point) ?? 0)))
+      }
       return targets.map((target): Mounter.UnmountResult => {
-        if (before !== undefined && after !== undefined) {
-          if (!remainingSuccesses.has(target)) {
-            remainingSuccesses.set(target, Math.max(0, (before.get(target) ?? 0) - (after.get(target) ?? 0)))
-          }
-          const left = remainingSuccesses.get(target) ?? 0
-          if (left > 0) {
-            remainingSuccesses.set(target, left - 1)
-            return { _tag: "Unmounted", target }
-          }
+        const left = gone.get(target) ?? 0
+        if (left > 0) {
+          gone.set(target, left - 1)
+          return { _tag: "Unmounted", target }
         }
         const why =
-          spawnFailures.length > 0 && !messages.has(target)
-            ? { errno: "ENOEXEC", message: `umount could not run: ${spawnFailures[0]}` }
+          spawnFailure !== undefined && !messages.has(target)
+            ? { errno: "ENOEXEC", message: `umount could not run: ${spawnFailure}` }
             : classify(messages.get(target) ?? "")
         return { _tag: "Failed", target, failure: { target, ...why } }
       })
