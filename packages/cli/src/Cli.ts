@@ -333,18 +333,6 @@ const resetCni = Command.make("reset-cni", {}, () =>
   )
 ).pipe(Command.withDescription(`Remove the CNI configuration (${Paths.CniConfDir}/*) and state (${Paths.CniStateDir})`))
 
-/**
- * The node start the kubelet identity reset needs, from `--auth`: only the
- * mode and the bootstrap kubeconfig's path matter to it, so the rest is a
- * placeholder (and no token is ever read).
- */
-const nodeStartFor = (auth: NodeStart.AuthMode, listeners?: NodeStart.LocalDnsListeners): NodeStart.NodeStart => ({
-  nodeName: "hostnode-cli",
-  apiServer: "https://hostnode-cli.invalid",
-  auth,
-  ...(listeners === undefined ? {} : { localDns: listeners })
-})
-
 const resetKubeletIdentity = Command.make(
   "reset-kubelet-identity",
   {
@@ -358,6 +346,8 @@ const resetKubeletIdentity = Command.make(
     )
   },
   ({ auth, bootstrapKubeconfig }) => {
+    // The reset reads only the mode's tag and the bootstrap kubeconfig's path;
+    // no token or credential command is needed (or read).
     const mode: NodeStart.AuthMode =
       auth === "bootstrap-token"
         ? { _tag: "BootstrapToken", token: Redacted.make(""), bootstrapKubeconfig }
@@ -372,7 +362,7 @@ const resetKubeletIdentity = Command.make(
             }
     return operate(
       "reset-kubelet-identity",
-      (hostRoot) => Repave.resetKubeletIdentity(nodeStartFor(mode), { hostRoot }),
+      (hostRoot) => Repave.resetKubeletIdentity({ auth: mode }, { hostRoot }),
       (r) => reportText("kubelet identity reset", r)
     )
   }
@@ -449,8 +439,17 @@ const listenerFlags = {
   )
 }
 
-const localDnsNodeStart = (nodeListener: string, clusterListener: string) =>
-  nodeStartFor({ _tag: "Kubeconfig", path: Repave.KubeletKubeconfig }, { nodeListener, clusterListener })
+/**
+ * The node start the LocalDNS steps take, from the listener flags: they read
+ * only its listeners, so its name, API server and authentication are
+ * placeholders.
+ */
+const localDnsNodeStart = (nodeListener: string, clusterListener: string): NodeStart.NodeStart => ({
+  nodeName: "hostnode-cli",
+  apiServer: "https://hostnode-cli.invalid",
+  auth: { _tag: "Kubeconfig", path: Repave.KubeletKubeconfig },
+  localDns: { nodeListener, clusterListener }
+})
 
 const localDnsSetup = Command.make(
   "setup",

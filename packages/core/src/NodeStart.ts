@@ -147,9 +147,9 @@ export const decodeJson = (text: string, file = ""): Effect.Effect<NodeStart, Co
   ConfigFile.decodeJson(NodeStart, What, file)(text)
 
 /** True when the kubelet bootstraps with a token, the only mode whose rotated client credentials a repave removes. */
-export const usesBootstrapToken = (
-  nodeStart: NodeStart
-): nodeStart is NodeStart & { readonly auth: Extract<AuthMode, { readonly _tag: "BootstrapToken" }> } =>
+export const usesBootstrapToken = <N extends Pick<NodeStart, "auth">>(
+  nodeStart: N
+): nodeStart is N & { readonly auth: Extract<AuthMode, { readonly _tag: "BootstrapToken" }> } =>
   nodeStart.auth._tag === "BootstrapToken"
 
 /** Which LocalDNS listener an address is, as errors and logs name it. */

@@ -148,7 +148,8 @@ export const resetCniState: (
  * removed; the rest is removed first.
  */
 export const resetKubeletIdentity: (
-  nodeStart: NodeStart.NodeStart,
+  // Only the authentication mode matters here, so that is all it asks for.
+  nodeStart: Pick<NodeStart.NodeStart, "auth">,
   options?: SafeRemove.Options
 ) => Effect.Effect<
   SafeRemove.Report,
