@@ -39,7 +39,11 @@ export interface Options {
   readonly setupNetwork?:
     | ((
         nodeStart: NodeStart
-      ) => Effect.Effect<void, LocalDns.LocalDnsNetworkError, ChildProcessSpawner.ChildProcessSpawner>)
+      ) => Effect.Effect<
+        void,
+        LocalDns.LocalDnsNetworkError | LocalDns.LocalDnsListenerError,
+        ChildProcessSpawner.ChildProcessSpawner
+      >)
     | undefined
   /** Replaces the host network cleanup. */
   readonly cleanupNetwork?:
@@ -47,7 +51,9 @@ export interface Options {
     | undefined
   /** Replaces the LocalDNS readiness wait; given the node start whose listeners are waited on. */
   readonly waitLocalDns?:
-    | ((nodeStart: NodeStart) => Effect.Effect<void, LocalDns.LocalDnsTimeout, DnsResolvers>)
+    | ((
+        nodeStart: NodeStart
+      ) => Effect.Effect<void, LocalDns.LocalDnsTimeout | LocalDns.LocalDnsListenerError, DnsResolvers>)
     | undefined
 }
 
@@ -73,7 +79,11 @@ export interface Hooks {
   /** Prepares the shared LocalDNS network (the configured interface name and kind by default). */
   readonly setupLocalDnsNetwork: (
     nodeStart: NodeStart
-  ) => Effect.Effect<void, LocalDns.LocalDnsNetworkError, ChildProcessSpawner.ChildProcessSpawner>
+  ) => Effect.Effect<
+    void,
+    LocalDns.LocalDnsNetworkError | LocalDns.LocalDnsListenerError,
+    ChildProcessSpawner.ChildProcessSpawner
+  >
   /** Removes the host networking the stopped node left behind, as a repave does. */
   readonly cleanupHostNetwork: () => Effect.Effect<
     void,
@@ -81,7 +91,9 @@ export interface Hooks {
     ChildProcessSpawner.ChildProcessSpawner
   >
   /** Waits for LocalDNS to answer on the node start's listeners, with the configured deadline and intervals. */
-  readonly awaitLocalDns: (nodeStart: NodeStart) => Effect.Effect<void, LocalDns.LocalDnsTimeout, DnsResolvers>
+  readonly awaitLocalDns: (
+    nodeStart: NodeStart
+  ) => Effect.Effect<void, LocalDns.LocalDnsTimeout | LocalDns.LocalDnsListenerError, DnsResolvers>
 }
 
 /** Resolves `options` against the agent configuration: the seams of a node. */

@@ -20,17 +20,42 @@ import type { PlatformError } from "effect/PlatformError"
  */
 export const MaxSymlinks = 40
 
-/** Why a host path could not be resolved safely. */
-export const HostPathErrorReason = Schema.Literals(["SymlinkLoop", "TooManyLinks", "Unreadable", "InvalidPath"])
+/**
+ * Why a host root, a host path or a prefix was refused:
+ * - `InvalidPath`: not a path at all (empty where a path is required, a NUL byte).
+ * - `NotAbsolute`: a relative path. The library never guesses what a relative
+ *   path is relative to (a CLI may resolve it against its working directory).
+ * - `NotFound`: the host root does not exist.
+ * - `NotADirectory`: the host root is not a directory.
+ * - `IsHostRoot`: a prefix or path that is `/`, or resolves to the host root
+ *   itself, where the caller did not allow it (`allowRoot`).
+ * - `OutsideTable`: the host root lies outside the root of the mount table
+ *   that is to describe it, so no mount below it can be looked up.
+ * - `SymlinkLoop`, `TooManyLinks`: resolving below the root never ends, or
+ *   meets more than {@link MaxSymlinks} links.
+ * - `Unreadable`: a link or directory on the way could not be read.
+ */
+export const HostPathErrorReason = Schema.Literals([
+  "InvalidPath",
+  "NotAbsolute",
+  "NotFound",
+  "NotADirectory",
+  "IsHostRoot",
+  "OutsideTable",
+  "SymlinkLoop",
+  "TooManyLinks",
+  "Unreadable"
+])
 
 /** Why a host path could not be resolved safely. */
 export type HostPathErrorReason = typeof HostPathErrorReason.Type
 
 /**
- * A path that cannot be resolved safely below its root: a symlink loop, more
- * than {@link MaxSymlinks} links, a link or directory that could not be read,
- * or a path that is not a path (an empty string, a NUL byte). It names the root
- * and the path so a person can look at the tree.
+ * A host root, host path or prefix that was refused (see
+ * {@link HostPathErrorReason}). It names the root and the path exactly as they
+ * were given, so a person can see which input was wrong; operations decode
+ * every root and prefix before they change anything, so this error always
+ * means nothing was changed.
  */
 export class HostPathError extends Schema.TaggedError<HostPathError>()("HostPathError", {
   reason: HostPathErrorReason,
@@ -39,7 +64,12 @@ export class HostPathError extends Schema.TaggedError<HostPathError>()("HostPath
   detail: Schema.String
 }) {
   override get message(): string {
-    return `cannot resolve ${JSON.stringify(this.path)} below host root ${JSON.stringify(this.root || "/")}: ${this.reason} (${this.detail})`
+    // What (the reason and why) and where (the root, and the path below it when it is not the root itself).
+    const where =
+      this.path === "/"
+        ? `host root ${JSON.stringify(this.root)}`
+        : `${JSON.stringify(this.path)} below host root ${JSON.stringify(this.root || "/")}`
+    return `${where}: ${this.reason}: ${this.detail}`
   }
 }
 
@@ -242,4 +272,258 @@ export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, pa
     pending = [...components(target), ...rest]
   }
   return under(base, current)
+})
+
+// ---------------------------------------------------------------------------
+// The host root
+
+const HostRootTypeId: unique symbol = Symbol.for("@hostnode/core/HostPath/HostRoot")
+
+/**
+ * A host root as every operation uses it: decoded once per operation by
+ * {@link decodeRoot}, never a string joined to another string. It is
+ * absolute, canonical (the symbolic links in the root's own path were
+ * resolved once, at decode) and was an existing directory then. It also says
+ * which mount table describes the mounts below it and where that table's `/`
+ * is, so a path of this process can be looked up in the table and back.
+ *
+ * Three names for one place are used throughout: a *host path* is what the
+ * node sees (`/var/lib/kubelet`); a *full path* is the same place as this
+ * process sees it (`/tmp/node/var/lib/kubelet`, or `/proc/42/root/var/lib/kubelet`);
+ * a *table path* is how the mount table names it.
+ */
+export interface HostRoot {
+  readonly [HostRootTypeId]: typeof HostRootTypeId
+  /** The root exactly as it was given, for messages. */
+  readonly given: string
+  /** The canonical root as this process sees it: `/` for the real host. */
+  readonly path: string
+  /** The mount table that lists the mounts below the root. */
+  readonly mountInfo: string
+  /**
+   * Where the `/` of that table's mount namespace is in this process: `/` for
+   * this process's own table, `/proc/<pid>/root` for another namespace's.
+   */
+  readonly tableRoot: string
+  /**
+   * True when the root is this process's own `/`: operations then end with
+   * host-wide side effects (a restore reloads systemd).
+   */
+  readonly isReal: boolean
+}
+
+/** True when `u` is a decoded {@link HostRoot}. */
+export const isHostRoot = (u: unknown): u is HostRoot => typeof u === "object" && u !== null && HostRootTypeId in u
+
+/** What {@link decodeRoot} takes besides a plain path: the root and, optionally, the table that describes it. */
+export interface RootInput {
+  /** The host root: `""` or `"/"` for the real host, otherwise an absolute directory. */
+  readonly path: string
+  /** The mount table (default: `/proc/self/mountinfo`, or `/proc/<pid>/mountinfo` for a root below `/proc/<pid>/root`). */
+  readonly mountInfo?: string | undefined
+  /**
+   * Where that table's `/` is in this process (default `/`, or
+   * `/proc/<pid>/root` for a root below it). A root in another mount
+   * namespace is resolved below this, never with `realpath`, which would
+   * resolve `/proc/<pid>/root` as this process's own `/`.
+   */
+  readonly tableRoot?: string | undefined
+}
+
+/** How an operation is told its host root: the options every operation that touches host paths takes. */
+export interface RootOptions {
+  /**
+   * The host root: `""` or `"/"` for the real host (the default), an absolute
+   * directory, or a {@link HostRoot} already decoded. A relative path is
+   * refused (`NotAbsolute`).
+   */
+  readonly hostRoot?: string | HostRoot | undefined
+  /** The mount table describing the root (`""` or absent: the root's own, see {@link RootInput.mountInfo}). */
+  readonly mountInfo?: string | undefined
+}
+
+/** The mount table of this process's own mount namespace, as the Go contract's empty `mountInfo` means it. */
+export const DefaultMountInfo = "/proc/self/mountinfo"
+
+// `/proc/<pid>/root` is a magic link to another process's root; realpath would
+// resolve it as a link to `/` and lose the namespace.
+const procRoot = /^\/proc\/(\d+)\/root(?=\/|$)/
+
+const rootError = (given: string, reason: HostPathErrorReason, detail: string) =>
+  new HostPathError({ reason, root: given, path: "/", detail })
+
+/** What is wrong with `path` as an absolute path, or `undefined`. */
+const absoluteProblem = (path: string): { reason: HostPathErrorReason; detail: string } | undefined => {
+  if (path === "") return { reason: "InvalidPath", detail: "is empty" }
+  if (path.includes("\0")) return { reason: "InvalidPath", detail: "contains a NUL byte" }
+  if (!path.startsWith("/")) return { reason: "NotAbsolute", detail: "is not an absolute path" }
+  return undefined
+}
+
+/**
+ * Decodes a host root: `""` and `"/"` are the real host; anything else must
+ * be an absolute path to an existing directory. The root's own symbolic links
+ * are resolved here, once (`realpath`; below `tableRoot` for a root in another
+ * mount namespace, with chroot semantics), so the root every later step uses
+ * is canonical and matches the mount table's paths. A relative, missing or
+ * non-directory root, or one outside its table's root, is a
+ * {@link HostPathError} naming the value; nothing has been changed.
+ */
+export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
+  Effect.fn("HostPath.decodeRoot")(function* (input: string | RootInput) {
+    const fs = yield* FileSystem.FileSystem
+    const given = typeof input === "string" ? input : input.path
+    const wanted = given === "" ? "/" : given
+    const problem = absoluteProblem(wanted)
+    if (problem !== undefined) return yield* rootError(given, problem.reason, `the host root ${problem.detail}`)
+    const cleaned = clean(wanted)
+    const proc = procRoot.exec(cleaned)
+    const explicitTable = typeof input === "string" ? undefined : input.tableRoot
+    let tableRoot = proc === null ? "/" : proc[0]
+    if (explicitTable !== undefined && explicitTable !== "") {
+      const p = absoluteProblem(explicitTable)
+      if (p !== undefined) return yield* rootError(given, p.reason, `the mount table's root ${p.detail}`)
+      tableRoot = clean(explicitTable)
+    }
+    if (!isWithin(tableRoot, cleaned)) {
+      return yield* rootError(
+        given,
+        "OutsideTable",
+        `the host root is not below the mount table's root ${tableRoot}${proc === null ? "" : ` (it is below ${proc[0]}, another mount namespace)`}`
+      )
+    }
+    const failed = (what: string) => (e: PlatformError) =>
+      rootError(
+        given,
+        isMissing(e) ? "NotFound" : "Unreadable",
+        isMissing(e) ? `${what} does not exist` : `${what}: ${e.message}`
+      )
+    let path: string
+    if (tableRoot === "/" && proc === null) {
+      path = yield* fs.realPath(cleaned).pipe(
+        Effect.map(clean),
+        Effect.catchTag("PlatformError", (e) =>
+          // realpath's ELOOP is a loop in the root's own links.
+          e.reason._tag === "Unknown" && /ELOOP/.test(e.message)
+            ? Effect.fail(rootError(given, "SymlinkLoop", `the host root's links never end: ${e.message}`))
+            : Effect.fail(failed("the host root")(e))
+        )
+      )
+    } else {
+      const tableInfo = yield* fs.stat(tableRoot).pipe(Effect.mapError(failed(`the mount table's root ${tableRoot}`)))
+      if (tableInfo.type !== "Directory") {
+        return yield* rootError(given, "NotADirectory", `the mount table's root ${tableRoot} is not a directory`)
+      }
+      path = yield* resolve(tableRoot, relative(tableRoot, cleaned) ?? "/").pipe(
+        Effect.mapError((e) => rootError(given, e.reason, e.detail))
+      )
+    }
+    const info = yield* fs.stat(path).pipe(Effect.mapError(failed(`the host root ${path}`)))
+    if (info.type !== "Directory") {
+      return yield* rootError(given, "NotADirectory", `the host root ${path} is a ${info.type}, not a directory`)
+    }
+    const mountInfo = typeof input === "string" ? undefined : input.mountInfo
+    return {
+      [HostRootTypeId]: HostRootTypeId,
+      given,
+      path,
+      mountInfo:
+        mountInfo !== undefined && mountInfo !== ""
+          ? mountInfo
+          : proc !== null && tableRoot === proc[0]
+            ? `/proc/${proc[1]}/mountinfo`
+            : DefaultMountInfo,
+      tableRoot,
+      isReal: path === "/" && tableRoot === "/"
+    } satisfies HostRoot
+  })
+
+/**
+ * The host root of an operation's options: the decoded root as given (with
+ * `mountInfo` replacing its table when non-empty), or `hostRoot` decoded with
+ * {@link decodeRoot}; the real host when neither is given.
+ */
+export const rootOf = (options?: RootOptions): Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> => {
+  const given = options?.hostRoot ?? ""
+  const mountInfo = options?.mountInfo ?? ""
+  if (isHostRoot(given)) return Effect.succeed(mountInfo === "" ? given : { ...given, mountInfo })
+  return decodeRoot({ path: given, mountInfo })
+}
+
+/** Host path `hostPath` (absolute) as a full path of this process, below `root`: lexical, for paths never followed. */
+export const fullPath = (root: HostRoot, hostPath: string): string => join(root.path, hostPath)
+
+/** A full path of this process as a host path of `root`, or `undefined` when it lies outside the root. */
+export const hostPathOf = (root: HostRoot, full: string): string | undefined => relative(root.path, full)
+
+/** A full path of this process as `root`'s mount table names it, or `undefined` when the table cannot name it. */
+export const tablePathOf = (root: HostRoot, full: string): string | undefined => relative(root.tableRoot, full)
+
+/** A path of `root`'s mount table as a full path of this process. */
+export const fromTablePath = (root: HostRoot, tablePath: string): string => join(root.tableRoot, tablePath)
+
+/** A host path decoded below a root: what was given, what it resolved to, and the names the mount table and this process use. */
+export interface Resolved {
+  /** The path exactly as the caller gave it. */
+  readonly given: string
+  /** The host path it resolved to: clean, absolute, below the root. */
+  readonly path: string
+  /** The same place as this process sees it. */
+  readonly full: string
+  /** The same place as the root's mount table names it. */
+  readonly table: string
+}
+
+/** Options of {@link decodePath}. */
+export interface DecodePathOptions {
+  /** Allow `/`, or a path that resolves to the host root itself (default false: a typo must not select the whole host). */
+  readonly allowRoot?: boolean | undefined
+  /** Follow a symbolic link in the last component, below the root (default true). */
+  readonly followFinal?: boolean | undefined
+  /** What the path is, for messages ("prefix", "path"; default "path"). */
+  readonly what?: string | undefined
+}
+
+/**
+ * Decodes a host path given by a caller (a prefix to unmount below, a path
+ * to remove): it must be non-empty, absolute and free of NUL bytes; `/`, and
+ * any path that resolves to the host root itself, are refused unless
+ * `allowRoot`. It is then resolved below `root` with chroot semantics
+ * ({@link resolve}; the last component followed unless `followFinal` is
+ * false) and named as the mount table names it. Anything wrong is a
+ * {@link HostPathError} naming the value, before the caller changes anything.
+ */
+export const decodePath: (
+  root: HostRoot,
+  path: string,
+  options?: DecodePathOptions
+) => Effect.Effect<Resolved, HostPathError, FileSystem.FileSystem> = Effect.fn("HostPath.decodePath")(function* (
+  root: HostRoot,
+  path: string,
+  options?: DecodePathOptions
+) {
+  const what = options?.what ?? "path"
+  const refuse = (reason: HostPathErrorReason, detail: string) =>
+    new HostPathError({ reason, root: root.given, path, detail: `the ${what} ${detail}` })
+  const problem = absoluteProblem(path)
+  if (problem !== undefined) return yield* refuse(problem.reason, problem.detail)
+  const allowRoot = options?.allowRoot ?? false
+  if (clean(path) === "/" && !allowRoot) {
+    return yield* refuse("IsHostRoot", "is the host root itself; pass allowRoot to mean the whole host")
+  }
+  const full = yield* resolve(root.path, path, { followFinal: options?.followFinal ?? true }).pipe(
+    Effect.mapError((e) => new HostPathError({ reason: e.reason, root: root.given, path, detail: e.detail }))
+  )
+  const hostPath = hostPathOf(root, full) ?? "/"
+  if (hostPath === "/" && !allowRoot) {
+    return yield* refuse("IsHostRoot", "resolves to the host root itself; pass allowRoot to mean the whole host")
+  }
+  const table = tablePathOf(root, full)
+  if (table === undefined) {
+    return yield* refuse(
+      "OutsideTable",
+      `resolves to ${full}, which the mount table (root ${root.tableRoot}) cannot name`
+    )
+  }
+  return { given: path, path: hostPath, full, table } satisfies Resolved
 })

@@ -180,6 +180,62 @@ export class LocalDnsNetworkError extends Schema.TaggedError<LocalDnsNetworkErro
   }
 }
 
+/**
+ * A LocalDNS listener address that is not one: not a canonical dotted quad
+ * (`169.254.010.10` would reach `ip` as 169.254.8.10), outside the link-local
+ * range, or both listeners the same. Every step decodes the listeners before
+ * it runs a command, so this error means nothing was changed.
+ */
+export class LocalDnsListenerError extends Schema.TaggedError<LocalDnsListenerError>()("LocalDnsListenerError", {
+  /** Which listener (`node`, `cluster`), or `listeners` when the pair is wrong. */
+  listener: Schema.String,
+  address: Schema.String,
+  problem: Schema.String
+}) {
+  override get message(): string {
+    return `LocalDNS ${this.listener} listener ${JSON.stringify(this.address)} ${this.problem}`
+  }
+}
+
+/**
+ * The listeners of `nodeStart`, decoded (`NodeStart.LocalDnsListeners`): what
+ * the setup, the cleanup of a setup that failed and the wait all act on. A
+ * node start built in code rather than decoded from a goal state is checked
+ * here too.
+ */
+export const decodeListeners = (
+  nodeStart: NodeStart.NodeStart
+): Effect.Effect<ReadonlyArray<NodeStart.Listener>, LocalDnsListenerError> => {
+  const given = nodeStart.localDns
+  if (given === undefined) return Effect.succeed([])
+  const one = (name: NodeStart.ListenerName, address: unknown) =>
+    Schema.decodeUnknownEffect(NodeStart.ListenerAddress)(address).pipe(
+      Effect.mapError(
+        (e) =>
+          new LocalDnsListenerError({
+            listener: name,
+            address: String(address),
+            problem: e.message
+          })
+      )
+    )
+  return Effect.gen(function* () {
+    const node = yield* one("node", given.nodeListener)
+    const cluster = yield* one("cluster", given.clusterListener)
+    if (node === cluster) {
+      return yield* new LocalDnsListenerError({
+        listener: "cluster",
+        address: cluster,
+        problem: `is the node listener's address too; the two must differ`
+      })
+    }
+    return [
+      { name: "node" as const, address: node },
+      { name: "cluster" as const, address: cluster }
+    ]
+  })
+}
+
 /** A listener that never answered, and why its last probe failed. */
 export const SilentListener = Schema.Struct({
   name: Schema.Literals(["node", "cluster"]),
@@ -327,19 +383,33 @@ export const showLink = Effect.fn("LocalDns.showLink")(function* (name: string) 
   } satisfies LinkState
 })
 
+/**
+ * What one setup created: the interface, addresses it added to an interface
+ * that was already there, and rules. A setup that fails removes exactly these
+ * before its error returns, so the host is as it found it.
+ */
+interface Created {
+  link: boolean
+  readonly addresses: Array<string>
+  readonly rules: Array<Rule>
+}
+
 const ensureInterface = Effect.fnUntraced(function* (
   name: string,
   kind: InterfaceKind,
-  addresses: ReadonlyArray<string>
+  addresses: ReadonlyArray<string>,
+  created: Created
 ) {
   let link = yield* showLink(name)
   if (link !== undefined && link.kind !== kind) {
+    // The one change a failed setup cannot undo: the old interface is gone.
     yield* Effect.logInfo("recreating the LocalDNS interface: it has another kind", { found: link.kind, kind })
     yield* expect("remove the interface of another kind", "ip", ["link", "del", "dev", name], missingDevice)
     link = undefined
   }
   if (link === undefined) {
     yield* expect("create the interface", "ip", ["link", "add", "name", name, "type", kind])
+    created.link = true
     yield* Effect.logInfo("created the LocalDNS interface", { kind })
     link = yield* showLink(name)
     if (link === undefined) {
@@ -354,23 +424,71 @@ const ensureInterface = Effect.fnUntraced(function* (
     }
   }
   const wanted = addresses.map((a) => `${a}/32`)
+  for (const address of wanted.filter((a) => !link.ipv4.includes(a))) {
+    yield* expect("add a listener address", "ip", ["addr", "add", address, "dev", name], (o) =>
+      /already assigned|file exists/i.test(o.stderr)
+    )
+    if (!created.link) created.addresses.push(address)
+    yield* Effect.logInfo("added a LocalDNS listener address", { address })
+  }
+  return link
+})
+
+/**
+ * What setup changes but does not create: foreign addresses go and the
+ * interface comes up. Done last, once everything that could fail and be
+ * undone has succeeded.
+ */
+const finishInterface = Effect.fnUntraced(function* (name: string, addresses: ReadonlyArray<string>, link: LinkState) {
+  const wanted = addresses.map((a) => `${a}/32`)
   for (const extra of link.ipv4.filter((a) => !wanted.includes(a))) {
     yield* expect("remove a foreign address from the interface", "ip", ["addr", "del", extra, "dev", name], (o) =>
       /address not found|cannot assign/i.test(o.stderr)
     )
     yield* Effect.logInfo("removed an address that is not a LocalDNS listener", { address: extra })
   }
-  for (const address of wanted.filter((a) => !link.ipv4.includes(a))) {
-    yield* expect("add a listener address", "ip", ["addr", "add", address, "dev", name], (o) =>
-      /already assigned|file exists/i.test(o.stderr)
-    )
-    yield* Effect.logInfo("added a LocalDNS listener address", { address })
-  }
   if (!link.up) {
     yield* expect("bring the interface up", "ip", ["link", "set", "dev", name, "up"])
     yield* Effect.logInfo("brought the LocalDNS interface up")
   }
 })
+
+/**
+ * Removes what a failed setup created (see {@link Created}), newest first.
+ * Its own failures are logged: the setup's error is what the caller sees.
+ */
+const undo = (name: string, created: Created) =>
+  Effect.gen(function* () {
+    for (const rule of [...created.rules].reverse()) {
+      yield* deleteRule(["-A", rule.chain, ...rule.spec], "undo a rule this setup added").pipe(
+        Effect.tapError((e) => Effect.logWarning(`could not undo a rule: ${e.message}`)),
+        Effect.ignore
+      )
+    }
+    if (created.link) {
+      yield* expect("undo the interface this setup created", "ip", ["link", "del", "dev", name], missingDevice).pipe(
+        Effect.tapError((e) => Effect.logWarning(`could not remove the interface again: ${e.message}`)),
+        Effect.ignore
+      )
+    } else {
+      for (const address of created.addresses) {
+        yield* expect("undo an address this setup added", "ip", ["addr", "del", address, "dev", name], (o) =>
+          /address not found|cannot assign/i.test(o.stderr)
+        ).pipe(
+          Effect.tapError((e) => Effect.logWarning(`could not remove an address again: ${e.message}`)),
+          Effect.ignore
+        )
+      }
+    }
+    const what = created.rules.length + (created.link ? 1 : created.addresses.length)
+    if (what > 0) {
+      yield* Effect.logInfo("setup failed; removed what it had created", {
+        link: created.link,
+        addresses: created.addresses,
+        rules: created.rules.length
+      })
+    }
+  })
 
 // ---------------------------------------------------------------------------
 // the rules
@@ -390,12 +508,13 @@ const ruleKey = (words: ReadonlyArray<string>): string => JSON.stringify(words)
 const deleteRule = (words: ReadonlyArray<string>, step: string) =>
   expect(step, "iptables", iptables(["-D", ...words.slice(1)]), badRule)
 
-const ensureRules = Effect.fnUntraced(function* (addresses: ReadonlyArray<string>) {
+const ensureRules = Effect.fnUntraced(function* (addresses: ReadonlyArray<string>, created: Created) {
   const wanted = rules(addresses)
   for (const rule of wanted) {
     const check = yield* expect("check a rule", "iptables", iptables(["-C", rule.chain, ...rule.spec]), badRule)
     if (check.exitCode === 0) continue
     yield* expect("add a rule", "iptables", iptables(["-A", rule.chain, ...rule.spec]))
+    created.rules.push(rule)
     yield* Effect.logInfo("added a LocalDNS NOTRACK rule", { chain: rule.chain, rule: rule.spec.join(" ") })
   }
   // Ours but not wanted (a listener that changed) or listed twice: gone, so
@@ -428,17 +547,21 @@ export interface NetworkOptions {
 
 const setupImpl = Effect.fn("LocalDns.setupLocalDnsNetwork")(
   function* (nodeStart: NodeStart.NodeStart, options?: NetworkOptions) {
-    const addresses = NodeStart.listeners(nodeStart).map((l) => l.address)
+    // Decoded before the first command: a bad address changes nothing.
+    const addresses = (yield* decodeListeners(nodeStart)).map((l) => l.address)
     if (addresses.length === 0) {
       yield* Effect.logInfo("the node does not use LocalDNS; no network to set up")
       return
     }
-    yield* ensureInterface(
-      options?.interfaceName ?? DefaultInterfaceName,
-      options?.interfaceKind ?? DefaultInterfaceKind,
-      addresses
-    )
-    yield* ensureRules(addresses)
+    const name = options?.interfaceName ?? DefaultInterfaceName
+    const created: Created = { link: false, addresses: [], rules: [] }
+    yield* Effect.gen(function* () {
+      // What can be undone first (the interface, our addresses, our rules),
+      // then what cannot (foreign addresses removed, the link brought up).
+      const link = yield* ensureInterface(name, options?.interfaceKind ?? DefaultInterfaceKind, addresses, created)
+      yield* ensureRules(addresses, created)
+      yield* finishInterface(name, addresses, link)
+    }).pipe(Effect.onError(() => undo(name, created)))
   },
   (effect, _nodeStart, options) =>
     Effect.annotateLogs(effect, {
@@ -454,11 +577,17 @@ const setupImpl = Effect.fn("LocalDns.setupLocalDnsNetwork")(
  * `OUTPUT` and `PREROUTING`, tcp and udp, for each address; rules of ours for
  * other addresses, and duplicates, are removed. Running it again changes
  * nothing. A node that does not use LocalDNS gets nothing.
+ *
+ * The listeners are decoded first (a {@link LocalDnsListenerError} changes
+ * nothing). A setup that fails part-way removes the interface, addresses and
+ * rules it created itself before its error returns; the one change it cannot
+ * take back is an interface of another kind it replaced.
  */
 export const setupLocalDnsNetwork = (
   nodeStart: NodeStart.NodeStart,
   options?: NetworkOptions
-): Effect.Effect<void, LocalDnsNetworkError, ChildProcessSpawner.ChildProcessSpawner> => setupImpl(nodeStart, options)
+): Effect.Effect<void, LocalDnsNetworkError | LocalDnsListenerError, ChildProcessSpawner.ChildProcessSpawner> =>
+  setupImpl(nodeStart, options)
 
 const cleanupImpl = Effect.fn("LocalDns.cleanupHostNetwork")(
   function* (options?: Pick<NetworkOptions, "interfaceName">) {
@@ -508,7 +637,7 @@ class NotYet {
 
 const awaitImpl = Effect.fn("LocalDns.awaitLocalDns")(
   function* (nodeStart: NodeStart.NodeStart, options?: AwaitOptions) {
-    const listeners = NodeStart.listeners(nodeStart)
+    const listeners = yield* decodeListeners(nodeStart)
     if (listeners.length === 0) {
       yield* Effect.logInfo("the node does not use LocalDNS; nothing to wait for")
       return
@@ -602,4 +731,5 @@ const awaitImpl = Effect.fn("LocalDns.awaitLocalDns")(
 export const awaitLocalDns = (
   nodeStart: NodeStart.NodeStart,
   options?: AwaitOptions
-): Effect.Effect<void, LocalDnsTimeout, DnsResolvers.DnsResolvers> => awaitImpl(nodeStart, options)
+): Effect.Effect<void, LocalDnsTimeout | LocalDnsListenerError, DnsResolvers.DnsResolvers> =>
+  awaitImpl(nodeStart, options)

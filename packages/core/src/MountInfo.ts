@@ -274,8 +274,10 @@ export interface ReadOptions {
  * until two consecutive reads agree; after `attempts` reads the last one is used
  * and a warning is logged.
  */
-export const read = Effect.fn("MountInfo.read")(function* (path: string = DefaultPath, options?: ReadOptions) {
+export const read = Effect.fn("MountInfo.read")(function* (given: string = DefaultPath, options?: ReadOptions) {
   const fs = yield* FileSystem.FileSystem
+  // The Go contract: an empty mountInfo means the process's own table.
+  const path = given === "" ? DefaultPath : given
   const attempts = Math.max(2, options?.attempts ?? 3)
   const readOnce = fs
     .readFileString(path)

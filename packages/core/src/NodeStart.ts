@@ -38,12 +38,28 @@ export const Ipv4Address = Schema.String.check(
 )
 
 /**
+ * A LocalDNS listener address: an {@link Ipv4Address} in the IPv4 link-local
+ * range `169.254.0.0/16`, where the design puts the listeners (AKS uses
+ * `169.254.10.10` and `169.254.10.11`): link-local addresses are never routed
+ * off the node, so the NOTRACK rules and the `/32`s on the interface cannot
+ * capture traffic meant for a real host.
+ */
+export const ListenerAddress = Ipv4Address.check(
+  Schema.makeFilter(
+    (s: string) => (s.startsWith("169.254.") ? undefined : "is not in the link-local range 169.254.0.0/16"),
+    {
+      title: "ListenerAddress"
+    }
+  )
+)
+
+/**
  * The LocalDNS listeners of a node. Both default to the AKS addresses; they
  * must differ, since each is waited on as its own listener.
  */
 export const LocalDnsListeners = Schema.Struct({
-  nodeListener: Ipv4Address.pipe(Schema.withDecodingDefaultKey(Effect.succeed(NodeListener))),
-  clusterListener: Ipv4Address.pipe(Schema.withDecodingDefaultKey(Effect.succeed(ClusterListener)))
+  nodeListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(NodeListener))),
+  clusterListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(ClusterListener)))
 }).check(
   Schema.makeFilter((l: { readonly nodeListener: string; readonly clusterListener: string }) =>
     l.nodeListener === l.clusterListener

@@ -106,7 +106,7 @@ export const resetCniState: (
 > = Effect.fn("resetCniState")(function* (options) {
   const fs = yield* FileSystem.FileSystem
   const session = yield* SafeRemove.session(options)
-  const conf = yield* HostPath.resolve(session.root.path, Paths.CniConfDir, { followFinal: false })
+  const conf = (yield* HostPath.decodePath(session.root, Paths.CniConfDir, { followFinal: false })).full
   const confInfo = yield* Effect.option(fs.lstat(conf))
   let confReport: SafeRemove.Report
   if (confInfo._tag === "Some" && confInfo.value.type !== "Directory") {
@@ -200,9 +200,9 @@ export interface TeardownReport extends SafeRemove.Report {
   readonly unmountFailures: ReadonlyMap<string, Unmount.UnmountError>
 }
 
-const listPods = Effect.fnUntraced(function* (root: SafeRemove.Root) {
+const listPods = Effect.fnUntraced(function* (root: HostPath.HostRoot) {
   const fs = yield* FileSystem.FileSystem
-  const pods = yield* HostPath.resolve(root.path, KubeletPodsDir, { followFinal: false })
+  const pods = (yield* HostPath.decodePath(root, KubeletPodsDir, { followFinal: false })).full
   const none = (kept: ReadonlyArray<SafeRemove.Kept>) => ({ prefixes: [] as Array<string>, kept })
   const info = yield* Effect.result(fs.lstat(pods))
   if (info._tag === "Failure") {
@@ -239,35 +239,27 @@ export const teardownKubeletDir: (
   options?: TeardownOptions
 ) => Effect.Effect<TeardownReport, HostPath.HostPathError | MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> =
   Effect.fn("teardownKubeletDir")(function* (options) {
-    const root = yield* SafeRemove.resolveRoot(options)
+    const root = yield* HostPath.rootOf(options)
     const listed = options?.prefixes === undefined ? yield* listPods(root) : { prefixes: options.prefixes, kept: [] }
-    const targets: Array<{ readonly hostPath: string; readonly full: string; readonly table: string }> = []
-    for (const hostPath of listed.prefixes) {
-      const full = yield* HostPath.resolve(root.path, hostPath, { followFinal: false })
-      const table = SafeRemove.tablePath(root, full)
-      if (full === root.path || table === undefined) {
-        return yield* new HostPath.HostPathError({
-          reason: "InvalidPath",
-          root: root.path,
-          path: hostPath,
-          detail: full === root.path ? "refusing to tear down the host root itself" : "outside the mount table's root"
-        })
-      }
-      targets.push({ hostPath, full, table })
-    }
-    const unmountFailures: ReadonlyMap<string, Unmount.UnmountError> =
+    // Decoded before anything is unmounted; a pod directory that is a link is
+    // not followed (it is removed as a link).
+    const targets = yield* Unmount.decodePrefixes(root, listed.prefixes, { followFinal: false })
+    const failures: ReadonlyMap<string, Unmount.UnmountError> =
       targets.length === 0
         ? new Map()
-        : yield* Unmount.unmountBelowByPrefix(
-            targets.map((t) => t.table),
-            { mountInfo: root.mountInfo }
-          )
+        : (yield* Unmount.unmountBelowByPrefix(
+            targets.map((t) => t.path),
+            { hostRoot: root, followLinks: false }
+          )).failures
+    // The report names each prefix as the mount table does.
+    const unmountFailures = new Map<string, Unmount.UnmountError>()
     const kept: Array<SafeRemove.Kept> = [...listed.kept]
     const toRemove: Array<string> = []
     for (const t of targets) {
-      const failure = unmountFailures.get(t.table)
+      const failure = failures.get(t.path)
+      if (failure !== undefined) unmountFailures.set(t.table, failure)
       if (failure === undefined) {
-        toRemove.push(t.hostPath)
+        toRemove.push(t.path)
         continue
       }
       const first = failure.remaining[0]

@@ -6,8 +6,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema } from "effect"
+import { Cause, Context, Effect, Schema } from "effect"
 import { Systemd } from "./Systemd.ts"
+import * as UnitName from "./UnitName.ts"
 
 /** A unit and whether its configuration changed. */
 export const ChangedUnit = Schema.Struct({
@@ -36,6 +37,27 @@ export class RestartError extends Schema.TaggedError<RestartError>()("RestartErr
   }
 }
 
+/** Where a run of restarts stopped: the unit whose restart failed, those restarted before it, those never tried. */
+export interface Progress {
+  readonly unit: string
+  readonly restarted: ReadonlyArray<string>
+  readonly notAttempted: ReadonlyArray<string>
+}
+
+/**
+ * The annotation a failure of a caller's `restart` carries: its error is kept
+ * exactly as it is (tag, fields, message: the caller owns its wording), and
+ * the cause is annotated with where the run stopped. Read it with
+ * {@link progressOf}.
+ */
+export class RestartProgress extends Context.Service<RestartProgress, Progress>()(
+  "@hostnode/core/RestartChanged/RestartProgress"
+) {}
+
+/** Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`. */
+export const progressOf = (cause: Cause.Cause<unknown>): Progress | undefined =>
+  Context.getOrUndefined(Cause.annotations(cause), RestartProgress)
+
 /** Options of {@link restartChanged}. */
 export interface Options {
   /** Whether the node's stack was running before the configuration was written. */
@@ -50,22 +72,32 @@ export interface Options {
  * Restarts, in order, the units whose configuration changed. Does nothing when
  * the node was not already running: a start reads the configuration written
  * before it, and starting units here would start a node that should stay down.
- * Stops at the first failure with a {@link RestartError}.
  *
- * Restarts go through `Systemd.restart` unless `restart` is given: a caller
- * that restarts through something else (a container's systemd, a supervisor)
- * passes its own, and its error is kept as the cause.
+ * Every unit name, changed or not, is decoded first (`UnitName`): one invalid
+ * name fails the call with a `UnitNameError` before any unit is restarted,
+ * whether the node was running or not.
+ *
+ * Restarts go through `Systemd.restart` unless `restart` is given; the first
+ * failure stops the run. Through `Systemd.restart` it is a
+ * {@link RestartError}. A caller that restarts through something else (a
+ * container's systemd, a supervisor) passes its own `restart`, which owns the
+ * wording of its error: that error is what the call fails with, unchanged,
+ * its cause annotated with the {@link Progress} (read with {@link progressOf})
+ * and the same facts logged as an error.
  */
 export function restartChanged(
   options: Options & { readonly restart?: undefined }
-): Effect.Effect<void, RestartError, Systemd>
+): Effect.Effect<void, RestartError | UnitName.UnitNameError, Systemd>
 export function restartChanged<E, R>(
   options: Options & { readonly restart: (unit: string) => Effect.Effect<void, E, R> }
-): Effect.Effect<void, RestartError, R>
+): Effect.Effect<void, E | UnitName.UnitNameError, R>
 export function restartChanged<E, R>(
   options: Options & { readonly restart?: ((unit: string) => Effect.Effect<void, E, R>) | undefined }
-): Effect.Effect<void, RestartError, R | Systemd> {
+): Effect.Effect<void, E | RestartError | UnitName.UnitNameError, R | Systemd> {
   return Effect.gen(function* () {
+    // Decode first, then act: a bad name in the middle must not leave the
+    // node half-restarted.
+    for (const u of options.units) yield* UnitName.decode(u.unit)
     if (!options.wasRunning) {
       yield* Effect.logDebug("node was not running; nothing to restart").pipe(
         Effect.annotateLogs({ ...options.annotations })
@@ -73,19 +105,31 @@ export function restartChanged<E, R>(
       return
     }
     const changed = options.units.filter((u) => u.changed).map((u) => u.unit)
-    const restart: (unit: string) => Effect.Effect<void, unknown, R | Systemd> =
-      options.restart ?? ((unit) => Effect.flatMap(Effect.service(Systemd), (s) => s.restart(unit)))
+    const own = options.restart
     const restarted: Array<string> = []
     for (const [i, unit] of changed.entries()) {
-      yield* restart(unit).pipe(
-        Effect.mapError(
-          (cause) => new RestartError({ unit, restarted: [...restarted], notAttempted: changed.slice(i + 1), cause })
+      const progress = (): Progress => ({ unit, restarted: [...restarted], notAttempted: changed.slice(i + 1) })
+      if (own === undefined) {
+        yield* Effect.flatMap(Effect.service(Systemd), (s) => s.restart(unit)).pipe(
+          Effect.mapError((cause) => new RestartError({ ...progress(), cause }))
         )
-      )
+      } else {
+        yield* own(unit).pipe(
+          Effect.catchCause((cause) => {
+            const p = progress()
+            return Effect.logError(
+              `restart of ${unit} failed (already restarted: ${p.restarted.length === 0 ? "none" : p.restarted.join(", ")}; not attempted: ${p.notAttempted.length === 0 ? "none" : p.notAttempted.join(", ")})`
+            ).pipe(
+              Effect.annotateLogs({ ...options.annotations, unit }),
+              Effect.andThen(Effect.failCause(Cause.annotate(cause, Context.make(RestartProgress, p))))
+            )
+          })
+        )
+      }
       restarted.push(unit)
       yield* Effect.logInfo("restarted unit whose configuration changed").pipe(
         Effect.annotateLogs({ ...options.annotations, unit })
       )
     }
-  }).pipe(Effect.withSpan("restartChanged"))
+  }).pipe(Effect.withSpan("RestartChanged.restartChanged"))
 }

@@ -103,74 +103,12 @@ export const merge = (...reports: ReadonlyArray<Report>): Report => ({
   kept: reports.flatMap((r) => r.kept)
 })
 
-/** Options of every removal. */
-export interface Options {
-  /** The host root the paths are below: `""` or `"/"` for the real host (the default), a directory otherwise. */
-  readonly hostRoot?: string | undefined
-  /** The mount table to read (default `/proc/self/mountinfo`). */
-  readonly mountInfo?: string | undefined
-  /**
-   * Where the `/` of the mount table's namespace is in this process's file
-   * system. The default `/` means the table lists mount points as this process
-   * sees them (its own table, `hostRoot` a directory of its own namespace), and
-   * the host root is canonicalised with `realPath` so that a root reached
-   * through a symlink still matches the table. For the root of another mount
-   * namespace (`hostRoot: "/proc/<pid>/root"` with
-   * `mountInfo: "/proc/<pid>/mountinfo"`), pass that namespace's root (usually
-   * `hostRoot` itself): its table's `/var/lib/kubelet` is this process's
-   * `/proc/<pid>/root/var/lib/kubelet`.
-   */
-  readonly mountInfoRoot?: string | undefined
-}
-
-/** A host root resolved for removals: canonical, with the mount table that describes it. */
-export interface Root {
-  /** The host root, canonical: every reported path starts with it. */
-  readonly path: string
-  /** The mount table to read. */
-  readonly mountInfo: string
-  /** Where the table's `/` is (see {@link Options.mountInfoRoot}). */
-  readonly mountInfoRoot: string
-}
-
 /**
- * Resolves the host root of `options`. With the default `mountInfoRoot` the
- * root is canonicalised (`realPath`): the kernel's table shows canonical paths,
- * and a root reached through a symlink would otherwise match none of them. A
- * root that cannot be resolved, or that lies outside `mountInfoRoot`, is a
- * `HostPathError`.
+ * Options of every removal: the host root the paths are host paths of (the
+ * real host by default) and the mount table that describes it (see
+ * `HostPath.RootOptions`).
  */
-export const resolveRoot: (options?: Options) => Effect.Effect<Root, HostPath.HostPathError, FileSystem.FileSystem> =
-  Effect.fn("SafeRemove.resolveRoot")(function* (options) {
-    const fs = yield* FileSystem.FileSystem
-    const given = options?.hostRoot ?? ""
-    const mountInfo = options?.mountInfo ?? MountInfo.DefaultPath
-    const mountInfoRoot = HostPath.normalizeRoot(options?.mountInfoRoot ?? "/")
-    if (given.includes("\0")) {
-      return yield* new HostPath.HostPathError({ reason: "InvalidPath", root: given, path: "/", detail: "NUL byte" })
-    }
-    let path = HostPath.normalizeRoot(given)
-    if (mountInfoRoot === "/" && path !== "/") {
-      path = yield* fs.realPath(path).pipe(
-        Effect.map(HostPath.normalizeRoot),
-        Effect.mapError(
-          (e) => new HostPath.HostPathError({ reason: "Unreadable", root: given, path: "/", detail: e.message })
-        )
-      )
-    }
-    if (!HostPath.isWithin(mountInfoRoot, path)) {
-      return yield* new HostPath.HostPathError({
-        reason: "InvalidPath",
-        root: given,
-        path: "/",
-        detail: `the host root is not below the mount table's root ${mountInfoRoot}`
-      })
-    }
-    return { path, mountInfo, mountInfoRoot }
-  })
-
-/** `full` (a path of this process) as the mount table shows it, or `undefined` when the table cannot show it. */
-export const tablePath = (root: Root, full: string): string | undefined => HostPath.relative(root.mountInfoRoot, full)
+export type Options = HostPath.RootOptions
 
 /** A table entry, its mount point and root cleaned once. */
 interface Indexed {
@@ -276,7 +214,7 @@ export interface EmptyOptions {
  */
 export interface Session {
   /** The canonical host root the reported paths start with. */
-  readonly root: Root
+  readonly root: HostPath.HostRoot
   /** Removes each host path (a file, a link, a directory tree) under the rules of this module. */
   readonly remove: (paths: ReadonlyArray<string>) => Effect.Effect<Report, HostPath.HostPathError>
   /**
@@ -313,261 +251,255 @@ const sameNode = (a: FileSystem.File.Info, b: FileSystem.File.Info): boolean =>
  * Opens a session on `root`: reads and indexes its mount table. An unreadable
  * or malformed table fails here, before anything is removed.
  */
-export const open: (root: Root) => Effect.Effect<Session, MountInfo.MountInfoError, FileSystem.FileSystem> = Effect.fn(
-  "SafeRemove.open"
-)(function* (root) {
-  const fs = yield* FileSystem.FileSystem
-  const index = indexTable(yield* MountInfo.read(root.mountInfo))
+export const open: (
+  root: HostPath.HostRoot
+) => Effect.Effect<Session, MountInfo.MountInfoError, FileSystem.FileSystem> = Effect.fn("SafeRemove.open")(
+  function* (root) {
+    const fs = yield* FileSystem.FileSystem
+    const index = indexTable(yield* MountInfo.read(root.mountInfo))
 
-  const refuseRoot = (path: string, what: string) =>
-    new HostPath.HostPathError({
-      reason: "InvalidPath",
-      root: root.path,
-      path,
-      detail: `refusing to ${what} the host root itself`
-    })
+    // One call's accumulated outcome. Each public call starts a fresh one.
+    type Acc = { readonly removed: Array<string>; readonly kept: Array<Kept> }
+    const run = (body: (acc: Acc) => Effect.Effect<void>) =>
+      Effect.gen(function* () {
+        const acc: Acc = { removed: [], kept: [] }
+        yield* body(acc)
+        return { removed: acc.removed, kept: acc.kept } satisfies Report
+      })
 
-  // One call's accumulated outcome. Each public call starts a fresh one.
-  type Acc = { readonly removed: Array<string>; readonly kept: Array<Kept> }
-  const run = (body: (acc: Acc) => Effect.Effect<void>) =>
-    Effect.gen(function* () {
-      const acc: Acc = { removed: [], kept: [] }
-      yield* body(acc)
-      return { removed: acc.removed, kept: acc.kept } satisfies Report
-    })
+    const keep = (acc: Acc, kept: Kept) =>
+      Effect.sync(() => acc.kept.push(kept)).pipe(Effect.andThen(logKept(kept)), Effect.as(false))
 
-  const keep = (acc: Acc, kept: Kept) =>
-    Effect.sync(() => acc.kept.push(kept)).pipe(Effect.andThen(logKept(kept)), Effect.as(false))
+    const failed = (acc: Acc, path: string, what: string, e: PlatformError) =>
+      keep(acc, { path, reason: "Failed", detail: `${what}: ${e.message}` })
 
-  const failed = (acc: Acc, path: string, what: string, e: PlatformError) =>
-    keep(acc, { path, reason: "Failed", detail: `${what}: ${e.message}` })
-
-  /** What a stat found: the file's info, nothing there, or another error. */
-  const found = (info: Effect.Effect<FileSystem.File.Info, PlatformError>) =>
-    info.pipe(
-      Effect.map((info) => ({ _tag: "Found" as const, info })),
-      Effect.catchTag("PlatformError", (e) =>
-        Effect.succeed(HostPath.isMissing(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
+    /** What a stat found: the file's info, nothing there, or another error. */
+    const found = (info: Effect.Effect<FileSystem.File.Info, PlatformError>) =>
+      info.pipe(
+        Effect.map((info) => ({ _tag: "Found" as const, info })),
+        Effect.catchTag("PlatformError", (e) =>
+          Effect.succeed(HostPath.isMissing(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
+        )
       )
-    )
 
-  const lstat = (path: string) => found(fs.lstat(path))
+    const lstat = (path: string) => found(fs.lstat(path))
 
-  // The directory a top path is in, for its device. It was resolved with the
-  // path, so it is a directory; `stat` (not `lstat`) because it may be the
-  // host root itself, which can be a link (`/proc/<pid>/root`).
-  const parentOf = (path: string) => found(fs.stat(HostPath.dirname(path)))
+    // The directory a top path is in, for its device. It was resolved with the
+    // path, so it is a directory; `stat` (not `lstat`) because it may be the
+    // host root itself, which can be a link (`/proc/<pid>/root`).
+    const parentOf = (path: string) => found(fs.stat(HostPath.dirname(path)))
 
-  const removed = (acc: Acc, path: string, type: FileSystem.File.Type) =>
-    Effect.sync(() => acc.removed.push(path)).pipe(
-      Effect.andThen(Effect.logInfo(`removed ${path}`).pipe(Effect.annotateLogs({ path, type }))),
-      Effect.as(true)
-    )
+    const removed = (acc: Acc, path: string, type: FileSystem.File.Type) =>
+      Effect.sync(() => acc.removed.push(path)).pipe(
+        // Per path at debug: a teardown removes thousands; the operation logs one summary at info.
+        Effect.andThen(Effect.logDebug(`removed ${path}`).pipe(Effect.annotateLogs({ path, type }))),
+        Effect.as(true)
+      )
 
-  // Removes what `info` describes at `path`; true when nothing is left there.
-  const removeNode = (acc: Acc, path: string, info: FileSystem.File.Info): Effect.Effect<boolean> =>
-    info.type === "Directory"
-      ? removeDirectory(acc, path, info)
-      : fs.remove(path).pipe(
-          Effect.andThen(removed(acc, path, info.type)),
+    // Removes what `info` describes at `path`; true when nothing is left there.
+    const removeNode = (acc: Acc, path: string, info: FileSystem.File.Info): Effect.Effect<boolean> =>
+      info.type === "Directory"
+        ? removeDirectory(acc, path, info)
+        : fs.remove(path).pipe(
+            Effect.andThen(removed(acc, path, info.type)),
+            Effect.catchTag("PlatformError", (e) =>
+              HostPath.isMissing(e) ? Effect.succeed(true) : failed(acc, path, "remove", e)
+            )
+          )
+
+    const removeDirectory = (acc: Acc, path: string, info: FileSystem.File.Info): Effect.Effect<boolean> =>
+      Effect.gen(function* () {
+        const listed = yield* Effect.result(fs.readDirectory(path))
+        if (listed._tag === "Failure") {
+          return isNotFound(listed.failure) ? true : yield* failed(acc, path, "readDirectory", listed.failure)
+        }
+        // The directory listed must be the one that was lstat'ed: a directory
+        // swapped for a symlink in between would have listed the link's target.
+        const listedIt = yield* stillThere(acc, path, info)
+        if (listedIt !== "Same") return listedIt === "Gone"
+        let gone = true
+        for (const name of [...listed.success].sort()) {
+          const child = `${path}/${name}`
+          const found = yield* lstat(child)
+          if (found._tag === "Missing") continue
+          if (found._tag === "Error") {
+            gone = yield* failed(acc, child, "lstat", found.error)
+            continue
+          }
+          if (found.info.dev !== info.dev) {
+            gone = yield* keep(acc, otherFileSystem(child, found.info, info))
+            continue
+          }
+          if (!(yield* removeNode(acc, child, found.info))) gone = false
+        }
+        if (!gone) return false
+        const emptied = yield* stillThere(acc, path, info)
+        if (emptied !== "Same") return emptied === "Gone"
+        const left = yield* Effect.result(fs.readDirectory(path))
+        if (left._tag === "Failure") {
+          return isNotFound(left.failure) ? true : yield* failed(acc, path, "readDirectory", left.failure)
+        }
+        if (left.success.length > 0) {
+          return yield* keep(acc, {
+            path,
+            reason: "Failed",
+            detail: `entries appeared while it was being removed: ${left.success.slice(0, 5).join(", ")}`
+          })
+        }
+        // Verified empty: `remove` is then rmdir (a recursive remove is the only
+        // way the FileSystem removes a directory).
+        return yield* fs.remove(path, { recursive: true }).pipe(
+          Effect.andThen(removed(acc, path, "Directory")),
           Effect.catchTag("PlatformError", (e) =>
-            HostPath.isMissing(e) ? Effect.succeed(true) : failed(acc, path, "remove", e)
+            isNotFound(e) ? Effect.succeed(true) : failed(acc, path, "rmdir", e)
           )
         )
+      })
 
-  const removeDirectory = (acc: Acc, path: string, info: FileSystem.File.Info): Effect.Effect<boolean> =>
-    Effect.gen(function* () {
-      const listed = yield* Effect.result(fs.readDirectory(path))
-      if (listed._tag === "Failure") {
-        return isNotFound(listed.failure) ? true : yield* failed(acc, path, "readDirectory", listed.failure)
-      }
-      // The directory listed must be the one that was lstat'ed: a directory
-      // swapped for a symlink in between would have listed the link's target.
-      const listedIt = yield* stillThere(acc, path, info)
-      if (listedIt !== "Same") return listedIt === "Gone"
-      let gone = true
-      for (const name of [...listed.success].sort()) {
-        const child = `${path}/${name}`
-        const found = yield* lstat(child)
-        if (found._tag === "Missing") continue
-        if (found._tag === "Error") {
-          gone = yield* failed(acc, child, "lstat", found.error)
-          continue
-        }
-        if (found.info.dev !== info.dev) {
-          gone = yield* keep(acc, otherFileSystem(child, found.info, info))
-          continue
-        }
-        if (!(yield* removeNode(acc, child, found.info))) gone = false
-      }
-      if (!gone) return false
-      const emptied = yield* stillThere(acc, path, info)
-      if (emptied !== "Same") return emptied === "Gone"
-      const left = yield* Effect.result(fs.readDirectory(path))
-      if (left._tag === "Failure") {
-        return isNotFound(left.failure) ? true : yield* failed(acc, path, "readDirectory", left.failure)
-      }
-      if (left.success.length > 0) {
-        return yield* keep(acc, {
+    // Whether `path` is still the directory `info` describes, is gone, or has
+    // changed (reported as kept: nothing more is done there).
+    const stillThere = (acc: Acc, path: string, info: FileSystem.File.Info) =>
+      Effect.gen(function* () {
+        const now = yield* lstat(path)
+        if (now._tag === "Found" && sameNode(now.info, info)) return "Same" as const
+        if (now._tag === "Missing") return "Gone" as const
+        yield* keep(acc, {
           path,
           reason: "Failed",
-          detail: `entries appeared while it was being removed: ${left.success.slice(0, 5).join(", ")}`
+          detail:
+            now._tag === "Error"
+              ? `lstat: ${now.error.message}`
+              : `replaced while it was being removed (now a ${now.info.type}); not followed`
         })
-      }
-      // Verified empty: `remove` is then rmdir (a recursive remove is the only
-      // way the FileSystem removes a directory).
-      return yield* fs.remove(path, { recursive: true }).pipe(
-        Effect.andThen(removed(acc, path, "Directory")),
-        Effect.catchTag("PlatformError", (e) => (isNotFound(e) ? Effect.succeed(true) : failed(acc, path, "rmdir", e)))
-      )
-    })
-
-  // Whether `path` is still the directory `info` describes, is gone, or has
-  // changed (reported as kept: nothing more is done there).
-  const stillThere = (acc: Acc, path: string, info: FileSystem.File.Info) =>
-    Effect.gen(function* () {
-      const now = yield* lstat(path)
-      if (now._tag === "Found" && sameNode(now.info, info)) return "Same" as const
-      if (now._tag === "Missing") return "Gone" as const
-      yield* keep(acc, {
-        path,
-        reason: "Failed",
-        detail:
-          now._tag === "Error"
-            ? `lstat: ${now.error.message}`
-            : `replaced while it was being removed (now a ${now.info.type}); not followed`
+        return "Changed" as const
       })
-      return "Changed" as const
+
+    const otherFileSystem = (path: string, info: FileSystem.File.Info, parent: FileSystem.File.Info): Kept => ({
+      path,
+      reason: "OtherFileSystem",
+      detail: `on device ${device(info)}, the directory it is in on ${device(parent)}: a mount the table does not show`
     })
 
-  const otherFileSystem = (path: string, info: FileSystem.File.Info, parent: FileSystem.File.Info): Kept => ({
-    path,
-    reason: "OtherFileSystem",
-    detail: `on device ${device(info)}, the directory it is in on ${device(parent)}: a mount the table does not show`
-  })
+    const blockedBy = (path: string): Kept | undefined => {
+      const t = HostPath.tablePathOf(root, path)
+      // A path the table cannot show is not removed: nothing is known about its mounts.
+      if (t === undefined) return { path, reason: "Failed", detail: "outside the mount table's root" }
+      const b = blockers(index, t)[0]
+      if (b === undefined) return undefined
+      const where = `${b.entry.fsType} ${JSON.stringify(b.entry.source)} mounted at ${b.entry.mountPoint}`
+      return b.reason === "MountBelow"
+        ? { path, reason: "MountBelow", mountPoint: b.entry.mountPoint, detail: `a mount at or below it: ${where}` }
+        : {
+            path,
+            reason: "MountSourceBelow",
+            mountPoint: b.entry.mountPoint,
+            detail: `${b.at} is the source of ${where}`
+          }
+    }
 
-  const blockedBy = (path: string): Kept | undefined => {
-    const t = tablePath(root, path)
-    // A path the table cannot show is not removed: nothing is known about its mounts.
-    if (t === undefined) return { path, reason: "Failed", detail: "outside the mount table's root" }
-    const b = blockers(index, t)[0]
-    if (b === undefined) return undefined
-    const where = `${b.entry.fsType} ${JSON.stringify(b.entry.source)} mounted at ${b.entry.mountPoint}`
-    return b.reason === "MountBelow"
-      ? { path, reason: "MountBelow", mountPoint: b.entry.mountPoint, detail: `a mount at or below it: ${where}` }
-      : {
-          path,
-          reason: "MountSourceBelow",
-          mountPoint: b.entry.mountPoint,
-          detail: `${b.at} is the source of ${where}`
-        }
-  }
+    // Removes one path that starts a removal: checked against the table, then
+    // against its parent's device, then removed without following anything.
+    const removeTop = (acc: Acc, path: string): Effect.Effect<boolean> =>
+      Effect.gen(function* () {
+        const blocked = blockedBy(path)
+        if (blocked !== undefined) return yield* keep(acc, blocked)
+        const found = yield* lstat(path)
+        if (found._tag === "Missing") return true
+        if (found._tag === "Error") return yield* failed(acc, path, "lstat", found.error)
+        const parent = yield* parentOf(path)
+        if (parent._tag === "Missing") return true
+        if (parent._tag === "Error") return yield* failed(acc, HostPath.dirname(path), "lstat", parent.error)
+        if (found.info.dev !== parent.info.dev) return yield* keep(acc, otherFileSystem(path, found.info, parent.info))
+        return yield* removeNode(acc, path, found.info)
+      })
 
-  // Removes one path that starts a removal: checked against the table, then
-  // against its parent's device, then removed without following anything.
-  const removeTop = (acc: Acc, path: string): Effect.Effect<boolean> =>
-    Effect.gen(function* () {
-      const blocked = blockedBy(path)
-      if (blocked !== undefined) return yield* keep(acc, blocked)
-      const found = yield* lstat(path)
-      if (found._tag === "Missing") return true
-      if (found._tag === "Error") return yield* failed(acc, path, "lstat", found.error)
-      const parent = yield* parentOf(path)
-      if (parent._tag === "Missing") return true
-      if (parent._tag === "Error") return yield* failed(acc, HostPath.dirname(path), "lstat", parent.error)
-      if (found.info.dev !== parent.info.dev) return yield* keep(acc, otherFileSystem(path, found.info, parent.info))
-      return yield* removeNode(acc, path, found.info)
-    })
+    // A link in the last component is the thing removed, never followed.
+    const resolveBelow = (path: string) =>
+      Effect.map(HostPath.decodePath(root, path, { followFinal: false }), (r) => r.full)
 
-  const resolveBelow = (path: string) => HostPath.resolve(root.path, path, { followFinal: false })
-
-  const remove: Session["remove"] = (paths) =>
-    Effect.gen(function* () {
-      const full: Array<string> = []
-      for (const p of paths) {
-        const f = yield* resolveBelow(p)
-        if (f === root.path) return yield* refuseRoot(p, "remove")
-        full.push(f)
-      }
-      return yield* run((acc) => Effect.forEach(full, (f) => removeTop(acc, f), { discard: true }))
-    }).pipe(
-      Effect.provideService(FileSystem.FileSystem, fs),
-      Effect.withSpan("SafeRemove.remove"),
-      Effect.annotateLogs({ hostRoot: root.path })
-    )
-
-  const empty: Session["empty"] = (dir, options) =>
-    Effect.gen(function* () {
-      const full = yield* resolveBelow(dir)
-      if (full === root.path) return yield* refuseRoot(dir, "empty")
-      const select = options?.select ?? (() => true)
-      return yield* run((acc) =>
-        Effect.gen(function* () {
-          const t = tablePath(root, full)
-          const at = t === undefined ? undefined : index.entries.find((e) => e.mountPoint === t)
-          if (t === undefined || at !== undefined) {
-            yield* keep(acc, {
-              path: full,
-              reason: "MountBelow",
-              ...(at === undefined ? {} : { mountPoint: at.entry.mountPoint }),
-              detail:
-                at === undefined
-                  ? "outside the mount table's root"
-                  : `${at.entry.fsType} ${JSON.stringify(at.entry.source)} is mounted on it; not emptied`
-            })
-            return
-          }
-          const found = yield* lstat(full)
-          if (found._tag === "Missing") return
-          if (found._tag === "Error") {
-            yield* failed(acc, full, "lstat", found.error)
-            return
-          }
-          if (found.info.type !== "Directory") {
-            const target =
-              found.info.type === "SymbolicLink"
-                ? yield* fs.readLink(full).pipe(
-                    Effect.map((t) => ` to ${JSON.stringify(t)}`),
-                    Effect.orElseSucceed(() => "")
-                  )
-                : ""
-            yield* keep(acc, {
-              path: full,
-              reason: "NotADirectory",
-              detail: `is a ${found.info.type}${target}, not a directory; not followed`
-            })
-            return
-          }
-          const parent = yield* parentOf(full)
-          if (parent._tag === "Found" && parent.info.dev !== found.info.dev) {
-            yield* keep(acc, otherFileSystem(full, found.info, parent.info))
-            return
-          }
-          const listed = yield* Effect.result(fs.readDirectory(full))
-          if (listed._tag === "Failure") {
-            if (!isNotFound(listed.failure)) yield* failed(acc, full, "readDirectory", listed.failure)
-            return
-          }
-          if ((yield* stillThere(acc, full, found.info)) !== "Same") return
-          for (const name of [...listed.success].sort()) {
-            if (select(name)) yield* removeTop(acc, `${full}/${name}`)
-          }
-        })
+    const remove: Session["remove"] = (paths) =>
+      Effect.gen(function* () {
+        // Every path is decoded before the first removal.
+        const full = yield* Effect.forEach(paths, resolveBelow)
+        return yield* run((acc) => Effect.forEach(full, (f) => removeTop(acc, f), { discard: true }))
+      }).pipe(
+        Effect.provideService(FileSystem.FileSystem, fs),
+        Effect.withSpan("SafeRemove.remove"),
+        Effect.annotateLogs({ hostRoot: root.path })
       )
-    }).pipe(
-      Effect.provideService(FileSystem.FileSystem, fs),
-      Effect.withSpan("SafeRemove.empty"),
-      Effect.annotateLogs({ hostRoot: root.path })
-    )
 
-  return { root, remove, empty } satisfies Session
-})
+    const empty: Session["empty"] = (dir, options) =>
+      Effect.gen(function* () {
+        const full = yield* resolveBelow(dir)
+        const select = options?.select ?? (() => true)
+        return yield* run((acc) =>
+          Effect.gen(function* () {
+            const t = HostPath.tablePathOf(root, full)
+            const at = t === undefined ? undefined : index.entries.find((e) => e.mountPoint === t)
+            if (t === undefined || at !== undefined) {
+              yield* keep(acc, {
+                path: full,
+                reason: "MountBelow",
+                ...(at === undefined ? {} : { mountPoint: at.entry.mountPoint }),
+                detail:
+                  at === undefined
+                    ? "outside the mount table's root"
+                    : `${at.entry.fsType} ${JSON.stringify(at.entry.source)} is mounted on it; not emptied`
+              })
+              return
+            }
+            const found = yield* lstat(full)
+            if (found._tag === "Missing") return
+            if (found._tag === "Error") {
+              yield* failed(acc, full, "lstat", found.error)
+              return
+            }
+            if (found.info.type !== "Directory") {
+              const target =
+                found.info.type === "SymbolicLink"
+                  ? yield* fs.readLink(full).pipe(
+                      Effect.map((t) => ` to ${JSON.stringify(t)}`),
+                      Effect.orElseSucceed(() => "")
+                    )
+                  : ""
+              yield* keep(acc, {
+                path: full,
+                reason: "NotADirectory",
+                detail: `is a ${found.info.type}${target}, not a directory; not followed`
+              })
+              return
+            }
+            const parent = yield* parentOf(full)
+            if (parent._tag === "Found" && parent.info.dev !== found.info.dev) {
+              yield* keep(acc, otherFileSystem(full, found.info, parent.info))
+              return
+            }
+            const listed = yield* Effect.result(fs.readDirectory(full))
+            if (listed._tag === "Failure") {
+              if (!isNotFound(listed.failure)) yield* failed(acc, full, "readDirectory", listed.failure)
+              return
+            }
+            if ((yield* stillThere(acc, full, found.info)) !== "Same") return
+            for (const name of [...listed.success].sort()) {
+              if (select(name)) yield* removeTop(acc, `${full}/${name}`)
+            }
+          })
+        )
+      }).pipe(
+        Effect.provideService(FileSystem.FileSystem, fs),
+        Effect.withSpan("SafeRemove.empty"),
+        Effect.annotateLogs({ hostRoot: root.path })
+      )
 
-/** Resolves the host root and opens a session on it (see {@link resolveRoot} and {@link open}). */
+    return { root, remove, empty } satisfies Session
+  }
+)
+
+/** Decodes the host root of `options` and opens a session on it (see `HostPath.rootOf` and {@link open}). */
 export const session = (
   options?: Options
 ): Effect.Effect<Session, HostPath.HostPathError | MountInfo.MountInfoError, FileSystem.FileSystem> =>
-  Effect.flatMap(resolveRoot(options), open)
+  Effect.flatMap(HostPath.rootOf(options), open)
 
 /**
  * Removes each host path below `options.hostRoot`: files and links are

@@ -157,6 +157,10 @@ const UnknownJson = Schema.fromJsonString(Schema.Unknown)
  * - `UnsupportedFileType`: a recorded path is a socket, FIFO or device.
  * - `Unresolvable`: a host path could not be resolved below the root
  *   (a symlink loop, an unreadable link).
+ * - `HostRootMismatch`: the snapshot was taken below another host root than
+ *   the one it is being restored below (a mistyped `--host-root` would
+ *   otherwise remove every recorded path that is missing there); pass
+ *   `allowHostRootMismatch` when the same tree really has another name.
  * - `Io`: the file system refused an operation; `detail` says which.
  */
 export const SnapshotErrorReason = Schema.Literals([
@@ -169,6 +173,7 @@ export const SnapshotErrorReason = Schema.Literals([
   "Corrupt",
   "UnsupportedFileType",
   "Unresolvable",
+  "HostRootMismatch",
   "Io"
 ])
 
@@ -208,8 +213,14 @@ export class SnapshotError extends Schema.TaggedError<SnapshotError>()("Snapshot
 export interface Snapshot {
   /** Where the snapshot is saved. */
   readonly dir: string
-  /** The host root it was taken below and restores to. */
+  /** The canonical host root it was taken below and restores to. */
   readonly hostRoot: string
+  /**
+   * The recorded paths that were absent when it was taken. When that is every
+   * path, the host root was probably not the node's (a mistyped root): a
+   * restore would remove them all there.
+   */
+  readonly absent: ReadonlyArray<string>
   /** The recorded host paths (cleaned, those below another listed path dropped). */
   readonly paths: ReadonlyArray<string>
   /**
@@ -228,8 +239,11 @@ export interface Snapshot {
 export interface TakeOptions {
   /** The snapshot directory (a real path, not joined below `hostRoot`); it must not exist yet. */
   readonly dir: string
-  /** The host root (`""` or `"/"` for the real host). */
-  readonly hostRoot: string
+  /**
+   * The host root (`""` or `"/"` for the real host, an absolute directory, or
+   * a decoded `HostPath.HostRoot`). The manifest records it canonical.
+   */
+  readonly hostRoot: string | HostPath.HostRoot
 }
 
 /** {@link TakeOptions} with the paths to record. */
@@ -278,14 +292,23 @@ const discardingPath = (dir: string) => `${dir}.discarding`
 interface Ctx {
   readonly fs: FileSystem.FileSystem
   readonly dir: string
+  /** The canonical host root path, for messages and the manifest. */
   readonly hostRoot: string
+  readonly root: HostPath.HostRoot
+  /** Restore a snapshot recorded below another host root (see `HostRootMismatch`). */
+  readonly allowHostRootMismatch: boolean
 }
 
-/** The context of one operation; the snapshot directory must be an absolute path other than `/`. */
-const makeCtx = (dir: string, hostRoot: string) =>
+/**
+ * The context of one operation: the host root decoded (a bad one fails here,
+ * before anything is read or written); the snapshot directory must be an
+ * absolute path other than `/`.
+ */
+const makeCtx = (dir: string, hostRoot: string | HostPath.HostRoot, allowHostRootMismatch = false) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
-    const ctx: Ctx = { fs, dir: HostPath.clean(dir), hostRoot }
+    const root = yield* HostPath.rootOf({ hostRoot })
+    const ctx: Ctx = { fs, dir: HostPath.clean(dir), hostRoot: root.path, root, allowHostRootMismatch }
     if (!isHostPath(ctx.dir) || !dir.startsWith("/")) {
       return yield* fail(
         ctx,
@@ -296,6 +319,16 @@ const makeCtx = (dir: string, hostRoot: string) =>
     }
     return ctx
   })
+
+/** The host root of an operation's options, for log annotations before it is decoded. */
+const rootLabel = (hostRoot: string | HostPath.HostRoot): string =>
+  HostPath.isHostRoot(hostRoot) ? hostRoot.path : hostRoot === "" ? "/" : hostRoot
+
+/** The listed paths a manifest records as absent. */
+const absentPaths = (manifest: Manifest): ReadonlyArray<string> => {
+  const listed = new Set(manifest.paths)
+  return manifest.entries.filter((e) => e.type === "Absent" && listed.has(e.path)).map((e) => e.path)
+}
 
 /** The error of this snapshot: its directory and host root, the reason, the path and what happened. */
 const snapshotError = (ctx: Ctx, reason: SnapshotErrorReason, path: string, detail: string) =>
@@ -321,7 +354,7 @@ const lstatOption = (ctx: Ctx, full: string, path: string) =>
   )
 
 const resolveFull = (ctx: Ctx, path: string) =>
-  HostPath.resolve(ctx.hostRoot, path, { followFinal: false }).pipe(
+  HostPath.resolve(ctx.root.path, path, { followFinal: false }).pipe(
     Effect.provideService(FileSystem.FileSystem, ctx.fs),
     Effect.mapError((e) => snapshotError(ctx, "Unresolvable", path, e.message))
   )
@@ -431,7 +464,7 @@ const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
     const kept = [...new Set(cleaned)].filter((p) => !cleaned.some((q) => isBelow(q, p)))
     const dirFull = HostPath.clean(ctx.dir)
     for (const p of kept) {
-      const full = HostPath.join(ctx.hostRoot, p)
+      const full = HostPath.fullPath(ctx.root, p)
       if (HostPath.covers(full, dirFull) || HostPath.covers(dirFull, full)) {
         // The snapshot would record itself (and a restore remove it as
         // created since), or a restore would write into the snapshot.
@@ -571,14 +604,15 @@ const readFiles = (ctx: Ctx, walk: Walk, data: FileSystem.File) =>
     return offset
   })
 
-const makeHandle = (ctx: Ctx, paths: ReadonlyArray<string>) =>
+const makeHandle = (ctx: Ctx, manifest: Manifest) =>
   Effect.gen(function* () {
     const restored = yield* Ref.make(false)
     const lock = yield* Semaphore.make(1)
     const snapshot: Snapshot = {
       dir: ctx.dir,
       hostRoot: ctx.hostRoot,
-      paths,
+      paths: manifest.paths,
+      absent: absentPaths(manifest),
       restore: lock.withPermits(1)(
         restoreAt(ctx).pipe(
           Effect.tap(() => Ref.set(restored, true)),
@@ -600,93 +634,104 @@ const makeHandle = (ctx: Ctx, paths: ReadonlyArray<string>) =>
  * snapshot, only a temporary sibling that the next take or `recover` removes;
  * the recorded paths are only ever read.
  */
-export const takeOf: (options: TakeOfOptions) => Effect.Effect<Snapshot, SnapshotError, FileSystem.FileSystem> =
-  Effect.fn("Snapshot.takeOf")(
-    function* (options: TakeOfOptions) {
-      const ctx = yield* makeCtx(options.dir, options.hostRoot)
-      const fs = ctx.fs
-      const exclude = (options.exclude ?? ConfSnap.Exclude).map(HostPath.clean)
-      for (const x of exclude) {
-        if (!isHostPath(x))
-          return yield* fail(ctx, "InvalidPath", x, "an exclusion must be an absolute host path other than /")
-      }
-      const paths = yield* normalizePaths(ctx, options.paths)
-      if (Option.isSome(yield* lstatOption(ctx, ctx.dir, ""))) {
-        return yield* fail(
-          ctx,
-          "Exists",
-          "",
-          "a snapshot is already there (an earlier upgrade did not finish); recover or discard it first"
+export const takeOf: (
+  options: TakeOfOptions
+) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem> = Effect.fn(
+  "Snapshot.takeOf"
+)(
+  function* (options: TakeOfOptions) {
+    const ctx = yield* makeCtx(options.dir, options.hostRoot)
+    const fs = ctx.fs
+    const exclude = (options.exclude ?? ConfSnap.Exclude).map(HostPath.clean)
+    for (const x of exclude) {
+      if (!isHostPath(x))
+        return yield* fail(ctx, "InvalidPath", x, "an exclusion must be an absolute host path other than /")
+    }
+    const paths = yield* normalizePaths(ctx, options.paths)
+    if (Option.isSome(yield* lstatOption(ctx, ctx.dir, ""))) {
+      return yield* fail(
+        ctx,
+        "Exists",
+        "",
+        "a snapshot is already there (an earlier upgrade did not finish); recover or discard it first"
+      )
+    }
+    yield* removeLeftovers(ctx)
+    const parent = HostPath.dirname(ctx.dir)
+    yield* fs.makeDirectory(parent, { recursive: true }).pipe(Effect.mapError(io(ctx, `mkdir ${parent}`)))
+    const staging = yield* fs
+      .makeTempDirectory({ directory: parent, prefix: stagingPrefix(ctx.dir) })
+      .pipe(Effect.mapError(io(ctx, `mkdtemp in ${parent}`)))
+    const written = Effect.gen(function* () {
+      const manifest = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const data = yield* fs
+            .open(`${staging}/${DataName}`, { flag: "wx", mode: 0o600 })
+            .pipe(Effect.mapError(io(ctx, `create ${DataName}`)))
+          const walk: Walk = { entries: [], files: [] }
+          for (const p of paths) yield* walkPath(ctx, walk, exclude, p, yield* resolveFull(ctx, p))
+          const dataSize = yield* readFiles(ctx, walk, data)
+          yield* data.sync.pipe(Effect.mapError(io(ctx, `fsync ${DataName}`)))
+          const manifest: Manifest = {
+            format: "hostnode-snapshot",
+            version: FormatVersion,
+            hostRoot: ctx.hostRoot,
+            paths,
+            exclude,
+            dataSize,
+            entries: walk.entries.filter((e): e is Entry => e !== undefined)
+          }
+          return manifest
+        })
+      )
+      const text = yield* Schema.encodeEffect(ManifestJson)(manifest).pipe(
+        Effect.mapError((e) =>
+          snapshotError(ctx, "InvalidManifest", "", `the manifest could not be encoded: ${e.message}`)
         )
-      }
-      yield* removeLeftovers(ctx)
-      const parent = HostPath.dirname(ctx.dir)
-      yield* fs.makeDirectory(parent, { recursive: true }).pipe(Effect.mapError(io(ctx, `mkdir ${parent}`)))
-      const staging = yield* fs
-        .makeTempDirectory({ directory: parent, prefix: stagingPrefix(ctx.dir) })
-        .pipe(Effect.mapError(io(ctx, `mkdtemp in ${parent}`)))
-      const written = Effect.gen(function* () {
-        const manifest = yield* Effect.scoped(
-          Effect.gen(function* () {
-            const data = yield* fs
-              .open(`${staging}/${DataName}`, { flag: "wx", mode: 0o600 })
-              .pipe(Effect.mapError(io(ctx, `create ${DataName}`)))
-            const walk: Walk = { entries: [], files: [] }
-            for (const p of paths) yield* walkPath(ctx, walk, exclude, p, yield* resolveFull(ctx, p))
-            const dataSize = yield* readFiles(ctx, walk, data)
-            yield* data.sync.pipe(Effect.mapError(io(ctx, `fsync ${DataName}`)))
-            const manifest: Manifest = {
-              format: "hostnode-snapshot",
-              version: FormatVersion,
-              hostRoot: options.hostRoot,
-              paths,
-              exclude,
-              dataSize,
-              entries: walk.entries.filter((e): e is Entry => e !== undefined)
-            }
-            return manifest
-          })
-        )
-        const text = yield* Schema.encodeEffect(ManifestJson)(manifest).pipe(
-          Effect.mapError((e) =>
-            snapshotError(ctx, "InvalidManifest", "", `the manifest could not be encoded: ${e.message}`)
-          )
-        )
-        const manifestPath = `${staging}/${ManifestName}`
-        yield* fs
-          .writeFileString(manifestPath, text, { flag: "wx", mode: 0o600 })
-          .pipe(Effect.mapError(io(ctx, `write ${ManifestName}`)))
-        yield* syncPath(ctx, manifestPath)
-        yield* syncPath(ctx, staging)
-        return manifest
-      })
-      const manifest = yield* written.pipe(
-        Effect.tapError(() => fs.remove(staging, { recursive: true }).pipe(Effect.ignore))
       )
-      // The commit point: before the rename there is no snapshot, after it a whole one.
-      yield* fs.rename(staging, ctx.dir).pipe(
-        Effect.mapError(io(ctx, `rename ${staging} to ${ctx.dir}`)),
-        Effect.tapError(() => fs.remove(staging, { recursive: true }).pipe(Effect.ignore))
-      )
-      yield* syncPath(ctx, parent)
-      yield* Effect.logInfo("configuration snapshot taken").pipe(
-        Effect.annotateLogs({ entries: manifest.entries.length, bytes: manifest.dataSize })
-      )
-      return yield* makeHandle(ctx, paths)
-    },
-    (effect, options) =>
-      effect.pipe(
-        Effect.provide(Digest.layerWebCrypto),
-        Effect.annotateLogs({ snapshotDir: options.dir, hostRoot: options.hostRoot || "/" })
-      )
-  )
+      const manifestPath = `${staging}/${ManifestName}`
+      yield* fs
+        .writeFileString(manifestPath, text, { flag: "wx", mode: 0o600 })
+        .pipe(Effect.mapError(io(ctx, `write ${ManifestName}`)))
+      yield* syncPath(ctx, manifestPath)
+      yield* syncPath(ctx, staging)
+      return manifest
+    })
+    const manifest = yield* written.pipe(
+      Effect.tapError(() => fs.remove(staging, { recursive: true }).pipe(Effect.ignore))
+    )
+    // The commit point: before the rename there is no snapshot, after it a whole one.
+    yield* fs.rename(staging, ctx.dir).pipe(
+      Effect.mapError(io(ctx, `rename ${staging} to ${ctx.dir}`)),
+      Effect.tapError(() => fs.remove(staging, { recursive: true }).pipe(Effect.ignore))
+    )
+    yield* syncPath(ctx, parent)
+    yield* Effect.logInfo("configuration snapshot taken").pipe(
+      Effect.annotateLogs({ entries: manifest.entries.length, bytes: manifest.dataSize })
+    )
+    const absent = absentPaths(manifest)
+    if (absent.length === paths.length) {
+      yield* Effect.logWarning(
+        `every recorded path is absent below host root ${ctx.hostRoot}: is that the node's root? A restore there would only remove them`
+      ).pipe(Effect.annotateLogs({ paths: absent.length }))
+    }
+    return yield* makeHandle(ctx, manifest)
+  },
+  (effect, options) =>
+    effect.pipe(
+      Effect.provide(Digest.layerWebCrypto),
+      Effect.annotateLogs({ snapshotDir: options.dir, hostRoot: rootLabel(options.hostRoot) })
+    )
+)
 
 /**
  * Saves the shared configuration ({@link ConfSnap.DefaultPaths}, without
  * {@link ConfSnap.Exclude}) below `hostRoot` into `dir` (the Go package's
  * `TakeSnapshot`). See {@link takeOf}.
  */
-export const take = (options: TakeOptions): Effect.Effect<Snapshot, SnapshotError, FileSystem.FileSystem> =>
+export const take = (
+  options: TakeOptions
+): Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem> =>
   takeOf({ ...options, paths: ConfSnap.DefaultPaths, exclude: ConfSnap.Exclude })
 
 // ---------------------------------------------------------------------------
@@ -1050,6 +1095,7 @@ const restoreChecked = (ctx: Ctx, checked: Checked, data: FileSystem.File) =>
 const restoreAt = (ctx: Ctx): Effect.Effect<void, SnapshotError | SystemdError, Systemd> =>
   Effect.gen(function* () {
     const checked = yield* loadManifest(ctx)
+    yield* checkRoot(ctx, checked.manifest)
     const changes = yield* Effect.scoped(
       Effect.gen(function* () {
         const dataPath = `${ctx.dir}/${DataName}`
@@ -1066,17 +1112,14 @@ const restoreAt = (ctx: Ctx): Effect.Effect<void, SnapshotError | SystemdError, 
         return yield* restoreChecked(ctx, checked, data)
       })
     )
-    if (HostPath.isRealRoot(ctx.hostRoot)) {
+    if (ctx.root.isReal) {
       // Unit files and drop-ins were rewritten: systemd must read them again.
       yield* Effect.flatMap(Effect.service(Systemd), (s) => s.daemonReload)
     }
     yield* Effect.logInfo("configuration snapshot restored").pipe(
       Effect.annotateLogs({ entries: checked.manifest.entries.length, changes })
     )
-  }).pipe(
-    Effect.provide(Digest.layerWebCrypto),
-    Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot || "/" })
-  )
+  }).pipe(Effect.provide(Digest.layerWebCrypto), Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot }))
 
 // ---------------------------------------------------------------------------
 // Discard and recover
@@ -1101,16 +1144,40 @@ const discardAt = (ctx: Ctx): Effect.Effect<void> =>
     Effect.catch((e) =>
       Effect.logWarning("could not discard the configuration snapshot; remove it by hand", { error: e.message })
     ),
-    Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot || "/" }),
+    Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot }),
     Effect.withSpan("Snapshot.discard", { attributes: { dir: ctx.dir } })
   )
+
+/**
+ * Fails with `HostRootMismatch` when `manifest` was taken below another host
+ * root than the one of `ctx`, unless the caller allowed it: the host root is
+ * an operator's input, and a restore below the wrong tree removes every
+ * recorded path that is not there.
+ */
+const checkRoot = (ctx: Ctx, manifest: Manifest) => {
+  const recorded = manifest.hostRoot === "" ? "/" : manifest.hostRoot
+  return recorded === ctx.hostRoot || ctx.allowHostRootMismatch
+    ? Effect.void
+    : fail(
+        ctx,
+        "HostRootMismatch",
+        "",
+        `it was taken below host root ${JSON.stringify(recorded)}, not ${JSON.stringify(ctx.hostRoot)}; pass allowHostRootMismatch (--allow-root-mismatch) if that is the same tree under another name`
+      )
+}
 
 /** Options of {@link open} and {@link recover}. */
 export interface OpenOptions {
   /** The snapshot directory an earlier process may have left. */
   readonly dir: string
-  /** The host root to restore below (`""` or `"/"` for the real host). */
-  readonly hostRoot: string
+  /**
+   * The host root to restore below (`""` or `"/"` for the real host, an
+   * absolute directory, or a decoded `HostPath.HostRoot`). It must be the root
+   * the snapshot records, unless `allowHostRootMismatch`.
+   */
+  readonly hostRoot: string | HostPath.HostRoot
+  /** Restore below another host root than the one recorded (default false; see `HostRootMismatch`). */
+  readonly allowHostRootMismatch?: boolean | undefined
 }
 
 /**
@@ -1119,12 +1186,15 @@ export interface OpenOptions {
  * restore). Fails with `Missing` when there is none. Unlike {@link recover},
  * nothing is restored or removed until the caller says so.
  */
-export const open: (options: OpenOptions) => Effect.Effect<Snapshot, SnapshotError, FileSystem.FileSystem> = Effect.fn(
+export const open: (
+  options: OpenOptions
+) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem> = Effect.fn(
   "Snapshot.open"
 )(function* (options: OpenOptions) {
-  const ctx = yield* makeCtx(options.dir, options.hostRoot)
+  const ctx = yield* makeCtx(options.dir, options.hostRoot, options.allowHostRootMismatch)
   const checked = yield* loadManifest(ctx)
-  return yield* makeHandle(ctx, checked.manifest.paths)
+  yield* checkRoot(ctx, checked.manifest)
+  return yield* makeHandle(ctx, checked.manifest)
 })
 
 /** Options of {@link recover}. */
@@ -1142,23 +1212,23 @@ export type RecoverOptions = OpenOptions
  */
 export const recover: (
   options: RecoverOptions
-) => Effect.Effect<boolean, SnapshotError | SystemdError, FileSystem.FileSystem | Systemd> = Effect.fn(
-  "Snapshot.recover"
-)(
-  function* (options: RecoverOptions) {
-    const ctx = yield* makeCtx(options.dir, options.hostRoot)
-    yield* removeLeftovers(ctx)
-    if (Option.isNone(yield* lstatOption(ctx, ctx.dir, ""))) {
-      yield* Effect.logDebug("no configuration snapshot to recover")
-      return false
-    }
-    yield* Effect.logWarning("restoring a configuration snapshot an earlier process left")
-    yield* restoreAt(ctx)
-    yield* discardAt(ctx)
-    return true
-  },
-  (effect, options) => effect.pipe(Effect.annotateLogs({ snapshotDir: options.dir, hostRoot: options.hostRoot || "/" }))
-)
+) => Effect.Effect<boolean, SnapshotError | SystemdError | HostPath.HostPathError, FileSystem.FileSystem | Systemd> =
+  Effect.fn("Snapshot.recover")(
+    function* (options: RecoverOptions) {
+      const ctx = yield* makeCtx(options.dir, options.hostRoot, options.allowHostRootMismatch)
+      yield* removeLeftovers(ctx)
+      if (Option.isNone(yield* lstatOption(ctx, ctx.dir, ""))) {
+        yield* Effect.logDebug("no configuration snapshot to recover")
+        return false
+      }
+      yield* Effect.logWarning("restoring a configuration snapshot an earlier process left")
+      yield* restoreAt(ctx)
+      yield* discardAt(ctx)
+      return true
+    },
+    (effect, options) =>
+      effect.pipe(Effect.annotateLogs({ snapshotDir: options.dir, hostRoot: rootLabel(options.hostRoot) }))
+  )
 
 /**
  * The snapshot as a scoped resource around an upgrade: acquiring takes it
@@ -1170,7 +1240,7 @@ export const recover: (
  */
 export const scoped = (
   options: ScopedOptions
-): Effect.Effect<Snapshot, SnapshotError, FileSystem.FileSystem | Systemd | Scope.Scope> =>
+): Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Systemd | Scope.Scope> =>
   Effect.acquireRelease(
     takeOf({
       dir: options.dir,
@@ -1186,7 +1256,7 @@ export const scoped = (
             Effect.catch((e) =>
               Effect.logError("rolling back the configuration failed; the snapshot is kept for Snapshot.recover", {
                 error: e.message
-              }).pipe(Effect.annotateLogs({ snapshotDir: snapshot.dir, hostRoot: snapshot.hostRoot || "/" }))
+              }).pipe(Effect.annotateLogs({ snapshotDir: snapshot.dir, hostRoot: snapshot.hostRoot }))
             )
           )
   )

@@ -28,37 +28,39 @@ export type UnitType = (typeof UnitTypes)[number]
 /** systemd's UNIT_NAME_MAX is 256 bytes including the terminating NUL. */
 export const MaxLength = 255
 
-// systemd's VALID_CHARS for unit names: ASCII letters and digits and `:-_.\`,
-// plus one `@` separating a template from its instance.
+// systemd's VALID_CHARS for unit names (src/basic/unit-name.h): ASCII
+// letters and digits and `:-_.\`, plus `@`.
 const validChar = /^[A-Za-z0-9:\-_.\\@]$/
 
 /**
  * What is wrong with `name` as a unit name, or `undefined` when it is a valid
- * one. Exposed so callers can explain a rejection without decoding.
+ * one. These are exactly the rules of systemd's `unit_name_is_valid` with
+ * `UNIT_NAME_ANY`: a plain name (`kubelet.service`), an instance
+ * (`getty@tty1.service`, `foo@bar@baz.service`: only the first `@` separates,
+ * later ones are part of the instance) or a template (`foo@.service`, valid
+ * as a name though no restart of it can succeed). A name may start with `-`
+ * (`-.mount` is the root mount's unit): it never reaches a command line
+ * where it could be read as an option, since `--` always comes before unit
+ * names. Exposed so callers can explain a rejection without decoding.
  */
 export const problem = (name: string): string | undefined => {
   if (name.length === 0) return "is empty"
+  // UNIT_NAME_MAX is 256 including the NUL; every valid character is one byte.
   if (name.length > MaxLength) return `is ${name.length} characters long, more than systemd's ${MaxLength}`
-  // systemd itself accepts `-.mount` and `-.slice`; we refuse every leading `-`
-  // because a name that looks like an option is never what a node agent means.
-  if (name.startsWith("-")) return "starts with '-', which a command line would read as an option"
-  for (const ch of name) {
-    if (!validChar.test(ch)) {
-      return `contains ${JSON.stringify(ch)}: only ASCII letters, digits and ":-_.\\@" are allowed`
-    }
-  }
   const dot = name.lastIndexOf(".")
-  if (dot <= 0) return `has no type suffix (one of .${UnitTypes.join(", .")})`
+  if (dot === -1) return `has no type suffix (one of .${UnitTypes.join(", .")})`
+  if (dot === 0) return "has nothing before its type suffix"
   const suffix = name.slice(dot + 1)
   if (!(UnitTypes as ReadonlyArray<string>).includes(suffix)) {
     return `ends in ".${suffix}", which is not a unit type (one of .${UnitTypes.join(", .")})`
   }
   const stem = name.slice(0, dot)
-  const at = stem.indexOf("@")
-  if (at !== -1) {
-    if (at === 0) return "has an empty template name before '@'"
-    if (stem.indexOf("@", at + 1) !== -1) return "contains more than one '@'"
+  for (const ch of stem) {
+    if (!validChar.test(ch)) {
+      return `contains ${JSON.stringify(ch)}: only ASCII letters, digits and ":-_.\\@" are allowed`
+    }
   }
+  if (stem.startsWith("@")) return "has an empty template name before '@'"
   return undefined
 }
 

@@ -47,16 +47,66 @@ export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountErr
   }
 }
 
-/** Options of the unmount operations. */
-export interface Options {
-  /** The mount table to read (default `/proc/self/mountinfo`). */
-  readonly mountInfo?: string | undefined
+/**
+ * Options of the unmount operations: the host root the prefixes are host
+ * paths of (the real host by default) and the mount table that describes it
+ * (see `HostPath.RootOptions`).
+ */
+export interface Options extends HostPath.RootOptions {
+  /**
+   * Allow a prefix that is `/` or resolves to the host root itself (default
+   * false): an empty variable or a stray `..` must not select every mount of
+   * the machine.
+   */
+  readonly allowRoot?: boolean | undefined
+  /**
+   * Follow a prefix that is a symbolic link, below the root, and unmount below
+   * its target (default true; the report says what each prefix resolved to).
+   * A teardown passes false: a pod directory replaced by a link is removed as
+   * a link, and nothing is unmounted through it.
+   */
+  readonly followLinks?: boolean | undefined
 }
 
-/** Normalises prefixes: cleaned (trailing slashes, `.` and `..` removed), duplicates dropped, order kept. */
-export const normalizePrefixes = (prefixes: ReadonlyArray<string>): ReadonlyArray<string> => [
-  ...new Set(prefixes.map(HostPath.clean))
-]
+/** A mount that an unmount pass detached: its mount point as the table names it, its fs type and mount id. */
+export const UnmountedMount = Schema.Struct({
+  mountPoint: Schema.String,
+  fsType: Schema.String,
+  mountId: Schema.Int
+})
+
+/** A mount that was unmounted. */
+export type UnmountedMount = typeof UnmountedMount.Type
+
+/**
+ * What an unmount call did: each prefix as given with what it resolved to
+ * (a prefix that is a symlink is followed below the root, and matched by its
+ * target), the mounts unmounted in order (a lazy unmount of a parent also
+ * takes the mounts below it; those are not listed), and, for each given
+ * prefix with mounts that remain, why.
+ */
+export interface Report {
+  readonly prefixes: ReadonlyArray<HostPath.Resolved>
+  readonly unmounted: ReadonlyArray<UnmountedMount>
+  /** Keyed by the prefix exactly as it was given; only prefixes with a mount that remains are here. */
+  readonly failures: ReadonlyMap<string, UnmountError>
+}
+
+/**
+ * Decodes `prefixes` below the root of `options` (see `HostPath.decodePath`):
+ * each non-empty, absolute, without NUL bytes, not `/` or the root itself
+ * unless `allowRoot`; resolved below the root (a symlink followed there, never
+ * out of it) and named as the mount table names it. The first bad prefix
+ * fails the whole call, before anything is unmounted.
+ */
+export const decodePrefixes = (
+  root: HostPath.HostRoot,
+  prefixes: ReadonlyArray<string>,
+  options?: { readonly allowRoot?: boolean | undefined; readonly followFinal?: boolean | undefined }
+): Effect.Effect<ReadonlyArray<HostPath.Resolved>, HostPath.HostPathError, FileSystem.FileSystem> =>
+  Effect.forEach(prefixes, (p) =>
+    HostPath.decodePath(root, p, { allowRoot: options?.allowRoot, followFinal: options?.followFinal, what: "prefix" })
+  )
 
 /**
  * True when `prefix` covers `mountPoint` on a path boundary (`HostPath.covers`):
@@ -119,11 +169,18 @@ const run = Effect.fnUntraced(function* (
   options: Options | undefined
 ) {
   const mounter = yield* Mounter
-  const prefixes = normalizePrefixes(prefixesIn)
-  const path = options?.mountInfo ?? MountInfo.DefaultPath
+  const root = yield* HostPath.rootOf(options)
+  // Every prefix is decoded before the table is even read: a bad one changes nothing.
+  const resolved = yield* decodePrefixes(root, prefixesIn, {
+    allowRoot: options?.allowRoot,
+    followFinal: options?.followLinks
+  })
+  const prefixes = [...new Set(resolved.map((r) => r.table))]
+  const path = root.mountInfo
   // An unreadable or malformed table fails here, before anything is unmounted.
   let targets = plan(yield* MountInfo.read(path), prefixes, strict)
   const lastFailure = new Map<string, { errno: string; message: string }>()
+  const unmounted: Array<UnmountedMount> = []
   // Thousands of unmounts make thousands of debug lines; building them costs
   // as much as the syscalls, so they are only built when debug is enabled.
   const debug = LogLevel.isGreaterThanOrEqualTo("Debug", yield* References.MinimumLogLevel)
@@ -131,19 +188,20 @@ const run = Effect.fnUntraced(function* (
   while (targets.length > 0) {
     passes++
     const results: ReadonlyArray<UnmountResult> = yield* mounter.unmount(
-      targets.map((e) => e.mountPoint),
+      targets.map((e) => HostPath.fromTablePath(root, e.mountPoint)),
       // Lazy (MNT_DETACH): a mount whose server is gone (NFS) or that is busy
       // leaves the namespace at once instead of hanging or failing the teardown.
       { lazy: true }
     )
     for (let i = 0; i < results.length; i++) {
       const r = results[i] as UnmountResult
-      const e = targets[i]
-      const annotations = { mountPoint: r.target, fsType: e?.fsType ?? "", mountId: e?.id ?? -1, pass: passes }
+      const e = targets[i] as MountInfo.MountEntry
+      const annotations = { mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id, pass: passes }
       if (r._tag === "Unmounted") {
+        unmounted.push({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id })
         if (debug) yield* Effect.logDebug("unmounted").pipe(Effect.annotateLogs(annotations))
       } else {
-        lastFailure.set(r.target, { errno: r.failure.errno, message: r.failure.message })
+        lastFailure.set(e.mountPoint, { errno: r.failure.errno, message: r.failure.message })
         yield* Effect.logWarning(`unmount failed: ${r.failure.errno} ${r.failure.message}`).pipe(
           Effect.annotateLogs(annotations)
         )
@@ -167,7 +225,7 @@ const run = Effect.fnUntraced(function* (
       ...(lastFailure.get(e.mountPoint) ?? { errno: "EAGAIN", message: "still mounted after the last pass" })
     })
   )
-  yield* Effect.annotateCurrentSpan({ passes, remaining: remaining.length })
+  yield* Effect.annotateCurrentSpan({ passes, remaining: remaining.length, unmounted: unmounted.length })
   // A mount is attributed to every prefix that covers it: each such directory
   // still has a mount below it and must be kept by the caller.
   const set = new Set(prefixes)
@@ -181,49 +239,60 @@ const run = Effect.fnUntraced(function* (
       else mine.push(m)
     }
   }
-  const byPrefix = new Map<string, UnmountError>()
-  for (const p of prefixes) {
-    const mine = mineOf.get(p)
-    if (mine !== undefined) byPrefix.set(p, new UnmountError({ prefixes: [p], remaining: mine }))
+  const failures = new Map<string, UnmountError>()
+  for (const r of resolved) {
+    const mine = mineOf.get(r.table)
+    if (mine !== undefined && !failures.has(r.given)) {
+      failures.set(r.given, new UnmountError({ prefixes: [r.given], remaining: mine }))
+    }
   }
-  return { byPrefix, remaining }
+  const report: Report = { prefixes: resolved, unmounted, failures }
+  yield* Effect.logInfo(
+    `unmounted ${unmounted.length} mount(s) ${strict ? "strictly below" : "at or below"} ${resolved.map((r) => r.path).join(", ")}${remaining.length === 0 ? "" : `; ${remaining.length} remain`}`
+  ).pipe(Effect.annotateLogs({ hostRoot: root.path, unmounted: unmounted.length, remaining: remaining.length }))
+  return { report, remaining }
 })
 
 const failIfAny = (r: {
-  readonly byPrefix: ReadonlyMap<string, UnmountError>
+  readonly report: Report
   readonly remaining: ReadonlyArray<RemainingMount>
-}): Effect.Effect<void, UnmountError> =>
-  r.byPrefix.size === 0
-    ? Effect.void
-    : Effect.fail(new UnmountError({ prefixes: [...r.byPrefix.keys()], remaining: r.remaining }))
+}): Effect.Effect<Report, UnmountError> =>
+  r.report.failures.size === 0
+    ? Effect.succeed(r.report)
+    : Effect.fail(new UnmountError({ prefixes: [...r.report.failures.keys()], remaining: r.remaining }))
+
+/** What the unmount operations can fail with: a mount that remains, an unusable table, a refused root or prefix. */
+export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPathError
 
 /**
- * Lazily unmounts every mount at or below `prefixes`, deepest first, passing
- * over the table until nothing at or below them remains or a pass makes no
- * progress. Fails with the mounts that remain.
+ * Lazily unmounts every mount at or below `prefixes` (host paths below
+ * `options.hostRoot`), deepest first, passing over the table until nothing at
+ * or below them remains or a pass makes no progress. Fails with the mounts
+ * that remain; a bad root or prefix fails before anything is unmounted.
  */
 export const unmountBelow: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<void, UnmountError | MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> = Effect.fn(
-  "unmountBelow"
-)(function* (prefixes, options) {
-  yield* failIfAny(yield* run(prefixes, false, options))
-})
+) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter> = Effect.fn("Unmount.unmountBelow")(
+  function* (prefixes, options) {
+    return yield* failIfAny(yield* run(prefixes, false, options))
+  }
+)
 
 /**
  * {@link unmountBelow} with the failures attributed to the prefixes whose
- * mounts could not be unmounted: the map holds an entry only for such
- * prefixes. Callers keep those directories and remove the rest. The call
- * itself fails only when the mount table cannot be read or parsed, in which
- * case nothing was unmounted and no prefix can be trusted.
+ * mounts could not be unmounted: the report's `failures` holds an entry only
+ * for such prefixes. Callers keep those directories and remove the rest. The
+ * call itself fails only when the mount table cannot be read or parsed, in
+ * which case nothing was unmounted and no prefix can be trusted, or when the
+ * root or a prefix is refused, before anything is unmounted.
  */
 export const unmountBelowByPrefix: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<ReadonlyMap<string, UnmountError>, MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> =
-  Effect.fn("unmountBelowByPrefix")(function* (prefixes, options) {
-    return (yield* run(prefixes, false, options)).byPrefix
+) => Effect.Effect<Report, MountInfo.MountInfoError | HostPath.HostPathError, FileSystem.FileSystem | Mounter> =
+  Effect.fn("Unmount.unmountBelowByPrefix")(function* (prefixes, options) {
+    return (yield* run(prefixes, false, options)).report
   })
 
 /**
@@ -236,8 +305,8 @@ export const unmountBelowByPrefix: (
 export const unmountStrictlyBelow: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<void, UnmountError | MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> = Effect.fn(
-  "unmountStrictlyBelow"
-)(function* (prefixes, options) {
-  yield* failIfAny(yield* run(prefixes, true, options))
-})
+) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter> = Effect.fn("Unmount.unmountStrictlyBelow")(
+  function* (prefixes, options) {
+    return yield* failIfAny(yield* run(prefixes, true, options))
+  }
+)

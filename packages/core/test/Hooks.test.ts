@@ -70,7 +70,11 @@ describe("Hooks", () => {
             })
           )
       })
-      const e = yield* Effect.flip(failing.setupLocalDnsNetwork(nodeStart).pipe(Effect.provide(noCommands)))
+      const e = yield* Effect.flip(
+        failing
+          .setupLocalDnsNetwork(nodeStart)
+          .pipe(Effect.provide(noCommands), Effect.catchTag("LocalDnsListenerError", Effect.die))
+      )
       assert.strictEqual(e.stderr, "boom")
     })
   )
@@ -99,7 +103,12 @@ describe("Hooks", () => {
       })
       const fiber = yield* Hooks.make(config)
         .awaitLocalDns(nodeStart)
-        .pipe(Effect.provideService(DnsResolvers.DnsResolvers, never), Effect.flip, Effect.forkChild)
+        .pipe(
+          Effect.provideService(DnsResolvers.DnsResolvers, never),
+          Effect.catchTag("LocalDnsListenerError", Effect.die),
+          Effect.flip,
+          Effect.forkChild
+        )
       yield* TestClock.adjust("1 minute")
       const e = yield* Fiber.join(fiber)
       assert.strictEqual(e.timeoutMillis, 5_000)

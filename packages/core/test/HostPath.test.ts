@@ -190,7 +190,139 @@ export const hostPathProperty = (name: string, fsLayer: Layer.Layer<FileSystem.F
     )
   })
 
+// The host root and the paths callers give: decoded once, before anything is done.
+const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
+  layer(fsLayer)(`HostPath.decodeRoot and decodePath on ${name}`, (it) => {
+    it.effect("a relative, missing, non-directory or NUL root is refused, naming the value", () =>
+      Effect.gen(function* () {
+        const { tmp } = yield* makeLayout({})
+        const cases: ReadonlyArray<readonly [string, HostPath.HostPathErrorReason]> = [
+          [".", "NotAbsolute"],
+          ["..", "NotAbsolute"],
+          ["host", "NotAbsolute"],
+          ["root/../root", "NotAbsolute"],
+          [`${tmp}/nope`, "NotFound"],
+          [`${tmp}/root/f/x`, "NotFound"],
+          [`${tmp}/root/f`, "NotADirectory"],
+          [`${tmp}/ro\0ot`, "InvalidPath"]
+        ]
+        for (const [given, reason] of cases) {
+          const e = yield* Effect.flip(HostPath.decodeRoot(given))
+          assert.strictEqual(e._tag, "HostPathError")
+          assert.strictEqual(e.reason, reason, given)
+          assert.strictEqual(e.root, given)
+          assert.include(e.message, JSON.stringify(given))
+        }
+      }).pipe(Effect.scoped)
+    )
+    it.effect("a root is made canonical once: slashes, `..` and links in its own path resolved", () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const { tmp, root } = yield* makeLayout({})
+        const canonical = yield* fs.realPath(root)
+        yield* fs.symlink(root, `${tmp}/rootlink`)
+        yield* fs.symlink("root/a", `${tmp}/alink`)
+        for (const given of [root, `${root}/`, `${tmp}//root//`, `${root}/a/..`, `${tmp}/rootlink`]) {
+          const r = yield* HostPath.decodeRoot(given)
+          assert.strictEqual(r.path, canonical, given)
+          assert.strictEqual(r.given, given)
+          assert.strictEqual(r.mountInfo, "/proc/self/mountinfo")
+          assert.strictEqual(r.tableRoot, "/")
+          assert.isFalse(r.isReal)
+        }
+        assert.strictEqual((yield* HostPath.decodeRoot(`${tmp}/alink`)).path, `${canonical}/a`)
+        for (const given of ["", "/", "//"]) {
+          const r = yield* HostPath.decodeRoot(given)
+          assert.strictEqual(r.path, "/")
+          assert.isTrue(r.isReal)
+        }
+        // mountInfo "" is the default table, as the Go contract says.
+        assert.strictEqual(
+          (yield* HostPath.decodeRoot({ path: root, mountInfo: "" })).mountInfo,
+          "/proc/self/mountinfo"
+        )
+        assert.strictEqual(
+          (yield* HostPath.rootOf({ hostRoot: root, mountInfo: "" })).mountInfo,
+          "/proc/self/mountinfo"
+        )
+      }).pipe(Effect.scoped)
+    )
+    it.effect("a root in another mount namespace is resolved below its table's root, never with realpath", () =>
+      Effect.gen(function* () {
+        const { root } = yield* makeLayout({ "a/up": "/c" })
+        // `tableRoot` stands for `/proc/<pid>/root`: the root's own links resolve below it.
+        const r = yield* HostPath.decodeRoot({ path: `${root}/a/up`, tableRoot: root, mountInfo: `${root}/mi` })
+        assert.strictEqual(r.path, `${root}/c`)
+        assert.strictEqual(r.tableRoot, root)
+        assert.strictEqual(r.mountInfo, `${root}/mi`)
+        assert.strictEqual(HostPath.tablePathOf(r, `${root}/c/x`), "/c/x")
+        assert.strictEqual(HostPath.fromTablePath(r, "/c/x"), `${root}/c/x`)
+        const outside = yield* Effect.flip(HostPath.decodeRoot({ path: "/etc", tableRoot: root }))
+        assert.strictEqual(outside.reason, "OutsideTable")
+      }).pipe(Effect.scoped)
+    )
+    it.effect(
+      "prefixes: empty, NUL, relative, `/` and the root itself are refused; links resolve inside the root",
+      () =>
+        Effect.gen(function* () {
+          const fs = yield* FileSystem.FileSystem
+          const { tmp, root } = yield* makeLayout({
+            "a/kubelet": "/c",
+            "a/top": "/",
+            "a/out": `${"../".repeat(8)}outside`
+          })
+          const r = yield* HostPath.decodeRoot(root)
+          const refused: ReadonlyArray<readonly [string, HostPath.HostPathErrorReason]> = [
+            ["", "InvalidPath"],
+            ["/a\0b", "InvalidPath"],
+            ["relative", "NotAbsolute"],
+            ["relative/../..", "NotAbsolute"],
+            ["../outside", "NotAbsolute"],
+            ["/", "IsHostRoot"],
+            ["//", "IsHostRoot"],
+            ["/var/..", "IsHostRoot"],
+            ["/a/top", "IsHostRoot"]
+          ]
+          for (const [given, reason] of refused) {
+            const e = yield* Effect.flip(HostPath.decodePath(r, given, { what: "prefix" }))
+            assert.strictEqual(e.reason, reason, JSON.stringify(given))
+            assert.strictEqual(e.path, given)
+            assert.include(e.message, "prefix")
+          }
+          // allowRoot lets `/` (and a link to it) mean the whole host root.
+          assert.strictEqual((yield* HostPath.decodePath(r, "/", { allowRoot: true })).full, r.path)
+          assert.strictEqual((yield* HostPath.decodePath(r, "/a/top", { allowRoot: true })).path, "/")
+          // A symlinked prefix is matched by its target, inside the root; the result says so.
+          const k = yield* HostPath.decodePath(r, "/a/kubelet/")
+          assert.deepStrictEqual(k, { given: "/a/kubelet/", path: "/c", full: `${r.path}/c`, table: `${r.path}/c` })
+          // `..` and a relative link that climbs stay inside the root.
+          assert.strictEqual((yield* HostPath.decodePath(r, "/../outside")).full, `${r.path}/outside`)
+          assert.strictEqual((yield* HostPath.decodePath(r, "/a/out")).full, `${r.path}/outside`)
+          // followFinal false keeps the link itself.
+          assert.strictEqual((yield* HostPath.decodePath(r, "/a/kubelet", { followFinal: false })).path, "/a/kubelet")
+          assert.isTrue(yield* fs.exists(`${tmp}/outside/secret`))
+        }).pipe(Effect.scoped)
+    )
+  })
+
+decoding("NodeFileSystem", NodeServices.layer)
+decoding("MemoryHost", MemoryHost.layer())
 examples("NodeFileSystem", NodeServices.layer)
 hostPathProperty("NodeFileSystem", NodeServices.layer)
 examples("MemoryHost", MemoryHost.layer())
 hostPathProperty("MemoryHost", MemoryHost.layer())
+
+layer(NodeServices.layer)("HostPath.decodeRoot on /proc/<pid>/root", (it) => {
+  it.effect("is taken as another mount namespace's root: its own table, resolved below it", () =>
+    Effect.gen(function* () {
+      // This process's own /proc/<pid>/root stands for a container's: realpath would say `/`.
+      const proc = `/proc/${process.pid}/root`
+      const r = yield* HostPath.decodeRoot(`${proc}/tmp/`)
+      assert.strictEqual(r.path, `${proc}/tmp`)
+      assert.strictEqual(r.tableRoot, proc)
+      assert.strictEqual(r.mountInfo, `/proc/${process.pid}/mountinfo`)
+      assert.isFalse(r.isReal)
+      assert.strictEqual(HostPath.tablePathOf(r, `${proc}/tmp/x`), "/tmp/x")
+    })
+  )
+})

@@ -83,7 +83,7 @@ describe("LocalDns rules", () => {
 })
 
 describe("LocalDns network phases, on a scripted host", () => {
-  it.effect("setup on a clean host runs argv commands: the interface, its addresses, up, then -C before each -A", () =>
+  it.effect("setup on a clean host runs argv commands: the interface, its addresses, -C before each -A, then up", () =>
     Effect.gen(function* () {
       let created = false
       const host = scripted((argv) => {
@@ -102,15 +102,16 @@ describe("LocalDns network phases, on a scripted host", () => {
       })
       yield* LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.provide(host.layer))
       const commands = host.calls.map((c) => c.join(" "))
-      assert.deepStrictEqual(commands.slice(0, 7), [
+      assert.deepStrictEqual(commands.slice(0, 6), [
         "ip -j -d addr show dev localdns",
         "ip link add name localdns type dummy",
         "ip -j -d addr show dev localdns",
         "ip addr add 169.254.10.10/32 dev localdns",
         "ip addr add 169.254.10.11/32 dev localdns",
-        "ip link set dev localdns up",
         "iptables -w -t raw -C OUTPUT -d 169.254.10.10/32 -p tcp -m tcp --dport 53 -m comment --comment hostnode:localdns -j NOTRACK"
       ])
+      // What a failed setup could not take back comes last: bringing the interface up.
+      assert.strictEqual(commands.at(-1), "ip link set dev localdns up")
       const iptables = commands.filter((c) => c.startsWith("iptables"))
       assert.strictEqual(iptables.filter((c) => c.includes(" -C ")).length, 8)
       assert.strictEqual(iptables.filter((c) => c.includes(" -A ")).length, 8)
@@ -127,7 +128,12 @@ describe("LocalDns network phases, on a scripted host", () => {
         if (argv[1] === "link") return { exitCode: 2, stderr: "Error: Unknown device type.\n" }
         return {}
       })
-      const e = yield* Effect.flip(LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.provide(host.layer)))
+      const e = yield* Effect.flip(
+        LocalDns.setupLocalDnsNetwork(nodeStart).pipe(
+          Effect.provide(host.layer),
+          Effect.catchTag("LocalDnsListenerError", Effect.die)
+        )
+      )
       assert.strictEqual(e.reason, "UnsupportedKind")
       assert.strictEqual(e.command, "ip")
       assert.deepStrictEqual(e.args, ["link", "add", "name", "localdns", "type", "dummy"])
@@ -251,6 +257,7 @@ describe("LocalDns.awaitLocalDns", () => {
       )
       const fiber = yield* LocalDns.awaitLocalDns(nodeStart, { timeout: "10 seconds", interval: "1 second" }).pipe(
         Effect.provide(r.layer),
+        Effect.catchTag("LocalDnsListenerError", Effect.die),
         Effect.flip,
         Effect.forkChild
       )
@@ -275,7 +282,12 @@ describe("LocalDns.awaitLocalDns", () => {
         timeout: "3 seconds",
         interval: "1 second",
         probeTimeout: "500 millis"
-      }).pipe(Effect.provideService(DnsResolvers.DnsResolvers, service), Effect.flip, Effect.forkChild)
+      }).pipe(
+        Effect.provideService(DnsResolvers.DnsResolvers, service),
+        Effect.catchTag("LocalDnsListenerError", Effect.die),
+        Effect.flip,
+        Effect.forkChild
+      )
       yield* TestClock.adjust("1 minute")
       const e = yield* Fiber.join(fiber)
       assert.deepStrictEqual(

@@ -1,6 +1,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { MountInfo } from "@hostnode/core"
+import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Logger, Schema } from "effect"
 
 const sample = [
@@ -166,5 +167,18 @@ describe("MountInfo.read", () => {
       assert.strictEqual(e.reason, "Unreadable")
       assert.strictEqual(e.path, "/nope")
     })
+  )
+})
+
+describe("MountInfo.read with an empty path", () => {
+  it.effect("reads the process's own table, as the Go contract's empty mountInfo means", () =>
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      yield* Effect.orDie(host.tmpfs("/k"))
+      const own = yield* MountInfo.read()
+      const empty = yield* MountInfo.read("")
+      assert.deepStrictEqual(empty, own)
+      assert.isTrue(empty.some((e) => e.mountPoint === "/k"))
+    }).pipe(Effect.provide(MemoryHost.layer({ files: { "/k/.keep": "" } })))
   )
 })

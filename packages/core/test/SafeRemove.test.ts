@@ -123,22 +123,12 @@ describe("SafeRemove.blockers (what in the mount table keeps a path)", () => {
   )
 })
 
-describe("SafeRemove reports and roots", () => {
-  it("merge keeps order; tablePath maps through mountInfoRoot", () => {
+describe("SafeRemove reports", () => {
+  it("merge keeps order", () => {
     const k: SafeRemove.Kept = { path: "/r/x", reason: "MountBelow", mountPoint: "/r/x", detail: "d" }
     assert.deepStrictEqual(SafeRemove.merge({ removed: ["/a"], kept: [] }, { removed: ["/b"], kept: [k] }), {
       removed: ["/a", "/b"],
       kept: [k]
     })
-    const own: SafeRemove.Root = { path: "/tmp/root", mountInfo: "/proc/self/mountinfo", mountInfoRoot: "/" }
-    assert.strictEqual(SafeRemove.tablePath(own, "/tmp/root/var/lib/kubelet"), "/tmp/root/var/lib/kubelet")
-    const other: SafeRemove.Root = {
-      path: "/proc/42/root",
-      mountInfo: "/proc/42/mountinfo",
-      mountInfoRoot: "/proc/42/root"
-    }
-    assert.strictEqual(SafeRemove.tablePath(other, "/proc/42/root/var/lib/kubelet"), "/var/lib/kubelet")
-    assert.strictEqual(SafeRemove.tablePath(other, "/proc/42/root"), "/")
-    assert.isUndefined(SafeRemove.tablePath(other, "/proc/43/root/var"))
   })
 })

@@ -22,7 +22,7 @@ describe("Systemd.make", () => {
   it.effect("validates unit names before any primitive runs", () =>
     Effect.gen(function* () {
       const { systemd, calls } = yield* recording
-      for (const bad of ["", "kubelet", "-x.service", "a;b.service"]) {
+      for (const bad of ["", "kubelet", "-x", "a;b.service", "@x.service"]) {
         for (const call of [systemd.start, systemd.stop, systemd.restart, systemd.reload, systemd.isActive]) {
           const e = yield* Effect.flip(call(bad))
           assert.strictEqual(e._tag, "UnitNameError")

@@ -10,7 +10,21 @@ const valid = [
   "var-lib-kubelet.mount",
   "system-systemd\\x2dfsck.slice",
   "a:b_c.target",
-  `${"a".repeat(247)}.service`
+  `${"a".repeat(247)}.service`,
+  // systemd's own test-unit-name.c, unit_name_is_valid(..., UNIT_NAME_ANY) true:
+  "foo.service",
+  "foo@bar.service",
+  "foo@bar@bar.service",
+  "foo@.service",
+  ".test.service",
+  ".test@.service",
+  "_strange::::.service",
+  "user@1000.slice",
+  "user@.slice",
+  // `-.mount` is the root mount's unit; `--` before unit names keeps any of them from being an option.
+  "-.mount",
+  "-.slice",
+  "--now.service"
 ]
 
 const invalid: ReadonlyArray<readonly [string, string]> = [
@@ -18,16 +32,22 @@ const invalid: ReadonlyArray<readonly [string, string]> = [
   ["kubelet", "no type suffix"],
   ["kubelet.", "not a unit type"],
   ["kubelet.services", "not a unit type"],
-  [".service", "no type suffix"],
-  ["-.mount", "starts with '-'"],
-  ["--now.service", "starts with '-'"],
-  ["kubelet.service; rm -rf /", "contains"],
+  [".service", "nothing before its type suffix"],
+  // systemd's own test-unit-name.c, unit_name_is_valid(..., UNIT_NAME_ANY) false:
+  ["foo.waldo", "not a unit type"],
+  ["@.service", "empty template name"],
+  ["@piep.service", "empty template name"],
+  ["foo@%i.service", "contains"],
+  ["foo.target.wants/plain.service", "contains"],
+  ["foo.target.conf/foo.conf", "not a unit type"],
+  ["foo.target.requires/plain.socket", "contains"],
+  ["kubelet.service; rm -rf /", "not a unit type"],
+  ["a;rm -rf /.service", "contains"],
   ["$(reboot).service", "contains"],
   ["a b.service", "contains"],
   ["a\nb.service", "contains"],
   ["ünit.service", "contains"],
   ["@x.service", "empty template name"],
-  ["a@b@c.service", "more than one '@'"],
   [`${"a".repeat(248)}.service`, "more than systemd's 255"]
 ]
 

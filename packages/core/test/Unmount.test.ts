@@ -5,7 +5,7 @@
  * paths share names such as `a` and `ab` (so a boundary slip shows).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type MountInfo, Unmount } from "@hostnode/core"
+import { HostPath, type MountInfo, Unmount } from "@hostnode/core"
 import { Effect, Schema } from "effect"
 
 const Segment = Schema.Literals(["a", "ab", "b", "kubelet", "pods"])
@@ -48,7 +48,7 @@ describe("Unmount.plan", () => {
           source: "tmpfs",
           superOptions: "rw"
         }))
-        const ps = Unmount.normalizePrefixes(prefixes.map(toPath))
+        const ps = [...new Set(prefixes.map(toPath).map(HostPath.clean))]
         assert.deepStrictEqual(
           Unmount.plan(table, ps, strict).map((e) => e.id),
           reference(table, ps, strict).map((e) => e.id)

@@ -101,3 +101,20 @@ export const check = (
   process.stderr.write(`skipping ${reason}\n`)
   return { skip: true, reason }
 }
+
+/**
+ * How many runs a long loop (an attack, a crash or a property loop) makes:
+ * the one setting all of them take their counts from. `HOSTNODE_LOOPS` is
+ * `full` (the counts the issues ask for: `full` runs), `quick` (a tenth, at
+ * least one), or a positive number that scales `full` (`0.5` for half).
+ * Unset, it is `full` under `CI=true` and `quick` elsewhere, so a local run
+ * stays fast and CI runs every count it claims.
+ */
+export const loops = (full: number): number => {
+  const setting = process.env.HOSTNODE_LOOPS ?? (isCi() ? "full" : "quick")
+  const factor = setting === "full" ? 1 : setting === "quick" ? 0.1 : Number(setting)
+  if (!Number.isFinite(factor) || factor <= 0) {
+    throw new Error(`HOSTNODE_LOOPS must be full, quick or a positive number, not ${JSON.stringify(setting)}`)
+  }
+  return Math.max(1, Math.round(full * factor))
+}

@@ -16,6 +16,7 @@ import { assert, layer } from "@effect/vitest"
 import { AgentConfig, type DnsResolvers, Hooks, LocalDns, type NodeStart } from "@hostnode/core"
 import { Effect, Fiber, type Layer, Logger, References, Schedule } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
+import * as FaultyCommands from "./FaultyCommands.ts"
 import { LocalDnsFixture } from "./LocalDnsFixture.ts"
 
 const nodeListener = "169.254.10.10"
@@ -220,6 +221,73 @@ export const suite = (
       })
     )
 
+    it.effect("listener addresses are decoded before any command runs: a bad one changes nothing", () =>
+      Effect.gen(function* () {
+        const { fx, others } = yield* prepare()
+        const bad: ReadonlyArray<readonly [string, string, string]> = [
+          ["not-an-ip", clusterListener, "node"],
+          // leading zeros: some tools read 010 as octal 8
+          ["169.254.010.10", clusterListener, "node"],
+          ["999.1.1.1", clusterListener, "node"],
+          [nodeListener, "10.0.0.53", "cluster"],
+          [nodeListener, nodeListener, "cluster"]
+        ]
+        for (const [n, c, which] of bad) {
+          const ran: Array<string> = []
+          const record = FaultyCommands.layer((command, args) => {
+            ran.push([command, ...args].join(" "))
+            return undefined
+          })
+          const start = { ...nodeStart, localDns: { nodeListener: n, clusterListener: c } }
+          const e = yield* Effect.flip(
+            LocalDns.setupLocalDnsNetwork(start, { interfaceKind: fx.interfaceKind }).pipe(Effect.provide(record))
+          )
+          assert.strictEqual(e._tag, "LocalDnsListenerError", `${n} ${c}`)
+          if (e._tag === "LocalDnsListenerError") assert.strictEqual(e.listener, which)
+          const w = yield* Effect.flip(LocalDns.awaitLocalDns(start, { timeout: "1 second" }))
+          assert.strictEqual(w._tag, "LocalDnsListenerError", `${n} ${c}`)
+          assert.deepStrictEqual(ran, [], "no command ran")
+          assert.isUndefined(yield* fx.link(iface))
+          assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
+        }
+      })
+    )
+
+    it.effect("a setup that fails part-way removes the interface, addresses and rules it made itself", () =>
+      Effect.gen(function* () {
+        const { fx, others } = yield* prepare()
+        const failAdd = (n: number) =>
+          FaultyCommands.layer(
+            FaultyCommands.nth(n, (command, args) => command === "iptables" && args.includes("-A"), {
+              exitCode: 4,
+              stderr: "iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied\n"
+            })
+          )
+        // No interface before: the one it created goes again, and so do the rules it added.
+        const e = yield* Effect.flip(
+          LocalDns.setupLocalDnsNetwork(nodeStart, { interfaceKind: fx.interfaceKind }).pipe(Effect.provide(failAdd(3)))
+        )
+        assert.strictEqual(e._tag === "LocalDnsNetworkError" && e.reason, "PermissionDenied")
+        assert.isUndefined(yield* fx.link(iface))
+        assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
+        // An interface that was there stays, down, with its own addresses; the listener address it lacked is gone again.
+        yield* fx.createLink(iface, { sameKind: true, ipv4: [`${nodeListener}/32`, "10.99.0.1/32"], up: false })
+        const before = yield* fx.link(iface)
+        const again = yield* Effect.flip(
+          LocalDns.setupLocalDnsNetwork(nodeStart, { interfaceKind: fx.interfaceKind }).pipe(Effect.provide(failAdd(2)))
+        )
+        assert.strictEqual(again._tag, "LocalDnsNetworkError")
+        const after = yield* fx.link(iface)
+        assert.strictEqual(after?.index, before?.index)
+        assert.deepStrictEqual(sorted(after?.ipv4 ?? []), sorted(before?.ipv4 ?? []))
+        assert.isFalse(after?.up)
+        assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
+        // And a setup that succeeds afterwards is complete.
+        yield* setup
+        yield* expectNetwork(others)
+      })
+    )
+
     it.effect("cleanup removes our rules and the interface; again succeeds; nobody else's rule is touched", () =>
       Effect.gen(function* () {
         const { fx, others } = yield* prepare()
@@ -293,6 +361,7 @@ export const suite = (
           })
         )
         assert.strictEqual(error._tag, "LocalDnsTimeout")
+        if (error._tag !== "LocalDnsTimeout") return
         assert.deepStrictEqual(
           error.listeners.map((l) => [l.name, l.address]),
           [
@@ -315,6 +384,8 @@ export const suite = (
         const error = yield* Effect.flip(
           LocalDns.awaitLocalDns(nodeStart, { timeout: "1 second", interval: "200 millis", probeTimeout: "300 millis" })
         )
+        assert.strictEqual(error._tag, "LocalDnsTimeout")
+        if (error._tag !== "LocalDnsTimeout") return
         assert.deepStrictEqual(
           error.listeners.map((l) => [l.name, l.address]),
           [["cluster", clusterListener]]

@@ -876,7 +876,7 @@ export const mounts = (
       })
     )
 
-    it.effect("the table of another mount namespace maps through mountInfoRoot", () =>
+    it.effect("the table of another mount namespace maps through the host root's table root", () =>
       Effect.gen(function* () {
         const fx = yield* MountFixture
         const fs = yield* FileSystem.FileSystem
@@ -892,7 +892,7 @@ export const mounts = (
         const csiBefore = yield* snapshot(l.csiData)
         const report = yield* SafeRemove.remove(
           ["/var/lib/kubelet/pods/bbbbbbbb-2222", "/var/lib/kubelet/pods/cccccccc-3333"],
-          { hostRoot: l.root, mountInfo: path, mountInfoRoot: l.root }
+          { hostRoot: yield* HostPath.decodeRoot({ path: l.root, mountInfo: path, tableRoot: l.root }) }
         ).pipe(Fence.within([l.sandbox]))
         assert.deepStrictEqual(
           report.kept.map((k) => [k.path, k.reason, k.mountPoint]),

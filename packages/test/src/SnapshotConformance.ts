@@ -771,6 +771,70 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
       )
     )
 
+    it.effect("a snapshot records its canonical host root; restoring it below another root is refused", () =>
+      onHost(
+        Effect.gen(function* () {
+          const fs = yield* FileSystem.FileSystem
+          const t = yield* takenAndMutated
+          const canonical = yield* fs.realPath(t.root)
+          const manifest = Schema.decodeUnknownSync(Schema.fromJsonString(Snapshot.Manifest))(
+            yield* fs.readFileString(`${t.dir}/${Snapshot.ManifestName}`)
+          )
+          assert.strictEqual(manifest.hostRoot, canonical)
+          // Another tree (the operator mistyped --host-root): nothing is written there, the snapshot stays.
+          const other = `${t.box}/other`
+          yield* fs.makeDirectory(`${other}/cfg/a`, { recursive: true })
+          yield* fs.writeFileString(`${other}/cfg/c`, "another node's file")
+          const otherBefore = yield* treeOf(other, "/")
+          for (const attempt of [
+            Effect.flatMap(Snapshot.open({ dir: t.dir, hostRoot: other }), (h) => h.restore),
+            Snapshot.recover({ dir: t.dir, hostRoot: other })
+          ]) {
+            const e = yield* Effect.flip(attempt)
+            assert.strictEqual(e._tag === "SnapshotError" && e.reason, "HostRootMismatch")
+            assert.include(e.message, canonical)
+            assert.include(e.message, yield* fs.realPath(other))
+          }
+          assert.deepStrictEqual(yield* treeOf(other, "/"), otherBefore)
+          assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
+          assert.isTrue(yield* fs.exists(`${t.dir}/${Snapshot.ManifestName}`))
+          // The same tree under another name (a link to it) is the same canonical root.
+          yield* fs.symlink(t.root, `${t.box}/rootlink`)
+          assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: `${t.box}/rootlink` }))
+          yield* assertRolledBack(t.root, t.original, t.mutated)
+        })
+      )
+    )
+
+    it.effect("allowHostRootMismatch restores below another root on purpose", () =>
+      onHost(
+        Effect.gen(function* () {
+          const fs = yield* FileSystem.FileSystem
+          const t = yield* takenAndMutated
+          const copy = `${t.box}/copy`
+          yield* fs.makeDirectory(copy)
+          assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: copy, allowHostRootMismatch: true }))
+          assert.deepStrictEqual(pick(yield* treeOf(copy, "/cfg"), inSnapshot), pick(t.original, inSnapshot))
+        })
+      )
+    )
+
+    it.effect("a take in which every listed path is absent says so", () =>
+      onHost(
+        Effect.gen(function* () {
+          const s = yield* sandbox
+          const empty = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+          assert.deepStrictEqual(empty.absent, SnapshotPaths)
+          yield* empty.discard
+          yield* build(s.root, fixed)
+          const taken = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: [...SnapshotPaths, "/cfg/none"] })
+          assert.deepStrictEqual(taken.absent, ["/cfg/none"])
+          const opened = yield* Snapshot.open({ dir: s.dir, hostRoot: s.root })
+          assert.deepStrictEqual(opened.absent, ["/cfg/none"])
+        })
+      )
+    )
+
     it.effect("a take that never committed leaves the originals and is cleaned up by recover", () =>
       onHost(
         Effect.gen(function* () {

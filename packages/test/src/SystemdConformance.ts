@@ -199,6 +199,7 @@ export const suite = <R>(
           })
         )
         assert.strictEqual(e._tag, "RestartError")
+        if (e._tag !== "RestartError") return
         assert.strictEqual(e.unit, bad)
         assert.deepStrictEqual(e.restarted, [a])
         assert.deepStrictEqual(e.notAttempted, [c])
@@ -206,6 +207,38 @@ export const suite = <R>(
         assert.strictEqual(yield* mainPid(c), cBefore)
         yield* systemd.stop(a)
         yield* systemd.stop(c)
+      })
+    )
+
+    it.effect("restartChanged decodes every unit name first: one bad name restarts nothing, running or not", () =>
+      Effect.gen(function* () {
+        const systemd = yield* Systemd.Systemd
+        const a = fresh("dn-a")
+        yield* installAndLoad({ [a]: Units.sleeper() })
+        yield* systemd.start(a)
+        const before = yield* mainPid(a)
+        for (const [bad, changed] of [
+          ["a;rm -rf /.service", true],
+          ["no-suffix", false],
+          ["@x.service", false]
+        ] as const) {
+          for (const wasRunning of [true, false]) {
+            const e = yield* Effect.flip(
+              RestartChanged.restartChanged({
+                wasRunning,
+                units: [
+                  { unit: a, changed: true },
+                  { unit: bad, changed }
+                ]
+              })
+            )
+            assert.strictEqual(e._tag, "UnitNameError", `${bad} ${wasRunning}`)
+            if (e._tag === "UnitNameError") assert.strictEqual(e.unit, bad)
+          }
+        }
+        // The valid unit before the bad one was never restarted.
+        assert.strictEqual(yield* mainPid(a), before)
+        yield* systemd.stop(a)
       })
     )
 

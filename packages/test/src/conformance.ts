@@ -11,6 +11,8 @@
 export * as FileSystemConformance from "./FileSystemConformance.ts"
 /** The conformance suite of GoalStateSource and the default goal state resolver. */
 export * as GoalStateConformance from "./GoalStateConformance.ts"
+/** The conformance suite of the host root and the paths callers give: decoded first, nothing changed outside the root. */
+export * as HostRootConformance from "./HostRootConformance.ts"
 /** The conformance suite of the LocalDNS phases on a host with links, iptables and a DNS server. */
 export * as LocalDnsConformance from "./LocalDnsConformance.ts"
 /** The conformance suite every `Mounter` passes. */

@@ -6,6 +6,8 @@
  * @since 0.1.0
  */
 
+/** Fault injection for any ChildProcessSpawner: chosen commands fail as a real tool would, without running. */
+export * as FaultyCommands from "./FaultyCommands.ts"
 /** Fault injection for any `Mounter`: refuse chosen targets. */
 export * as FaultyMounter from "./FaultyMounter.ts"
 /** A FileSystem that refuses to change anything outside chosen directories, for tests that delete. */

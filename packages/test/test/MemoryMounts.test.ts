@@ -15,6 +15,11 @@ const Dirs = ["/w/a", "/w/a/b", "/w/a/b/c", "/w/a/d", "/w/ab", "/w/e", "/w/e/f"]
 const Sources = [...Dirs, "/src/s0", "/src/s1"] as const
 const PrefixCandidates = ["/w", ...Dirs, "/w/a/", "/w/e//"] as const
 
+/** The prefixes cleaned, duplicates dropped, order kept: what the operations match the table against. */
+const normalizePrefixes = (prefixes: ReadonlyArray<string>): ReadonlyArray<string> => [
+  ...new Set(prefixes.map(HostPath.clean))
+]
+
 const index = (n: number) => Schema.Literals(Array.from({ length: n }, (_, i) => i) as [number, ...Array<number>])
 
 const Op = Schema.Struct({
@@ -243,7 +248,7 @@ describe("MemoryHost mounts", () => {
       Effect.gen(function* () {
         const host = yield* MemoryHost.MemoryHost
         const before = yield* buildForest(ops)
-        const prefixes = Unmount.normalizePrefixes(prefixIx.map((i) => PrefixCandidates[i]!))
+        const prefixes = normalizePrefixes(prefixIx.map((i) => PrefixCandidates[i]!))
         const removed: Array<number> = []
         yield* Unmount.unmountBelow(prefixIx.map((i) => PrefixCandidates[i]!)).pipe(Effect.provide(recording(removed)))
         const after = yield* host.mountTable
@@ -272,7 +277,7 @@ describe("MemoryHost mounts", () => {
       Effect.gen(function* () {
         const host = yield* MemoryHost.MemoryHost
         const before = yield* buildForest(ops)
-        const prefixes = Unmount.normalizePrefixes(prefixIx.map((i) => PrefixCandidates[i]!))
+        const prefixes = normalizePrefixes(prefixIx.map((i) => PrefixCandidates[i]!))
         const own = (e: MountInfo.MountEntry) => prefixes.includes(HostPath.clean(e.mountPoint))
         const selected = before.filter((e) => coveredBy(prefixes, e) && !own(e))
         const removed: Array<number> = []
@@ -304,7 +309,7 @@ describe("MemoryHost mounts", () => {
         const before = yield* buildForest(ops)
         const failing = new Set<string>(failIx.map((i) => Dirs[i]!))
         for (const p of failing) yield* host.failUnmount(p, "EBUSY")
-        const prefixes = Unmount.normalizePrefixes(prefixIx.map((i) => PrefixCandidates[i]!))
+        const prefixes = normalizePrefixes(prefixIx.map((i) => PrefixCandidates[i]!))
         const selected = before.filter((e) => coveredBy(prefixes, e))
         // Independently: every selected mount whose path does not fail is unmounted, and its
         // lazy unmount takes its whole subtree, failing mounts included.
@@ -313,13 +318,16 @@ describe("MemoryHost mounts", () => {
           new Set(selected.filter((e) => !failing.has(e.mountPoint)).map((e) => e.id))
         )
         const remaining = selected.filter((e) => !gone.has(e.id))
-        const expected = prefixes.filter((p) => remaining.some((e) => Unmount.covers(p, e.mountPoint)))
+        // Failures are keyed by each prefix exactly as it was given.
+        const given = [...new Set(prefixIx.map((i) => PrefixCandidates[i]!))]
+        const expected = given.filter((p) => remaining.some((e) => Unmount.covers(HostPath.clean(p), e.mountPoint)))
         const result = yield* Unmount.unmountBelowByPrefix(prefixIx.map((i) => PrefixCandidates[i]!))
-        assert.deepStrictEqual([...result.keys()].sort(), [...expected].sort())
-        for (const [p, error] of result) {
+        assert.deepStrictEqual([...result.failures.keys()].sort(), [...expected].sort())
+        assert.isTrue(prefixes.length > 0)
+        for (const [p, error] of result.failures) {
           assert.deepStrictEqual(
             error.remaining.map((m) => m.mountId).sort((a, b) => a - b),
-            ids(remaining.filter((e) => Unmount.covers(p, e.mountPoint)))
+            ids(remaining.filter((e) => Unmount.covers(HostPath.clean(p), e.mountPoint)))
           )
           assert.isTrue(error.remaining.every((m) => m.errno === "EBUSY"))
         }

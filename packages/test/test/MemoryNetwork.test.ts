@@ -113,7 +113,11 @@ describe("DNS on the simulated network", () => {
         yield* LocalDns.setupLocalDnsNetwork(nodeStart)
         yield* network.startDnsServer(["169.254.10.10", "169.254.10.11"], { unknownNames: "silent" })
         const fiber = yield* Effect.forkChild(
-          Effect.flip(LocalDns.awaitLocalDns(nodeStart, { timeout: "3 seconds", probeTimeout: "500 millis" }))
+          Effect.flip(
+            LocalDns.awaitLocalDns(nodeStart, { timeout: "3 seconds", probeTimeout: "500 millis" }).pipe(
+              Effect.catchTag("LocalDnsListenerError", Effect.die)
+            )
+          )
         )
         yield* TestClock.adjust("10 seconds")
         const e = yield* Fiber.join(fiber)
@@ -133,8 +137,10 @@ describe("what a real host can make the LocalDNS phases meet", () => {
   it.effect("a kernel without dummy links: setup fails with UnsupportedKind and says what ip said", () =>
     onNode(
       Effect.gen(function* () {
-        const e = yield* Effect.flip(LocalDns.setupLocalDnsNetwork(nodeStart))
-        assert.strictEqual(e._tag === "LocalDnsNetworkError" && e.reason, "UnsupportedKind")
+        const e = yield* Effect.flip(
+          LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.catchTag("LocalDnsListenerError", Effect.die))
+        )
+        assert.strictEqual(e.reason, "UnsupportedKind")
         assert.strictEqual(e.stderr, "Error: Unknown device type.\n")
         assert.deepStrictEqual(e.args, ["link", "add", "name", "localdns", "type", "dummy"])
         yield* LocalDns.setupLocalDnsNetwork(nodeStart, { interfaceKind: "bridge" })
@@ -148,14 +154,17 @@ describe("what a real host can make the LocalDNS phases meet", () => {
   // iptables-nft 1.8.9 says "iptables v1.8.9 (nf_tables): table 'raw' does not
   // exist" (exit 3; checked with the real tool), which must classify as
   // TableUnavailable, and cleanup must still remove the link.
-  it.effect("a kernel without the raw table: setup fails with TableUnavailable, cleanup still removes the link", () =>
+  it.effect("a kernel without the raw table: setup fails with TableUnavailable and removes the link it made", () =>
     onNode(
       Effect.gen(function* () {
-        const e = yield* Effect.flip(LocalDns.setupLocalDnsNetwork(nodeStart))
-        assert.strictEqual(e._tag === "LocalDnsNetworkError" && e.reason, "TableUnavailable")
+        const e = yield* Effect.flip(
+          LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.catchTag("LocalDnsListenerError", Effect.die))
+        )
+        assert.strictEqual(e.reason, "TableUnavailable")
         assert.strictEqual(e.exitCode, 3)
         const network = yield* MemoryNetwork.MemoryNetwork
-        assert.isDefined(yield* network.link("localdns"))
+        // The link this setup created is gone again: a failed setup leaves the host as it found it.
+        assert.isUndefined(yield* network.link("localdns"))
         yield* LocalDns.cleanupHostNetwork()
         assert.isUndefined(yield* network.link("localdns"))
       }),
@@ -174,8 +183,10 @@ describe("what a real host can make the LocalDNS phases meet", () => {
           stderr:
             "iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)"
         })
-        const e = yield* Effect.flip(LocalDns.setupLocalDnsNetwork(nodeStart))
-        assert.strictEqual(e._tag === "LocalDnsNetworkError" && e.reason, "PermissionDenied")
+        const e = yield* Effect.flip(
+          LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.catchTag("LocalDnsListenerError", Effect.die))
+        )
+        assert.strictEqual(e.reason, "PermissionDenied")
         assert.strictEqual(e.exitCode, 4)
         yield* LocalDns.setupLocalDnsNetwork(nodeStart)
         assert.deepStrictEqual([...(yield* network.rules("raw"))].sort(), [...LocalDnsConformance.ourRules].sort())

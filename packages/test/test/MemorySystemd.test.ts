@@ -133,6 +133,8 @@ describe("restartChanged on the simulated host (issue 5)", () => {
           if (result._tag !== "Failure") return
           const failing = changed[firstFailure] as (typeof units)[number]
           const e = result.failure
+          assert.strictEqual(e._tag, "RestartError")
+          if (e._tag !== "RestartError") return
           assert.strictEqual(e.unit, failing.unit)
           assert.deepStrictEqual(e.restarted, restarted)
           assert.deepStrictEqual(

@@ -1,0 +1,334 @@
+/**
+ * The conformance suite of the host root and of the paths callers give: every
+ * operation that works below a host root (`Unmount`, `Repave`, `SafeRemove`,
+ * `Snapshot`) decodes its root and its prefixes before it changes anything,
+ * and then changes nothing outside the root. An operator's mistakes are the
+ * inputs: a relative, mistyped or symlinked `--host-root`, a root that is a
+ * file, an empty prefix, `/`, `..` that climbs, a prefix that is a link out
+ * of the root.
+ *
+ * Each run builds a sandbox (from the `MountFixture`): `root/` is a node with
+ * a tmpfs pod volume, CNI state and kubelet credentials, and links that the
+ * kernel would follow out of it; `outside/` beside it holds files and a mount
+ * of its own; `rootlink` links to `root/`; `afile` is a file. For a random
+ * root and random prefixes, one operation runs, and the whole sandbox (files,
+ * links, modes, bytes, and the mounts below it) is compared before and after:
+ * either the operation failed with a typed error and nothing at all changed,
+ * or only paths inside the canonical root (and the snapshot directory) did.
+ *
+ * Every operation runs with the `FileSystem` fenced to the sandbox and the
+ * `Mounter` refusing (as a defect) any target outside it, so a wrong
+ * implementation fails the test instead of touching the machine.
+ *
+ * @since 0.1.0
+ */
+import { assert, layer } from "@effect/vitest"
+import { HostPath, Mounter, type MountInfo, Repave, SafeRemove, Snapshot, Unmount } from "@hostnode/core"
+import { Effect, FileSystem, type Layer, Schema } from "effect"
+import * as Fence from "./FencedFileSystem.ts"
+import { MountFixture } from "./MountFixture.ts"
+import * as RefusingSystemd from "./RefusingSystemd.ts"
+import { differences, isUnder, nodeStarts, plant, snapshot } from "./RepaveConformance.ts"
+
+/** The sandbox of one run: the node's root, what lies beside it, and where snapshots go. */
+export interface Sandbox {
+  readonly sandbox: string
+  readonly root: string
+  readonly outside: string
+  readonly snapshots: string
+}
+
+/**
+ * Builds the sandbox described in the module comment. Links planted in the
+ * node point at `outside/` by its real absolute path (what the kernel would
+ * follow) and by relative climbs; none points at a system path.
+ */
+export const buildSandbox = Effect.gen(function* () {
+  const fx = yield* MountFixture
+  const fs = yield* FileSystem.FileSystem
+  const sandbox = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
+  const root = `${sandbox}/root`
+  const outside = `${sandbox}/outside`
+  yield* plant(sandbox, {
+    "root/etc/cni/net.d/10-bridge.conflist": "{}",
+    "root/var/lib/cni/networks/cbr0/10.244.0.7": "c0ffee",
+    "root/var/lib/kubelet/pods/p1/volumes/v/.keep": "",
+    "root/var/lib/kubelet/pods/p1/etc-hosts": "hosts",
+    "root/var/lib/kubelet/pki/kubelet-client-2026-01-01.pem": "cert",
+    "root/var/lib/kubelet/kubeconfig": "kubeconfig",
+    "root/var/lib/kubelet/bootstrap-kubeconfig": "bootstrap",
+    "root/etc/kubernetes/kubelet.conf": "conf",
+    "root/evil": { link: outside },
+    "root/up": { link: "../outside" },
+    "root/var/lib/kubelet/pods/p2": { link: `${outside}/pod` },
+    "outside/secret": "must survive",
+    "outside/pod/data": "not the node's",
+    "outside/mnt/.keep": "",
+    "outside/etc/cni/net.d/99-other.conf": "not ours",
+    rootlink: { link: root },
+    afile: "a file, not a directory",
+    "snapshots/.keep": ""
+  })
+  yield* fx.tmpfs(`${root}/var/lib/kubelet/pods/p1/volumes/v`)
+  yield* fs.writeFileString(`${root}/var/lib/kubelet/pods/p1/volumes/v/token`, "secret").pipe(Effect.orDie)
+  yield* fx.tmpfs(`${outside}/mnt`)
+  yield* fs.writeFileString(`${outside}/mnt/data`, "a mount beside the root").pipe(Effect.orDie)
+  return { sandbox, root, outside, snapshots: `${sandbox}/snapshots` } satisfies Sandbox
+})
+
+/** Root candidates, relative to the sandbox when they start with `@`: good, relative, odd, linked, missing, a file. */
+export const RootCandidates = [
+  "@/root",
+  "@/root/",
+  "@//root//",
+  "@/root/../root",
+  "@/rootlink",
+  "@/root/evil",
+  "@/nope",
+  "@/afile",
+  "@/afile/x",
+  "root",
+  ".",
+  "..",
+  "root/../root"
+] as const
+
+/** Prefix candidates: empty, `/`, relative, climbing, linked out of the root, and real targets. */
+export const PrefixCandidates = [
+  "",
+  "/",
+  "//",
+  "relative",
+  "/var/..",
+  "relative/../..",
+  "../outside",
+  "/../outside",
+  "/evil",
+  "/evil/x",
+  "/up",
+  "/var/lib/kubelet",
+  "/var/lib/kubelet/",
+  "/var/lib/kubelet/pods/p1",
+  "/var/lib/kubelet/pods/p2",
+  "/etc/cni",
+  "/nope"
+] as const
+
+/** The operations under test, each a function of the root as given and the prefixes. */
+export const Operations = [
+  "unmountBelow",
+  "unmountStrictlyBelow",
+  "teardownKubeletDir",
+  "teardownKubeletDir(prefixes)",
+  "resetCniState",
+  "resetKubeletIdentity",
+  "SafeRemove.remove",
+  "SafeRemove.empty",
+  "Snapshot.take+restore"
+] as const
+
+/** One of {@link Operations}. */
+export type Operation = (typeof Operations)[number]
+
+const rootOf = (s: Sandbox, candidate: string): string =>
+  candidate.startsWith("@") ? s.sandbox + candidate.slice(1) : candidate
+
+/**
+ * Runs `operation` below `hostRoot` with `prefixes`. Its typed failure is
+ * returned, not raised: the property looks at what it was.
+ */
+export const runOperation = (
+  s: Sandbox,
+  operation: Operation,
+  hostRoot: string,
+  prefixes: ReadonlyArray<string>,
+  index: number
+) => {
+  const options = { hostRoot }
+  const program: Effect.Effect<unknown, { readonly _tag: string }, FileSystem.FileSystem | Mounter.Mounter> = (() => {
+    switch (operation) {
+      case "unmountBelow":
+        return Unmount.unmountBelow(prefixes, options)
+      case "unmountStrictlyBelow":
+        return Unmount.unmountStrictlyBelow(prefixes, options)
+      case "teardownKubeletDir":
+        return Repave.teardownKubeletDir(options)
+      case "teardownKubeletDir(prefixes)":
+        return Repave.teardownKubeletDir({ ...options, prefixes })
+      case "resetCniState":
+        return Repave.resetCniState(options)
+      case "resetKubeletIdentity":
+        return Effect.flatMap(nodeStarts.BootstrapToken, (ns) => Repave.resetKubeletIdentity(ns, options))
+      case "SafeRemove.remove":
+        return SafeRemove.remove(prefixes, options)
+      case "SafeRemove.empty":
+        return SafeRemove.empty(prefixes[0] ?? "", options)
+      case "Snapshot.take+restore":
+        return Effect.gen(function* () {
+          const snap = yield* Snapshot.takeOf({ dir: `${s.snapshots}/s${index}`, hostRoot, paths: prefixes })
+          yield* snap.restore.pipe(Effect.provide(RefusingSystemd.layer("a restore below a test root reloads nothing")))
+        })
+    }
+  })()
+  return Effect.result(program)
+}
+
+/**
+ * A `Mounter` that dies before it unmounts anything outside `allowed`: the
+ * mount-side fence, as `FencedFileSystem` is for files.
+ */
+export const fencedMounter = (allowed: string) =>
+  Effect.map(Effect.service(Mounter.Mounter), (inner) =>
+    Mounter.Mounter.of({
+      unmount: (targets, options) =>
+        targets.every((t) => HostPath.isWithin(allowed, HostPath.clean(t)))
+          ? inner.unmount(targets, options)
+          : Effect.die(new Fence.FenceViolation(`unmount outside ${allowed}: ${targets.join(", ")}`))
+    })
+  )
+
+/** The errors that refuse the caller's input; after one, nothing at all may have changed. */
+export const isInputError = (e: { readonly _tag: string; readonly reason?: unknown }): boolean =>
+  (e._tag === "HostPathError" &&
+    ["InvalidPath", "NotAbsolute", "NotFound", "NotADirectory", "IsHostRoot", "OutsideTable"].includes(
+      String(e.reason)
+    )) ||
+  (e._tag === "SnapshotError" && (e.reason === "InvalidPath" || e.reason === "PathOutsideRoot"))
+
+const mountsIn = (table: MountInfo.MountTable, dir: string) =>
+  table.filter((e) => HostPath.isWithin(dir, HostPath.clean(e.mountPoint)))
+
+/**
+ * Registers the suite under `name`. `hostLayer` provides the `FileSystem`,
+ * the `Mounter` under test and a `MountFixture` in the same mount namespace.
+ */
+export const suite = (
+  name: string,
+  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem>,
+  options?: { readonly runs?: number | undefined }
+): void =>
+  layer(hostLayer)(`host root and prefixes: ${name}`, (it) => {
+    const check = (operation: Operation, rootCandidate: string, prefixes: ReadonlyArray<string>, index: number) =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const s = yield* buildSandbox
+        const hostRoot = rootOf(s, rootCandidate)
+        // The root the operation should end up working below, if it is one.
+        const canonical = hostRoot.startsWith("/")
+          ? yield* fs.realPath(hostRoot).pipe(
+              Effect.flatMap((p) => Effect.map(fs.stat(p), (i) => (i.type === "Directory" ? p : undefined))),
+              Effect.orElseSucceed(() => undefined)
+            )
+          : undefined
+        const treeBefore = yield* snapshot(s.sandbox)
+        const mountsBefore = mountsIn(yield* fx.table, s.sandbox)
+        const mounter = yield* fencedMounter(s.sandbox)
+        const result = yield* runOperation(s, operation, hostRoot, prefixes, index).pipe(
+          Effect.provideService(Mounter.Mounter, mounter),
+          Fence.within([s.sandbox])
+        )
+        const treeAfter = yield* snapshot(s.sandbox)
+        const mountsAfter = mountsIn(yield* fx.table, s.sandbox)
+        const what = `${operation} below ${JSON.stringify(hostRoot)} of ${JSON.stringify(prefixes)}`
+        if (result._tag === "Failure" && isInputError(result.failure)) {
+          assert.deepStrictEqual(differences(treeBefore, treeAfter), [], `${what}: refused, yet changed`)
+          assert.deepStrictEqual(
+            mountsAfter.map((e) => e.id),
+            mountsBefore.map((e) => e.id),
+            `${what}: refused, yet unmounted`
+          )
+          return result.failure._tag
+        }
+        // It ran: then the root was a real directory, and only it (and the snapshot) changed.
+        assert.isDefined(canonical, `${what}: ran below a root that is not a directory (${JSON.stringify(result)})`)
+        const rel = (p: string) => (p === s.sandbox ? "" : p.slice(s.sandbox.length + 1))
+        const inside = (k: string) => isUnder(rel(canonical ?? "/nowhere"), k) || isUnder("snapshots", k)
+        assert.deepStrictEqual(differences(treeBefore, treeAfter, inside), [], `${what}: changed outside the root`)
+        const outsideIds = (t: MountInfo.MountTable) =>
+          t.filter((e) => !HostPath.isWithin(canonical ?? "/nowhere", HostPath.clean(e.mountPoint))).map((e) => e.id)
+        assert.deepStrictEqual(outsideIds(mountsAfter), outsideIds(mountsBefore), `${what}: unmounted outside the root`)
+        return result._tag
+      }).pipe(Effect.scoped)
+
+    it.effect("a relative, missing or non-directory root is refused by every operation before anything changes", () =>
+      Effect.gen(function* () {
+        let i = 0
+        for (const operation of Operations) {
+          for (const root of ["root", ".", "..", "@/nope", "@/afile", "@/afile/x"]) {
+            const tag = yield* check(operation, root, ["/var/lib/kubelet"], i++)
+            assert.strictEqual(tag, "HostPathError", `${operation} below ${root}`)
+          }
+        }
+      })
+    )
+
+    it.effect("empty, relative, `/` and climbing prefixes are refused before anything changes", () =>
+      Effect.gen(function* () {
+        let i = 0
+        const prefixOps: ReadonlyArray<Operation> = [
+          "unmountBelow",
+          "unmountStrictlyBelow",
+          "teardownKubeletDir(prefixes)",
+          "SafeRemove.remove",
+          "SafeRemove.empty",
+          "Snapshot.take+restore"
+        ]
+        for (const operation of prefixOps) {
+          for (const prefix of ["", "/", "//", "relative", "/var/..", "relative/../..", "../outside"]) {
+            const tag = yield* check(operation, "@/root", [prefix], i++)
+            assert.include(["HostPathError", "SnapshotError"], tag, `${operation} of ${JSON.stringify(prefix)}`)
+          }
+        }
+      })
+    )
+
+    it.effect("a root given through a symlink works below its target; a prefix that is a link stays inside", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const s = yield* buildSandbox
+        const report = yield* Unmount.unmountBelow(["/var/lib/kubelet/pods/p1", "/evil"], {
+          hostRoot: `${s.sandbox}/rootlink`
+        }).pipe(Fence.within([s.sandbox]))
+        assert.deepStrictEqual(
+          report.prefixes.map((p) => [p.given, p.path, p.full]),
+          [
+            ["/var/lib/kubelet/pods/p1", "/var/lib/kubelet/pods/p1", `${s.root}/var/lib/kubelet/pods/p1`],
+            // The link names `outside/` by its real path; contained, that is below the root.
+            ["/evil", s.outside, `${s.root}${s.outside}`]
+          ]
+        )
+        assert.deepStrictEqual(
+          report.unmounted.map((m) => m.mountPoint),
+          [`${s.root}/var/lib/kubelet/pods/p1/volumes/v`]
+        )
+        assert.strictEqual(mountsIn(yield* fx.table, s.outside).length, 1)
+        assert.strictEqual(yield* fs.readFileString(`${s.outside}/mnt/data`), "a mount beside the root")
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("allowRoot lets `/` mean every mount below the root, and nothing beside it", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const s = yield* buildSandbox
+        const refused = yield* Effect.flip(Unmount.unmountBelow(["/"], { hostRoot: s.root }))
+        assert.strictEqual(refused._tag === "HostPathError" && refused.reason, "IsHostRoot")
+        const report = yield* Unmount.unmountBelow(["/"], { hostRoot: s.root, allowRoot: true })
+        assert.deepStrictEqual(report.prefixes[0]?.path, "/")
+        assert.deepStrictEqual(mountsIn(yield* fx.table, s.root), [])
+        assert.strictEqual(mountsIn(yield* fx.table, s.outside).length, 1)
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect.prop(
+      "for any root and prefixes, each operation refuses before changing anything, or changes only the root",
+      {
+        operation: Schema.Literals(Operations),
+        root: Schema.Literals(RootCandidates),
+        prefixes: Schema.Array(Schema.Literals(PrefixCandidates)).check(Schema.isMinLength(1), Schema.isMaxLength(3))
+      },
+      ({ operation, root, prefixes }) => Effect.asVoid(check(operation, root, prefixes, 0)),
+      { timeout: 600_000, arbitrary: { runs: options?.runs ?? 100 } }
+    )
+  })
