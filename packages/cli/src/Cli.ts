@@ -8,14 +8,17 @@
  * Output: a person's text by default; with `--json`, exactly one JSON
  * document on stdout (`ok`, the command, its result or the typed error, and
  * the plan of a dry run). Logs always go to stderr. {@link run} fails with a
- * {@link CliExit} carrying the process exit code: 1 when the operation failed,
- * 2 on bad usage.
+ * {@link CliExit} carrying the process exit code (see {@link ExitCodes}): 1
+ * when the operation failed, 2 on bad usage or bad input (refused before
+ * anything changed), 3 when the operation ran to its end but had to keep
+ * paths it should have removed.
  *
  * @since 0.1.0
  */
 import {
   ConfSnap,
   type DnsResolvers,
+  HostPath,
   IsolationBackend,
   LocalDns,
   type Mounter,
@@ -36,6 +39,7 @@ import {
   Layer,
   Logger,
   Option,
+  Path,
   Redacted,
   References,
   Runtime,
@@ -53,12 +57,18 @@ export const version = "0.1.0"
 // ---------------------------------------------------------------------------
 // global flags
 
-/** `--host-root DIR`: where the host's `/` is; the real host by default. */
+/**
+ * `--host-root DIR`: where the host's `/` is; the real host by default. A
+ * relative DIR is taken relative to the working directory, and the absolute
+ * root used is printed on stderr (the library itself refuses relative roots).
+ */
 export const HostRoot = GlobalFlag.Setting("host-root")({
   flag: Flag.String("host-root").pipe(
     Flag.withDefault("/"),
     Flag.withMetavar("DIR"),
-    Flag.withDescription("The directory that is the host's / (default: the real host)")
+    Flag.withDescription(
+      "The directory that is the host's / (default: /, the real host; a relative DIR is taken from the working directory)"
+    )
   )
 })
 
@@ -84,11 +94,26 @@ export const DryRunFlag = GlobalFlag.Setting("dry-run")({
 // exit codes and rendering
 
 /**
- * How a run ends when it does not succeed: the process exit code (1: the
- * operation failed, 2: bad usage). What went wrong was already printed, so
- * the runtime does not report it again.
+ * The process exit codes of `hostnode`:
+ * - 0: the operation did everything it was asked;
+ * - 1: it failed (the typed error says where it stopped and what state it left);
+ * - 2: bad usage or bad input (an unknown flag, a relative or missing
+ *   `--host-root`, an empty prefix, an invalid unit name or listener
+ *   address): refused before anything was changed;
+ * - 3: it ran to its end but kept paths it was to remove (a mount inside, a
+ *   path that changed meanwhile); the output lists each with its reason.
  */
-export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: 1 | 2 }> {
+export const ExitCodes = { ok: 0, failed: 1, badInput: 2, kept: 3 } as const
+
+/** One of {@link ExitCodes}, other than success. */
+export type FailureCode = 1 | 2 | 3
+
+/**
+ * How a run ends when it does not succeed: the process exit code (see
+ * {@link ExitCodes}). What went wrong was already printed, so the runtime
+ * does not report it again.
+ */
+export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: FailureCode }> {
   override get [Runtime.errorExitCode](): number {
     return this.code
   }
@@ -104,9 +129,13 @@ const hints: Record<string, string> = {
     "Check the snapshot directory and the path named above; a snapshot that failed a restore is kept, so `hostnode snapshot recover --dir DIR` can try again.",
   ResetError:
     "Each kept path names why it was kept (a mount inside, not a directory, refused); fix that and run the reset again to finish it.",
-  HostPathError: "Check the path below --host-root: a symlink loop, or a link that leaves the root.",
+  HostPathError:
+    "Check --host-root (an existing directory; relative paths are taken from the working directory) and the paths given: absolute, not empty, not / unless meant (--allow-root).",
   SystemdError: "Check the unit with `systemctl status UNIT` and `journalctl -u UNIT`.",
-  UnitNameError: "Check the unit name: systemd unit names end in a type suffix such as `.service`.",
+  UnitNameError:
+    "Check the unit name: systemd unit names are ASCII letters, digits and :-_.\\@ and end in a type suffix such as `.service`.",
+  LocalDnsListenerError:
+    "Give listener addresses as canonical dotted quads in 169.254.0.0/16 (no leading zeros), the two different.",
   RestartError:
     "The units listed as restarted run the new configuration, the rest the old one; check the failed unit with `systemctl status UNIT` and `journalctl -u UNIT`.",
   LocalDnsNetworkError:
@@ -151,34 +180,81 @@ export const errorText = (command: string, error: { readonly _tag: string; reado
 
 type Failure = { readonly _tag: string; readonly message: string }
 
+const inputPathReasons: ReadonlySet<string> = new Set([
+  "InvalidPath",
+  "NotAbsolute",
+  "NotFound",
+  "NotADirectory",
+  "IsHostRoot",
+  "OutsideTable"
+])
+
 /**
- * Runs one operation as the command `name`: builds it for `--host-root`,
- * runs it (under `--dry-run` on the {@link DryRun} layers), then prints the
- * outcome (text or JSON) and turns a failure into exit code 1.
+ * True when `error` refuses the caller's input before anything was changed:
+ * the CLI exits 2 for it, as for bad usage.
+ */
+export const isInputError = (error: Failure): boolean => {
+  const reason = (error as { readonly reason?: unknown }).reason
+  switch (error._tag) {
+    case "UnitNameError":
+    case "LocalDnsListenerError":
+      return true
+    case "HostPathError":
+      return typeof reason === "string" && inputPathReasons.has(reason)
+    case "SnapshotError":
+      return reason === "InvalidPath" || reason === "HostRootMismatch"
+    default:
+      return false
+  }
+}
+
+/** The exit code for a failed operation (see {@link ExitCodes}). */
+export const exitCodeFor = (error: Failure): FailureCode =>
+  isInputError(error) ? 2 : error._tag === "ResetError" ? 3 : 1
+
+/** What a command adds to the common handling of {@link operate}. */
+interface OperateOptions<A> {
+  /** The result as JSON (default: the value as plain JSON). */
+  readonly toJson?: ((a: A) => unknown) | undefined
+  /** How many paths the operation had to keep: more than none ends the run with exit code 3. */
+  readonly kept?: ((a: A) => number) | undefined
+  /** Warnings for a person (stderr) and a machine (`warnings` in the JSON document). */
+  readonly warnings?: ((a: A) => ReadonlyArray<string>) | undefined
+}
+
+/**
+ * Runs one operation as the command `name`: runs it (under `--dry-run` on
+ * the {@link DryRun} layers), then prints the outcome (text or JSON) and
+ * turns a failure into its exit code (see {@link ExitCodes}).
  */
 const operate = <A, E extends Failure, R>(
   name: string,
-  makeProgram: (hostRoot: string) => Effect.Effect<A, E, R>,
+  program: Effect.Effect<A, E, R>,
   describe: (a: A) => string,
-  toJson: (a: A) => unknown = toPlain
+  options: OperateOptions<A> = {}
 ) =>
   Effect.gen(function* () {
-    const program = makeProgram(yield* HostRoot)
     const json = yield* Json
     const dryRun = yield* DryRunFlag
+    const toJson = options.toJson ?? toPlain
     // Progress only for a person at a terminal (bin.ts provides it there), never in JSON.
     const progress = json ? Option.none() : yield* Effect.serviceOption(Progress.Progress)
     const shown: Effect.Effect<A, E, R | Mounter.Mounter | FileSystem.FileSystem> = Option.match(progress, {
       onNone: () => program,
       onSome: (p) =>
-        program.pipe(
-          Effect.provide(
-            Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(
-              Layer.provide(Layer.succeed(Progress.Progress, p))
-            )
-          ),
-          Effect.ensuring(p.clear)
-        )
+        Effect.gen(function* () {
+          // Every log line clears the progress line first; it is drawn again at the next count.
+          const loggers = yield* Progress.clearingLoggers(p)
+          return yield* program.pipe(
+            Effect.provide(
+              Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(
+                Layer.provide(Layer.succeed(Progress.Progress, p))
+              )
+            ),
+            Effect.provideService(Logger.CurrentLoggers, loggers),
+            Effect.ensuring(p.clear)
+          )
+        })
     })
     const outcome = dryRun
       ? yield* Effect.gen(function* () {
@@ -191,11 +267,19 @@ const operate = <A, E extends Failure, R>(
       : { result: yield* Effect.result(shown), plan: undefined }
     const { result, plan } = outcome
     const planJson = plan === undefined ? {} : { dryRun: true, plan }
+    const warnings = result._tag === "Success" ? (options.warnings?.(result.success) ?? []) : []
+    const kept = result._tag === "Success" ? (options.kept?.(result.success) ?? 0) : 0
     if (json) {
       yield* Console.log(
         JSON.stringify(
           result._tag === "Success"
-            ? { ok: true, command: name, result: toJson(result.success) ?? null, ...planJson }
+            ? {
+                ok: kept === 0,
+                command: name,
+                result: toJson(result.success) ?? null,
+                ...(warnings.length === 0 ? {} : { warnings }),
+                ...planJson
+              }
             : { ok: false, command: name, error: errorJson(result.failure), ...planJson }
         )
       )
@@ -208,27 +292,52 @@ const operate = <A, E extends Failure, R>(
         )
       }
       if (result._tag === "Success") {
+        for (const w of warnings) yield* Console.error(`hostnode ${name}: warning: ${w}`)
         yield* Console.log(
           plan === undefined
             ? describe(result.success)
             : `what the operation would report (dry run, nothing was changed):\n${describe(result.success)}`
         )
+      } else if (isInputError(result.failure)) {
+        // Bad input: one line saying what and where; nothing was changed.
+        yield* Console.error(`hostnode ${name}: ${result.failure.message}`)
       } else yield* Console.error(errorText(name, result.failure))
     }
-    if (result._tag === "Failure") return yield* new CliExit({ code: 1 })
+    if (result._tag === "Failure") return yield* new CliExit({ code: exitCodeFor(result.failure) })
+    if (kept > 0) return yield* new CliExit({ code: ExitCodes.kept })
+  })
+
+/**
+ * `--host-root`, decoded for an operation that works below it: a relative
+ * value is taken from the working directory (and the root used is said on
+ * stderr), then `HostPath.decodeRoot` checks it is an existing directory and
+ * makes it canonical. A bad root fails the command with exit code 2 before
+ * anything is done.
+ */
+const withRoot = <A, E, R>(name: string, body: (root: HostPath.HostRoot) => Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const given = yield* HostRoot
+    const absolute = given === "" || given.startsWith("/") ? given : (yield* Path.Path).resolve(given)
+    if (absolute !== given) {
+      yield* Console.error(`hostnode ${name}: --host-root ${JSON.stringify(given)} is taken as ${absolute}`)
+    }
+    const root = yield* HostPath.decodeRoot(absolute)
+    return yield* body(root)
   })
 
 const reportText = (what: string, r: { readonly removed: ReadonlyArray<string> }) =>
   `${what}: ${plural(r.removed.length, "path")} removed${r.removed.length === 0 ? "" : `\n${r.removed.map((p) => `  ${p}`).join("\n")}`}`
 
-const isRealRoot = (root: string) => root === "" || root === "/"
-
-/** Host paths as this process sees them: below `--host-root` unless that is the real root. */
-const belowRoot = (root: string, path: string) =>
-  isRealRoot(root) ? path : `${root.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`
+const keptText = (kept: ReadonlyArray<{ readonly path: string; readonly reason: string; readonly detail: string }>) =>
+  kept.length === 0
+    ? ""
+    : `\nkept ${plural(kept.length, "path")} (exit code 3):\n${kept.map((k) => `  ${k.path} (${k.reason}: ${k.detail})`).join("\n")}`
 
 // ---------------------------------------------------------------------------
 // subcommands
+
+/** A prefix as given, and what it resolved to when that differs. */
+const prefixText = (p: HostPath.Resolved) => (p.path === HostPath.clean(p.given) ? p.path : `${p.given} (-> ${p.path})`)
 
 const unmountBelow = Command.make(
   "unmount-below",
@@ -237,21 +346,36 @@ const unmountBelow = Command.make(
       Flag.withDefault(false),
       Flag.withDescription("Leave a mount whose mount point is a prefix itself; unmount only what is below")
     ),
+    allowRoot: Flag.Boolean("allow-root").pipe(
+      Flag.withDefault(false),
+      Flag.withDescription("Allow a prefix that is / or the host root itself (every mount below --host-root)")
+    ),
     prefixes: Argument.String("PREFIX").pipe(
       Argument.atLeast(1),
-      Argument.withDescription("Host paths to unmount at or below")
+      Argument.withDescription(
+        "Host paths below --host-root to unmount at or below: absolute, not empty; a symbolic link is followed inside the root"
+      )
     )
   },
-  ({ strict, prefixes }) =>
+  ({ strict, allowRoot, prefixes }) =>
     operate(
       "unmount-below",
-      (root) => {
-        const targets = prefixes.map((p) => belowRoot(root, p))
-        return (strict ? Unmount.unmountStrictlyBelow : Unmount.unmountBelow)(targets).pipe(
-          Effect.as({ prefixes: targets })
+      withRoot("unmount-below", (root) =>
+        (strict ? Unmount.unmountStrictlyBelow : Unmount.unmountBelow)(prefixes, { hostRoot: root, allowRoot }).pipe(
+          Effect.map((r) => ({
+            hostRoot: root.path,
+            strict,
+            prefixes: r.prefixes.map((p) => ({ prefix: p.given, resolved: p.path, mountTable: p.table })),
+            unmounted: r.unmounted,
+            text: r.prefixes.map(prefixText).join(", ")
+          }))
         )
-      },
-      (r) => `nothing is mounted ${strict ? "strictly below" : "at or below"} ${r.prefixes.join(", ")} any more`
+      ),
+      (r) =>
+        `unmounted ${plural(r.unmounted.length, "mount")} ${strict ? "strictly below" : "at or below"} ${r.text}; nothing is mounted there any more${
+          r.unmounted.length === 0 ? "" : `\n${r.unmounted.map((m) => `  ${m.mountPoint} (${m.fsType})`).join("\n")}`
+        }`,
+      { toJson: ({ text: _, ...rest }) => rest }
     )
 ).pipe(Command.withDescription("Lazily unmount every mount at (or, with --strict, strictly) below the prefixes"))
 
@@ -262,7 +386,17 @@ const snapshotFlags = {
   )
 }
 
-const handleJson = (s: Snapshot.Snapshot) => ({ dir: s.dir, hostRoot: s.hostRoot, paths: s.paths })
+const restoreFlags = {
+  ...snapshotFlags,
+  allowRootMismatch: Flag.Boolean("allow-root-mismatch").pipe(
+    Flag.withDefault(false),
+    Flag.withDescription(
+      "Restore below --host-root although the snapshot was taken below another root (the same tree under another name)"
+    )
+  )
+}
+
+const handleJson = (s: Snapshot.Snapshot) => ({ dir: s.dir, hostRoot: s.hostRoot, paths: s.paths, absent: s.absent })
 
 const snapshotTake = Command.make(
   "take",
@@ -277,45 +411,64 @@ const snapshotTake = Command.make(
   ({ dir, paths }) =>
     operate(
       "snapshot take",
-      (hostRoot) =>
+      withRoot("snapshot take", (hostRoot) =>
         Snapshot.takeOf({ dir, hostRoot, paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths }).pipe(
           Effect.map(handleJson)
-        ),
+        )
+      ),
       (s) =>
-        `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")}:\n${s.paths.map((p) => `  ${p}`).join("\n")}`
+        `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")} below ${s.hostRoot}:\n${s.paths.map((p) => `  ${p}${s.absent.includes(p) ? " (absent)" : ""}`).join("\n")}`,
+      {
+        warnings: (s) =>
+          s.absent.length === s.paths.length
+            ? [
+                `every recorded path is absent below ${s.hostRoot}: is --host-root the node's root? A restore there would only remove them`
+              ]
+            : []
+      }
     )
 ).pipe(Command.withDescription("Record the paths below the host root into a new snapshot directory"))
 
-const snapshotRestore = Command.make("restore", snapshotFlags, ({ dir }) =>
+const snapshotRestore = Command.make("restore", restoreFlags, ({ dir, allowRootMismatch }) =>
   operate(
     "snapshot restore",
-    (hostRoot) =>
+    withRoot("snapshot restore", (hostRoot) =>
       Effect.gen(function* () {
-        const s = yield* Snapshot.open({ dir, hostRoot })
+        const s = yield* Snapshot.open({ dir, hostRoot, allowHostRootMismatch: allowRootMismatch })
         yield* s.restore
         return handleJson(s)
-      }),
-    (s) => `restored ${plural(s.paths.length, "path")} from ${s.dir} (the snapshot is kept)`
+      })
+    ),
+    (s) => `restored ${plural(s.paths.length, "path")} below ${s.hostRoot} from ${s.dir} (the snapshot is kept)`
   )
 ).pipe(Command.withDescription("Put the recorded paths back as recorded; the snapshot is kept"))
 
-const snapshotRecover = Command.make("recover", snapshotFlags, ({ dir }) =>
+const snapshotRecover = Command.make("recover", restoreFlags, ({ dir, allowRootMismatch }) =>
   operate(
     "snapshot recover",
-    (hostRoot) => Snapshot.recover({ dir, hostRoot }).pipe(Effect.map((recovered) => ({ dir, recovered }))),
-    (r) => (r.recovered ? `restored and removed the snapshot in ${r.dir}` : `no snapshot in ${r.dir}; nothing to do`)
+    withRoot("snapshot recover", (hostRoot) =>
+      Snapshot.recover({ dir, hostRoot, allowHostRootMismatch: allowRootMismatch }).pipe(
+        Effect.map((recovered) => ({ dir, hostRoot: hostRoot.path, recovered }))
+      )
+    ),
+    (r) =>
+      r.recovered
+        ? `restored below ${r.hostRoot} and removed the snapshot in ${r.dir}`
+        : `no snapshot in ${r.dir}; nothing to do`
   )
 ).pipe(Command.withDescription("Restore a snapshot an earlier process left, then remove it"))
 
 const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir }) =>
   operate(
     "snapshot discard",
-    (hostRoot) =>
+    withRoot("snapshot discard", (hostRoot) =>
       Effect.gen(function* () {
-        const s = yield* Snapshot.open({ dir, hostRoot })
+        // A discard restores nothing, so the root it was taken below does not matter.
+        const s = yield* Snapshot.open({ dir, hostRoot, allowHostRootMismatch: true })
         yield* s.discard
         return { dir: s.dir }
-      }),
+      })
+    ),
     (r) => `removed the snapshot in ${r.dir}`
   )
 ).pipe(Command.withDescription("Remove a snapshot without restoring it"))
@@ -328,7 +481,7 @@ const snapshot = Command.make("snapshot").pipe(
 const resetCni = Command.make("reset-cni", {}, () =>
   operate(
     "reset-cni",
-    (hostRoot) => Repave.resetCniState({ hostRoot }),
+    withRoot("reset-cni", (hostRoot) => Repave.resetCniState({ hostRoot })),
     (r) => reportText("CNI state reset", r)
   )
 ).pipe(Command.withDescription(`Remove the CNI configuration (${Paths.CniConfDir}/*) and state (${Paths.CniStateDir})`))
@@ -342,7 +495,9 @@ const resetKubeletIdentity = Command.make(
     ),
     bootstrapKubeconfig: Flag.String("bootstrap-kubeconfig").pipe(
       Flag.withDefault(NodeStart.DefaultBootstrapKubeconfig),
-      Flag.withDescription("The bootstrap kubeconfig (kept) in bootstrap-token mode")
+      Flag.withDescription(
+        `The bootstrap kubeconfig (kept) in bootstrap-token mode (default: ${NodeStart.DefaultBootstrapKubeconfig})`
+      )
     )
   },
   ({ auth, bootstrapKubeconfig }) => {
@@ -362,7 +517,7 @@ const resetKubeletIdentity = Command.make(
             }
     return operate(
       "reset-kubelet-identity",
-      (hostRoot) => Repave.resetKubeletIdentity({ auth: mode }, { hostRoot }),
+      withRoot("reset-kubelet-identity", (hostRoot) => Repave.resetKubeletIdentity({ auth: mode }, { hostRoot })),
       (r) => reportText("kubelet identity reset", r)
     )
   }
@@ -371,13 +526,9 @@ const resetKubeletIdentity = Command.make(
 const teardownKubeletDir = Command.make("teardown-kubelet-dir", {}, () =>
   operate(
     "teardown-kubelet-dir",
-    (hostRoot) => Repave.teardownKubeletDir({ hostRoot }),
-    (r) =>
-      `${reportText("pod directories torn down", r)}${
-        r.kept.length === 0
-          ? ""
-          : `\nkept ${plural(r.kept.length, "path")}:\n${r.kept.map((k) => `  ${k.path} (${k.reason}: ${k.detail})`).join("\n")}`
-      }`
+    withRoot("teardown-kubelet-dir", (hostRoot) => Repave.teardownKubeletDir({ hostRoot })),
+    (r) => `${reportText("pod directories torn down", r)}${keptText(r.kept)}`,
+    { kept: (r) => r.kept.length }
   )
 ).pipe(Command.withDescription(`Unmount and remove each pod's directory below ${Repave.KubeletPodsDir}`))
 
@@ -412,13 +563,12 @@ const restartChanged = Command.make(
   ({ wasRunning, units }) =>
     operate(
       "restart-changed",
-      () =>
-        RestartChanged.restartChanged({ wasRunning, units }).pipe(
-          Effect.as({
-            wasRunning,
-            restarted: wasRunning ? units.filter((u) => u.changed).map((u) => u.unit) : []
-          })
-        ),
+      RestartChanged.restartChanged({ wasRunning, units }).pipe(
+        Effect.as({
+          wasRunning,
+          restarted: wasRunning ? units.filter((u) => u.changed).map((u) => u.unit) : []
+        })
+      ),
       (r) =>
         !r.wasRunning
           ? "the node was not running: nothing restarted"
@@ -431,18 +581,24 @@ const restartChanged = Command.make(
 const listenerFlags = {
   nodeListener: Flag.String("node-listener").pipe(
     Flag.withDefault(NodeStart.NodeListener),
-    Flag.withDescription("The node LocalDNS listener address")
+    Flag.withMetavar("ADDRESS"),
+    Flag.withDescription(
+      `The node LocalDNS listener address, a dotted quad in 169.254.0.0/16 (default: ${NodeStart.NodeListener})`
+    )
   ),
   clusterListener: Flag.String("cluster-listener").pipe(
     Flag.withDefault(NodeStart.ClusterListener),
-    Flag.withDescription("The cluster LocalDNS listener address")
+    Flag.withMetavar("ADDRESS"),
+    Flag.withDescription(
+      `The cluster LocalDNS listener address, a dotted quad in 169.254.0.0/16 (default: ${NodeStart.ClusterListener})`
+    )
   )
 }
 
 /**
  * The node start the LocalDNS steps take, from the listener flags: they read
- * only its listeners, so its name, API server and authentication are
- * placeholders.
+ * only its listeners (and decode them before any command runs: a bad address
+ * exits 2), so its name, API server and authentication are placeholders.
  */
 const localDnsNodeStart = (nodeListener: string, clusterListener: string): NodeStart.NodeStart => ({
   nodeName: "hostnode-cli",
@@ -458,16 +614,15 @@ const localDnsSetup = Command.make(
     kind: Flag.Literals("kind", ["dummy", "bridge"]).pipe(
       Flag.withDefault("dummy" as const),
       Flag.withMetavar("KIND"),
-      Flag.withDescription("The link kind of the LocalDNS interface")
+      Flag.withDescription("The link kind of the LocalDNS interface: dummy or bridge (default: dummy)")
     )
   },
   ({ nodeListener, clusterListener, kind }) =>
     operate(
       "localdns setup",
-      () =>
-        LocalDns.setupLocalDnsNetwork(localDnsNodeStart(nodeListener, clusterListener), { interfaceKind: kind }).pipe(
-          Effect.as({ listeners: [nodeListener, clusterListener], kind })
-        ),
+      LocalDns.setupLocalDnsNetwork(localDnsNodeStart(nodeListener, clusterListener), { interfaceKind: kind }).pipe(
+        Effect.as({ listeners: [nodeListener, clusterListener], kind })
+      ),
       (r) => `LocalDNS network ready: ${r.listeners.join(", ")} on a ${r.kind} interface, NOTRACK rules in place`
     )
 ).pipe(Command.withDescription("Create the LocalDNS interface and its NOTRACK rules"))
@@ -475,7 +630,7 @@ const localDnsSetup = Command.make(
 const localDnsCleanup = Command.make("cleanup", {}, () =>
   operate(
     "localdns cleanup",
-    () => LocalDns.cleanupHostNetwork().pipe(Effect.as({})),
+    LocalDns.cleanupHostNetwork().pipe(Effect.as({})),
     () => "LocalDNS rules and interface removed"
   )
 ).pipe(Command.withDescription("Remove the LocalDNS rules and interface a stopped node left"))
@@ -487,16 +642,19 @@ const localDnsAwait = Command.make(
     timeout: Flag.Int("timeout").pipe(
       Flag.withDefault(120),
       Flag.withMetavar("SECONDS"),
-      Flag.withDescription("How long to keep probing")
+      Flag.filter(
+        (n) => n > 0,
+        (n) => `--timeout must be a positive number of seconds, got ${n}`
+      ),
+      Flag.withDescription("How long to keep probing, in seconds (default: 120)")
     )
   },
   ({ nodeListener, clusterListener, timeout }) =>
     operate(
       "localdns await",
-      () =>
-        LocalDns.awaitLocalDns(localDnsNodeStart(nodeListener, clusterListener), {
-          timeout: Duration.seconds(timeout)
-        }).pipe(Effect.as({ listeners: [nodeListener, clusterListener] })),
+      LocalDns.awaitLocalDns(localDnsNodeStart(nodeListener, clusterListener), {
+        timeout: Duration.seconds(timeout)
+      }).pipe(Effect.as({ listeners: [nodeListener, clusterListener] })),
       (r) => `LocalDNS answers on ${r.listeners.join(", ")}`
     )
 ).pipe(Command.withDescription("Wait until both LocalDNS listeners answer"))
@@ -517,10 +675,10 @@ const running = Command.make(
   ({ slot }) =>
     operate(
       "running",
-      () =>
-        IsolationBackend.running(Schema.decodeSync(IsolationBackend.SlotRef)(slot)).pipe(
-          Effect.map((up) => ({ slot, running: up }))
-        ),
+      // Any string names a slot; the backend says whether it knows it.
+      Effect.suspend(() => IsolationBackend.running(Schema.decodeSync(IsolationBackend.SlotRef)(slot))).pipe(
+        Effect.map((up) => ({ slot, running: up }))
+      ),
       (r) => (r.running ? `the node stack of ${r.slot} is running` : `the node stack of ${r.slot} is not running`)
     )
 ).pipe(Command.withDescription("Say whether the node stack is up (its units are active)"))
@@ -589,15 +747,39 @@ export type Services =
 const usageText = (error: CliError.CliError): string =>
   error._tag === "ShowHelp" ? error.errors.map((e) => e.message).join("; ") : error.message
 
+/** The arguments before `--`: the only place a global flag such as `--json` can be. */
+const flagWords = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const end = argv.indexOf("--")
+  return end === -1 ? argv : argv.slice(0, end)
+}
+
+/**
+ * Help and version go to stdout as effect/cli renders them; an invalid
+ * invocation is one line on stderr (what was wrong, and where to read more)
+ * instead of the whole help text; with `--json` nothing is presented, since
+ * {@link run} prints the one document itself.
+ */
+const presenter = (json: boolean): CliOutput.Presenter => ({
+  present: (event) => {
+    if (json) return Effect.void
+    if (event._tag !== "InvalidInvocation") return CliOutput.defaultPresenter.present(event)
+    const path = event.commandPath.join(" ")
+    return Console.error(`${path}: ${event.errors.map((e) => e.message).join("; ")} (see \`${path} --help\`)`)
+  }
+})
+
 /**
  * Parses `argv` (without node and script) and runs the selected command.
- * Logs go to stderr, so stdout holds only the result. Bad usage prints the
- * help and the problem (with `--json`: one JSON document) and fails with
- * `CliExit` 2; a failed operation fails with `CliExit` 1.
+ * Logs go to stderr, so stdout holds only the result. Bad usage prints one
+ * line on stderr saying what was wrong (with `--json`: one JSON document on
+ * stdout) and fails with `CliExit` 2; a failed operation fails with the
+ * `CliExit` of its {@link ExitCodes}. A defect (a bug) is reported the same
+ * way, as an internal error with exit code 1, so `--json` always prints
+ * exactly one document.
  */
 export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, CliExit, Services> => {
-  const json = argv.includes("--json")
-  const program = Command.runWith(hostnode, { version, renderErrors: !json })(argv).pipe(
+  const json = flagWords(argv).includes("--json")
+  return Command.runWith(hostnode, { version })(argv).pipe(
     Effect.catch((error) =>
       error instanceof CliExit
         ? Effect.fail(error)
@@ -612,9 +794,27 @@ export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, CliExit, S
                   })
                 )
               : Effect.void
-            ).pipe(Effect.andThen(Effect.fail(new CliExit({ code: 2 }))))
+            ).pipe(Effect.andThen(Effect.fail(new CliExit({ code: ExitCodes.badInput }))))
     ),
+    Effect.catchDefect((defect) => {
+      const message = defect instanceof Error ? defect.message : String(defect)
+      return (
+        json
+          ? Console.log(
+              JSON.stringify({
+                ok: false,
+                command: null,
+                error: {
+                  _tag: "InternalError",
+                  message,
+                  hint: "this is a bug in hostnode; please report it with the command line"
+                }
+              })
+            )
+          : Console.error(`hostnode: internal error (a bug in hostnode; please report it): ${message}`)
+      ).pipe(Effect.andThen(Effect.fail(new CliExit({ code: ExitCodes.failed }))))
+    }),
+    Effect.provide(CliOutput.layerPresenter(presenter(json))),
     Effect.provideService(Logger.LogToStderr, true)
   )
-  return json ? program.pipe(Effect.provide(CliOutput.layerPresenter({ present: () => Effect.void }))) : program
 }

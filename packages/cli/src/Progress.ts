@@ -13,14 +13,21 @@
  * @since 0.1.0
  */
 import { Mounter } from "@hostnode/core"
-import { Clock, Context, Effect, FileSystem, Layer } from "effect"
+import { Clock, Context, Effect, FileSystem, Layer, Logger } from "effect"
 
-/** Where progress lines go. `show` replaces the line shown; `clear` removes it before the result is printed. */
+/**
+ * Where progress lines go. `show` replaces the line shown; `clear` removes it
+ * before the result is printed; `beforeLog` removes it, synchronously, right
+ * before a log line is written to the same terminal, so a warning never lands
+ * in the middle of a half-drawn line (loggers are synchronous, hence the
+ * plain function).
+ */
 export class Progress extends Context.Service<
   Progress,
   {
     readonly show: (line: string) => Effect.Effect<void>
     readonly clear: Effect.Effect<void>
+    readonly beforeLog: () => void
   }
 >()("@hostnode/cli/Progress") {}
 
@@ -34,9 +41,31 @@ export const layerTerminal: Layer.Layer<Progress> = Layer.succeed(
       }),
     clear: Effect.sync(() => {
       process.stderr.write("\r\x1b[2K")
-    })
+    }),
+    beforeLog: () => {
+      process.stderr.write("\r\x1b[2K")
+    }
   })
 )
+
+/**
+ * The loggers in context, each made to call `progress.beforeLog` first: the
+ * progress line is cleared before every log line. It is drawn again at the
+ * next count.
+ */
+export const clearingLoggers = (progress: Progress["Service"]) =>
+  Effect.map(Effect.service(Logger.CurrentLoggers), (loggers) => {
+    const wrapped = new Set<Logger.Logger<unknown, unknown>>()
+    for (const logger of loggers) {
+      wrapped.add(
+        Logger.make((options) => {
+          progress.beforeLog()
+          return logger.log(options)
+        })
+      )
+    }
+    return wrapped
+  })
 
 /** The counts shown, in the order they appear on the line. */
 interface Counts {

@@ -4,9 +4,10 @@
  * changes nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Mounter } from "@hostnode/core"
 import { MemoryHost, MemoryNode } from "@hostnode/test"
 import { Effect, Layer } from "effect"
-import { cliEnvironment, runCli } from "./harness.ts"
+import { cliEnvironment, runCli, runJson } from "./harness.ts"
 
 const seeded = {
   "/etc/cni/net.d/10-flannel.conflist": "{}",
@@ -103,6 +104,110 @@ describe("Cli", () => {
       assert.include(text, "what the operation would report (dry run, nothing was changed):\nCNI state reset")
       assert.isDefined(tree["/etc/cni/net.d/10-flannel.conflist"])
     })
+  )
+
+  it.effect("unmount-below says how many mounts went below which prefix, and what a linked prefix resolved to", () =>
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      yield* Effect.orDie(host.tmpfs("/data/kubelet/pods/p1/volumes/v"))
+      yield* Effect.orDie(host.tmpfs("/data/kubelet/pods/p2/volumes/v"))
+      const text = yield* runCli(["unmount-below", "/var/lib/kubelet"])
+      assert.strictEqual(text.code, 0)
+      assert.include(text.stdout.join("\n"), "unmounted 2 mounts at or below /var/lib/kubelet (-> /data/kubelet)")
+      yield* Effect.orDie(host.tmpfs("/data/kubelet/pods/p3/volumes/v"))
+      const json = yield* runJson(["unmount-below", "/var/lib/kubelet"])
+      assert.deepStrictEqual(json.doc.result.prefixes, [
+        { prefix: "/var/lib/kubelet", resolved: "/data/kubelet", mountTable: "/data/kubelet" }
+      ])
+      assert.deepStrictEqual(
+        json.doc.result.unmounted.map((m: { mountPoint: string }) => m.mountPoint),
+        ["/data/kubelet/pods/p3/volumes/v"]
+      )
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          MemoryNode.layer({
+            files: {
+              "/data/kubelet/pods/p1/volumes/v/.keep": "",
+              "/data/kubelet/pods/p2/volumes/v/.keep": "",
+              "/data/kubelet/pods/p3/volumes/v/.keep": "",
+              "/var/lib/kubelet": { symlink: "/data/kubelet" }
+            }
+          }),
+          cliEnvironment
+        )
+      )
+    )
+  )
+
+  it.effect("a teardown or reset that had to keep paths exits 3 and lists them", () =>
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      yield* Effect.orDie(host.tmpfs("/var/lib/kubelet/pods/p1/volumes/v"))
+      yield* host.failUnmount("/var/lib/kubelet/pods/p1/volumes/v", "EBUSY")
+      const teardown = yield* runCli(["teardown-kubelet-dir"])
+      assert.strictEqual(teardown.code, 3)
+      assert.include(
+        teardown.stdout.join("\n"),
+        "kept 1 path (exit code 3):\n  /var/lib/kubelet/pods/p1 (UnmountFailed"
+      )
+      const json = yield* runJson(["teardown-kubelet-dir"])
+      assert.strictEqual(json.code, 3)
+      assert.strictEqual(json.doc.ok, false)
+      assert.strictEqual(json.doc.result.kept[0].reason, "UnmountFailed")
+      yield* Effect.orDie(host.tmpfs("/etc/cni/net.d"))
+      const reset = yield* runCli(["reset-cni"])
+      assert.strictEqual(reset.code, 3)
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          MemoryNode.layer({
+            files: { ...seeded, "/var/lib/kubelet/pods/p1/volumes/v/.keep": "", "/var/lib/kubelet/pods/p2/x": "" }
+          }),
+          cliEnvironment
+        )
+      )
+    )
+  )
+
+  it.effect("a defect is reported as an internal error: with --json still exactly one document", () =>
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      yield* Effect.orDie(host.tmpfs("/k/v"))
+      const json = yield* runJson(["unmount-below", "/k"])
+      assert.strictEqual(json.code, 1)
+      assert.strictEqual(json.doc.error._tag, "InternalError")
+      assert.include(json.doc.error.message, "the mounter broke")
+      const text = yield* runCli(["unmount-below", "/k"])
+      assert.strictEqual(text.code, 1)
+      assert.deepStrictEqual(text.stdout, [])
+      assert.isTrue(text.stderr.some((l) => l.includes("internal error") && l.includes("the mounter broke")))
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          Layer.succeed(
+            Mounter.Mounter,
+            Mounter.Mounter.of({ unmount: () => Effect.die(new Error("the mounter broke")) })
+          ),
+          cliEnvironment
+        ).pipe(Layer.provideMerge(MemoryNode.layer({ files: { "/k/v/.keep": "" } })))
+      )
+    )
+  )
+
+  it.effect("--help shows the defaults", () =>
+    Effect.gen(function* () {
+      const await_ = helpText(yield* runCli(["localdns", "await", "--help"]))
+      assert.include(await_, "default: 120")
+      assert.include(await_, "default: 169.254.10.10")
+      assert.include(await_, "default: 169.254.10.11")
+      assert.include(helpText(yield* runCli(["localdns", "setup", "--help"])), "default: dummy")
+      assert.include(helpText(yield* runCli(["--help"])), "default: /, the real host")
+      assert.include(
+        helpText(yield* runCli(["reset-kubelet-identity", "--help"])),
+        "default: /var/lib/kubelet/bootstrap-kubeconfig"
+      )
+    }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer(), cliEnvironment)))
   )
 
   it.effect("--help lists every subcommand, and each group lists its own", () =>

@@ -521,8 +521,13 @@ describe("restart-changed --dry-run", () => {
   it.effect("a bad unit name fails the dry run as it would fail the real one", () =>
     Effect.gen(function* () {
       const dry = yield* runJson(["--dry-run", "restart-changed", "--was-running", "no-suffix"])
-      assert.strictEqual(dry.code, 1)
-      assert.strictEqual(dry.doc.error._tag, "RestartError")
+      const real = yield* runJson(["restart-changed", "--was-running", "no-suffix"])
+      // Refused as bad input, before any command: nothing in the plan.
+      assert.strictEqual(dry.code, 2)
+      assert.strictEqual(dry.doc.error._tag, "UnitNameError")
+      assert.deepStrictEqual(dry.doc.plan, [])
+      assert.strictEqual(real.code, 2)
+      assert.deepStrictEqual(real.doc.error, dry.doc.error)
     }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer(), cliEnvironment)))
   )
 })
