@@ -26,7 +26,17 @@ const sessionHost = Layer.unwrap(
   Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerSessionIn(m.pid))
 ).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
 
+const dbusHost = Layer.unwrap(
+  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerDbusIn(m.pid).pipe(Layer.orDie))
+).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
+
 describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
+  SystemdConformance.suite(
+    "NodeSystemd.layerDbusIn (D-Bus on the machine's private socket)",
+    dbusHost,
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+  )
+
   SystemdConformance.suite(
     "NodeSystemd.layerIn (systemctl through nsenter)",
     host,
