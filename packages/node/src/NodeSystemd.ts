@@ -100,21 +100,29 @@ export const layerDbus = (options?: DbusOptions): Layer.Layer<Systemd.Systemd, S
 export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> =>
   dbus(`/proc/${pid}/root`, pid, options)
 
+/** Options of {@link layerWithFallback}. */
+export interface FallbackOptions extends DbusOptions, Systemd.CommandOptions {
+  /** The host pid of another machine's systemd (as for {@link layerDbusIn} and {@link layerIn}); default this host's. */
+  readonly pid?: number | undefined
+}
+
 /**
- * This host's systemd over D-Bus where a socket answers when the layer is
+ * systemd over D-Bus where one of its sockets answers when the layer is
  * built, else over `systemctl` (a host without systemd's sockets, an agent
- * that is not root and has no system bus). The choice is logged.
+ * that is not root and has no system bus). The choice is logged at debug.
  */
-export const layerWithFallback = (options?: DbusOptions & Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  layerDbus(options).pipe(
+export const layerWithFallback = (options?: FallbackOptions): Layer.Layer<Systemd.Systemd> => {
+  const pid = options?.pid
+  return (pid === undefined ? layerDbus(options) : layerDbusIn(pid, options)).pipe(
     Layer.catch((e) =>
       Layer.unwrap(
         Effect.as(
           Effect.logDebug("systemd's D-Bus sockets do not answer; using systemctl").pipe(
             Effect.annotateLogs({ reason: e.stderr })
           ),
-          layer(options)
+          pid === undefined ? layer(options) : layerIn(pid, options)
         )
       )
     )
   )
+}

@@ -5,7 +5,7 @@ import { HostCommand, Systemd } from "@hostnode/core"
 import { NodeSystemd } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
-import { Duration, Effect, Fiber, FileSystem, Layer } from "effect"
+import { Context, Duration, Effect, Fiber, FileSystem, Layer } from "effect"
 
 const fixture = fileURLToPath(new URL("./fixtures/restore-in-machine.ts", import.meta.url))
 
@@ -294,4 +294,37 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
       )
     }
   )
+
+  layer(host, { timeout: "60 seconds", excludeTestServices: true })("NodeSystemd.layerWithFallback", (it) => {
+    // Which layer answered shows in a failed job: only D-Bus knows the job's result.
+    const jobResultOf = (systemd: Layer.Layer<Systemd.Systemd>) =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        const fs = yield* FileSystem.FileSystem
+        const u = "hn-fallback.service"
+        yield* fs.writeFileString(
+          `${m.hostRoot}/etc/systemd/system/${u}`,
+          "[Service]\nType=oneshot\nExecStart=/bin/false\n"
+        )
+        const s = Context.get(yield* Layer.build(systemd), Systemd.Systemd)
+        yield* s.daemonReload
+        const e = yield* Effect.flip(s.restart(u))
+        assert.strictEqual(e._tag, "SystemdError")
+        return e._tag === "SystemdError" ? e.jobResult : "not a SystemdError"
+      })
+
+    it.effect("uses D-Bus when the machine's private socket answers", () =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        assert.strictEqual(yield* jobResultOf(NodeSystemd.layerWithFallback({ pid: m.pid })), "failed")
+      })
+    )
+
+    it.effect("falls back to systemctl when no socket answers (here: no system bus in the machine)", () =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        assert.isUndefined(yield* jobResultOf(NodeSystemd.layerWithFallback({ pid: m.pid, via: "bus" })))
+      })
+    )
+  })
 })

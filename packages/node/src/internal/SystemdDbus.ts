@@ -401,7 +401,14 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
   Effect.gen(function* () {
     let current: Session | undefined
     const lock = yield* Semaphore.make(1)
-    yield* Effect.addFinalizer(() => (current === undefined ? Effect.void : Scope.close(current.scope, Exit.void)))
+    // Once the layer's scope closed, a call fails instead of opening a connection nobody would close.
+    let finished = false
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        finished = true
+        return current === undefined ? Effect.void : Scope.close(current.scope, Exit.void)
+      })
+    )
 
     const openOne = (target: DbusConnection.Target) =>
       Effect.gen(function* () {
@@ -427,6 +434,11 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     const reconnect = Effect.gen(function* () {
       if (current !== undefined) yield* Scope.close(current.scope, Exit.void)
       current = undefined
+      if (finished) {
+        return yield* Effect.fail(
+          new DbusConnection.ConnectError({ socket: "", reason: "the layer that held the connection was closed" })
+        )
+      }
       let failure: DbusConnection.ConnectError | undefined
       for (const target of options.targets) {
         const opened = yield* Effect.result(openOne(target))
