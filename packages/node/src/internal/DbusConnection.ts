@@ -16,6 +16,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Net from "node:net"
+import { Duplex } from "node:stream"
 import { Data, Duration, Effect, type Scope } from "effect"
 
 // The part of @homebridge/dbus-native this module uses. The package ships no
@@ -30,7 +31,7 @@ interface WireMessage {
 }
 interface WireBus {
   readonly connection: {
-    readonly stream: Net.Socket
+    readonly stream: Duplex
     on(event: "connect" | "end", f: () => void): void
     on(event: "error", f: (e: unknown) => void): void
     on(event: "message", f: (m: WireMessage) => void): void
@@ -50,7 +51,7 @@ interface WireBus {
 }
 interface DbusNative {
   createClient(options: {
-    readonly stream: Net.Socket
+    readonly stream: Duplex
     readonly direct: true
     readonly authMethods: ReadonlyArray<string>
     readonly ReturnLongjs: true
@@ -210,7 +211,15 @@ const socketFromConnector = (
  */
 export const open = (
   target: Target,
-  options: { readonly timeout: Duration.Duration }
+  options: {
+    readonly timeout: Duration.Duration
+    /**
+     * The members of the signals to hear. The peer may send many more (on
+     * systemd's private socket every unit change, unasked); the others are
+     * dropped unread, before their bodies cost anything to decode.
+     */
+    readonly signals: ReadonlyArray<string>
+  }
 ): Effect.Effect<Connection, ConnectError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.gen(function* () {
@@ -218,7 +227,7 @@ export const open = (
       const socket = yield* viaConnector && target.pidNamespaceOf !== undefined
         ? socketFromConnector(target.socket, target.pidNamespaceOf, options.timeout)
         : directSocket(target.socket, options.timeout)
-      const connection = yield* handshake(target.socket, socket, options.timeout)
+      const connection = yield* handshake(target.socket, socket, options.timeout, options.signals)
       if (target.kind === "bus") {
         yield* connection
           .call({
@@ -244,16 +253,70 @@ export const open = (
     (c) => c.close
   )
 
+// The socket as the stream dbus-native reads: the handshake's lines pass
+// unchanged; after the server's OK every message is framed from its fixed
+// header, and a signal whose header fields name none of `keep` is dropped.
+const filtered = (socket: Net.Socket, keep: ReadonlyArray<string>): Duplex => {
+  const wanted = keep.map((m) => Buffer.from(m))
+  let authenticated = false
+  let pending: Buffer = Buffer.alloc(0)
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, callback) {
+      socket.write(chunk, callback)
+    },
+    final(callback) {
+      socket.end(callback)
+    },
+    destroy(error, callback) {
+      socket.destroy()
+      callback(error)
+    }
+  })
+  const frame = () => {
+    while (true) {
+      if (!authenticated) {
+        const eol = pending.indexOf("\r\n")
+        if (eol === -1) return
+        const line = pending.subarray(0, eol + 2)
+        pending = pending.subarray(eol + 2)
+        stream.push(line)
+        if (line.subarray(0, 3).toString("latin1") === "OK ") authenticated = true
+        continue
+      }
+      if (pending.length < 16) return
+      const le = pending[0] === 0x6c
+      const bodyLength = le ? pending.readUInt32LE(4) : pending.readUInt32BE(4)
+      const fieldsLength = le ? pending.readUInt32LE(12) : pending.readUInt32BE(12)
+      const total = 16 + (((fieldsLength + 7) >> 3) << 3) + bodyLength
+      if (pending.length < total) return
+      const message = pending.subarray(0, total)
+      pending = pending.subarray(total)
+      const fields = message.subarray(16, 16 + fieldsLength)
+      if (message[1] !== SignalType || wanted.some((w) => fields.includes(w))) stream.push(message)
+    }
+  }
+  socket.on("data", (chunk: Buffer) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+    frame()
+  })
+  socket.on("end", () => stream.push(null))
+  socket.on("error", (e) => stream.destroy(e))
+  // dbus-native sets this on its stream; the socket is the one that has it.
+  Object.assign(stream, { setNoDelay: () => socket.setNoDelay(true) })
+  return stream
+}
+
 // Authenticates on a connected socket and wires replies, signals and the close.
 const handshake = (
   path: string,
   socket: Net.Socket,
-  timeout: Duration.Duration
+  timeout: Duration.Duration,
+  signals: ReadonlyArray<string>
 ): Effect.Effect<Connection, ConnectError> =>
   Effect.callback<Connection, ConnectError>((resume) => {
-    socket.setNoDelay?.(true)
     const bus = dbusNative.createClient({
-      stream: socket,
+      stream: filtered(socket, signals),
       direct: true,
       authMethods: ["EXTERNAL"],
       ReturnLongjs: true

@@ -413,7 +413,10 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     const openOne = (target: DbusConnection.Target) =>
       Effect.gen(function* () {
         const scope = yield* Scope.make()
-        const connection = yield* DbusConnection.open(target, { timeout: options.connectTimeout }).pipe(
+        const connection = yield* DbusConnection.open(target, {
+          timeout: options.connectTimeout,
+          signals: ["JobRemoved"]
+        }).pipe(
           Scope.provide(scope),
           Effect.tapError(() => Scope.close(scope, Exit.void))
         )
