@@ -5,7 +5,7 @@ import { HostCommand, Systemd } from "@hostnode/core"
 import { NodeSystemd } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
-import { Context, Duration, Effect, Fiber, FileSystem, Layer } from "effect"
+import { Context, Duration, Effect, Fiber, FileSystem, Layer, Schedule } from "effect"
 
 const fixture = fileURLToPath(new URL("./fixtures/restore-in-machine.ts", import.meta.url))
 
@@ -36,6 +36,49 @@ const impatient = Layer.unwrap(
 const dbusHost = Layer.unwrap(
   Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerDbusIn(m.pid).pipe(Layer.orDie))
 ).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
+
+// The machine with a system bus: dbus-daemon started in it (systemd connects
+// to the bus once dbus.service is up), and the D-Bus layer on the bus socket.
+const busGate = Gate.check("real systemd with a system bus", [
+  "root",
+  "pid-namespace",
+  { command: "/lib/systemd/systemd", args: ["--version"] },
+  { command: "dbus-daemon", args: ["--version"] }
+])
+const withBus = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const m = yield* SystemdMachine.SystemdMachine
+    const [head, ...rest] = m.nsenter
+    const started = yield* HostCommand.run(head ?? "nsenter", [...rest, "systemctl", "start", "dbus.service"])
+    if (started.exitCode !== 0) return yield* Effect.die(new Error(`dbus.service did not start: ${started.stderr}`))
+    // systemd takes its name on the bus a moment after dbus.service is up.
+    yield* HostCommand.run(head ?? "nsenter", [
+      ...rest,
+      "busctl",
+      "--system",
+      "status",
+      "org.freedesktop.systemd1"
+    ]).pipe(
+      Effect.filterOrFail((o) => o.exitCode === 0),
+      Effect.retry({ schedule: Schedule.spaced(Duration.millis(100)), times: 100 }),
+      Effect.orDie
+    )
+  }).pipe(Effect.orDie)
+).pipe(Layer.provide(NodeServices.layer))
+const busMachine = Layer.provideMerge(withBus, machine)
+const busHost = Layer.unwrap(
+  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) =>
+    NodeSystemd.layerDbusIn(m.pid, { via: "bus" }).pipe(Layer.orDie)
+  )
+).pipe(Layer.provideMerge(busMachine), Layer.provideMerge(NodeServices.layer))
+
+describe.skipIf(busGate.skip)("NodeSystemd over the system bus", () => {
+  SystemdConformance.suite(
+    "NodeSystemd.layerDbusIn (D-Bus through the machine's system bus: Hello, AddMatch, Subscribe)",
+    busHost,
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+  )
+})
 
 describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
   SystemdConformance.suite(
