@@ -228,6 +228,24 @@ export const open = (
         ? socketFromConnector(target.socket, target.pidNamespaceOf, options.timeout)
         : directSocket(target.socket, options.timeout)
       const connection = yield* handshake(target.socket, socket, options.timeout, options.signals)
+      if (target.kind === "peer") {
+        yield* answering(connection).pipe(
+          Effect.timeoutOrElse({
+            duration: options.timeout,
+            orElse: () =>
+              Effect.fail(
+                new ConnectError({
+                  socket: target.socket,
+                  reason: `no answer to Ping within ${Duration.format(options.timeout)}`
+                })
+              )
+          }),
+          Effect.mapError((e) =>
+            e._tag === "ConnectError" ? e : new ConnectError({ socket: target.socket, reason: e.reason })
+          ),
+          Effect.tapError(() => connection.close)
+        )
+      }
       if (target.kind === "bus") {
         yield* connection
           .call({
@@ -305,6 +323,27 @@ const filtered = (socket: Net.Socket, keep: ReadonlyArray<string>): Duplex => {
   // dbus-native sets this on its stream; the socket is the one that has it.
   Object.assign(stream, { setNoDelay: () => socket.setNoDelay(true) })
   return stream
+}
+
+// A peer that read our first message together with the handshake's BEGIN
+// may leave it unprocessed until more bytes arrive: systemd 252 did so with
+// a call sent right after connecting while it was re-executing, and answered
+// it 30 s later, when the next call came. So a new peer connection is pinged
+// until it answers (an error reply counts), a new Ping every 200 ms waking
+// the ones before, and only then used.
+const answering = (connection: Connection): Effect.Effect<void, Disconnected> => {
+  const ping = connection.call({ path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping" }).pipe(
+    Effect.catchTag("CallError", () => Effect.void),
+    Effect.asVoid
+  )
+  const kick: Effect.Effect<void, Disconnected> = Effect.raceFirst(
+    ping,
+    Effect.andThen(
+      Effect.sleep(Duration.millis(200)),
+      Effect.suspend(() => kick)
+    )
+  )
+  return kick
 }
 
 // Authenticates on a connected socket and wires replies, signals and the close.
