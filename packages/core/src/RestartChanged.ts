@@ -6,8 +6,8 @@
  *
  * @since 0.1.0
  */
-import { Cause, Context, Effect, Schema } from "effect"
-import { Systemd } from "./Systemd.ts"
+import { Cause, Clock, Context, Duration, Effect, Schema } from "effect"
+import { describeStatus, Systemd, SystemdError, UnitStatusProperties, unitStatusOf } from "./Systemd.ts"
 import * as UnitName from "./UnitName.ts"
 
 /** A unit and whether its configuration changed. */
@@ -66,7 +66,61 @@ export interface Options {
   readonly units: ReadonlyArray<ChangedUnit>
   /** Added to the log line of each restart (the caller's phase, slot, ...). */
   readonly annotations?: Readonly<Record<string, unknown>> | undefined
+  /**
+   * How long each unit must stay active after its restart before the next one
+   * is restarted (see {@link awaitSettled}). A restart job finishes as soon as
+   * a `Type=simple` unit's program was started, so without this a program
+   * that dies right after exec counts as restarted. Default: no check.
+   */
+  readonly settle?: Duration.Input | undefined
 }
+
+// How often a settling unit is looked at; the window's end is always looked at.
+const settlePoll = Duration.millis(100)
+
+/**
+ * Succeeds when `unit` is active now and stays active, without leaving and
+ * re-entering that state (an automatic restart), for `window`; otherwise
+ * fails with a `NotSettled` {@link SystemdError} carrying what systemd
+ * reports about the unit when it was seen down. A unit that is `reloading`
+ * counts as up. Meant for long-running units: a `Type=oneshot` unit without
+ * `RemainAfterExit=` is inactive once its job is done and never settles.
+ */
+export const awaitSettled = (
+  unit: string,
+  window: Duration.Input
+): Effect.Effect<void, SystemdError | UnitName.UnitNameError, Systemd> =>
+  Effect.gen(function* () {
+    const systemd = yield* Systemd
+    const span = Duration.fromInputUnsafe(window)
+    const look = systemd.show(unit, [...UnitStatusProperties, "ActiveEnterTimestampMonotonic", "NRestarts"])
+    const first = yield* look
+    const up = (p: Readonly<Record<string, string>>) =>
+      (p.ActiveState === "active" || p.ActiveState === "reloading") &&
+      p.ActiveEnterTimestampMonotonic === first.ActiveEnterTimestampMonotonic
+    const notSettled = (p: Readonly<Record<string, string>>, after: number) => {
+      const status = unitStatusOf(p)
+      const restarts = p.NRestarts !== undefined && p.NRestarts !== first.NRestarts ? `, restarted by systemd` : ""
+      return new SystemdError({
+        reason: "NotSettled",
+        verb: "restart",
+        unit,
+        exitCode: -1,
+        stderr: `${unit} did not stay active for ${Duration.format(span)} after its restart (seen down after ${after} ms${restarts}): ${describeStatus(status)}`,
+        status
+      })
+    }
+    const start = yield* Clock.currentTimeMillis
+    const end = start + Duration.toMillis(span)
+    if (!up(first)) return yield* notSettled(first, 0)
+    let now = start
+    while (now < end) {
+      yield* Effect.sleep(Duration.millis(Math.min(Duration.toMillis(settlePoll), end - now)))
+      now = yield* Clock.currentTimeMillis
+      const seen = yield* look
+      if (!up(seen)) return yield* notSettled(seen, now - start)
+    }
+  }).pipe(Effect.withSpan("RestartChanged.awaitSettled", { attributes: { unit } }))
 
 /**
  * Restarts, in order, the units whose configuration changed. Does nothing when
@@ -84,12 +138,19 @@ export interface Options {
  * wording of its error: that error is what the call fails with, unchanged,
  * its cause annotated with the {@link Progress} (read with {@link progressOf})
  * and the same facts logged as an error.
+ *
+ * With `settle` each restart is followed by {@link awaitSettled} on the
+ * `Systemd` in context; a caller with its own `restart` composes that check
+ * into it instead.
  */
 export function restartChanged(
   options: Options & { readonly restart?: undefined }
 ): Effect.Effect<void, RestartError | UnitName.UnitNameError, Systemd>
 export function restartChanged<E, R>(
-  options: Options & { readonly restart: (unit: string) => Effect.Effect<void, E, R> }
+  options: Options & {
+    readonly restart: (unit: string) => Effect.Effect<void, E, R>
+    readonly settle?: undefined
+  }
 ): Effect.Effect<void, E | UnitName.UnitNameError, R>
 export function restartChanged<E, R>(
   options: Options & { readonly restart?: ((unit: string) => Effect.Effect<void, E, R>) | undefined }
@@ -106,13 +167,14 @@ export function restartChanged<E, R>(
     }
     const changed = options.units.filter((u) => u.changed).map((u) => u.unit)
     const own = options.restart
+    const settle = options.settle
     const restarted: Array<string> = []
     for (const [i, unit] of changed.entries()) {
       const progress = (): Progress => ({ unit, restarted: [...restarted], notAttempted: changed.slice(i + 1) })
       if (own === undefined) {
-        yield* Effect.flatMap(Effect.service(Systemd), (s) => s.restart(unit)).pipe(
-          Effect.mapError((cause) => new RestartError({ ...progress(), cause }))
-        )
+        yield* Effect.flatMap(Effect.service(Systemd), (s) =>
+          settle === undefined ? s.restart(unit) : Effect.andThen(s.restart(unit), awaitSettled(unit, settle))
+        ).pipe(Effect.mapError((cause) => new RestartError({ ...progress(), cause })))
       } else {
         yield* own(unit).pipe(
           Effect.catchCause((cause) => {

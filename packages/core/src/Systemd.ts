@@ -1,8 +1,10 @@
 /**
  * The `Systemd` service: what a node agent asks of the host's service manager.
  * This module holds the contract (interface, key, errors) and `make`, which
- * derives the service from a few primitives; the real implementation runs
- * `systemctl` (@hostnode/node), the simulated one lives in @hostnode/test.
+ * derives the service from a few primitives, and the implementation that runs
+ * `systemctl` through the spawner in context. The D-Bus implementation lives
+ * in @hostnode/node (`NodeSystemd.layerDbus`, it needs sockets), the simulated
+ * one in @hostnode/test.
  *
  * @since 0.1.0
  */
@@ -35,6 +37,7 @@ export const SystemdErrorReason = Schema.Literals([
   "AccessDenied",
   "NotBooted",
   "Timeout",
+  "NotSettled",
   "Other"
 ])
 
@@ -42,21 +45,77 @@ export const SystemdErrorReason = Schema.Literals([
 export type SystemdErrorReason = typeof SystemdErrorReason.Type
 
 /**
+ * What systemd reports about a unit after a job failed or the unit did not
+ * stay up: the states `systemctl status` shows and how its main process last
+ * ended, so an error says why without a second look at the host.
+ */
+export const UnitStatus = Schema.Struct({
+  activeState: Schema.String,
+  subState: Schema.String,
+  /** The unit type's `Result` (`success`, `exit-code`, `signal`, `timeout`, ...); empty where the type has none. */
+  result: Schema.String,
+  /** `ExecMainCode`: how the main process ended (0 not yet, 1 exited, 2 killed, 3 dumped core). */
+  execMainCode: Schema.Number,
+  /** `ExecMainStatus`: its exit status, or the signal that ended it. */
+  execMainStatus: Schema.Number
+})
+
+/** What systemd reports about a unit. */
+export type UnitStatus = typeof UnitStatus.Type
+
+/** The properties {@link UnitStatus} is read from, in `show`'s names. */
+export const UnitStatusProperties = ["ActiveState", "SubState", "Result", "ExecMainCode", "ExecMainStatus"] as const
+
+/** A {@link UnitStatus} from `show`'s answer for {@link UnitStatusProperties}. */
+export const unitStatusOf = (props: Readonly<Record<string, string>>): UnitStatus => ({
+  activeState: props.ActiveState ?? "",
+  subState: props.SubState ?? "",
+  result: props.Result ?? "",
+  execMainCode: Number(props.ExecMainCode ?? "0") || 0,
+  execMainStatus: Number(props.ExecMainStatus ?? "0") || 0
+})
+
+/** A {@link UnitStatus} as a person reads it: `failed (failed), result exit-code, main process exited with status 1`. */
+export const describeStatus = (s: UnitStatus): string => {
+  const main =
+    s.execMainCode === 1
+      ? `main process exited with status ${s.execMainStatus}`
+      : s.execMainCode === 2
+        ? `main process killed by signal ${s.execMainStatus}`
+        : s.execMainCode === 3
+          ? `main process dumped core on signal ${s.execMainStatus}`
+          : "main process has not exited"
+  return `${s.activeState} (${s.subState})${s.result === "" ? "" : `, result ${s.result}`}, ${main}`
+}
+
+/**
  * A systemd call that failed: the verb, the unit (empty for daemon-reload),
- * systemctl's exit code and its own stderr, so the person reading it sees
- * exactly what systemd said.
+ * the exit code and the text systemd's client printed, so the person reading
+ * it sees exactly what systemd said. Over `systemctl` those are its exit code
+ * and stderr; over D-Bus (`NodeSystemd.layerDbus`) they are the exit code and
+ * the sentence systemctl gives for the same answer from systemd, so callers
+ * and the CLI treat both alike. `-1` means no client exit code applies (a
+ * timeout of ours, a unit that did not settle, a lost connection).
+ *
+ * Where systemd said more, it is kept: `jobResult` is the finished job's
+ * result (`failed`, `timeout`, `canceled`, `dependency`, ...; D-Bus only) and
+ * `status` the unit's states and main process exit after the failure.
  */
 export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdError", {
   reason: SystemdErrorReason,
   verb: Verb,
   unit: Schema.String,
   exitCode: Schema.Number,
-  stderr: Schema.String
+  stderr: Schema.String,
+  jobResult: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(UnitStatus)
 }) {
   override get message(): string {
     const what = this.unit === "" ? `systemctl ${this.verb}` : `systemctl ${this.verb} ${this.unit}`
     const said = this.stderr.trim()
-    return `${what} failed (${this.reason}, exit ${this.exitCode})${said === "" ? "" : `: ${said}`}`
+    const job = this.jobResult === undefined ? "" : `, job ${this.jobResult}`
+    const status = this.status === undefined ? "" : `; the unit is ${describeStatus(this.status)}`
+    return `${what} failed (${this.reason}${job}, exit ${this.exitCode})${said === "" ? "" : `: ${said}`}${status}`
   }
 }
 

@@ -32,11 +32,13 @@ export interface Options {
 /**
  * Every real service: FileSystem, Path, ChildProcessSpawner, Stdio and Terminal
  * from @effect/platform-node; the in-process `Mounter` (or `umount -l` where
- * the FFI cannot load); this host's `Systemd`; the `DnsResolvers`; and the
- * host-mode `IsolationBackend`.
+ * the FFI cannot load); this host's `Systemd` over D-Bus where systemd's
+ * private socket or the system bus answers (or `systemctl` where neither
+ * does); the `DnsResolvers`; and the host-mode `IsolationBackend`.
  */
 export const layerWith = (options?: Options): Layer.Layer<Services> => {
-  const systemd = NodeSystemd.layer()
+  // Built once and shared: one D-Bus connection serves the service and the backend.
+  const systemd = NodeSystemd.layerWithFallback()
   return Layer.mergeAll(
     NodeMounter.layerWithFallback(),
     systemd,

@@ -1,17 +1,22 @@
 /**
- * The real `Systemd`: `systemctl` run through the spawner (see
- * `Systemd.makeCommand` in @hostnode/core for how calls and errors work).
- * `layer` drives this host's systemd; `layerIn(pid)` drives the systemd of
- * another machine (a container, a test machine) through `nsenter`. The
- * `Session` variants run every `systemctl` in one long-lived shell
- * (`ShellSession` in @hostnode/core) instead of a process spawned per call,
- * for loops of many short calls such as restarting a node's units.
+ * The real `Systemd`, two ways. Over D-Bus (`layerDbus`, `layerDbusIn`):
+ * calls go straight to systemd's manager on one connection kept for the
+ * layer's lifetime, and a restart's outcome is its job's result from systemd
+ * itself. Over `systemctl` run through the spawner (see `Systemd.makeCommand`
+ * in @hostnode/core for how calls and errors work): `layer` drives this
+ * host's systemd, `layerIn(pid)` the systemd of another machine (a container,
+ * a test machine) through `nsenter`, and the `Session` variants run every
+ * `systemctl` in one long-lived shell (`ShellSession` in @hostnode/core)
+ * instead of a process spawned per call. `layerWithFallback` is D-Bus where a
+ * socket answers and `systemctl` elsewhere.
  *
  * @since 0.1.0
  */
 import { NodeServices } from "@effect/platform-node"
 import { HostCommand, ShellSession, Systemd } from "@hostnode/core"
-import { Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
+import type * as DbusConnection from "./internal/DbusConnection.ts"
+import * as SystemdDbus from "./internal/SystemdDbus.ts"
 
 /** This host's systemd. */
 export const layer = (options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
@@ -39,3 +44,85 @@ export const layerSessionIn = (pid: number, options?: Systemd.CommandOptions): L
     Layer.provide(HostCommand.layerNsenter(pid)),
     Layer.provide(NodeServices.layer)
   )
+
+/** Options of {@link layerDbus} and {@link layerDbusIn}. */
+export interface DbusOptions {
+  /**
+   * Which socket: systemd's private socket (`/run/systemd/private`, what
+   * systemctl uses as root; no bus daemon needed, root only), the system bus
+   * (`/run/dbus/system_bus_socket`), or `auto` (default): the private socket
+   * when it answers, else the bus.
+   */
+  readonly via?: "private" | "bus" | "auto" | undefined
+  /** How long one call may take, a job until systemd reports it finished included (default 3 minutes). */
+  readonly timeout?: Duration.Input | undefined
+  /** How long opening a connection may take (default 10 seconds). */
+  readonly connectTimeout?: Duration.Input | undefined
+}
+
+const targetsBelow = (root: string, via: DbusOptions["via"], pid: number | undefined) => {
+  const privateSocket: DbusConnection.Target = {
+    socket: `${root}/run/systemd/private`,
+    kind: "peer",
+    pidNamespaceOf: pid
+  }
+  const bus: DbusConnection.Target = { socket: `${root}/run/dbus/system_bus_socket`, kind: "bus", pidNamespaceOf: pid }
+  return via === "private" ? [privateSocket] : via === "bus" ? [bus] : [privateSocket, bus]
+}
+
+const dbus = (root: string, pid: number | undefined, options: DbusOptions | undefined) =>
+  Layer.effect(
+    Systemd.Systemd,
+    SystemdDbus.make({
+      targets: targetsBelow(root, options?.via, pid),
+      timeout: Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3)),
+      connectTimeout: Duration.fromInputUnsafe(options?.connectTimeout ?? Duration.seconds(10))
+    }).pipe(Effect.map(Systemd.make))
+  )
+
+/**
+ * This host's systemd over D-Bus. The connection is made when the layer is
+ * built (a failure to connect fails the build with a `NotBooted`
+ * `SystemdError`), kept for its scope, and reopened by the next call after it
+ * dropped (systemd closes every connection when it re-executes). A call whose
+ * connection dropped before the answer is sent once more on the new one.
+ */
+export const layerDbus = (options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> =>
+  dbus("", undefined, options)
+
+/**
+ * The systemd whose PID 1 is host process `pid`, over D-Bus through its
+ * sockets below `/proc/<pid>/root`. systemd refuses a connection from a pid it
+ * cannot see, so the connection is made by a short-lived connector (this
+ * Node, `nsenter -t pid -p`) inside that machine's pid namespace and handed
+ * over; after that every call goes straight to the socket.
+ */
+export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> =>
+  dbus(`/proc/${pid}/root`, pid, options)
+
+/** Options of {@link layerWithFallback}. */
+export interface FallbackOptions extends DbusOptions, Systemd.CommandOptions {
+  /** The host pid of another machine's systemd (as for {@link layerDbusIn} and {@link layerIn}); default this host's. */
+  readonly pid?: number | undefined
+}
+
+/**
+ * systemd over D-Bus where one of its sockets answers when the layer is
+ * built, else over `systemctl` (a host without systemd's sockets, an agent
+ * that is not root and has no system bus). The choice is logged at debug.
+ */
+export const layerWithFallback = (options?: FallbackOptions): Layer.Layer<Systemd.Systemd> => {
+  const pid = options?.pid
+  return (pid === undefined ? layerDbus(options) : layerDbusIn(pid, options)).pipe(
+    Layer.catch((e) =>
+      Layer.unwrap(
+        Effect.as(
+          Effect.logDebug("systemd's D-Bus sockets do not answer; using systemctl").pipe(
+            Effect.annotateLogs({ reason: e.stderr })
+          ),
+          pid === undefined ? layer(options) : layerIn(pid, options)
+        )
+      )
+    )
+  )
+}

@@ -11,5 +11,5 @@ export * as NodeHost from "./NodeHost.ts"
 /** The real `Mounter`: in-process umount2, or `umount -l` through the spawner. */
 export * as NodeMounter from "./NodeMounter.ts"
 
-/** The real `Systemd`: systemctl through the spawner, here or in another machine. */
+/** The real `Systemd`: D-Bus to systemd's manager, or systemctl through the spawner, here or in another machine. */
 export * as NodeSystemd from "./NodeSystemd.ts"

@@ -5,7 +5,7 @@ import { HostCommand, Systemd } from "@hostnode/core"
 import { NodeSystemd } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
-import { Effect, FileSystem, Layer } from "effect"
+import { Context, Duration, Effect, Fiber, FileSystem, Layer, Schedule } from "effect"
 
 const fixture = fileURLToPath(new URL("./fixtures/restore-in-machine.ts", import.meta.url))
 
@@ -26,7 +26,67 @@ const sessionHost = Layer.unwrap(
   Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerSessionIn(m.pid))
 ).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
 
+// A D-Bus layer that gives up on a call after 2 seconds, for the timeout test.
+const impatient = Layer.unwrap(
+  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) =>
+    NodeSystemd.layerDbusIn(m.pid, { timeout: Duration.seconds(2) }).pipe(Layer.orDie)
+  )
+)
+
+const dbusHost = Layer.unwrap(
+  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerDbusIn(m.pid).pipe(Layer.orDie))
+).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
+
+// The machine with a system bus: dbus-daemon started in it (systemd connects
+// to the bus once dbus.service is up), and the D-Bus layer on the bus socket.
+const busGate = Gate.check("real systemd with a system bus", [
+  "root",
+  "pid-namespace",
+  { command: "/lib/systemd/systemd", args: ["--version"] },
+  { command: "dbus-daemon", args: ["--version"] }
+])
+const withBus = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const m = yield* SystemdMachine.SystemdMachine
+    const [head, ...rest] = m.nsenter
+    const started = yield* HostCommand.run(head ?? "nsenter", [...rest, "systemctl", "start", "dbus.service"])
+    if (started.exitCode !== 0) return yield* Effect.die(new Error(`dbus.service did not start: ${started.stderr}`))
+    // systemd takes its name on the bus a moment after dbus.service is up.
+    yield* HostCommand.run(head ?? "nsenter", [
+      ...rest,
+      "busctl",
+      "--system",
+      "status",
+      "org.freedesktop.systemd1"
+    ]).pipe(
+      Effect.filterOrFail((o) => o.exitCode === 0),
+      Effect.retry({ schedule: Schedule.spaced(Duration.millis(100)), times: 100 }),
+      Effect.orDie
+    )
+  }).pipe(Effect.orDie)
+).pipe(Layer.provide(NodeServices.layer))
+const busMachine = Layer.provideMerge(withBus, machine)
+const busHost = Layer.unwrap(
+  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) =>
+    NodeSystemd.layerDbusIn(m.pid, { via: "bus" }).pipe(Layer.orDie)
+  )
+).pipe(Layer.provideMerge(busMachine), Layer.provideMerge(NodeServices.layer))
+
+describe.skipIf(busGate.skip)("NodeSystemd over the system bus", () => {
+  SystemdConformance.suite(
+    "NodeSystemd.layerDbusIn (D-Bus through the machine's system bus: Hello, AddMatch, Subscribe)",
+    busHost,
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+  )
+})
+
 describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
+  SystemdConformance.suite(
+    "NodeSystemd.layerDbusIn (D-Bus on the machine's private socket)",
+    dbusHost,
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+  )
+
   SystemdConformance.suite(
     "NodeSystemd.layerIn (systemctl through nsenter)",
     host,
@@ -84,6 +144,229 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
         assert.strictEqual(yield* systemd.isActive(SystemdMachine.BootTarget), "active")
         yield* Effect.logInfo(`test systemd booted in ${m.bootMillis} ms`)
         assert.isBelow(m.bootMillis, 30_000)
+      })
+    )
+  })
+
+  layer(dbusHost, { timeout: "90 seconds", excludeTestServices: true })(
+    "NodeSystemd.layerDbusIn: what systemd itself reports",
+    (it) => {
+      let n = 0
+      const fresh = (stem: string) => `hn-dbus-${stem}-${++n}.service`
+      const install = (units: Readonly<Record<string, string>>) =>
+        Effect.gen(function* () {
+          const m = yield* SystemdMachine.SystemdMachine
+          const fs = yield* FileSystem.FileSystem
+          for (const [unit, text] of Object.entries(units)) {
+            yield* fs.writeFileString(`${m.hostRoot}/etc/systemd/system/${unit}`, text)
+          }
+          yield* (yield* Systemd.Systemd).daemonReload
+        })
+      const inMachine = (args: ReadonlyArray<string>) =>
+        Effect.gen(function* () {
+          const m = yield* SystemdMachine.SystemdMachine
+          const [head, ...rest] = m.nsenter
+          const out = yield* HostCommand.run(head ?? "nsenter", [...rest, ...args])
+          assert.strictEqual(out.exitCode, 0, out.stderr)
+          return out.stdout
+        })
+
+      it.effect("a oneshot unit whose ExecStart fails: job result failed, the unit's states and exit status", () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          const u = fresh("false")
+          yield* install({ [u]: "[Service]\nType=oneshot\nExecStart=/bin/false\n" })
+          const e = yield* Effect.flip(systemd.restart(u))
+          assert.strictEqual(e._tag, "SystemdError")
+          if (e._tag !== "SystemdError") return
+          assert.strictEqual(e.reason, "JobFailed")
+          assert.strictEqual(e.jobResult, "failed")
+          assert.deepStrictEqual(e.status, {
+            activeState: "failed",
+            subState: "failed",
+            result: "exit-code",
+            execMainCode: 1,
+            execMainStatus: 1
+          })
+          assert.strictEqual(e.exitCode, 1)
+          assert.include(e.stderr, `Job for ${u} failed because the control process exited with error code.`)
+          assert.include(e.message, "main process exited with status 1")
+        })
+      )
+
+      it.effect(
+        "a unit that does not exist: UnitNotFound for every job, inactive, and its properties say not-found",
+        () =>
+          Effect.gen(function* () {
+            const systemd = yield* Systemd.Systemd
+            const u = fresh("missing")
+            for (const [verb, said] of [
+              ["start", "not found"],
+              ["restart", "not found"],
+              ["stop", "not loaded"]
+            ] as const) {
+              const e = yield* Effect.flip(systemd[verb](u))
+              assert.strictEqual(e._tag, "SystemdError")
+              if (e._tag !== "SystemdError") return
+              assert.strictEqual(e.reason, "UnitNotFound", verb)
+              assert.strictEqual(e.exitCode, 5, verb)
+              assert.strictEqual(e.stderr, `Failed to ${verb} ${u}: Unit ${u} ${said}.`)
+            }
+            assert.strictEqual(yield* systemd.isActive(u), "inactive")
+            assert.deepStrictEqual(yield* systemd.show(u, ["LoadState", "ActiveState", "NoSuchProperty"]), {
+              LoadState: "not-found",
+              ActiveState: "inactive"
+            })
+          })
+      )
+
+      it.effect("a start that outlasts TimeoutStartSec fails as a Timeout with the unit's result", () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          const u = fresh("slow")
+          yield* install({ [u]: "[Service]\nType=notify\nExecStart=/bin/sleep infinity\nTimeoutStartSec=1\n" })
+          const e = yield* Effect.flip(systemd.restart(u))
+          assert.strictEqual(e._tag, "SystemdError")
+          if (e._tag !== "SystemdError") return
+          assert.strictEqual(e.reason, "Timeout")
+          assert.strictEqual(e.jobResult, "failed")
+          assert.strictEqual(e.status?.result, "timeout")
+          assert.include(e.stderr, "failed because a timeout was exceeded")
+        })
+      )
+
+      it.effect("a job that outlasts JobTimeoutSec: job result timeout", () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          const u = fresh("jobtimeout")
+          yield* install({
+            [u]: "[Unit]\nJobTimeoutSec=1\n\n[Service]\nType=notify\nExecStart=/bin/sleep infinity\nTimeoutStartSec=infinity\n"
+          })
+          const e = yield* Effect.flip(systemd.restart(u))
+          assert.strictEqual(e._tag, "SystemdError")
+          if (e._tag !== "SystemdError") return
+          assert.strictEqual(e.reason, "Timeout")
+          assert.strictEqual(e.jobResult, "timeout")
+          assert.strictEqual(e.stderr, `Job for ${u} timed out.`)
+        })
+      )
+
+      it.effect("a restart that outlasts the layer's own timeout fails as a Timeout; the layer stays usable", () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          const u = fresh("hangs")
+          yield* install({ [u]: "[Service]\nType=notify\nExecStart=/bin/sleep infinity\nTimeoutStartSec=infinity\n" })
+          const layerImpatient = yield* Layer.build(impatient)
+          const quick = Systemd.Systemd.pipe(Effect.provide(layerImpatient))
+          const e = yield* Effect.flip(Effect.flatMap(quick, (s) => s.restart(u)))
+          assert.strictEqual(e._tag, "SystemdError")
+          if (e._tag !== "SystemdError") return
+          assert.strictEqual(e.reason, "Timeout")
+          assert.strictEqual(e.exitCode, -1)
+          assert.include(e.stderr, "within 2s")
+          // systemd still has the job; a stop replaces it.
+          assert.strictEqual(yield* Effect.flatMap(quick, (s) => s.isActive(u)), "activating")
+          yield* systemd.stop(u)
+          assert.strictEqual(yield* systemd.isActive(u), "inactive")
+        })
+      )
+
+      it.effect(
+        "systemd re-executing closes the connection; the next calls reopen it, one in flight is sent again",
+        () =>
+          Effect.gen(function* () {
+            const systemd = yield* Systemd.Systemd
+            const [u, slow] = [fresh("reexec"), fresh("reexec-slow")]
+            yield* install({
+              [u]: "[Service]\nExecStart=/bin/sleep infinity\n",
+              [slow]: "[Service]\nExecStartPre=/bin/sleep 2\nExecStart=/bin/sleep infinity\n"
+            })
+            yield* systemd.start(u)
+            const before = (yield* systemd.show(u, ["MainPID"])).MainPID
+            // A restart waiting for its job while systemd re-executes (or just
+            // before, or just after: each ends with the unit restarted).
+            const inFlight = yield* Effect.forkChild(systemd.restart(slow))
+            yield* inMachine(["systemctl", "daemon-reexec"])
+            yield* Fiber.join(inFlight)
+            assert.strictEqual(yield* systemd.isActive(slow), "active")
+            // The connection the layer held is gone; these go over a new one.
+            yield* systemd.restart(u)
+            const after = (yield* systemd.show(u, ["MainPID"])).MainPID
+            assert.notStrictEqual(after, before)
+            assert.strictEqual(yield* systemd.isActive(u), "active")
+            yield* inMachine(["systemctl", "daemon-reexec"])
+            assert.strictEqual(yield* systemd.isActive(u), "active")
+            yield* systemd.stop(u)
+            yield* systemd.stop(slow)
+          })
+      )
+
+      it.effect("show prints values as systemctl show does", () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          const u = fresh("show")
+          yield* install({
+            [u]: "[Unit]\nDescription=shown\n\n[Service]\nExecStart=/bin/sleep infinity\nTimeoutStartSec=90\nRestartSec=1500ms\n"
+          })
+          yield* systemd.start(u)
+          const properties = [
+            "Description",
+            "NeedDaemonReload",
+            "MainPID",
+            "ActiveEnterTimestampMonotonic",
+            "ActiveEnterTimestamp",
+            "InactiveExitTimestamp",
+            "ActiveExitTimestamp",
+            "TimeoutStartUSec",
+            "RestartUSec",
+            "RuntimeMaxUSec",
+            "Names",
+            "Type",
+            "Restart"
+          ]
+          const ours = yield* systemd.show(u, properties)
+          const text = yield* inMachine(["systemctl", "show", `--property=${properties.join(",")}`, "--", u])
+          const theirs: Record<string, string> = {}
+          for (const line of text.split("\n")) {
+            const eq = line.indexOf("=")
+            if (eq > 0) theirs[line.slice(0, eq)] = line.slice(eq + 1)
+          }
+          assert.deepStrictEqual(ours, theirs)
+          yield* systemd.stop(u)
+        })
+      )
+    }
+  )
+
+  layer(host, { timeout: "60 seconds", excludeTestServices: true })("NodeSystemd.layerWithFallback", (it) => {
+    // Which layer answered shows in a failed job: only D-Bus knows the job's result.
+    const jobResultOf = (systemd: Layer.Layer<Systemd.Systemd>) =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        const fs = yield* FileSystem.FileSystem
+        const u = "hn-fallback.service"
+        yield* fs.writeFileString(
+          `${m.hostRoot}/etc/systemd/system/${u}`,
+          "[Service]\nType=oneshot\nExecStart=/bin/false\n"
+        )
+        const s = Context.get(yield* Layer.build(systemd), Systemd.Systemd)
+        yield* s.daemonReload
+        const e = yield* Effect.flip(s.restart(u))
+        assert.strictEqual(e._tag, "SystemdError")
+        return e._tag === "SystemdError" ? e.jobResult : "not a SystemdError"
+      })
+
+    it.effect("uses D-Bus when the machine's private socket answers", () =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        assert.strictEqual(yield* jobResultOf(NodeSystemd.layerWithFallback({ pid: m.pid })), "failed")
+      })
+    )
+
+    it.effect("falls back to systemctl when no socket answers (here: no system bus in the machine)", () =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        assert.isUndefined(yield* jobResultOf(NodeSystemd.layerWithFallback({ pid: m.pid, via: "bus" })))
       })
     )
   })

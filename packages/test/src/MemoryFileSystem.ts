@@ -1454,8 +1454,9 @@ const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 const HEX = "0123456789abcdef"
 
 const randomString = (alphabet: string, length: number): Effect.Effect<string> =>
-  Effect.map(Effect.all(Array.from({ length }, () => Random.nextIntBetween(0, alphabet.length))), (ixs) =>
-    ixs.map((i) => alphabet[i]).join("")
+  Effect.map(
+    Effect.all(Array.from({ length }, () => Random.nextIntBetween(0, alphabet.length, { halfOpen: true }))),
+    (ixs) => ixs.map((i) => alphabet[i]).join("")
   )
 
 /** Node's mkdtemp template: `join(directory, prefix)`, or `directory + "/"` without a prefix. */

@@ -8,19 +8,24 @@
  * Notes on real systemd that the suite pins down: a manual restart changes the
  * MainPID but not `NRestarts` (which counts only automatic `Restart=` restarts);
  * a `Type=oneshot` unit whose ExecStart fails makes its job fail and leaves the
- * unit `failed`; asking about a unit systemd does not know gives `inactive`.
+ * unit `failed`; asking about a unit systemd does not know gives `inactive`;
+ * a `Type=simple` unit's start job is done once its program was forked, so a
+ * program that exits at once is restarted as far as the job goes and only the
+ * settle check (`RestartChanged.awaitSettled`) sees it fail.
  *
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
 import { IsolationBackend, RestartChanged, Systemd } from "@hostnode/core"
-import { Effect, FileSystem, type Layer } from "effect"
+import { Duration, Effect, FileSystem, type Layer } from "effect"
 
 /** Unit file texts the suite uses. The simulated host understands these ExecStart lines. */
 export const Units = {
   sleeper: (description = "sleeper") =>
     `[Unit]\nDescription=${description}\n\n[Service]\nExecStart=/bin/sleep infinity\n`,
-  failingOneshot: "[Unit]\nDescription=fails\n\n[Service]\nType=oneshot\nExecStart=/bin/false\n"
+  failingOneshot: "[Unit]\nDescription=fails\n\n[Service]\nType=oneshot\nExecStart=/bin/false\n",
+  /** A `Type=simple` unit whose program exits 3 right after it was started. */
+  diesAtOnce: '[Unit]\nDescription=dies at once\n\n[Service]\nType=simple\nExecStart=/bin/sh -c "exit 3"\n'
 } as const
 
 let counter = 0
@@ -240,6 +245,38 @@ export const suite = <R>(
         assert.strictEqual(yield* mainPid(a), before)
         yield* systemd.stop(a)
       })
+    )
+
+    it.effect(
+      "a unit that dies right after exec counts as restarted, unless restartChanged waits for it to settle",
+      () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          const [a, dies, c] = [fresh("st-a"), fresh("st-dies"), fresh("st-c")]
+          yield* installAndLoad({ [a]: Units.sleeper(), [dies]: Units.diesAtOnce, [c]: Units.sleeper() })
+          const units = [a, dies, c].map((unit) => ({ unit, changed: true }))
+          yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: dies, changed: true }] })
+          const e = yield* Effect.flip(RestartChanged.restartChanged({ wasRunning: true, units, settle: "1 second" }))
+          assert.strictEqual(e._tag, "RestartError")
+          if (e._tag !== "RestartError") return
+          assert.strictEqual(e.unit, dies)
+          assert.deepStrictEqual(e.restarted, [a])
+          assert.deepStrictEqual(e.notAttempted, [c])
+          const cause = e.cause as Systemd.SystemdError
+          assert.strictEqual(cause.reason, "NotSettled")
+          assert.strictEqual(cause.unit, dies)
+          assert.deepStrictEqual(cause.status, {
+            activeState: "failed",
+            subState: "failed",
+            result: "exit-code",
+            execMainCode: 1,
+            execMainStatus: 3
+          })
+          assert.include(e.message, "main process exited with status 3")
+          // A unit that stays up passes the same check.
+          yield* RestartChanged.awaitSettled(a, Duration.millis(300))
+          yield* systemd.stop(a)
+        })
     )
 
     it.effect("running(root) is true while the host units are active and false once one stops", () =>

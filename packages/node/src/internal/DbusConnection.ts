@@ -1,0 +1,462 @@
+/**
+ * One D-Bus connection as Effects: open it (a socket path, or a socket of
+ * another machine whose credentials check needs a connector inside that
+ * machine's pid namespace), call methods, hear signals, notice that it
+ * closed. The wire format (marshalling, the SASL handshake) is
+ * `@homebridge/dbus-native`'s; this module owns what that package leaves to
+ * its caller: replies as Effects with a timeout of the caller's, every call
+ * still waiting failed when the connection drops, and no `Hello` on a
+ * peer-to-peer connection (systemd's private socket has no bus daemon).
+ *
+ * The boundary: nothing here knows systemd; `SystemdDbus` builds on it.
+ *
+ * @since 0.1.0
+ */
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import { createRequire } from "node:module"
+import * as Net from "node:net"
+import { Duplex } from "node:stream"
+import { Data, Duration, Effect, type Scope } from "effect"
+
+// The part of @homebridge/dbus-native this module uses. The package ships no
+// types for createClient and the message objects, so they are stated here.
+interface WireMessage {
+  readonly type: number
+  readonly path?: string
+  readonly interface?: string
+  readonly member?: string
+  readonly signature?: string
+  readonly body?: ReadonlyArray<unknown>
+}
+interface WireBus {
+  readonly connection: {
+    readonly stream: Duplex
+    on(event: "connect" | "end", f: () => void): void
+    on(event: "error", f: (e: unknown) => void): void
+    on(event: "message", f: (m: WireMessage) => void): void
+    end(): void
+  }
+  invoke(
+    msg: {
+      readonly destination?: string
+      readonly path: string
+      readonly interface: string
+      readonly member: string
+      readonly signature?: string
+      readonly body?: ReadonlyArray<unknown>
+    },
+    callback: (error: { readonly name?: string; readonly message?: unknown } | null, ...body: Array<unknown>) => void
+  ): void
+}
+interface DbusNative {
+  createClient(options: {
+    readonly stream: Duplex
+    readonly direct: true
+    readonly authMethods: ReadonlyArray<string>
+    readonly ReturnLongjs: true
+  }): WireBus
+}
+const dbusNative = createRequire(import.meta.url)("@homebridge/dbus-native") as DbusNative
+
+/** The D-Bus signal message type. */
+const SignalType = 4
+
+/** The connection could not be opened: which socket and why. */
+export class ConnectError extends Data.TaggedError("ConnectError")<{
+  readonly socket: string
+  readonly reason: string
+}> {}
+
+/** A method call the peer answered with a D-Bus error: its name (`org.freedesktop.systemd1.NoSuchUnit`) and text. */
+export class CallError extends Data.TaggedError("CallError")<{
+  readonly member: string
+  readonly name: string
+  readonly text: string
+}> {}
+
+/**
+ * The connection closed before the call was answered (the peer closed it,
+ * systemd re-executed, or the socket failed). Whether the peer received the
+ * call is unknown.
+ */
+export class Disconnected extends Data.TaggedError("Disconnected")<{
+  readonly member: string
+  readonly reason: string
+}> {}
+
+/** A signal as received: where it came from, what it is, and its arguments. */
+export interface Signal {
+  readonly path: string
+  readonly interface: string
+  readonly member: string
+  readonly body: ReadonlyArray<unknown>
+}
+
+/** A method call. */
+export interface Call {
+  readonly destination?: string | undefined
+  readonly path: string
+  readonly interface: string
+  readonly member: string
+  readonly signature?: string | undefined
+  readonly body?: ReadonlyArray<unknown> | undefined
+}
+
+/** An open connection. */
+export interface Connection {
+  /** The method's reply body; fails with the peer's error or when the connection drops first. */
+  readonly call: (call: Call) => Effect.Effect<ReadonlyArray<unknown>, CallError | Disconnected>
+  /** Registers a signal listener (synchronously, so it hears everything after this point); returns its removal. */
+  readonly listen: (f: (signal: Signal) => void) => () => void
+  /** Registers a listener for the connection's close; called at once if it is closed already. */
+  readonly onClose: (f: (reason: string) => void) => () => void
+  /** Whether the connection has closed. */
+  readonly isOpen: () => boolean
+  /** Closes the connection; calls still waiting fail with {@link Disconnected}. */
+  readonly close: Effect.Effect<void>
+}
+
+/** Where to connect, and whether the socket is a bus (then `Hello` comes first) or a peer (systemd's private socket). */
+export interface Target {
+  readonly socket: string
+  readonly kind: "bus" | "peer"
+  /**
+   * The host pid of a process in whose pid namespace the connection must be
+   * made. systemd refuses a private connection whose peer pid it cannot see
+   * (the kernel reports pid 0 across pid namespaces), so for another
+   * machine's systemd a connector process entered into that namespace with
+   * `nsenter -p` connects and hands the socket over.
+   */
+  readonly pidNamespaceOf?: number | undefined
+}
+
+// Runs in the target's pid namespace: connect, hand the socket to the parent
+// over the IPC channel, exit when the parent lets go of the channel.
+const connectorScript = `const net = require("node:net")
+const s = net.createConnection(process.argv[1])
+s.on("connect", () => process.send("connected", s, (e) => { if (e) { process.stderr.write(String(e)); process.exit(2) } }))
+s.on("error", (e) => { process.stderr.write(e.message); process.exit(1) })
+process.on("disconnect", () => process.exit(0))`
+
+/** Whether host process `pid` is in this process's pid namespace (then a direct connect is seen by the peer). */
+const samePidNamespace = (pid: number): Effect.Effect<boolean> =>
+  Effect.try({
+    try: () => Fs.readlinkSync(`/proc/${pid}/ns/pid`) === Fs.readlinkSync("/proc/self/ns/pid"),
+    catch: () => false
+  }).pipe(Effect.orElseSucceed(() => false))
+
+const directSocket = (path: string, timeout: Duration.Duration): Effect.Effect<Net.Socket, ConnectError> =>
+  Effect.callback<Net.Socket, ConnectError>((resume) => {
+    const socket = Net.createConnection(path)
+    const onError = (e: Error) => resume(Effect.fail(new ConnectError({ socket: path, reason: e.message })))
+    socket.once("error", onError)
+    socket.once("connect", () => {
+      socket.off("error", onError)
+      resume(Effect.succeed(socket))
+    })
+    return Effect.sync(() => socket.destroy())
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: timeout,
+      orElse: () =>
+        Effect.fail(new ConnectError({ socket: path, reason: `no connection within ${Duration.format(timeout)}` }))
+    })
+  )
+
+const socketFromConnector = (
+  path: string,
+  pid: number,
+  timeout: Duration.Duration
+): Effect.Effect<Net.Socket, ConnectError> =>
+  Effect.callback<Net.Socket, ConnectError>((resume) => {
+    const stderr: Array<string> = []
+    const child = ChildProcess.spawn(
+      "nsenter",
+      ["-t", String(pid), "-p", "--", process.execPath, "-e", connectorScript, path],
+      { stdio: ["ignore", "ignore", "pipe", "ipc"] }
+    )
+    child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString()))
+    const fail = (why: string) => {
+      const said = stderr.join("").trim()
+      resume(Effect.fail(new ConnectError({ socket: path, reason: said === "" ? why : `${why}: ${said}` })))
+    }
+    child.once("error", (e) => fail(`cannot run the connector (nsenter): ${e.message}`))
+    child.once("exit", (code, signal) => fail(`the connector exited (${signal ?? `code ${code}`})`))
+    child.once("message", (_msg, handle) => {
+      child.removeAllListeners("exit")
+      if (handle instanceof Net.Socket) {
+        // The connector exits once the channel closes; the socket stays ours.
+        child.disconnect()
+        resume(Effect.succeed(handle))
+      } else {
+        child.kill("SIGKILL")
+        fail("the connector sent no socket")
+      }
+    })
+    return Effect.sync(() => {
+      if (child.exitCode === null) child.kill("SIGKILL")
+    })
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: timeout,
+      orElse: () =>
+        Effect.fail(new ConnectError({ socket: path, reason: `no connection within ${Duration.format(timeout)}` }))
+    })
+  )
+
+/**
+ * Opens a connection to `target` and authenticates (EXTERNAL, as this
+ * process's uid); on a bus it then says `Hello`. The scope closes it.
+ */
+export const open = (
+  target: Target,
+  options: {
+    readonly timeout: Duration.Duration
+    /**
+     * The members of the signals to hear. The peer may send many more (on
+     * systemd's private socket every unit change, unasked); the others are
+     * dropped unread, before their bodies cost anything to decode.
+     */
+    readonly signals: ReadonlyArray<string>
+  }
+): Effect.Effect<Connection, ConnectError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.gen(function* () {
+      const viaConnector = target.pidNamespaceOf !== undefined && !(yield* samePidNamespace(target.pidNamespaceOf))
+      const socket = yield* viaConnector && target.pidNamespaceOf !== undefined
+        ? socketFromConnector(target.socket, target.pidNamespaceOf, options.timeout)
+        : directSocket(target.socket, options.timeout)
+      const connection = yield* handshake(target.socket, socket, options.timeout, options.signals)
+      if (target.kind === "peer") {
+        yield* answering(connection).pipe(
+          Effect.timeoutOrElse({
+            duration: options.timeout,
+            orElse: () =>
+              Effect.fail(
+                new ConnectError({
+                  socket: target.socket,
+                  reason: `no answer to Ping within ${Duration.format(options.timeout)}`
+                })
+              )
+          }),
+          Effect.mapError((e) =>
+            e._tag === "ConnectError" ? e : new ConnectError({ socket: target.socket, reason: e.reason })
+          ),
+          Effect.tapError(() => connection.close)
+        )
+      }
+      if (target.kind === "bus") {
+        yield* connection
+          .call({
+            destination: "org.freedesktop.DBus",
+            path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus",
+            member: "Hello"
+          })
+          .pipe(
+            Effect.timeout(options.timeout),
+            Effect.mapError(
+              (e) =>
+                new ConnectError({
+                  socket: target.socket,
+                  reason: `the bus refused Hello: ${"text" in e ? e.text : e.message}`
+                })
+            ),
+            Effect.tapError(() => connection.close)
+          )
+      }
+      return connection
+    }),
+    (c) => c.close
+  )
+
+// The socket as the stream dbus-native reads: the handshake's lines pass
+// unchanged; after the server's OK every message is framed from its fixed
+// header, and a signal whose header fields name none of `keep` is dropped.
+const filtered = (socket: Net.Socket, keep: ReadonlyArray<string>): Duplex => {
+  const wanted = keep.map((m) => Buffer.from(m))
+  let authenticated = false
+  let pending: Buffer = Buffer.alloc(0)
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, callback) {
+      socket.write(chunk, callback)
+    },
+    final(callback) {
+      socket.end(callback)
+    },
+    destroy(error, callback) {
+      socket.destroy()
+      callback(error)
+    }
+  })
+  const frame = () => {
+    while (true) {
+      if (!authenticated) {
+        const eol = pending.indexOf("\r\n")
+        if (eol === -1) return
+        const line = pending.subarray(0, eol + 2)
+        pending = pending.subarray(eol + 2)
+        stream.push(line)
+        if (line.subarray(0, 3).toString("latin1") === "OK ") authenticated = true
+        continue
+      }
+      if (pending.length < 16) return
+      const le = pending[0] === 0x6c
+      const bodyLength = le ? pending.readUInt32LE(4) : pending.readUInt32BE(4)
+      const fieldsLength = le ? pending.readUInt32LE(12) : pending.readUInt32BE(12)
+      const total = 16 + (((fieldsLength + 7) >> 3) << 3) + bodyLength
+      if (pending.length < total) return
+      const message = pending.subarray(0, total)
+      pending = pending.subarray(total)
+      const fields = message.subarray(16, 16 + fieldsLength)
+      if (message[1] !== SignalType || wanted.some((w) => fields.includes(w))) stream.push(message)
+    }
+  }
+  socket.on("data", (chunk: Buffer) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+    frame()
+  })
+  socket.on("end", () => stream.push(null))
+  socket.on("error", (e) => stream.destroy(e))
+  // dbus-native sets this on its stream; the socket is the one that has it.
+  Object.assign(stream, { setNoDelay: () => socket.setNoDelay(true) })
+  return stream
+}
+
+// A peer that read our first message together with the handshake's BEGIN
+// may leave it unprocessed until more bytes arrive: systemd 252 did so with
+// a call sent right after connecting while it was re-executing, and answered
+// it 30 s later, when the next call came. So a new peer connection is pinged
+// until it answers (an error reply counts), a new Ping every 200 ms waking
+// the ones before, and only then used.
+const answering = (connection: Connection): Effect.Effect<void, Disconnected> => {
+  const ping = connection.call({ path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping" }).pipe(
+    Effect.catchTag("CallError", () => Effect.void),
+    Effect.asVoid
+  )
+  const kick: Effect.Effect<void, Disconnected> = Effect.raceFirst(
+    ping,
+    Effect.andThen(
+      Effect.sleep(Duration.millis(200)),
+      Effect.suspend(() => kick)
+    )
+  )
+  return kick
+}
+
+// Authenticates on a connected socket and wires replies, signals and the close.
+const handshake = (
+  path: string,
+  socket: Net.Socket,
+  timeout: Duration.Duration,
+  signals: ReadonlyArray<string>
+): Effect.Effect<Connection, ConnectError> =>
+  Effect.callback<Connection, ConnectError>((resume) => {
+    const bus = dbusNative.createClient({
+      stream: filtered(socket, signals),
+      direct: true,
+      authMethods: ["EXTERNAL"],
+      ReturnLongjs: true
+    })
+    let open = false
+    let closedBecause: string | undefined
+    const closeListeners = new Set<(reason: string) => void>()
+    const signalListeners = new Set<(signal: Signal) => void>()
+    const pending = new Set<(reason: string) => void>()
+    const closed = (reason: string) => {
+      if (closedBecause !== undefined) return
+      closedBecause = reason
+      socket.destroy()
+      for (const f of [...pending]) f(reason)
+      pending.clear()
+      for (const f of [...closeListeners]) f(reason)
+      closeListeners.clear()
+      if (!open) resume(Effect.fail(new ConnectError({ socket: path, reason })))
+    }
+    bus.connection.on("error", (e) => closed(e instanceof Error ? e.message : String(e)))
+    bus.connection.on("end", () => closed("the peer closed the connection"))
+    socket.on("close", () => closed("the connection closed"))
+    bus.connection.on("message", (m) => {
+      if (m.type !== SignalType || signalListeners.size === 0) return
+      const signal: Signal = {
+        path: m.path ?? "",
+        interface: m.interface ?? "",
+        member: m.member ?? "",
+        body: m.body ?? []
+      }
+      for (const f of [...signalListeners]) f(signal)
+    })
+    const connection: Connection = {
+      call: (call) =>
+        Effect.callback<ReadonlyArray<unknown>, CallError | Disconnected>((resumeCall) => {
+          if (closedBecause !== undefined) {
+            resumeCall(Effect.fail(new Disconnected({ member: call.member, reason: closedBecause })))
+            return
+          }
+          let done = false
+          const onClose = (reason: string) => {
+            done = true
+            resumeCall(Effect.fail(new Disconnected({ member: call.member, reason })))
+          }
+          pending.add(onClose)
+          bus.invoke(
+            {
+              ...(call.destination === undefined ? {} : { destination: call.destination }),
+              path: call.path,
+              interface: call.interface,
+              member: call.member,
+              ...(call.signature === undefined || call.signature === ""
+                ? {}
+                : { signature: call.signature, body: call.body ?? [] })
+            },
+            (error, ...body) => {
+              if (done) return
+              done = true
+              pending.delete(onClose)
+              if (error === null || error === undefined) resumeCall(Effect.succeed(body))
+              else {
+                const text = typeof error.message === "string" ? error.message : ""
+                resumeCall(Effect.fail(new CallError({ member: call.member, name: error.name ?? "unknown", text })))
+              }
+            }
+          )
+          return Effect.sync(() => {
+            done = true
+            pending.delete(onClose)
+          })
+        }),
+      listen: (f) => {
+        signalListeners.add(f)
+        return () => {
+          signalListeners.delete(f)
+        }
+      },
+      onClose: (f) => {
+        if (closedBecause !== undefined) {
+          f(closedBecause)
+          return () => {}
+        }
+        closeListeners.add(f)
+        return () => {
+          closeListeners.delete(f)
+        }
+      },
+      isOpen: () => closedBecause === undefined,
+      close: Effect.sync(() => closed("closed by this process"))
+    }
+    bus.connection.on("connect", () => {
+      open = true
+      resume(Effect.succeed(connection))
+    })
+    return Effect.sync(() => closed("interrupted while connecting"))
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: timeout,
+      orElse: () =>
+        Effect.fail(
+          new ConnectError({ socket: path, reason: `no answer to authentication within ${Duration.format(timeout)}` })
+        )
+    })
+  )
