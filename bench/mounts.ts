@@ -10,7 +10,7 @@
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { HostCommand, MountInfo, Unmount } from "@hostnode/core"
-import { NodeMounter } from "@hostnode/node"
+import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Console, Effect, FileSystem } from "effect"
 import koffi from "koffi"
 import { median, type Row, table, time } from "./Bench.ts"
@@ -143,4 +143,4 @@ const Main = Effect.gen(function* () {
   )
 }).pipe(Effect.scoped)
 
-Main.pipe(Effect.provide(NodeServices.layer), NodeRuntime.runMain)
+Main.pipe(Effect.provide(NodeDirectory.layer), Effect.provide(NodeServices.layer), NodeRuntime.runMain)

@@ -2,9 +2,19 @@
  * A node agent's repave step, composed from hostnode's operations: detach
  * every volume below the kubelet's directory, tear the pods' directories
  * down, and reset CNI state and the kubelet's client identity. Its type names
- * what it touches (the FileSystem and the Mounter) and every way it can fail.
+ * what it touches (the FileSystem, the directory handles every removal goes
+ * through, and the Mounter) and every way it can fail.
  */
-import { type HostPath, type Mounter, type MountInfo, type NodeStart, Paths, Repave, Unmount } from "@hostnode/core"
+import {
+  type Directory,
+  type HostPath,
+  type Mounter,
+  type MountInfo,
+  type NodeStart,
+  Paths,
+  Repave,
+  Unmount
+} from "@hostnode/core"
 import { Effect, type FileSystem } from "effect"
 
 export interface RepaveReport {
@@ -18,7 +28,7 @@ export const repave: (
 ) => Effect.Effect<
   RepaveReport,
   Unmount.UnmountError | Repave.ResetError | HostPath.HostPathError | MountInfo.MountInfoError,
-  FileSystem.FileSystem | Mounter.Mounter
+  FileSystem.FileSystem | Directory.Directories | Mounter.Mounter
 > = Effect.fn("repave")(function* (node: NodeStart.NodeStart) {
   // Strictly below: the kubelet directory may itself be a mount; it stays.
   yield* Unmount.unmountStrictlyBelow([Paths.KubeletDir])

@@ -17,6 +17,7 @@
  */
 import {
   ConfSnap,
+  type Directory,
   type DnsResolvers,
   HostPath,
   IsolationBackend,
@@ -239,23 +240,24 @@ const operate = <A, E extends Failure, R>(
     const toJson = options.toJson ?? toPlain
     // Progress only for a person at a terminal (bin.ts provides it there), never in JSON.
     const progress = json ? Option.none() : yield* Effect.serviceOption(Progress.Progress)
-    const shown: Effect.Effect<A, E, R | Mounter.Mounter | FileSystem.FileSystem> = Option.match(progress, {
-      onNone: () => program,
-      onSome: (p) =>
-        Effect.gen(function* () {
-          // Every log line clears the progress line first; it is drawn again at the next count.
-          const loggers = yield* Progress.clearingLoggers(p)
-          return yield* program.pipe(
-            Effect.provide(
-              Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(
-                Layer.provide(Layer.succeed(Progress.Progress, p))
-              )
-            ),
-            Effect.provideService(Logger.CurrentLoggers, loggers),
-            Effect.ensuring(p.clear)
-          )
-        })
-    })
+    const shown: Effect.Effect<A, E, R | Mounter.Mounter | FileSystem.FileSystem | Directory.Directories> =
+      Option.match(progress, {
+        onNone: () => program,
+        onSome: (p) =>
+          Effect.gen(function* () {
+            // Every log line clears the progress line first; it is drawn again at the next count.
+            const loggers = yield* Progress.clearingLoggers(p)
+            return yield* program.pipe(
+              Effect.provide(
+                Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(
+                  Layer.provide(Layer.succeed(Progress.Progress, p))
+                )
+              ),
+              Effect.provideService(Logger.CurrentLoggers, loggers),
+              Effect.ensuring(p.clear)
+            )
+          })
+      })
     const outcome = dryRun
       ? yield* Effect.gen(function* () {
           // The operation's own logs say "removed", "restarted": mark them as a dry run's.
@@ -739,6 +741,7 @@ const hostnode = Command.make("hostnode", {}, () =>
 /** What the command tree needs: the host's services (`NodeHost.layer`, `MemoryNode.layer`) and the CLI's environment. */
 export type Services =
   | Command.Environment
+  | Directory.Directories
   | Mounter.Mounter
   | Systemd.Systemd
   | DnsResolvers.DnsResolvers

@@ -22,7 +22,7 @@
  *
  * @since 0.1.0
  */
-import { HostCommand, HostPath, LocalDns, Mounter, MountInfo, Systemd } from "@hostnode/core"
+import { Directory, FileName, HostCommand, HostPath, LocalDns, Mounter, MountInfo, Systemd } from "@hostnode/core"
 import { MemoryCommands, MemoryNetwork } from "@hostnode/test"
 import { ByteSize, Context, Effect, FileSystem, Layer, Option, Ref, Schema, Sink, Stream } from "effect"
 import * as PlatformError from "effect/PlatformError"
@@ -408,9 +408,7 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
           : Effect.map(readBytes(path), (bytes) => new TextDecoder(encoding ?? "utf-8").decode(bytes))
 
       const readFile = (path: string) =>
-        MountInfoPath.test(normalize(path))
-          ? Effect.map(mountTableText(path), (text) => new TextEncoder().encode(text))
-          : readBytes(path)
+        MountInfoPath.test(normalize(path)) ? Effect.map(mountTableText(path), FileName.encode) : readBytes(path)
 
       const readLink = (path: string) => {
         const at = place(path)
@@ -681,24 +679,230 @@ export const layerMounter: Layer.Layer<Mounter.Mounter, never, FileSystem.FileSy
       return true
     }
     return Mounter.Mounter.of({
-      unmount: (targets, options) =>
+      unmount: (_root, targets, options) =>
         Effect.gen(function* () {
           // One read per call, kept up to date as the targets are detached.
           const entries = [...(yield* table)]
-          return yield* Effect.forEach(
-            targets,
-            (target): Effect.Effect<Mounter.UnmountResult> =>
-              detach(entries, target)
-                ? plan
-                    .record({ service: "Mounter", action: options.lazy ? "unmount (lazy)" : "unmount", target })
-                    .pipe(Effect.as({ _tag: "Unmounted" as const, target }))
-                : Effect.succeed({
-                    _tag: "Failed" as const,
-                    target,
-                    failure: { target, errno: "EINVAL", message: "not mounted (dry run)" }
-                  })
-          )
+          return yield* Effect.forEach(targets, (t): Effect.Effect<Mounter.UnmountResult> => {
+            // Verified against the table a real run would read: the path must lead to the listed mount.
+            const top = entries.findLast((e) => e.mountPoint === t.tablePath)
+            if (top !== undefined && top.id !== t.mountId) {
+              return Effect.succeed({
+                _tag: "Unverified" as const,
+                target: t.path,
+                reason: "Moved" as const,
+                detail: `the path leads to mount ${top.id}, not to mount ${t.mountId} (dry run)`
+              })
+            }
+            return detach(entries, t.tablePath)
+              ? plan
+                  .record({ service: "Mounter", action: options.lazy ? "unmount (lazy)" : "unmount", target: t.path })
+                  .pipe(Effect.as({ _tag: "Unmounted" as const, target: t.path }))
+              : Effect.succeed({
+                  _tag: "Failed" as const,
+                  target: t.path,
+                  failure: { target: t.path, errno: "EINVAL", message: "not mounted (dry run)" }
+                })
+          })
         })
+    })
+  })
+)
+
+/** The major and minor of a `dev` number as stat reports it (the kernel's `new_decode_dev`). */
+const devNumbers = (dev: number): string => {
+  const d = BigInt(dev)
+  const major = Number(((d >> 8n) & 0xfffn) | ((d >> 32n) & ~0xfffn))
+  const minor = Number((d & 0xffn) | ((d >> 12n) & ~0xffn))
+  return `${major}:${minor}`
+}
+
+/**
+ * `Directory.Directories` over the dry run's file system (the overlay), so
+ * the operations' handle walks see what the dry run pretended to do. A
+ * handle here is a path: nothing is changed in a dry run, so there is no
+ * race to close, and a path-based view of the overlay is what a run that
+ * changes nothing can offer. Mount ids come from the overlay's mount table
+ * (the deepest mount containing a path, as its `/proc/self/mountinfo`
+ * shows it), names through the FileSystem's strings (a name that is not
+ * UTF-8 is seen as Node decodes it).
+ */
+export const layerDirectories: Layer.Layer<Directory.Directories, never, FileSystem.FileSystem> = Layer.effect(
+  Directory.Directories,
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    type PathHandle = Directory.Handle & { readonly table: MountInfo.MountTable }
+    const asPath = (h: Directory.Handle) => h as PathHandle
+    const child = (dir: string, name: Uint8Array) =>
+      dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
+    const error = (operation: string, path: string) => (e: PlatformError.PlatformError) => {
+      const code = (e.reason.cause as { readonly code?: unknown } | undefined)?.code
+      const errno =
+        typeof code === "string"
+          ? code
+          : e.reason._tag === "NotFound"
+            ? "ENOENT"
+            : e.reason._tag === "AlreadyExists"
+              ? "EEXIST"
+              : "EIO"
+      return new Directory.DirectoryError({
+        reason: Directory.reasonOf(errno),
+        operation,
+        path,
+        errno,
+        detail: e.message
+      })
+    }
+    const readTable = fs.readFileString(MountInfo.DefaultPath).pipe(
+      Effect.flatMap((text) => MountInfo.parse(text)),
+      Effect.orElseSucceed((): MountInfo.MountTable => [])
+    )
+    const mountIdOf = (table: MountInfo.MountTable, path: string): number =>
+      longestPrefix(table.filter((e) => HostPath.covers(HostPath.clean(e.mountPoint), path)))?.id ?? -1
+    const statPath = (table: MountInfo.MountTable, path: string) =>
+      Effect.map(
+        fs.lstat(path).pipe(Effect.mapError(error("statx", path))),
+        (info): Directory.Stat => ({
+          type: info.type === "Unknown" ? "Unknown" : info.type,
+          mode: info.mode & 0o7777,
+          uid: Option.getOrElse(info.uid, () => 0),
+          gid: Option.getOrElse(info.gid, () => 0),
+          size: Number(info.size),
+          nlink: Number(Option.getOrElse(info.nlink, () => 1n)),
+          device: devNumbers(Number(info.dev)),
+          inode: BigInt(Option.getOrElse(info.ino, () => 0)),
+          mountId: mountIdOf(table, path),
+          atimeNs:
+            BigInt(
+              Option.getOrElse(
+                Option.map(info.atime, (d) => d.getTime()),
+                () => 0
+              )
+            ) * 1_000_000n,
+          mtimeNs:
+            BigInt(
+              Option.getOrElse(
+                Option.map(info.mtime, (d) => d.getTime()),
+                () => 0
+              )
+            ) * 1_000_000n
+        })
+      )
+    const openAt = (table: MountInfo.MountTable, path: string): PathHandle =>
+      Object.assign(Directory.handle({ path }), { table })
+    return Directory.make({
+      openRoot: (path) => Effect.map(readTable, (table) => openAt(table, path)),
+      openDirectory: (dir, name, options) =>
+        Effect.gen(function* () {
+          const path = child(dir.path, name)
+          const { table } = asPath(dir)
+          const st = yield* statPath(table, path).pipe(
+            Effect.mapError((e) => ({ ...e, operation: "openat" }) as typeof e)
+          )
+          if (st.type === "SymbolicLink")
+            return yield* new Directory.DirectoryError({
+              reason: "SymbolicLink",
+              operation: "openat",
+              path,
+              errno: "ELOOP",
+              detail: "a link"
+            })
+          if (st.type !== "Directory")
+            return yield* new Directory.DirectoryError({
+              reason: "NotADirectory",
+              operation: "openat",
+              path,
+              errno: "ENOTDIR",
+              detail: "not a directory"
+            })
+          if (options?.sameMount === true && st.mountId !== mountIdOf(table, dir.path)) {
+            return yield* new Directory.DirectoryError({
+              reason: "OtherMount",
+              operation: "openat",
+              path,
+              errno: "",
+              detail: `the root of mount ${st.mountId} (dry run)`
+            })
+          }
+          return openAt(table, path)
+        }),
+      openPath: (dir, name) => Effect.succeed(openAt(asPath(dir).table, child(dir.path, name))),
+      list: (dir) =>
+        fs.readDirectoryEntries(dir.path).pipe(
+          Effect.map((entries) =>
+            entries.map(
+              (e): Directory.Entry => ({
+                name: FileName.encode(e.name),
+                type: e.type === "Unknown" ? "Unknown" : e.type
+              })
+            )
+          ),
+          Effect.mapError(error("getdents64", dir.path))
+        ),
+      stat: (dir, name) => statPath(asPath(dir).table, name === undefined ? dir.path : child(dir.path, name)),
+      readLink: (dir, name) =>
+        fs
+          .readLink(child(dir.path, name))
+          .pipe(Effect.map(FileName.encode), Effect.mapError(error("readlinkat", child(dir.path, name)))),
+      unlink: (dir, name, options) => {
+        const path = child(dir.path, name)
+        return fs
+          .remove(path, options?.directory === true ? { recursive: true } : {})
+          .pipe(Effect.mapError(error("unlinkat", path)))
+      },
+      makeDirectory: (dir, name, permissions) =>
+        fs
+          .makeDirectory(child(dir.path, name), { mode: permissions })
+          .pipe(Effect.mapError(error("mkdirat", child(dir.path, name)))),
+      symlink: (dir, name, target) =>
+        fs
+          .symlink(FileName.decode(target), child(dir.path, name))
+          .pipe(Effect.mapError(error("symlinkat", child(dir.path, name)))),
+      rename: (from, fromName, to, toName) =>
+        fs
+          .rename(child(from.path, fromName), child(to.path, toName))
+          .pipe(Effect.mapError(error("renameat2", child(from.path, fromName)))),
+      chown: (dir, name, uid, gid) => {
+        const path = name === undefined ? dir.path : child(dir.path, name)
+        return fs.chown(path, uid, gid).pipe(Effect.mapError(error("fchownat", path)))
+      },
+      chmod: (dir, mode) => fs.chmod(dir.path, mode).pipe(Effect.mapError(error("fchmod", dir.path))),
+      openFile: (dir, name, options) =>
+        Effect.gen(function* () {
+          const path = child(dir.path, name)
+          const file = yield* fs
+            .open(
+              path,
+              options.mode === "read"
+                ? { flag: "r" }
+                : options.mode === "write"
+                  ? { flag: "r+" }
+                  : { flag: "wx", mode: options.permissions }
+            )
+            .pipe(Effect.mapError(error("openat", path)))
+          const e = error("file", path)
+          const statOf = statPath(asPath(dir).table, path)
+          return {
+            path,
+            stat: statOf,
+            read: (buffer, position) =>
+              file.read(buffer, { position: BigInt(position) }).pipe(Effect.map(Number), Effect.mapError(e)),
+            write: (bytes, position) =>
+              Effect.asVoid(
+                file.seek(BigInt(position), "start").pipe(Effect.andThen(file.writeAll(bytes)), Effect.mapError(e))
+              ),
+            truncate: (size) => file.truncate(size).pipe(Effect.mapError(e)),
+            chmod: (mode) => fs.chmod(path, mode).pipe(Effect.mapError(e)),
+            chown: (uid, gid) => fs.chown(path, uid, gid).pipe(Effect.mapError(e)),
+            setTimes: (atimeNs, mtimeNs) =>
+              fs
+                .utimes(path, new Date(Number(atimeNs / 1_000_000n)), new Date(Number(mtimeNs / 1_000_000n)))
+                .pipe(Effect.mapError(e)),
+            sync: file.sync.pipe(Effect.mapError(e))
+          } satisfies Directory.File
+        }),
+      sync: () => Effect.void,
+      syncFileSystem: () => Effect.void
     })
   })
 )
@@ -877,7 +1081,11 @@ export const layerSystemd: Layer.Layer<Systemd.Systemd, never, Systemd.Systemd |
  * {@link DryRunPlan} in context.
  */
 export const layer: Layer.Layer<
-  FileSystem.FileSystem | Mounter.Mounter | ChildProcessSpawner.ChildProcessSpawner | Systemd.Systemd,
+  | FileSystem.FileSystem
+  | Directory.Directories
+  | Mounter.Mounter
+  | ChildProcessSpawner.ChildProcessSpawner
+  | Systemd.Systemd,
   never,
   FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner | Systemd.Systemd | DryRunPlan
-> = Layer.mergeAll(layerFileSystem, layerMounter, layerSpawner, layerSystemd)
+> = Layer.mergeAll(Layer.provideMerge(layerDirectories, layerFileSystem), layerMounter, layerSpawner, layerSystemd)

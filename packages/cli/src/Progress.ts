@@ -1,7 +1,8 @@
 /**
  * Progress of long work (hundreds of unmounts, a snapshot of many files) on a
  * terminal. Like `--dry-run`, it is a layer that wraps the services an
- * operation uses: it counts unmounts, files opened and paths removed as they
+ * operation uses (the Mounter, the FileSystem and the directory handles): it
+ * counts unmounts, files opened and paths removed as they
  * happen and shows the counts on one line that it redraws, at most ten times
  * a second. The operations know nothing about it.
  *
@@ -12,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { Mounter } from "@hostnode/core"
+import { Directory, Mounter } from "@hostnode/core"
 import { Clock, Context, Effect, FileSystem, Layer, Logger } from "effect"
 
 /**
@@ -92,12 +93,17 @@ const IntervalMillis = 100
  */
 export const layer = (
   label: string
-): Layer.Layer<Mounter.Mounter | FileSystem.FileSystem, never, Mounter.Mounter | FileSystem.FileSystem | Progress> =>
+): Layer.Layer<
+  Mounter.Mounter | FileSystem.FileSystem | Directory.Directories,
+  never,
+  Mounter.Mounter | FileSystem.FileSystem | Directory.Directories | Progress
+> =>
   Layer.effectContext(
     Effect.gen(function* () {
       const progress = yield* Progress
       const mounter = yield* Mounter.Mounter
       const fs = yield* FileSystem.FileSystem
+      const dirs = yield* Directory.Directories
       const counts: Counts = { unmounted: 0, files: 0, removed: 0 }
       let shownAt = Number.NEGATIVE_INFINITY
       const tick = (count: (c: Counts) => void) =>
@@ -111,8 +117,8 @@ export const layer = (
       return Context.make(
         Mounter.Mounter,
         Mounter.Mounter.of({
-          unmount: (targets, options) =>
-            Effect.tap(mounter.unmount(targets, options), (results) =>
+          unmount: (root, targets, options) =>
+            Effect.tap(mounter.unmount(root, targets, options), (results) =>
               tick((c) => {
                 c.unmounted += results.filter((r) => r._tag === "Unmounted").length
               })
@@ -136,7 +142,23 @@ export const layer = (
                 })
               )
           })
-        )
+        ),
+        // Removals and files of the operations that work through directory handles.
+        Context.add(Directory.Directories, {
+          ...dirs,
+          unlink: (dir, name, options) =>
+            Effect.tap(dirs.unlink(dir, name, options), () =>
+              tick((c) => {
+                c.removed++
+              })
+            ),
+          openFile: (dir, name, options) =>
+            Effect.tap(dirs.openFile(dir, name, options), () =>
+              tick((c) => {
+                c.files++
+              })
+            )
+        })
       )
     })
   )

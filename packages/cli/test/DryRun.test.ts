@@ -11,8 +11,8 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { type Cli, DryRun } from "@hostnode/cli"
-import { DnsResolvers, HostCommand, IsolationBackend, Mounter, MountInfo, Systemd } from "@hostnode/core"
-import { NodeMounter } from "@hostnode/node"
+import { Directory, DnsResolvers, HostCommand, IsolationBackend, Mounter, MountInfo, Systemd } from "@hostnode/core"
+import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture, RefusingSystemd } from "@hostnode/test"
 import { RepaveConformance } from "@hostnode/test/conformance"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
@@ -46,9 +46,9 @@ const recording = Layer.mergeAll(
       const inner = yield* Mounter.Mounter
       const performed = yield* Performed
       return Mounter.Mounter.of({
-        unmount: (targets, options) =>
-          Ref.update(performed.unmounts, (u) => [...u, ...targets]).pipe(
-            Effect.andThen(inner.unmount(targets, options))
+        unmount: (root, targets, options) =>
+          Ref.update(performed.unmounts, (u) => [...u, ...targets.map((t) => t.path)]).pipe(
+            Effect.andThen(inner.unmount(root, targets, options))
           )
       })
     })
@@ -446,7 +446,8 @@ const realHost = Layer.mergeAll(
   cliEnvironment
 ).pipe(
   Layer.provideMerge(performedLayer),
-  Layer.provideMerge(Layer.mergeAll(NodeMounter.layer, NodeServices.layer)),
+  Layer.provideMerge(NodeMounter.layer),
+  Layer.provideMerge(Layer.mergeAll(NodeDirectory.layer, NodeServices.layer)),
   Layer.orDie
 )
 
@@ -532,6 +533,12 @@ describe("restart-changed --dry-run", () => {
   )
 })
 
+/** The top mount at `path` as a `Mounter` target. */
+const targetAt = (table: MountInfo.MountTable, path: string): Mounter.Target => {
+  const top = table.filter((e) => e.mountPoint === path).sort((a, b) => b.id - a.id)[0]
+  return { path, mountId: top?.id ?? -1, tablePath: path }
+}
+
 describe("the dry-run overlay", () => {
   it.effect("a removed directory is gone for the reads that follow, and the host keeps it", () =>
     Effect.gen(function* () {
@@ -562,9 +569,14 @@ describe("the dry-run overlay", () => {
       const fs = yield* FileSystem.FileSystem
       yield* fs.makeDirectory("/m/inner").pipe(Effect.orDie)
       yield* fx.tmpfs("/m/inner")
+      const before = yield* fx.table
       const seen = Effect.gen(function* () {
         const mounter = yield* Mounter.Mounter
-        const results = yield* mounter.unmount(["/m", "/nothing"], { lazy: true })
+        const results = yield* mounter.unmount(
+          Directory.handle({ path: "/" }),
+          [targetAt(before, "/m"), { path: "/nothing", mountId: 0, tablePath: "/nothing" }],
+          { lazy: true }
+        )
         const table = yield* MountInfo.read()
         return { results: results.map((r) => r._tag), points: table.map((e) => e.mountPoint) }
       }).pipe(Effect.provide(DryRun.layer), Effect.provide(DryRun.DryRunPlan.layer))
@@ -596,10 +608,20 @@ describe("the dry-run overlay", () => {
             Effect.andThen(fs.readFileString(path, encoding))
           )
       })
+      const table = yield* fx.table
+      const stack = table.filter((e) => e.mountPoint === "/p/m0").sort((a, b) => b.id - a.id)
       const results = yield* Effect.gen(function* () {
         const mounter = yield* Mounter.Mounter
-        // The stacked /p/m0 twice: the second call finds the one underneath.
-        return yield* mounter.unmount(["/p/m0", "/p/m0", "/p/m0", ...targets.slice(1)], { lazy: true })
+        // The stacked /p/m0 twice: the second target finds the one underneath; a third is not there.
+        return yield* mounter.unmount(
+          Directory.handle({ path: "/" }),
+          [
+            ...stack.map((e) => ({ path: "/p/m0", mountId: e.id, tablePath: "/p/m0" })),
+            { path: "/p/m0", mountId: (stack[1]?.id ?? 0) - 1, tablePath: "/p/m0" },
+            ...targets.slice(1).map((t) => targetAt(table, t))
+          ],
+          { lazy: true }
+        )
       }).pipe(Effect.provide(DryRun.layerMounter), Effect.provide(DryRun.DryRunPlan.layer), Effect.provide(counting))
       assert.strictEqual(yield* Ref.get(reads), 1)
       assert.deepStrictEqual(

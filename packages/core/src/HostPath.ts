@@ -484,6 +484,44 @@ export interface DecodePathOptions {
   readonly what?: string | undefined
 }
 
+/** A host path that passed {@link checkPath}: as given, and checked. */
+export interface Checked {
+  /** The path exactly as the caller gave it (not cleaned: `..` is resolved against what is there). */
+  readonly given: string
+  readonly path: string
+}
+
+/**
+ * Checks a host path given by a caller without looking at the tree: it must
+ * be non-empty, absolute and free of NUL bytes, and not `/` (unless
+ * `allowRoot`). What it resolves to is for the caller to find out, once,
+ * through directory handles (`Directory.resolve`).
+ */
+export const checkPath = (
+  root: HostRoot,
+  path: string,
+  options?: Pick<DecodePathOptions, "allowRoot" | "what">
+): Effect.Effect<Checked, HostPathError> => {
+  const what = options?.what ?? "path"
+  const problem = absoluteProblem(path)
+  if (problem !== undefined) {
+    return Effect.fail(
+      new HostPathError({ reason: problem.reason, root: root.given, path, detail: `the ${what} ${problem.detail}` })
+    )
+  }
+  if (clean(path) === "/" && !(options?.allowRoot ?? false)) {
+    return Effect.fail(
+      new HostPathError({
+        reason: "IsHostRoot",
+        root: root.given,
+        path,
+        detail: `the ${what} is the host root itself; pass allowRoot to mean the whole host`
+      })
+    )
+  }
+  return Effect.succeed({ given: path, path })
+}
+
 /**
  * Decodes a host path given by a caller (a prefix to unmount below, a path
  * to remove): it must be non-empty, absolute and free of NUL bytes; `/`, and
@@ -505,12 +543,8 @@ export const decodePath: (
   const what = options?.what ?? "path"
   const refuse = (reason: HostPathErrorReason, detail: string) =>
     new HostPathError({ reason, root: root.given, path, detail: `the ${what} ${detail}` })
-  const problem = absoluteProblem(path)
-  if (problem !== undefined) return yield* refuse(problem.reason, problem.detail)
   const allowRoot = options?.allowRoot ?? false
-  if (clean(path) === "/" && !allowRoot) {
-    return yield* refuse("IsHostRoot", "is the host root itself; pass allowRoot to mean the whole host")
-  }
+  yield* checkPath(root, path, options)
   const full = yield* resolve(root.path, path, { followFinal: options?.followFinal ?? true }).pipe(
     Effect.mapError((e) => new HostPathError({ reason: e.reason, root: root.given, path, detail: e.detail }))
   )

@@ -15,7 +15,9 @@
  *
  * @since 0.1.0
  */
+
 import { Effect, FileSystem, Schema } from "effect"
+import * as FileName from "./FileName.ts"
 
 /** One entry of a mountinfo table, with the kernel's escapes decoded. */
 export const MountEntry = Schema.Struct({
@@ -47,15 +49,17 @@ export type MountEntry = typeof MountEntry.Type
 export type MountTable = ReadonlyArray<MountEntry>
 
 /** Why a mount table could not be used. */
-export const MountInfoErrorReason = Schema.Literals(["Malformed", "Unreadable"])
+export const MountInfoErrorReason = Schema.Literals(["Malformed", "Unreadable", "DoesNotCover"])
 
 /** Why a mount table could not be used. */
 export type MountInfoErrorReason = typeof MountInfoErrorReason.Type
 
 /**
- * A mount table that could not be read or parsed. `line` is 1-based (0 when
- * the whole table is unreadable); `detail` says what was wrong with it. Nothing
- * of such a table is used.
+ * A mount table that could not be read or parsed, or that does not list the
+ * mount the host root is on (`DoesNotCover`: an empty table, or one read in
+ * another mount namespace). `line` is 1-based (0 when the whole table is
+ * concerned); `detail` says what was wrong with it. Nothing of such a table
+ * is used.
  */
 export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountInfoError", {
   reason: MountInfoErrorReason,
@@ -66,7 +70,9 @@ export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountI
   override get message(): string {
     return this.reason === "Unreadable"
       ? `cannot read mount table ${this.path}: ${this.detail}`
-      : `malformed mount table ${this.path}, line ${this.line}: ${this.detail}`
+      : this.reason === "DoesNotCover"
+        ? `mount table ${this.path} does not describe the host root: ${this.detail}`
+        : `malformed mount table ${this.path}, line ${this.line}: ${this.detail}`
   }
 }
 
@@ -280,7 +286,10 @@ export const read = Effect.fn("MountInfo.read")(function* (given: string = Defau
   const path = given === "" ? DefaultPath : given
   const attempts = Math.max(2, options?.attempts ?? 3)
   const readOnce = fs
-    .readFileString(path)
+    .readFile(path)
+    // Mount points are bytes: decoded losslessly (FileName), so a name that is
+    // not UTF-8 still names the directory it is.
+    .pipe(Effect.map(FileName.decode))
     .pipe(Effect.mapError((e) => new MountInfoError({ reason: "Unreadable", path, line: 0, detail: e.message })))
   let previous = yield* readOnce
   for (let i = 1; i < attempts; i++) {

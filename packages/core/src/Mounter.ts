@@ -4,9 +4,17 @@
  * failures to prefixes) live in core; a `Mounter` only unmounts the targets it
  * is given, in the order given, and says what happened to each.
  *
+ * A target is a mount the table listed: where it showed it and its mount id.
+ * A `Mounter` unmounts it only when that path, resolved below the root handle
+ * without following any link, still leads to the mount with that id, and then
+ * unmounts it through what it resolved (a link swapped into a parent
+ * afterwards cannot redirect it). A target that cannot be verified is
+ * reported as such and left mounted.
+ *
  * @since 0.1.0
  */
 import { Context, type Effect, Schema } from "effect"
+import type * as Directory from "./Directory.ts"
 
 /**
  * Why one target could not be unmounted, in errno terms (`EBUSY`, `EINVAL` for
@@ -22,10 +30,35 @@ export const UnmountFailure = Schema.Struct({
 /** Why one target could not be unmounted. */
 export type UnmountFailure = typeof UnmountFailure.Type
 
-/** The outcome for one target: unmounted, or the failure. */
+/**
+ * Why a target was not unmounted because it could not be verified:
+ * - `Moved`: the path now leads to another mount than the table listed
+ *   (unmounted meanwhile, or something mounted over it);
+ * - `LinkInPath`: a symbolic link, or something that is not a directory, is
+ *   where the table's path has a directory: it is not followed;
+ * - `Gone`: the path no longer exists;
+ * - `OutsideRoot`: the path is not below the root handle.
+ */
+export const UnverifiedReason = Schema.Literals(["Moved", "LinkInPath", "Gone", "OutsideRoot"])
+
+/** Why a target could not be verified. */
+export type UnverifiedReason = typeof UnverifiedReason.Type
+
+/** A mount to unmount, as the table listed it. */
+export interface Target {
+  /** Where the table shows it, as a full path of this process, below the root handle. */
+  readonly path: string
+  /** Its mount id (the table's first field): only that mount is unmounted. */
+  readonly mountId: number
+  /** Where the table shows it, as the table names it (what a command in the table's namespace is given). */
+  readonly tablePath: string
+}
+
+/** The outcome for one target: unmounted, refused by the kernel, or not verified (left mounted). */
 export type UnmountResult =
   | { readonly _tag: "Unmounted"; readonly target: string }
   | { readonly _tag: "Failed"; readonly target: string; readonly failure: UnmountFailure }
+  | { readonly _tag: "Unverified"; readonly target: string; readonly reason: UnverifiedReason; readonly detail: string }
 
 /** Options of {@link Mounter.unmount}. */
 export interface UnmountOptions {
@@ -38,17 +71,26 @@ export interface UnmountOptions {
 }
 
 /**
- * Unmounts mount points. `unmount` unmounts each target once, in the given
- * order, and never fails as a whole: each target's result says whether it was
- * unmounted. Unmounting a path on which several mounts are stacked removes the
- * top one; the caller repeats the target to remove more.
+ * Unmounts mounts below a root. `unmount` takes each target once, in the
+ * given order, verifies it (see the module comment) right before it
+ * unmounts it, and never fails as a whole: each target's result says what
+ * happened. On a path where several mounts are stacked, only the top one is
+ * reachable; the caller lists a stack top first.
  */
 export interface Mounter {
   readonly unmount: (
-    targets: ReadonlyArray<string>,
+    root: Directory.Handle,
+    targets: ReadonlyArray<Target>,
     options: UnmountOptions
   ) => Effect.Effect<ReadonlyArray<UnmountResult>>
 }
 
 /** The key of the {@link Mounter} service. */
 export const Mounter = Context.Service<Mounter>("@hostnode/core/Mounter")
+
+/** Where `target` (a full path) is below `root` (a handle's full path): the components, or undefined outside. */
+export const below = (root: string, target: string): string | undefined => {
+  if (root === "/") return target
+  if (target === root) return "/"
+  return target.startsWith(`${root}/`) ? target.slice(root.length) : undefined
+}

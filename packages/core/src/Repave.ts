@@ -11,7 +11,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Schema } from "effect"
+import { Effect, type FileSystem, Schema } from "effect"
+import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
@@ -102,35 +103,18 @@ export const resetCniState: (
 ) => Effect.Effect<
   SafeRemove.Report,
   ResetError | HostPath.HostPathError | MountInfo.MountInfoError,
-  FileSystem.FileSystem
-> = Effect.fn("resetCniState")(function* (options) {
-  const fs = yield* FileSystem.FileSystem
+  FileSystem.FileSystem | Directory.Directories
+> = Effect.fn("Repave.resetCniState")(function* (options) {
   const session = yield* SafeRemove.session(options)
-  const conf = (yield* HostPath.decodePath(session.root, Paths.CniConfDir, { followFinal: false })).full
-  const confInfo = yield* Effect.option(fs.lstat(conf))
-  let confReport: SafeRemove.Report
-  if (confInfo._tag === "Some" && confInfo.value.type !== "Directory") {
-    confReport = yield* session.remove([Paths.CniConfDir])
-    if (confReport.kept.length === 0) {
-      const made = yield* Effect.result(fs.makeDirectory(conf, { mode: 0o755 }))
-      if (made._tag === "Failure") {
-        const kept: SafeRemove.Kept = { path: conf, reason: "Failed", detail: `makeDirectory: ${made.failure.message}` }
-        yield* SafeRemove.logKept(kept)
-        confReport = SafeRemove.merge(confReport, { removed: [], kept: [kept] })
-      } else {
-        yield* Effect.logInfo(`replaced the ${confInfo.value.type} at ${conf} with an empty directory`)
-      }
-    }
-  } else {
-    confReport = yield* session.empty(Paths.CniConfDir)
-  }
+  // A link or file where net.d should be goes, never followed, and an empty directory takes its place.
+  const confReport = yield* session.empty(Paths.CniConfDir, { replaceNonDirectory: true })
   const stateReport = yield* session.remove([Paths.CniStateDir])
   const report = yield* failIfKept("resetCniState", SafeRemove.merge(confReport, stateReport))
   yield* Effect.logInfo("CNI state reset").pipe(
     Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removed.length })
   )
   return report
-})
+}, Effect.scoped)
 
 /**
  * Removes the kubelet's client identity below `hostRoot` when the node
@@ -154,8 +138,8 @@ export const resetKubeletIdentity: (
 ) => Effect.Effect<
   SafeRemove.Report,
   ResetError | HostPath.HostPathError | MountInfo.MountInfoError,
-  FileSystem.FileSystem
-> = Effect.fn("resetKubeletIdentity")(function* (nodeStart, options) {
+  FileSystem.FileSystem | Directory.Directories
+> = Effect.fn("Repave.resetKubeletIdentity")(function* (nodeStart, options) {
   if (!NodeStart.usesBootstrapToken(nodeStart)) {
     yield* Effect.logInfo(
       `kubelet identity left in place: auth mode ${nodeStart.auth._tag} is rewritten by configuration`
@@ -179,7 +163,7 @@ export const resetKubeletIdentity: (
     Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removed.length })
   )
   return report
-})
+}, Effect.scoped)
 
 /** Options of {@link teardownKubeletDir}. */
 export interface TeardownOptions extends SafeRemove.Options {
@@ -200,28 +184,6 @@ export interface TeardownReport extends SafeRemove.Report {
   readonly unmountFailures: ReadonlyMap<string, Unmount.UnmountError>
 }
 
-const listPods = Effect.fnUntraced(function* (root: HostPath.HostRoot) {
-  const fs = yield* FileSystem.FileSystem
-  const pods = (yield* HostPath.decodePath(root, KubeletPodsDir, { followFinal: false })).full
-  const none = (kept: ReadonlyArray<SafeRemove.Kept>) => ({ prefixes: [] as Array<string>, kept })
-  const info = yield* Effect.result(fs.lstat(pods))
-  if (info._tag === "Failure") {
-    return HostPath.isMissing(info.failure)
-      ? none([])
-      : none([{ path: pods, reason: "Failed", detail: `lstat: ${info.failure.message}` }])
-  }
-  if (info.success.type !== "Directory") {
-    return none([
-      { path: pods, reason: "NotADirectory", detail: `is a ${info.success.type}, not a directory; not followed` }
-    ])
-  }
-  const names = yield* Effect.result(fs.readDirectory(pods))
-  if (names._tag === "Failure") {
-    return none([{ path: pods, reason: "Failed", detail: `readDirectory: ${names.failure.message}` }])
-  }
-  return { prefixes: [...names.success].sort().map((n) => `${KubeletPodsDir}/${n}`), kept: [] }
-})
-
 /**
  * Tears down pod volume directories below `hostRoot`: `unmountBelowByPrefix`
  * on the prefixes (each pod's directory by default), then removes, under the
@@ -237,52 +199,66 @@ const listPods = Effect.fnUntraced(function* (root: HostPath.HostRoot) {
  */
 export const teardownKubeletDir: (
   options?: TeardownOptions
-) => Effect.Effect<TeardownReport, HostPath.HostPathError | MountInfo.MountInfoError, FileSystem.FileSystem | Mounter> =
-  Effect.fn("teardownKubeletDir")(function* (options) {
-    const root = yield* HostPath.rootOf(options)
-    const listed = options?.prefixes === undefined ? yield* listPods(root) : { prefixes: options.prefixes, kept: [] }
-    // Decoded before anything is unmounted; a pod directory that is a link is
-    // not followed (it is removed as a link).
-    const targets = yield* Unmount.decodePrefixes(root, listed.prefixes, { followFinal: false })
-    const failures: ReadonlyMap<string, Unmount.UnmountError> =
-      targets.length === 0
-        ? new Map()
-        : (yield* Unmount.unmountBelowByPrefix(
-            targets.map((t) => t.path),
-            { hostRoot: root, followLinks: false }
-          )).failures
-    // The report names each prefix as the mount table does.
-    const unmountFailures = new Map<string, Unmount.UnmountError>()
-    const kept: Array<SafeRemove.Kept> = [...listed.kept]
-    const toRemove: Array<string> = []
-    for (const t of targets) {
-      const failure = failures.get(t.path)
-      if (failure !== undefined) unmountFailures.set(t.table, failure)
-      if (failure === undefined) {
-        toRemove.push(t.path)
-        continue
-      }
-      const first = failure.remaining[0]
-      const k: SafeRemove.Kept = {
-        path: t.full,
-        reason: "UnmountFailed",
-        ...(first === undefined ? {} : { mountPoint: first.mountPoint }),
-        detail: failure.message
-      }
-      kept.push(k)
-      yield* SafeRemove.logKept(k)
+) => Effect.Effect<
+  TeardownReport,
+  HostPath.HostPathError | MountInfo.MountInfoError,
+  FileSystem.FileSystem | Mounter | Directory.Directories
+> = Effect.fn("Repave.teardownKubeletDir")(function* (options) {
+  const root = yield* HostPath.rootOf(options)
+  // The pods, listed through a handle: names as bytes, a pods directory that is a link not followed.
+  const listed =
+    options?.prefixes === undefined
+      ? yield* Effect.scoped(
+          Effect.map(
+            Effect.flatMap(SafeRemove.open(root), (s) => s.children(KubeletPodsDir)),
+            (c) => ({
+              prefixes: c.names.map((n) => `${KubeletPodsDir}/${n}`),
+              kept: c.kept
+            })
+          )
+        )
+      : { prefixes: options.prefixes, kept: [] }
+  // Decoded before anything is unmounted; a pod directory that is a link is
+  // not followed (it is removed as a link).
+  const targets = yield* Unmount.decodePrefixes(root, listed.prefixes, { followFinal: false })
+  const failures: ReadonlyMap<string, Unmount.UnmountError> =
+    targets.length === 0
+      ? new Map()
+      : (yield* Unmount.unmountBelowByPrefix(
+          targets.map((t) => t.path),
+          { hostRoot: root, followLinks: false }
+        )).failures
+  // The report names each prefix as the mount table does.
+  const unmountFailures = new Map<string, Unmount.UnmountError>()
+  const kept: Array<SafeRemove.Kept> = [...listed.kept]
+  const toRemove: Array<string> = []
+  for (const t of targets) {
+    const failure = failures.get(t.path)
+    if (failure !== undefined) unmountFailures.set(t.table, failure)
+    if (failure === undefined) {
+      toRemove.push(t.path)
+      continue
     }
-    // The table is read again now: the unmounts changed it.
-    const session = yield* SafeRemove.open(root)
-    const removal = yield* session.remove(toRemove)
-    const report = SafeRemove.merge({ removed: [], kept }, removal)
-    yield* Effect.logInfo("kubelet pod directories torn down").pipe(
-      Effect.annotateLogs({
-        hostRoot: root.path,
-        prefixes: targets.length,
-        removed: report.removed.length,
-        kept: report.kept.length
-      })
-    )
-    return { ...report, prefixes: targets.map((t) => t.table), unmountFailures }
-  })
+    const first = failure.remaining[0]
+    const k: SafeRemove.Kept = {
+      path: t.full,
+      reason: "UnmountFailed",
+      ...(first === undefined ? {} : { mountPoint: first.mountPoint }),
+      detail: failure.message
+    }
+    kept.push(k)
+    yield* SafeRemove.logKept(k)
+  }
+  // The table is read again now: the unmounts changed it.
+  const removal = yield* Effect.scoped(Effect.flatMap(SafeRemove.open(root), (s) => s.remove(toRemove)))
+  const report = SafeRemove.merge({ removed: [], kept }, removal)
+  yield* Effect.logInfo("kubelet pod directories torn down").pipe(
+    Effect.annotateLogs({
+      hostRoot: root.path,
+      prefixes: targets.length,
+      removed: report.removed.length,
+      kept: report.kept.length
+    })
+  )
+  return { ...report, prefixes: targets.map((t) => t.table), unmountFailures }
+})

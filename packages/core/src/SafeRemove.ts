@@ -2,44 +2,48 @@
  * Removing paths below a host root so that nothing is deleted where it must
  * not be: `rm -rf` through a bind mount deletes the mount's source (CSI data
  * has been lost that way), and `rm -rf` through a planted symlink deletes
- * whatever the link points at.
+ * whatever the link points at. Pods' containers keep running after the node
+ * stack stops (containerd's unit has `KillMode=process`), so the tree may
+ * change between any two system calls of a removal.
  *
  * The rules, in the order they are applied:
- * - Containment: a host path is joined below the host root with
- *   `HostPath.resolve`, its parents resolved as though the root were `/`, its
- *   last component never followed.
+ * - Containment: each path is resolved once, below a handle on the host
+ *   root (`Directory.resolve`, chroot semantics), its last component never
+ *   followed. Everything after works on `(directory handle, name)`.
  * - The mount table first: a path with a mount at or below it, or with the
  *   source of a mount (a bind mount's directory, as the table's `root` field
  *   and the mount of the same device show it) at or below it, is kept whole,
- *   never entered, and the report says which mount keeps it.
- * - The device second: every entry is `lstat`ed and compared with the
- *   directory it is in; one on another device is a mount the table did not
- *   show (a table read from another namespace, a mount made meanwhile) and is
- *   kept, as `rm --one-file-system` would. (A btrfs subvolume has its own
- *   device too and is kept as well.)
- * - No symlink is followed: links and files are unlinked with a
- *   non-recursive `remove`; directories are walked with `lstat` and
- *   `readDirectory` and removed bottom-up, each only once it is verified to be
- *   the directory that was listed and to be empty.
- * - Missing is success; every removal is logged at info, every kept path at
- *   warning.
+ *   never entered, and the report says which mount keeps it. A table that
+ *   does not list the mount the root is on (an empty one, one of another
+ *   namespace) is refused before anything is removed.
+ * - The mount id second: every directory is opened from its parent's handle
+ *   with `O_NOFOLLOW` and refused when it is the root of another mount than
+ *   its parent (mount ids compared, so a bind mount of the same device made
+ *   after the table was read is seen); a top path on another mount is kept.
+ *   A file something is mounted on cannot be unlinked (`EBUSY`) and is kept.
+ * - No link is followed: a link is unlinked as a link; a directory is listed
+ *   by its handle (names as bytes), emptied, and removed by name from its
+ *   parent's handle once empty.
+ * - Missing is success. Each removal is logged at debug, each kept path at
+ *   warning with its reason.
+ *
+ * The guarantee, precisely: every name this module unlinks is, at the moment
+ * of the `unlinkat`, an entry of a directory it opened by name from the
+ * directory above it, without following a link and without crossing into
+ * another mount, starting from the host root's handle. A directory swapped
+ * for a link, renamed, or mounted over while the walk runs is never entered
+ * through that change: what a concurrent writer does can make a removal keep
+ * more (reported), never reach outside the directories it opened.
  *
  * Boundary: this module decides what may be removed and removes it through
- * the `FileSystem`. What to remove on a repave is in `Repave`; unmounting is
- * in `Unmount`.
- *
- * Residual race: the `FileSystem` is path based, so a directory swapped for a
- * symlink between the check of a path and its use is a window no path-based
- * API closes (closing it needs `openat`/`unlinkat` with `O_NOFOLLOW`). Each
- * directory's identity (device, inode, type) is checked again after it is
- * listed and before it is removed, which narrows the window to between two
- * system calls; the operations run while the node stack is stopped, when no
- * pod can write below the kubelet or CNI directories.
+ * `Directory.Directories`. What to remove on a repave is in `Repave`;
+ * unmounting is in `Unmount`.
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Schema } from "effect"
-import type { PlatformError } from "effect/PlatformError"
+import { Effect, type FileSystem, Schema, type Scope } from "effect"
+import * as Directory from "./Directory.ts"
+import * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
 import * as MountInfo from "./MountInfo.ts"
 
@@ -49,13 +53,14 @@ import * as MountInfo from "./MountInfo.ts"
  * - `MountBelow`: a mount at or below it (the table says so; `mountPoint` names it).
  * - `MountSourceBelow`: the source of a mount lies at or below it: removing it
  *   would delete files that are still reachable through that mount (`mountPoint`).
- * - `OtherFileSystem`: it is on another device than the directory it is in, a
- *   mount the table did not show; it is not entered.
+ * - `OtherFileSystem`: it is on another mount than the directory it is in (by
+ *   mount id: a same-device bind mount counts), a mount the table did not
+ *   show; it is not entered.
  * - `NotADirectory`: a directory was to be emptied, but a symlink or a file is
  *   there; it is not followed.
  * - `UnmountFailed`: its mounts could not be unmounted (teardown), so it was
  *   not looked at (`mountPoint` names one that remains).
- * - `Failed`: the file system refused (EACCES, EBUSY, EROFS, ...) or the path
+ * - `Failed`: the file system refused (EACCES, EROFS, ...) or the path
  *   changed while it was being removed; `detail` says how.
  */
 export const KeptReason = Schema.Literals([
@@ -204,13 +209,27 @@ export const blockers = (index: TableIndex, path: string): Array<Blocker> => {
 
 /** Options of {@link Session.empty}. */
 export interface EmptyOptions {
-  /** Which entries of the directory to remove, by name (default: all). */
+  /** Which entries of the directory to remove, by name in the lossless string form of `FileName` (default: all). */
   readonly select?: ((name: string) => boolean) | undefined
+  /**
+   * When the path is not a directory (a link, a file), remove it and make an
+   * empty directory (mode 0755) in its place, instead of keeping it as
+   * `NotADirectory`. The CNI reset uses it: nothing stale may stay where
+   * containerd looks.
+   */
+  readonly replaceNonDirectory?: boolean | undefined
+}
+
+/** What {@link Session.children} found: the entries' names (lossless strings), or why the directory was kept. */
+export interface Children {
+  readonly names: ReadonlyArray<string>
+  readonly kept: ReadonlyArray<Kept>
 }
 
 /**
- * Removals against one host root and one reading of its mount table. Read it
- * again (a new session) after anything is mounted or unmounted.
+ * Removals against one host root, one handle on it and one reading of its
+ * mount table. Read it again (a new session) after anything is mounted or
+ * unmounted. The handle closes with the scope the session was opened in.
  */
 export interface Session {
   /** The canonical host root the reported paths start with. */
@@ -220,300 +239,402 @@ export interface Session {
   /**
    * Removes the entries of the directory at host path `dir` (those `select`
    * picks), keeping the directory. A symlink or file at `dir` is not followed
-   * and is reported `NotADirectory`; a mount at `dir` keeps it whole. A bind
-   * mount elsewhere whose source is `dir` itself does not keep it: that mount
-   * shows the very directory being emptied.
+   * and is reported `NotADirectory` (unless `replaceNonDirectory`); a mount at
+   * `dir` keeps it whole. A bind mount elsewhere whose source is `dir` itself
+   * does not keep it: that mount shows the very directory being emptied.
    */
   readonly empty: (dir: string, options?: EmptyOptions) => Effect.Effect<Report, HostPath.HostPathError>
+  /** The names in the directory at host path `dir`, through a handle; a link or file there is kept, not followed. */
+  readonly children: (dir: string) => Effect.Effect<Children, HostPath.HostPathError>
 }
-
-// NotFound only: where a directory was expected, ENOTDIR means something other
-// than a directory stands there (not that nothing does), so it is a failure.
-// For a path looked up or removed, ENOTDIR (a parent is a file) means it cannot
-// exist: those call HostPath.isMissing.
-const isNotFound = (e: PlatformError): boolean => e.reason._tag === "NotFound"
 
 /**
  * Logs a kept path as a warning with its reason (and the mount that kept it):
  * every keep, here or by the operations built on this module, reads the same.
  */
 export const logKept = (kept: Kept): Effect.Effect<void> =>
-  Effect.logWarning(`kept ${kept.path}: ${kept.detail}`).pipe(
-    Effect.annotateLogs({ path: kept.path, reason: kept.reason, mountPoint: kept.mountPoint ?? "" })
+  Effect.logWarning(`kept ${FileName.display(kept.path)}: ${kept.detail}`).pipe(
+    Effect.annotateLogs({ path: FileName.display(kept.path), reason: kept.reason, mountPoint: kept.mountPoint ?? "" })
   )
 
-const device = (info: FileSystem.File.Info): string => String(info.dev)
+const fullChild = (dir: string, name: FileName.Bytes): string =>
+  dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
 
-const sameNode = (a: FileSystem.File.Info, b: FileSystem.File.Info): boolean =>
-  a.type === b.type && a.dev === b.dev && Option.getOrUndefined(a.ino) === Option.getOrUndefined(b.ino)
+/** One call's accumulated outcome. Each public call starts a fresh one. */
+interface Acc {
+  readonly removed: Array<string>
+  readonly kept: Array<Kept>
+}
 
 /**
- * Opens a session on `root`: reads and indexes its mount table. An unreadable
- * or malformed table fails here, before anything is removed.
+ * Opens a session on `root`: reads and indexes its mount table and opens the
+ * root's handle, then checks that the table lists the mount the root is on.
+ * An unreadable, malformed or foreign table fails here, before anything is
+ * removed.
  */
 export const open: (
   root: HostPath.HostRoot
-) => Effect.Effect<Session, MountInfo.MountInfoError, FileSystem.FileSystem> = Effect.fn("SafeRemove.open")(
-  function* (root) {
-    const fs = yield* FileSystem.FileSystem
-    const index = indexTable(yield* MountInfo.read(root.mountInfo))
+) => Effect.Effect<
+  Session,
+  MountInfo.MountInfoError | HostPath.HostPathError,
+  FileSystem.FileSystem | Directory.Directories | Scope.Scope
+> = Effect.fn("SafeRemove.open")(function* (root) {
+  const dirs = yield* Directory.Directories
+  const table = yield* MountInfo.read(root.mountInfo)
+  const index = indexTable(table)
+  const unusable = (e: Directory.DirectoryError) =>
+    new HostPath.HostPathError({ reason: "Unreadable", root: root.given, path: "/", detail: e.message })
+  const rootHandle = yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable))
+  const rootStat = yield* dirs.stat(rootHandle).pipe(Effect.mapError(unusable))
+  if (!table.some((e) => e.id === rootStat.mountId)) {
+    return yield* new MountInfo.MountInfoError({
+      reason: "DoesNotCover",
+      path: root.mountInfo,
+      line: 0,
+      detail: `the host root ${root.path} is on mount ${rootStat.mountId}, which the table does not list (${table.length} entries): it describes another mount namespace, or none`
+    })
+  }
 
-    // One call's accumulated outcome. Each public call starts a fresh one.
-    type Acc = { readonly removed: Array<string>; readonly kept: Array<Kept> }
-    const run = (body: (acc: Acc) => Effect.Effect<void>) =>
-      Effect.gen(function* () {
-        const acc: Acc = { removed: [], kept: [] }
-        yield* body(acc)
-        return { removed: acc.removed, kept: acc.kept } satisfies Report
-      })
+  const keep = (acc: Acc, kept: Kept) =>
+    Effect.sync(() => acc.kept.push(kept)).pipe(Effect.andThen(logKept(kept)), Effect.as(false))
 
-    const keep = (acc: Acc, kept: Kept) =>
-      Effect.sync(() => acc.kept.push(kept)).pipe(Effect.andThen(logKept(kept)), Effect.as(false))
+  const failed = (acc: Acc, path: string, what: string, e: Directory.DirectoryError) =>
+    keep(acc, { path, reason: "Failed", detail: `${what}: ${e.errno === "" ? e.reason : e.errno} ${e.detail}` })
 
-    const failed = (acc: Acc, path: string, what: string, e: PlatformError) =>
-      keep(acc, { path, reason: "Failed", detail: `${what}: ${e.message}` })
+  const removed = (acc: Acc, path: string, type: Directory.Type) =>
+    Effect.sync(() => acc.removed.push(path)).pipe(
+      // Per path at debug: a teardown removes thousands; the operation logs one summary at info.
+      Effect.andThen(Effect.logDebug(`removed ${FileName.display(path)}`).pipe(Effect.annotateLogs({ type }))),
+      Effect.as(true)
+    )
 
-    /** What a stat found: the file's info, nothing there, or another error. */
-    const found = (info: Effect.Effect<FileSystem.File.Info, PlatformError>) =>
-      info.pipe(
-        Effect.map((info) => ({ _tag: "Found" as const, info })),
-        Effect.catchTag("PlatformError", (e) =>
-          Effect.succeed(HostPath.isMissing(e) ? { _tag: "Missing" as const } : { _tag: "Error" as const, error: e })
-        )
-      )
+  const otherMount = (path: string, detail: string): Kept => ({
+    path,
+    reason: "OtherFileSystem",
+    detail: `${detail}: a mount the table does not show; not entered`
+  })
 
-    const lstat = (path: string) => found(fs.lstat(path))
+  // Removes the non-directory `name` of `dir`; true when nothing is left there.
+  const unlinkEntry = (acc: Acc, dir: Directory.Handle, name: FileName.Bytes, path: string, mountId: number) =>
+    Effect.flatMap(Effect.result(dirs.unlink(dir, name)), (r): Effect.Effect<boolean> => {
+      if (r._tag === "Success") return removed(acc, path, "File")
+      const e = r.failure
+      switch (e.reason) {
+        case "NotFound":
+          return Effect.succeed(true)
+        // A directory now, swapped in since it was listed: removed as one.
+        case "IsADirectory":
+          return removeDirectory(acc, dir, name, path, mountId)
+        case "Busy":
+          return keep(acc, otherMount(path, "something is mounted on it"))
+        default:
+          return failed(acc, path, "unlink", e)
+      }
+    })
 
-    // The directory a top path is in, for its device. It was resolved with the
-    // path, so it is a directory; `stat` (not `lstat`) because it may be the
-    // host root itself, which can be a link (`/proc/<pid>/root`).
-    const parentOf = (path: string) => found(fs.stat(HostPath.dirname(path)))
-
-    const removed = (acc: Acc, path: string, type: FileSystem.File.Type) =>
-      Effect.sync(() => acc.removed.push(path)).pipe(
-        // Per path at debug: a teardown removes thousands; the operation logs one summary at info.
-        Effect.andThen(Effect.logDebug(`removed ${path}`).pipe(Effect.annotateLogs({ path, type }))),
-        Effect.as(true)
-      )
-
-    // Removes what `info` describes at `path`; true when nothing is left there.
-    const removeNode = (acc: Acc, path: string, info: FileSystem.File.Info): Effect.Effect<boolean> =>
-      info.type === "Directory"
-        ? removeDirectory(acc, path, info)
-        : fs.remove(path).pipe(
-            Effect.andThen(removed(acc, path, info.type)),
-            Effect.catchTag("PlatformError", (e) =>
-              HostPath.isMissing(e) ? Effect.succeed(true) : failed(acc, path, "remove", e)
-            )
-          )
-
-    const removeDirectory = (acc: Acc, path: string, info: FileSystem.File.Info): Effect.Effect<boolean> =>
-      Effect.gen(function* () {
-        const listed = yield* Effect.result(fs.readDirectory(path))
-        if (listed._tag === "Failure") {
-          return isNotFound(listed.failure) ? true : yield* failed(acc, path, "readDirectory", listed.failure)
+  // Empties and removes the directory `name` of `dir` (on mount `mountId`); true when it is gone.
+  const removeDirectory = (
+    acc: Acc,
+    dir: Directory.Handle,
+    name: FileName.Bytes,
+    path: string,
+    mountId: number
+  ): Effect.Effect<boolean> =>
+    Effect.gen(function* () {
+      const opened = yield* Effect.result(dirs.openDirectory(dir, name, { sameMount: true }))
+      if (opened._tag === "Failure") {
+        const e = opened.failure
+        switch (e.reason) {
+          case "NotFound":
+            return true
+          case "OtherMount":
+            return yield* keep(acc, otherMount(path, e.detail))
+          // No longer a directory (a link or a file swapped in): unlinked as what it is now, never followed.
+          case "SymbolicLink":
+          case "NotADirectory":
+            return yield* unlinkEntry(acc, dir, name, path, mountId)
+          default:
+            return yield* failed(acc, path, "open", e)
         }
-        // The directory listed must be the one that was lstat'ed: a directory
-        // swapped for a symlink in between would have listed the link's target.
-        const listedIt = yield* stillThere(acc, path, info)
-        if (listedIt !== "Same") return listedIt === "Gone"
-        let gone = true
-        for (const name of [...listed.success].sort()) {
-          const child = `${path}/${name}`
-          const found = yield* lstat(child)
-          if (found._tag === "Missing") continue
-          if (found._tag === "Error") {
-            gone = yield* failed(acc, child, "lstat", found.error)
+      }
+      const h = opened.success
+      const listed = yield* Effect.result(dirs.list(h))
+      if (listed._tag === "Failure") return yield* failed(acc, path, "list", listed.failure)
+      let gone = true
+      const entries = [...listed.success].sort((a, b) => FileName.compare(a.name, b.name))
+      for (const entry of entries) {
+        const child = fullChild(path, entry.name)
+        let type = entry.type
+        if (type === "Unknown") {
+          const st = yield* Effect.result(dirs.stat(h, entry.name))
+          if (st._tag === "Failure") {
+            if (st.failure.reason === "NotFound") continue
+            gone = yield* failed(acc, child, "stat", st.failure)
             continue
           }
-          if (found.info.dev !== info.dev) {
-            gone = yield* keep(acc, otherFileSystem(child, found.info, info))
-            continue
-          }
-          if (!(yield* removeNode(acc, child, found.info))) gone = false
+          type = st.success.type
         }
-        if (!gone) return false
-        const emptied = yield* stillThere(acc, path, info)
-        if (emptied !== "Same") return emptied === "Gone"
-        const left = yield* Effect.result(fs.readDirectory(path))
-        if (left._tag === "Failure") {
-          return isNotFound(left.failure) ? true : yield* failed(acc, path, "readDirectory", left.failure)
-        }
-        if (left.success.length > 0) {
+        const ok =
+          type === "Directory"
+            ? yield* removeDirectory(acc, h, entry.name, child, mountId)
+            : yield* unlinkEntry(acc, h, entry.name, child, mountId)
+        if (!ok) gone = false
+      }
+      if (!gone) return false
+      const rmdir = yield* Effect.result(dirs.unlink(dir, name, { directory: true }))
+      if (rmdir._tag === "Success") return yield* removed(acc, path, "Directory")
+      const e = rmdir.failure
+      switch (e.reason) {
+        case "NotFound":
+          return true
+        case "NotEmpty":
+          return yield* keep(acc, { path, reason: "Failed", detail: "entries appeared while it was being removed" })
+        case "NotADirectory":
           return yield* keep(acc, {
             path,
             reason: "Failed",
-            detail: `entries appeared while it was being removed: ${left.success.slice(0, 5).join(", ")}`
+            detail: "replaced while it was being removed (now not a directory); not followed"
           })
-        }
-        // Verified empty: `remove` is then rmdir (a recursive remove is the only
-        // way the FileSystem removes a directory).
-        return yield* fs.remove(path, { recursive: true }).pipe(
-          Effect.andThen(removed(acc, path, "Directory")),
-          Effect.catchTag("PlatformError", (e) =>
-            isNotFound(e) ? Effect.succeed(true) : failed(acc, path, "rmdir", e)
-          )
-        )
-      })
+        case "Busy":
+          return yield* keep(acc, otherMount(path, "something was mounted on it"))
+        default:
+          return yield* failed(acc, path, "rmdir", e)
+      }
+    }).pipe(Effect.scoped)
 
-    // Whether `path` is still the directory `info` describes, is gone, or has
-    // changed (reported as kept: nothing more is done there).
-    const stillThere = (acc: Acc, path: string, info: FileSystem.File.Info) =>
-      Effect.gen(function* () {
-        const now = yield* lstat(path)
-        if (now._tag === "Found" && sameNode(now.info, info)) return "Same" as const
-        if (now._tag === "Missing") return "Gone" as const
-        yield* keep(acc, {
+  const blockedBy = (path: string): Kept | undefined => {
+    const t = HostPath.tablePathOf(root, path)
+    // A path the table cannot show is not removed: nothing is known about its mounts.
+    if (t === undefined) return { path, reason: "Failed", detail: "outside the mount table's root" }
+    const b = blockers(index, t)[0]
+    if (b === undefined) return undefined
+    const where = `${b.entry.fsType} ${JSON.stringify(b.entry.source)} mounted at ${b.entry.mountPoint}`
+    return b.reason === "MountBelow"
+      ? { path, reason: "MountBelow", mountPoint: b.entry.mountPoint, detail: `a mount at or below it: ${where}` }
+      : {
           path,
-          reason: "Failed",
-          detail:
-            now._tag === "Error"
-              ? `lstat: ${now.error.message}`
-              : `replaced while it was being removed (now a ${now.info.type}); not followed`
-        })
-        return "Changed" as const
-      })
+          reason: "MountSourceBelow",
+          mountPoint: b.entry.mountPoint,
+          detail: `${b.at} is the source of ${where}`
+        }
+  }
 
-    const otherFileSystem = (path: string, info: FileSystem.File.Info, parent: FileSystem.File.Info): Kept => ({
-      path,
-      reason: "OtherFileSystem",
-      detail: `on device ${device(info)}, the directory it is in on ${device(parent)}: a mount the table does not show`
+  // Removes `name` of `dir` (full path `path`), a path that starts a removal:
+  // checked against the table, then by mount id, then removed without
+  // following anything.
+  const removeTop = (acc: Acc, dir: Directory.Handle, name: FileName.Bytes, path: string): Effect.Effect<boolean> =>
+    Effect.gen(function* () {
+      const blocked = blockedBy(path)
+      if (blocked !== undefined) return yield* keep(acc, blocked)
+      const parent = yield* Effect.result(dirs.stat(dir))
+      if (parent._tag === "Failure") return yield* failed(acc, path, "stat of the directory it is in", parent.failure)
+      const st = yield* Effect.result(dirs.stat(dir, name))
+      if (st._tag === "Failure") {
+        return st.failure.reason === "NotFound" || st.failure.reason === "NotADirectory"
+          ? true
+          : yield* failed(acc, path, "stat", st.failure)
+      }
+      if (st.success.mountId !== parent.success.mountId) {
+        return yield* keep(
+          acc,
+          otherMount(path, `on mount ${st.success.mountId}, the directory it is in on mount ${parent.success.mountId}`)
+        )
+      }
+      return st.success.type === "Directory"
+        ? yield* removeDirectory(acc, dir, name, path, parent.success.mountId)
+        : yield* unlinkEntry(acc, dir, name, path, parent.success.mountId)
     })
 
-    const blockedBy = (path: string): Kept | undefined => {
-      const t = HostPath.tablePathOf(root, path)
-      // A path the table cannot show is not removed: nothing is known about its mounts.
-      if (t === undefined) return { path, reason: "Failed", detail: "outside the mount table's root" }
-      const b = blockers(index, t)[0]
-      if (b === undefined) return undefined
-      const where = `${b.entry.fsType} ${JSON.stringify(b.entry.source)} mounted at ${b.entry.mountPoint}`
-      return b.reason === "MountBelow"
-        ? { path, reason: "MountBelow", mountPoint: b.entry.mountPoint, detail: `a mount at or below it: ${where}` }
-        : {
-            path,
-            reason: "MountSourceBelow",
-            mountPoint: b.entry.mountPoint,
-            detail: `${b.at} is the source of ${where}`
-          }
-    }
+  const run = (body: (acc: Acc) => Effect.Effect<void, HostPath.HostPathError, Scope.Scope>) =>
+    Effect.gen(function* () {
+      const acc: Acc = { removed: [], kept: [] }
+      yield* body(acc)
+      return { removed: acc.removed, kept: acc.kept } satisfies Report
+    }).pipe(Effect.scoped)
 
-    // Removes one path that starts a removal: checked against the table, then
-    // against its parent's device, then removed without following anything.
-    const removeTop = (acc: Acc, path: string): Effect.Effect<boolean> =>
-      Effect.gen(function* () {
-        const blocked = blockedBy(path)
-        if (blocked !== undefined) return yield* keep(acc, blocked)
-        const found = yield* lstat(path)
-        if (found._tag === "Missing") return true
-        if (found._tag === "Error") return yield* failed(acc, path, "lstat", found.error)
-        const parent = yield* parentOf(path)
-        if (parent._tag === "Missing") return true
-        if (parent._tag === "Error") return yield* failed(acc, HostPath.dirname(path), "lstat", parent.error)
-        if (found.info.dev !== parent.info.dev) return yield* keep(acc, otherFileSystem(path, found.info, parent.info))
-        return yield* removeNode(acc, path, found.info)
-      })
+  const refuse = (given: string) => (e: Directory.DirectoryError) =>
+    new HostPath.HostPathError({ reason: "Unreadable", root: root.given, path: given, detail: e.message })
 
-    // A link in the last component is the thing removed, never followed.
-    const resolveBelow = (path: string) =>
-      Effect.map(HostPath.decodePath(root, path, { followFinal: false }), (r) => r.full)
-
-    const remove: Session["remove"] = (paths) =>
-      Effect.gen(function* () {
-        // Every path is decoded before the first removal.
-        const full = yield* Effect.forEach(paths, resolveBelow)
-        return yield* run((acc) => Effect.forEach(full, (f) => removeTop(acc, f), { discard: true }))
-      }).pipe(
-        Effect.provideService(FileSystem.FileSystem, fs),
-        Effect.withSpan("SafeRemove.remove"),
-        Effect.annotateLogs({ hostRoot: root.path })
-      )
-
-    const empty: Session["empty"] = (dir, options) =>
-      Effect.gen(function* () {
-        const full = yield* resolveBelow(dir)
-        const select = options?.select ?? (() => true)
-        return yield* run((acc) =>
-          Effect.gen(function* () {
-            const t = HostPath.tablePathOf(root, full)
-            const at = t === undefined ? undefined : index.entries.find((e) => e.mountPoint === t)
-            if (t === undefined || at !== undefined) {
-              yield* keep(acc, {
-                path: full,
-                reason: "MountBelow",
-                ...(at === undefined ? {} : { mountPoint: at.entry.mountPoint }),
-                detail:
-                  at === undefined
-                    ? "outside the mount table's root"
-                    : `${at.entry.fsType} ${JSON.stringify(at.entry.source)} is mounted on it; not emptied`
-              })
-              return
-            }
-            const found = yield* lstat(full)
-            if (found._tag === "Missing") return
-            if (found._tag === "Error") {
-              yield* failed(acc, full, "lstat", found.error)
-              return
-            }
-            if (found.info.type !== "Directory") {
-              const target =
-                found.info.type === "SymbolicLink"
-                  ? yield* fs.readLink(full).pipe(
-                      Effect.map((t) => ` to ${JSON.stringify(t)}`),
-                      Effect.orElseSucceed(() => "")
-                    )
-                  : ""
-              yield* keep(acc, {
-                path: full,
-                reason: "NotADirectory",
-                detail: `is a ${found.info.type}${target}, not a directory; not followed`
-              })
-              return
-            }
-            const parent = yield* parentOf(full)
-            if (parent._tag === "Found" && parent.info.dev !== found.info.dev) {
-              yield* keep(acc, otherFileSystem(full, found.info, parent.info))
-              return
-            }
-            const listed = yield* Effect.result(fs.readDirectory(full))
-            if (listed._tag === "Failure") {
-              if (!isNotFound(listed.failure)) yield* failed(acc, full, "readDirectory", listed.failure)
-              return
-            }
-            if ((yield* stillThere(acc, full, found.info)) !== "Same") return
-            for (const name of [...listed.success].sort()) {
-              if (select(name)) yield* removeTop(acc, `${full}/${name}`)
-            }
-          })
-        )
-      }).pipe(
-        Effect.provideService(FileSystem.FileSystem, fs),
-        Effect.withSpan("SafeRemove.empty"),
-        Effect.annotateLogs({ hostRoot: root.path })
-      )
-
-    return { root, remove, empty } satisfies Session
+  /** A resolved path: where it is, its full path, and the (directory, name) the removal acts on. */
+  interface Target {
+    readonly full: string
+    readonly dir: Directory.Handle
+    readonly name: FileName.Bytes | undefined
   }
-)
+
+  // Decodes a host path and resolves it once below the root's handle; a
+  // missing or non-directory parent means nothing is there (`undefined`).
+  const resolveTarget = (given: string, checked: HostPath.Checked | undefined = undefined) =>
+    Effect.gen(function* () {
+      const decoded = checked ?? (yield* HostPath.checkPath(root, given))
+      const r = yield* Effect.result(dirs.resolve(rootHandle, decoded.path, { followFinal: false }))
+      if (r._tag === "Failure") {
+        const reason = r.failure.reason
+        if (reason === "NotFound" || reason === "NotADirectory") return undefined
+        if (reason === "TooManyLinks") {
+          return yield* new HostPath.HostPathError({
+            reason: "TooManyLinks",
+            root: root.given,
+            path: given,
+            detail: r.failure.message
+          })
+        }
+        return yield* refuse(given)(r.failure)
+      }
+      const full = HostPath.fullPath(root, r.success.path)
+      if (r.success.name === undefined || full === root.path) {
+        return yield* new HostPath.HostPathError({
+          reason: "IsHostRoot",
+          root: root.given,
+          path: given,
+          detail: "the path resolves to the host root itself"
+        })
+      }
+      return { full, dir: r.success.parent, name: r.success.name } satisfies Target
+    })
+
+  const remove: Session["remove"] = (paths) =>
+    run((acc) =>
+      Effect.gen(function* () {
+        // Every path is checked before the first removal.
+        const checked = yield* Effect.forEach(paths, (p) => HostPath.checkPath(root, p))
+        for (const [i, p] of paths.entries()) {
+          const t = yield* resolveTarget(p, checked[i])
+          if (t === undefined || t.name === undefined) continue
+          yield* removeTop(acc, t.dir, t.name, t.full)
+        }
+      })
+    ).pipe(Effect.withSpan("SafeRemove.remove"), Effect.annotateLogs({ hostRoot: root.path }))
+
+  /** The directory at `given`, opened: or why it was kept, or `undefined` when it is not there. */
+  const openDir = (acc: Acc, t: Target, options?: EmptyOptions) =>
+    Effect.gen(function* () {
+      const name = t.name as FileName.Bytes
+      const tablePath = HostPath.tablePathOf(root, t.full)
+      const at = tablePath === undefined ? undefined : index.entries.find((e) => e.mountPoint === tablePath)
+      if (tablePath === undefined || at !== undefined) {
+        yield* keep(acc, {
+          path: t.full,
+          reason: "MountBelow",
+          ...(at === undefined ? {} : { mountPoint: at.entry.mountPoint }),
+          detail:
+            at === undefined
+              ? "outside the mount table's root"
+              : `${at.entry.fsType} ${JSON.stringify(at.entry.source)} is mounted on it; not emptied`
+        })
+        return undefined
+      }
+      const st = yield* Effect.result(dirs.stat(t.dir, name))
+      if (st._tag === "Failure") {
+        if (st.failure.reason !== "NotFound") yield* failed(acc, t.full, "stat", st.failure)
+        return undefined
+      }
+      if (st.success.type !== "Directory") {
+        if (options?.replaceNonDirectory === true) {
+          if (!(yield* removeTop(acc, t.dir, name, t.full))) return undefined
+          const made = yield* Effect.result(dirs.makeDirectory(t.dir, name, 0o755))
+          if (made._tag === "Failure") yield* failed(acc, t.full, "mkdir", made.failure)
+          else
+            yield* Effect.logInfo(
+              `replaced the ${st.success.type} at ${FileName.display(t.full)} with an empty directory`
+            )
+          return undefined
+        }
+        const target =
+          st.success.type === "SymbolicLink"
+            ? yield* dirs.readLink(t.dir, name).pipe(
+                Effect.map((b) => ` to ${JSON.stringify(FileName.display(FileName.decode(b)))}`),
+                Effect.orElseSucceed(() => "")
+              )
+            : ""
+        yield* keep(acc, {
+          path: t.full,
+          reason: "NotADirectory",
+          detail: `is a ${st.success.type}${target}, not a directory; not followed`
+        })
+        return undefined
+      }
+      const opened = yield* Effect.result(dirs.openDirectory(t.dir, name, { sameMount: true }))
+      if (opened._tag === "Failure") {
+        const e = opened.failure
+        if (e.reason === "OtherMount") yield* keep(acc, otherMount(t.full, e.detail))
+        else if (e.reason === "SymbolicLink" || e.reason === "NotADirectory") {
+          yield* keep(acc, {
+            path: t.full,
+            reason: "NotADirectory",
+            detail: "replaced by something that is not a directory; not followed"
+          })
+        } else if (e.reason !== "NotFound") yield* failed(acc, t.full, "open", e)
+        return undefined
+      }
+      return opened.success
+    })
+
+  const empty: Session["empty"] = (dir, options) =>
+    run((acc) =>
+      Effect.gen(function* () {
+        const t = yield* resolveTarget(dir)
+        if (t === undefined) return
+        const h = yield* openDir(acc, t, options)
+        if (h === undefined) return
+        const listed = yield* Effect.result(dirs.list(h))
+        if (listed._tag === "Failure") {
+          yield* failed(acc, t.full, "list", listed.failure)
+          return
+        }
+        const select = options?.select ?? (() => true)
+        for (const entry of [...listed.success].sort((a, b) => FileName.compare(a.name, b.name))) {
+          if (select(FileName.decode(entry.name))) yield* removeTop(acc, h, entry.name, fullChild(t.full, entry.name))
+        }
+      })
+    ).pipe(Effect.withSpan("SafeRemove.empty"), Effect.annotateLogs({ hostRoot: root.path }))
+
+  const children: Session["children"] = (dir) =>
+    Effect.gen(function* () {
+      const acc: Acc = { removed: [], kept: [] }
+      const t = yield* resolveTarget(dir)
+      if (t === undefined) return { names: [], kept: [] }
+      const h = yield* openDir(acc, t)
+      if (h === undefined) return { names: [], kept: acc.kept }
+      const listed = yield* Effect.result(dirs.list(h))
+      if (listed._tag === "Failure") {
+        yield* failed(acc, t.full, "list", listed.failure)
+        return { names: [], kept: acc.kept }
+      }
+      return {
+        names: [...listed.success].sort((a, b) => FileName.compare(a.name, b.name)).map((e) => FileName.decode(e.name)),
+        kept: acc.kept
+      }
+    }).pipe(Effect.scoped, Effect.withSpan("SafeRemove.children"))
+
+  return { root, remove, empty, children } satisfies Session
+})
 
 /** Decodes the host root of `options` and opens a session on it (see `HostPath.rootOf` and {@link open}). */
 export const session = (
   options?: Options
-): Effect.Effect<Session, HostPath.HostPathError | MountInfo.MountInfoError, FileSystem.FileSystem> =>
-  Effect.flatMap(HostPath.rootOf(options), open)
+): Effect.Effect<
+  Session,
+  HostPath.HostPathError | MountInfo.MountInfoError,
+  FileSystem.FileSystem | Directory.Directories | Scope.Scope
+> => Effect.flatMap(HostPath.rootOf(options), open)
 
 /**
  * Removes each host path below `options.hostRoot`: files and links are
- * unlinked (a link is never followed), directory trees are walked and removed
- * bottom-up, and anything with a mount at or below it, the source of a mount
- * below it, or on another device is kept and reported. Missing is success.
- * Fails only when the root, a path or the mount table cannot be used, before
- * anything is removed.
+ * unlinked (a link is never followed), directory trees are walked through
+ * handles and removed bottom-up, and anything with a mount at or below it,
+ * the source of a mount below it, or on another mount is kept and reported.
+ * Missing is success. Fails only when the root, a path or the mount table
+ * cannot be used, before anything is removed.
  */
 export const remove = (
   paths: ReadonlyArray<string>,
   options?: Options
-): Effect.Effect<Report, HostPath.HostPathError | MountInfo.MountInfoError, FileSystem.FileSystem> =>
-  Effect.flatMap(session(options), (s) => s.remove(paths))
+): Effect.Effect<
+  Report,
+  HostPath.HostPathError | MountInfo.MountInfoError,
+  FileSystem.FileSystem | Directory.Directories
+> => Effect.scoped(Effect.flatMap(session(options), (s) => s.remove(paths)))
 
 /**
  * Removes the entries of the directory at host path `dir` (those
@@ -524,5 +645,8 @@ export const remove = (
 export const empty = (
   dir: string,
   options?: Options & EmptyOptions
-): Effect.Effect<Report, HostPath.HostPathError | MountInfo.MountInfoError, FileSystem.FileSystem> =>
-  Effect.flatMap(session(options), (s) => s.empty(dir, options))
+): Effect.Effect<
+  Report,
+  HostPath.HostPathError | MountInfo.MountInfoError,
+  FileSystem.FileSystem | Directory.Directories
+> => Effect.scoped(Effect.flatMap(session(options), (s) => s.empty(dir, options)))

@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import { Effect, type FileSystem, LogLevel, References, Schema } from "effect"
+import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import { Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
@@ -93,20 +94,64 @@ export interface Report {
 }
 
 /**
- * Decodes `prefixes` below the root of `options` (see `HostPath.decodePath`):
- * each non-empty, absolute, without NUL bytes, not `/` or the root itself
- * unless `allowRoot`; resolved below the root (a symlink followed there, never
- * out of it) and named as the mount table names it. The first bad prefix
- * fails the whole call, before anything is unmounted.
+ * Decodes `prefixes` below `root`: each non-empty, absolute, without NUL
+ * bytes, not `/` or the root itself unless `allowRoot` (`HostPath.checkPath`);
+ * then resolved once through a handle on the root (`Directory.resolve`: a
+ * link followed below the root, never out of it; not the last one with
+ * `followFinal: false`) and named as the mount table names it. The first bad
+ * prefix fails the whole call, before anything is unmounted.
  */
 export const decodePrefixes = (
   root: HostPath.HostRoot,
   prefixes: ReadonlyArray<string>,
   options?: { readonly allowRoot?: boolean | undefined; readonly followFinal?: boolean | undefined }
-): Effect.Effect<ReadonlyArray<HostPath.Resolved>, HostPath.HostPathError, FileSystem.FileSystem> =>
-  Effect.forEach(prefixes, (p) =>
-    HostPath.decodePath(root, p, { allowRoot: options?.allowRoot, followFinal: options?.followFinal, what: "prefix" })
-  )
+): Effect.Effect<ReadonlyArray<HostPath.Resolved>, HostPath.HostPathError, Directory.Directories> =>
+  Effect.gen(function* () {
+    const dirs = yield* Directory.Directories
+    const allowRoot = options?.allowRoot ?? false
+    const checked = yield* Effect.forEach(prefixes, (p) => HostPath.checkPath(root, p, { allowRoot, what: "prefix" }))
+    const refuse = (given: string, reason: HostPath.HostPathErrorReason, detail: string) =>
+      new HostPath.HostPathError({ reason, root: root.given, path: given, detail })
+    const rootHandle = yield* dirs
+      .openRoot(root.path)
+      .pipe(Effect.mapError((e) => refuse("/", "Unreadable", e.message)))
+    return yield* Effect.forEach(checked, (c) =>
+      Effect.gen(function* () {
+        const r = yield* dirs.resolve(rootHandle, c.path, { followFinal: options?.followFinal ?? true }).pipe(
+          Effect.map((x) => x.path),
+          Effect.catchTag("DirectoryError", (e) =>
+            // A prefix whose parents do not exist names nothing mounted: it is matched as written.
+            e.reason === "NotFound" || e.reason === "NotADirectory"
+              ? Effect.succeed(HostPath.clean(c.path))
+              : Effect.fail(
+                  refuse(
+                    c.given,
+                    e.reason === "TooManyLinks" ? "TooManyLinks" : "Unreadable",
+                    `the prefix: ${e.message}`
+                  )
+                )
+          )
+        )
+        if (r === "/" && !allowRoot) {
+          return yield* refuse(
+            c.given,
+            "IsHostRoot",
+            "the prefix resolves to the host root itself; pass allowRoot to mean the whole host"
+          )
+        }
+        const full = HostPath.fullPath(root, r)
+        const table = HostPath.tablePathOf(root, full)
+        if (table === undefined) {
+          return yield* refuse(
+            c.given,
+            "OutsideTable",
+            `the prefix resolves to ${full}, which the mount table cannot name`
+          )
+        }
+        return { given: c.given, path: r, full, table } satisfies HostPath.Resolved
+      })
+    )
+  }).pipe(Effect.scoped)
 
 /**
  * True when `prefix` covers `mountPoint` on a path boundary (`HostPath.covers`):
@@ -169,6 +214,7 @@ const run = Effect.fnUntraced(function* (
   options: Options | undefined
 ) {
   const mounter = yield* Mounter
+  const dirs = yield* Directory.Directories
   const root = yield* HostPath.rootOf(options)
   // Every prefix is decoded before the table is even read: a bad one changes nothing.
   const resolved = yield* decodePrefixes(root, prefixesIn, {
@@ -179,7 +225,16 @@ const run = Effect.fnUntraced(function* (
   const path = root.mountInfo
   // An unreadable or malformed table fails here, before anything is unmounted.
   let targets = plan(yield* MountInfo.read(path), prefixes, strict)
-  const lastFailure = new Map<string, { errno: string; message: string }>()
+  // Every unmount is verified below this handle: the path, resolved without
+  // following a link, must still lead to the mount the table listed.
+  const rootHandle = yield* dirs
+    .openRoot(root.path)
+    .pipe(
+      Effect.mapError(
+        (e) => new HostPath.HostPathError({ reason: "Unreadable", root: root.given, path: "/", detail: e.message })
+      )
+    )
+  const lastFailure = new Map<number, { errno: string; message: string }>()
   const unmounted: Array<UnmountedMount> = []
   // Thousands of unmounts make thousands of debug lines; building them costs
   // as much as the syscalls, so they are only built when debug is enabled.
@@ -188,11 +243,18 @@ const run = Effect.fnUntraced(function* (
   while (targets.length > 0) {
     passes++
     const results: ReadonlyArray<UnmountResult> = yield* mounter.unmount(
-      targets.map((e) => HostPath.fromTablePath(root, e.mountPoint)),
+      rootHandle,
+      targets.map((e) => ({
+        path: HostPath.fromTablePath(root, e.mountPoint),
+        mountId: e.id,
+        tablePath: e.mountPoint
+      })),
       // Lazy (MNT_DETACH): a mount whose server is gone (NFS) or that is busy
       // leaves the namespace at once instead of hanging or failing the teardown.
       { lazy: true }
     )
+    // The failure of each mount point's top in this pass: what keeps the rest of a stack unreachable.
+    const stuck = new Map<string, { readonly id: number; readonly errno: string; readonly message: string }>()
     for (let i = 0; i < results.length; i++) {
       const r = results[i] as UnmountResult
       const e = targets[i] as MountInfo.MountEntry
@@ -200,9 +262,23 @@ const run = Effect.fnUntraced(function* (
       if (r._tag === "Unmounted") {
         unmounted.push({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id })
         if (debug) yield* Effect.logDebug("unmounted").pipe(Effect.annotateLogs(annotations))
-      } else {
-        lastFailure.set(e.mountPoint, { errno: r.failure.errno, message: r.failure.message })
+      } else if (r._tag === "Failed") {
+        lastFailure.set(e.id, { errno: r.failure.errno, message: r.failure.message })
+        if (!stuck.has(e.mountPoint)) stuck.set(e.mountPoint, { id: e.id, ...r.failure })
         yield* Effect.logWarning(`unmount failed: ${r.failure.errno} ${r.failure.message}`).pipe(
+          Effect.annotateLogs(annotations)
+        )
+      } else if (r.reason === "Moved" && stuck.has(e.mountPoint)) {
+        // Below a mount of the same stack that would not go: it is that failure that keeps it.
+        const top = stuck.get(e.mountPoint) as { readonly id: number; readonly errno: string; readonly message: string }
+        lastFailure.set(e.id, {
+          errno: top.errno,
+          message: `${top.message} (mount ${top.id}, stacked on it at the same path, could not be unmounted)`
+        })
+      } else {
+        // Never unmounted blind: the path no longer leads to the mount the table listed.
+        lastFailure.set(e.id, { errno: "UNVERIFIED", message: `${r.reason}: ${r.detail}` })
+        yield* Effect.logWarning(`not unmounted, could not be verified: ${r.reason}: ${r.detail}`).pipe(
           Effect.annotateLogs(annotations)
         )
       }
@@ -222,7 +298,7 @@ const run = Effect.fnUntraced(function* (
       mountPoint: e.mountPoint,
       fsType: e.fsType,
       mountId: e.id,
-      ...(lastFailure.get(e.mountPoint) ?? { errno: "EAGAIN", message: "still mounted after the last pass" })
+      ...(lastFailure.get(e.id) ?? { errno: "EAGAIN", message: "still mounted after the last pass" })
     })
   )
   yield* Effect.annotateCurrentSpan({ passes, remaining: remaining.length, unmounted: unmounted.length })
@@ -251,7 +327,7 @@ const run = Effect.fnUntraced(function* (
     `unmounted ${unmounted.length} mount(s) ${strict ? "strictly below" : "at or below"} ${resolved.map((r) => r.path).join(", ")}${remaining.length === 0 ? "" : `; ${remaining.length} remain`}`
   ).pipe(Effect.annotateLogs({ hostRoot: root.path, unmounted: unmounted.length, remaining: remaining.length }))
   return { report, remaining }
-})
+}, Effect.scoped)
 
 const failIfAny = (r: {
   readonly report: Report
@@ -273,11 +349,11 @@ export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPat
 export const unmountBelow: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter> = Effect.fn("Unmount.unmountBelow")(
-  function* (prefixes, options) {
-    return yield* failIfAny(yield* run(prefixes, false, options))
-  }
-)
+) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter | Directory.Directories> = Effect.fn(
+  "Unmount.unmountBelow"
+)(function* (prefixes, options) {
+  return yield* failIfAny(yield* run(prefixes, false, options))
+})
 
 /**
  * {@link unmountBelow} with the failures attributed to the prefixes whose
@@ -290,10 +366,13 @@ export const unmountBelow: (
 export const unmountBelowByPrefix: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<Report, MountInfo.MountInfoError | HostPath.HostPathError, FileSystem.FileSystem | Mounter> =
-  Effect.fn("Unmount.unmountBelowByPrefix")(function* (prefixes, options) {
-    return (yield* run(prefixes, false, options)).report
-  })
+) => Effect.Effect<
+  Report,
+  MountInfo.MountInfoError | HostPath.HostPathError,
+  FileSystem.FileSystem | Mounter | Directory.Directories
+> = Effect.fn("Unmount.unmountBelowByPrefix")(function* (prefixes, options) {
+  return (yield* run(prefixes, false, options)).report
+})
 
 /**
  * {@link unmountBelow} for the mounts strictly below `prefixes`: a mount whose
@@ -305,8 +384,8 @@ export const unmountBelowByPrefix: (
 export const unmountStrictlyBelow: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter> = Effect.fn("Unmount.unmountStrictlyBelow")(
-  function* (prefixes, options) {
-    return yield* failIfAny(yield* run(prefixes, true, options))
-  }
-)
+) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter | Directory.Directories> = Effect.fn(
+  "Unmount.unmountStrictlyBelow"
+)(function* (prefixes, options) {
+  return yield* failIfAny(yield* run(prefixes, true, options))
+})

@@ -13,8 +13,12 @@ export * as AgentConfig from "./AgentConfig.ts"
 export * as ConfigFile from "./ConfigFile.ts"
 /** The default list of shared configuration paths a snapshot records, and the extra paths per isolation mode. */
 export * as ConfSnap from "./ConfSnap.ts"
+/** Work below a root through directory handles: list, stat, open, unlink, create and rename, never by path. */
+export * as Directory from "./Directory.ts"
 /** Effect's `Dns`, one per name server, and what counts as an answer. */
 export * as DnsResolvers from "./DnsResolvers.ts"
+/** File names as bytes, and the one lossless string form of them the library uses. */
+export * as FileName from "./FileName.ts"
 /** Machine goal states per slot, download overrides, and the GoalStateSource. */
 export * as GoalState from "./GoalState.ts"
 /** A node's seams with the real host and the real phases as defaults. */

@@ -1,6 +1,6 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { MountInfo } from "@hostnode/core"
+import { FileName, MountInfo } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Logger, Schema } from "effect"
 
@@ -125,7 +125,7 @@ describe("MountInfo round trip", () => {
 const changing = (texts: ReadonlyArray<string>) => {
   let reads = 0
   const layer = FileSystem.layerNoop({
-    readFileString: () => Effect.sync(() => texts[Math.min(reads++, texts.length - 1)] as string)
+    readFile: () => Effect.sync(() => new TextEncoder().encode(texts[Math.min(reads++, texts.length - 1)] as string))
   })
   return { layer, reads: () => reads }
 }
@@ -133,6 +133,21 @@ const changing = (texts: ReadonlyArray<string>) => {
 const line = (id: number) => `${id} 1 0:${id} / /m${id} rw - tmpfs tmpfs rw\n`
 
 describe("MountInfo.read", () => {
+  it.effect("a mount point that is not UTF-8 is read losslessly: its bytes come back from FileName.encode", () =>
+    Effect.gen(function* () {
+      const bytes = new Uint8Array([
+        ...new TextEncoder().encode("1 0 0:1 / /caf"),
+        0xe9,
+        ...new TextEncoder().encode(" rw - tmpfs t rw\n")
+      ])
+      const t = yield* MountInfo.read("/x").pipe(
+        Effect.provide(FileSystem.layerNoop({ readFile: () => Effect.succeed(bytes) }))
+      )
+      assert.strictEqual(t[0]?.mountPoint, "/caf\udce9")
+      assert.deepStrictEqual([...FileName.encode(t[0]?.mountPoint ?? "")], [...new TextEncoder().encode("/caf"), 0xe9])
+    })
+  )
+
   it.effect("reads until two consecutive reads agree", () =>
     Effect.gen(function* () {
       const fs = changing([line(1), line(2), line(2), line(3)])

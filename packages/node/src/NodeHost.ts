@@ -9,8 +9,9 @@
  * @since 0.1.0
  */
 import { NodeServices } from "@effect/platform-node"
-import { type DnsResolvers, IsolationBackend, type Mounter, type Systemd } from "@hostnode/core"
+import { type Directory, type DnsResolvers, IsolationBackend, type Mounter, type Systemd } from "@hostnode/core"
 import { Layer } from "effect"
+import * as NodeDirectory from "./NodeDirectory.ts"
 import * as NodeDns from "./NodeDns.ts"
 import * as NodeMounter from "./NodeMounter.ts"
 import * as NodeSystemd from "./NodeSystemd.ts"
@@ -18,6 +19,7 @@ import * as NodeSystemd from "./NodeSystemd.ts"
 /** Everything {@link layer} provides. */
 export type Services =
   | NodeServices.NodeServices
+  | Directory.Directories
   | Mounter.Mounter
   | Systemd.Systemd
   | DnsResolvers.DnsResolvers
@@ -31,16 +33,21 @@ export interface Options {
 
 /**
  * Every real service: FileSystem, Path, ChildProcessSpawner, Stdio and Terminal
- * from @effect/platform-node; the in-process `Mounter` (or `umount -l` where
- * the FFI cannot load); this host's `Systemd` over D-Bus where systemd's
- * private socket or the system bus answers (or `systemctl` where neither
- * does); the `DnsResolvers`; and the host-mode `IsolationBackend`.
+ * from @effect/platform-node; the directory handles (`NodeDirectory`, system
+ * calls through koffi: building the layer dies where they cannot load, since
+ * nothing below a host root may then be touched safely); the in-process
+ * `Mounter` (or `umount -l` where the FFI cannot load); this host's
+ * `Systemd` over D-Bus where systemd's private socket or the system bus
+ * answers (or `systemctl` where neither does); the `DnsResolvers`; and the
+ * host-mode `IsolationBackend`.
  */
 export const layerWith = (options?: Options): Layer.Layer<Services> => {
   // Built once and shared: one D-Bus connection serves the service and the backend.
   const systemd = NodeSystemd.layerWithFallback()
+  const directories = NodeDirectory.layer.pipe(Layer.orDie)
   return Layer.mergeAll(
-    NodeMounter.layerWithFallback(),
+    NodeMounter.layerWithFallback().pipe(Layer.provide(directories)),
+    directories,
     systemd,
     NodeDns.layer,
     IsolationBackend.layerHost({ units: options?.units }).pipe(Layer.provide(systemd))

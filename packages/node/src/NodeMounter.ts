@@ -1,21 +1,30 @@
 /**
- * The real `Mounter`. `layer` calls `umount2(2)` in-process through the koffi
- * FFI (prebuilt binaries, no compiler): a thousand lazy unmounts take tens of
- * milliseconds, where one `umount` process per mount takes seconds.
- * `layerCommand` runs `umount -l` through the spawner in context, many targets
- * per process: the path for another mount namespace (a spawner wrapped with
- * `nsenter`), and the fallback when the FFI cannot load.
+ * The real `Mounter`. `layer` verifies and unmounts in-process through koffi
+ * (prebuilt binaries, no compiler): each target's path is resolved below the
+ * root handle with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` (or, on a
+ * kernel without it, one `openat(O_PATH | O_NOFOLLOW)` per component, each
+ * checked to be a directory and not a link), the mount id of what it reached
+ * compared with the table's (`statx`), and that very mount detached through
+ * its descriptor (`umount2("/proc/self/fd/N", MNT_DETACH)`): a link swapped
+ * into a parent after the check cannot redirect it. A thousand lazy unmounts
+ * take tens of milliseconds, where one `umount` process per mount takes
+ * seconds.
+ *
+ * `layerCommand` runs `umount -l` through the spawner in context, many
+ * targets per process: the path for another mount namespace (a spawner
+ * wrapped with `nsenter`; the kernel lets a process unmount only in its own
+ * mount namespace, and a threaded Node process cannot enter another), and
+ * the fallback where the FFI cannot load. What it guarantees is weaker, and
+ * said at {@link makeCommand}.
  *
  * @since 0.1.0
  */
-import { getSystemErrorMap } from "node:util"
-import { HostCommand, Mounter, MountInfo } from "@hostnode/core"
+import { readFileSync } from "node:fs"
+import { Directory, FileName, HostCommand, Mounter, MountInfo } from "@hostnode/core"
 import { Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import koffi from "koffi"
-
-/** `MNT_DETACH` from <sys/mount.h>. */
-const MNT_DETACH = 2
+import { fdOf } from "./internal/handles.ts"
+import { constants, cString, describeErrno, emptyPath, type Libc, LibcUnavailable, load } from "./internal/libc.ts"
 
 /** The FFI could not be loaded (no libc.so.6, an unsupported platform). `layerCommand` still works. */
 export class MounterUnavailable extends Schema.TaggedError<MounterUnavailable>()("MounterUnavailable", {
@@ -28,48 +37,149 @@ export class MounterUnavailable extends Schema.TaggedError<MounterUnavailable>()
   }
 }
 
-const errnoMap = getSystemErrorMap()
-
-/** The errno name and message for a positive errno, as strerror would give them. */
-const describeErrno = (errno: number): { readonly errno: string; readonly message: string } => {
-  const known = errnoMap.get(-errno)
-  return known === undefined
-    ? { errno: `E${errno}`, message: `errno ${errno}` }
-    : { errno: known[0], message: known[1] }
-}
-
-const loadUmount2 = Effect.try({
-  try: () => {
-    const libc = koffi.load("libc.so.6")
-    const umount2 = libc.func("int umount2(const char *target, int flags)") as (t: string, f: number) => number
-    return umount2
-  },
-  catch: (e) => new MounterUnavailable({ reason: "FfiUnavailable", detail: e instanceof Error ? e.message : String(e) })
+const unverified = (target: string, reason: Mounter.UnverifiedReason, detail: string): Mounter.UnmountResult => ({
+  _tag: "Unverified",
+  target,
+  reason,
+  detail
 })
 
 /**
- * The `Mounter` backed by in-process `umount2`. All targets of one call are
- * unmounted in one synchronous loop: with MNT_DETACH the syscall does not wait
- * for busy or unreachable file systems, so the loop cannot hang on them.
+ * Verifies and unmounts one target below `rootFd` (see the module comment);
+ * synchronous, so a whole pass is one tight loop of system calls.
  */
-export const make = Effect.map(loadUmount2, (umount2) =>
-  Mounter.Mounter.of({
-    unmount: (targets, options) =>
-      Effect.sync(() => {
-        const flags = options.lazy ? MNT_DETACH : 0
-        const out: Array<Mounter.UnmountResult> = []
-        for (const target of targets) {
-          if (umount2(target, flags) === 0) {
-            out.push({ _tag: "Unmounted", target })
-          } else {
-            const { errno, message } = describeErrno(koffi.errno())
-            out.push({ _tag: "Failed", target, failure: { target, errno, message } })
-          }
+const unmountOne = (
+  c: Libc,
+  rootFd: number,
+  rootPath: string,
+  target: Mounter.Target,
+  flags: number,
+  statBuf: Uint8Array,
+  state: { openat2: boolean }
+): Mounter.UnmountResult => {
+  const k = constants as NonNullable<typeof constants>
+  const rel = Mounter.below(rootPath, target.path)
+  if (rel === undefined) return unverified(target.path, "OutsideRoot", `not below the host root ${rootPath}`)
+  const names = Directory.components(FileName.encode(rel))
+  let fd = -1
+  if (names.length === 0) {
+    fd = c.openat(rootFd, cString(new Uint8Array([0x2e])), k.O_PATH | k.O_CLOEXEC, 0)
+  } else if (state.openat2) {
+    const how = new DataView(new ArrayBuffer(24))
+    how.setBigUint64(0, BigInt(k.O_PATH | k.O_NOFOLLOW | k.O_CLOEXEC), true)
+    how.setBigUint64(16, BigInt(k.RESOLVE_BENEATH | k.RESOLVE_NO_SYMLINKS | k.RESOLVE_NO_MAGICLINKS), true)
+    fd = c.openat2(rootFd, cString(FileName.encode(rel.slice(1))), new Uint8Array(how.buffer))
+    if (fd < 0 && describeErrno(c.errno()).errno === "ENOSYS") state.openat2 = false
+  }
+  if (names.length > 0 && !state.openat2) {
+    // One component at a time, each opened without following and checked.
+    let at = rootFd
+    fd = -2
+    for (const [i, name] of names.entries()) {
+      const next = c.openat(at, cString(name), k.O_PATH | k.O_NOFOLLOW | k.O_CLOEXEC, 0)
+      if (at !== rootFd) c.close(at)
+      if (next < 0) {
+        fd = -1
+        break
+      }
+      at = next
+      if (i < names.length - 1) {
+        if (c.statx(at, emptyPath, k.AT_EMPTY_PATH, k.STATX_BASIC_STATS, statBuf) !== 0) {
+          c.close(at)
+          fd = -1
+          break
         }
-        return out
+        const mode = new DataView(statBuf.buffer).getUint16(28, true) & 0o170000
+        if (mode !== 0o040000) {
+          c.close(at)
+          return unverified(target.path, "LinkInPath", `${FileName.display(FileName.decode(name))} is not a directory`)
+        }
+      }
+      fd = at
+    }
+  }
+  if (fd < 0) {
+    const { errno, message } = describeErrno(c.errno())
+    if (errno === "ENOENT") return unverified(target.path, "Gone", "the path no longer exists")
+    if (errno === "ELOOP" || errno === "ENOTDIR" || errno === "EXDEV") {
+      return unverified(target.path, "LinkInPath", `a link or a non-directory on the way (${errno})`)
+    }
+    return { _tag: "Failed", target: target.path, failure: { target: target.path, errno, message } }
+  }
+  const close = (r: Mounter.UnmountResult) => {
+    c.close(fd)
+    return r
+  }
+  if (
+    c.statx(fd, emptyPath, k.AT_EMPTY_PATH | k.AT_SYMLINK_NOFOLLOW, k.STATX_BASIC_STATS | k.STATX_MNT_ID, statBuf) !== 0
+  ) {
+    const { errno, message } = describeErrno(c.errno())
+    return close({ _tag: "Failed", target: target.path, failure: { target: target.path, errno, message } })
+  }
+  const view = new DataView(statBuf.buffer)
+  if ((view.getUint16(28, true) & 0o170000) === 0o120000) {
+    return close(unverified(target.path, "LinkInPath", "the mount point is now a symbolic link"))
+  }
+  const mountId =
+    (view.getUint32(0, true) & k.STATX_MNT_ID) !== 0 ? Number(view.getBigUint64(144, true)) : fdinfoMountId(fd)
+  if (mountId !== target.mountId) {
+    return close(unverified(target.path, "Moved", `the path leads to mount ${mountId}, not to mount ${target.mountId}`))
+  }
+  // Through the descriptor: the mount just verified, whatever the path says now.
+  // A non-lazy unmount cannot go that way (the descriptor itself keeps the
+  // mount busy): it goes by path, not following a final link, after the check.
+  const lazy = (flags & k.MNT_DETACH) !== 0
+  if (!lazy) c.close(fd)
+  const r = lazy
+    ? c.umount2(cString(FileName.encode(`/proc/self/fd/${fd}`)), flags)
+    : c.umount2(cString(FileName.encode(target.path)), flags | k.UMOUNT_NOFOLLOW)
+  if (!lazy) {
+    if (r === 0) return { _tag: "Unmounted", target: target.path }
+    const { errno, message } = describeErrno(c.errno())
+    return { _tag: "Failed", target: target.path, failure: { target: target.path, errno, message } }
+  }
+  if (r === 0) return close({ _tag: "Unmounted", target: target.path })
+  const { errno, message } = describeErrno(c.errno())
+  return close({ _tag: "Failed", target: target.path, failure: { target: target.path, errno, message } })
+}
+
+const fdinfoMountId = (fd: number): number => {
+  const text = readFileSync(`/proc/self/fdinfo/${fd}`, "latin1")
+  const m = /^mnt_id:\s*(\d+)/m.exec(text)
+  return m === null ? -1 : Number(m[1])
+}
+
+const loadLibc = Effect.suspend(() => {
+  const c = load()
+  return c instanceof LibcUnavailable
+    ? Effect.fail(new MounterUnavailable({ reason: "FfiUnavailable", detail: c.message }))
+    : Effect.succeed(c)
+})
+
+/**
+ * The `Mounter` backed by in-process system calls (see the module comment).
+ * All targets of one call are verified and unmounted in one synchronous
+ * loop: with MNT_DETACH the syscall does not wait for busy or unreachable
+ * file systems, so the loop cannot hang on them. The root handle must be the
+ * real `Directories`' (`NodeDirectory`).
+ */
+export const make = Effect.map(loadLibc, (c) => {
+  const statBuf = new Uint8Array(256)
+  const state = { openat2: true }
+  return Mounter.Mounter.of({
+    unmount: (root, targets, options) =>
+      Effect.suspend(() => {
+        const handle = fdOf(root)
+        if (handle === undefined) {
+          return Effect.die(new Error("NodeMounter: the root handle is not a NodeDirectory handle"))
+        }
+        const flags = options.lazy ? (constants as NonNullable<typeof constants>).MNT_DETACH : 0
+        const out: Array<Mounter.UnmountResult> = []
+        for (const t of targets) out.push(unmountOne(c, handle.fd, root.path, t, flags, statBuf, state))
+        return Effect.succeed(out)
       })
   })
-)
+})
 
 /** The in-process `Mounter` (see {@link make}); fails to build with {@link MounterUnavailable}. */
 export const layer: Layer.Layer<Mounter.Mounter, MounterUnavailable> = Layer.effect(Mounter.Mounter, make)
@@ -125,28 +235,83 @@ const countByMountPoint = (table: MountInfo.MountTable): Map<string, number> => 
 }
 
 /**
- * The `Mounter` that runs `umount [-l] -- targets...` through the spawner in
- * context. umount reports failures as text, so which targets were unmounted
- * is decided from the mount table: for a path given k times, as many of its
+ * The `Mounter` that runs `umount [-l] -c -- targets...` through the spawner
+ * in context, many targets per process, in the namespace the spawner's
+ * commands run in (`nsenter` for another one).
+ *
+ * What it can guarantee: before the commands run, each distinct target path
+ * is verified through the `Directories` in context, below the root handle,
+ * as the in-process layer does (resolved without following any link, its
+ * mount id compared with the table's; a stack is verified at its top and
+ * unmounted once per entry, top down); what fails verification is reported
+ * `Unverified` and not given to `umount`. What it cannot: `umount` is a
+ * process of its own and unmounts by path (`-c`: not canonicalised, but the
+ * kernel still follows links in it), so a link swapped into a parent between
+ * the check and the command can redirect that unmount. The operations read
+ * the table again after every pass, so such a detach is seen, not trusted.
+ *
+ * umount reports failures as text, so which targets were unmounted is
+ * decided from the mount table: for a path given k times, as many of its
  * occurrences succeeded as its entries decreased; the others take the reason
  * umount printed for that path.
  */
 export const makeCommand = (options?: CommandOptions) =>
   Effect.gen(function* () {
-    const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem>()
+    const context = yield* Effect.context<
+      ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
+    >()
     const tablePath = options?.mountInfo ?? MountInfo.DefaultPath
     const maxBytes = options?.maxArgBytes ?? 64 * 1024
     const countNow = MountInfo.read(tablePath).pipe(
       Effect.map(countByMountPoint),
       Effect.orElseSucceed(() => undefined)
     )
-    const unmount = Effect.fnUntraced(function* (targets: ReadonlyArray<string>, opts: Mounter.UnmountOptions) {
+    // Whether `t`'s path, resolved below `root` without links, leads to its mount.
+    const verify = (root: Directory.Handle, t: Mounter.Target) =>
+      Effect.gen(function* () {
+        const dirs = yield* Directory.Directories
+        const rel = Mounter.below(root.path, t.path)
+        if (rel === undefined) return { reason: "OutsideRoot" as const, detail: `not below the host root ${root.path}` }
+        const r = yield* Effect.result(
+          Effect.gen(function* () {
+            const at = yield* dirs.resolve(root, rel, { noSymlinks: true })
+            const held = at.name === undefined ? at.parent : yield* dirs.openPath(at.parent, at.name)
+            return yield* dirs.stat(held)
+          })
+        )
+        if (r._tag === "Failure") {
+          const e = r.failure
+          return e.reason === "NotFound"
+            ? { reason: "Gone" as const, detail: "the path no longer exists" }
+            : { reason: "LinkInPath" as const, detail: e.message }
+        }
+        if (r.success.type === "SymbolicLink")
+          return { reason: "LinkInPath" as const, detail: "the mount point is a link" }
+        return r.success.mountId === t.mountId
+          ? undefined
+          : {
+              reason: "Moved" as const,
+              detail: `the path leads to mount ${r.success.mountId}, not to mount ${t.mountId}`
+            }
+      }).pipe(Effect.scoped)
+    const unmount = Effect.fnUntraced(function* (
+      root: Directory.Handle,
+      targets: ReadonlyArray<Mounter.Target>,
+      opts: Mounter.UnmountOptions
+    ) {
       if (targets.length === 0) return []
+      // A stack is verified at its top: the first target of each path.
+      const checked = new Map<
+        string,
+        { readonly reason: Mounter.UnverifiedReason; readonly detail: string } | undefined
+      >()
+      for (const t of targets) if (!checked.has(t.tablePath)) checked.set(t.tablePath, yield* verify(root, t))
+      const verified = targets.filter((t) => checked.get(t.tablePath) === undefined).map((t) => t.tablePath)
       const before = yield* countNow
       const messages = new Map<string, string>()
       let spawnFailure: string | undefined
-      for (const part of chunk(targets, maxBytes)) {
-        const args = [...(opts.lazy ? ["-l"] : []), "--", ...part]
+      for (const part of chunk(verified, maxBytes)) {
+        const args = [...(opts.lazy ? ["-l"] : []), "-c", "--", ...part]
         const result = yield* Effect.result(HostCommand.run("umount", args))
         if (result._tag === "Failure") {
           spawnFailure ??= result.failure.detail
@@ -163,32 +328,40 @@ export const makeCommand = (options?: CommandOptions) =>
       if (before !== undefined && after !== undefined) {
         for (const [point, n] of before) gone.set(point, Math.max(0, n - (after.get(point) ?? 0)))
       }
-      return targets.map((target): Mounter.UnmountResult => {
-        const left = gone.get(target) ?? 0
+      return targets.map((t): Mounter.UnmountResult => {
+        const problem = checked.get(t.tablePath)
+        if (problem !== undefined) return { _tag: "Unverified", target: t.path, ...problem }
+        const left = gone.get(t.tablePath) ?? 0
         if (left > 0) {
-          gone.set(target, left - 1)
-          return { _tag: "Unmounted", target }
+          gone.set(t.tablePath, left - 1)
+          return { _tag: "Unmounted", target: t.path }
         }
         const why =
-          spawnFailure !== undefined && !messages.has(target)
+          spawnFailure !== undefined && !messages.has(t.tablePath)
             ? { errno: "ENOEXEC", message: `umount could not run: ${spawnFailure}` }
-            : classify(messages.get(target) ?? "")
-        return { _tag: "Failed", target, failure: { target, ...why } }
+            : classify(messages.get(t.tablePath) ?? "")
+        return { _tag: "Failed", target: t.path, failure: { target: t.path, ...why } }
       })
     })
     return Mounter.Mounter.of({
-      unmount: (targets, opts) => unmount(targets, opts).pipe(Effect.provide(context))
+      unmount: (root, targets, opts) => unmount(root, targets, opts).pipe(Effect.provide(context))
     })
   })
 
-/** The command-based `Mounter` (see {@link makeCommand}); requires a spawner and a FileSystem. */
+/** The command-based `Mounter` (see {@link makeCommand}); requires a spawner, a FileSystem and the `Directories`. */
 export const layerCommand = (
   options?: CommandOptions
-): Layer.Layer<Mounter.Mounter, never, ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem> =>
-  Layer.effect(Mounter.Mounter, makeCommand(options))
+): Layer.Layer<
+  Mounter.Mounter,
+  never,
+  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
+> => Layer.effect(Mounter.Mounter, makeCommand(options))
 
 /** The in-process `Mounter`, or the command-based one where the FFI cannot load. */
 export const layerWithFallback = (
   options?: CommandOptions
-): Layer.Layer<Mounter.Mounter, never, ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem> =>
-  Layer.catch(layer, () => layerCommand(options))
+): Layer.Layer<
+  Mounter.Mounter,
+  never,
+  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
+> => Layer.catch(layer, () => layerCommand(options))

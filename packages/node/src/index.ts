@@ -4,6 +4,8 @@
  * @since 0.1.0
  */
 
+/** The real `Directory.Directories`: directory handles over system calls (openat, statx, getdents64, ...). */
+export * as NodeDirectory from "./NodeDirectory.ts"
 /** The real `DnsResolvers`: Effect's `Dns` from @effect/platform-node, one resolver per name server. */
 export * as NodeDns from "./NodeDns.ts"
 /** All real services in one layer. */

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DnsResolvers, IsolationBackend, Mounter, MountInfo, Systemd } from "@hostnode/core"
+import { Directory, DnsResolvers, IsolationBackend, Mounter, MountInfo, Systemd } from "@hostnode/core"
 import { NodeHost } from "@hostnode/node"
 import { Effect } from "effect"
 
@@ -19,7 +19,10 @@ describe("NodeHost.layer", () => {
       assert.strictEqual(typeof dns.forServer, "function")
       assert.strictEqual(backend.name, "host")
       // nothing is unmounted for a path that has no mounts
-      const r = yield* mounter.unmount([], { lazy: true })
+      const dirs = yield* Directory.Directories
+      const r = yield* Effect.scoped(
+        Effect.flatMap(dirs.openRoot("/"), (root) => mounter.unmount(root, [], { lazy: true }))
+      )
       assert.deepStrictEqual(r, [])
     }).pipe(Effect.provide(NodeHost.layer))
   )

@@ -1,9 +1,7 @@
-import { NodeServices } from "@effect/platform-node"
 import { describe } from "@effect/vitest"
-import { NodeMounter } from "@hostnode/node"
-import { Gate, MountFixture } from "@hostnode/test"
+import { Gate } from "@hostnode/test"
 import { RepaveConformance } from "@hostnode/test/conformance"
-import { Layer } from "effect"
+import { realHost } from "./realHost.ts"
 
 const gate = Gate.check("repave on a real host root (real mounts)", [
   "root",
@@ -11,10 +9,7 @@ const gate = Gate.check("repave on a real host root (real mounts)", [
   { command: "mount" }
 ])
 
-const host = Layer.mergeAll(NodeMounter.layer, MountFixture.layerReal).pipe(
-  Layer.provideMerge(NodeServices.layer),
-  Layer.orDie
-)
+const host = realHost()
 
 describe.skipIf(gate.skip)("repave on real mounts in a private mount namespace", () => {
   RepaveConformance.resets("NodeServices", host)

@@ -9,27 +9,27 @@
 import { Mounter } from "@hostnode/core"
 import { Effect, Layer } from "effect"
 
-/** Refuses each target for which `refuse(target)` is true with `errno` (default EBUSY); passes the rest through in order. */
+/** Refuses each target whose path `refuse(path)` selects with `errno` (default EBUSY); passes the rest through in order. */
 export const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno = "EBUSY"): Mounter.Mounter =>
   Mounter.Mounter.of({
-    unmount: (targets, options) =>
+    unmount: (root, targets, options) =>
       Effect.gen(function* () {
         const out: Array<Mounter.UnmountResult> = []
         // Consecutive targets that are passed through go to the inner mounter
         // in one call, so the inner order and batching are kept.
-        let batch: Array<string> = []
+        let batch: Array<Mounter.Target> = []
         const flush = Effect.gen(function* () {
           if (batch.length === 0) return
-          out.push(...(yield* inner.unmount(batch, options)))
+          out.push(...(yield* inner.unmount(root, batch, options)))
           batch = []
         })
         for (const target of targets) {
-          if (refuse(target)) {
+          if (refuse(target.path)) {
             yield* flush
             out.push({
               _tag: "Failed",
-              target,
-              failure: { target, errno, message: `refused by FaultyMounter (${errno})` }
+              target: target.path,
+              failure: { target: target.path, errno, message: `refused by FaultyMounter (${errno})` }
             })
           } else {
             batch.push(target)

@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { posix } from "node:path"
-import { MountInfo } from "@hostnode/core"
+import { FileName, MountInfo } from "@hostnode/core"
 import { ByteSize, Clock, Effect, FileSystem, Option, type PlatformError, Random, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import {
@@ -32,6 +32,15 @@ import {
   toPlatformError
 } from "./internal/errno.ts"
 import { admit, complete, type Journal, MemoryHostCrashed } from "./internal/journal.ts"
+
+/**
+ * `text` as Node's UTF-8 encoding sees it: every lone surrogate (which is
+ * how the lossless `FileName` form writes a byte that is not UTF-8) replaced
+ * by U+FFFD. The FileSystem API is made of JavaScript strings, so this is
+ * all of a name it can name or return; only directory handles see the bytes.
+ */
+export const wellFormed = (text: string): string =>
+  text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd")
 
 // ---------------------------------------------------------------------------
 // Model
@@ -390,7 +399,11 @@ const walkLast = (st: FsState, path: string, start: Frame, ctx: Ctx): Last | Fai
   if (path === "") return fail("ENOENT")
   if (Buffer.byteLength(path) >= PATH_MAX) return fail("ENAMETOOLONG")
   let frame = path.startsWith("/") ? rootFrame(st) : start
-  const names = path.split("/").filter((n) => n !== "")
+  // A JavaScript string reaches the kernel as UTF-8 (Node encodes a lone
+  // surrogate as U+FFFD): names not valid UTF-8 are out of its reach, as on Linux.
+  const names = wellFormed(path)
+    .split("/")
+    .filter((n) => n !== "")
   if (names.length === 0) return { _tag: "Special", kind: "root", frame }
   for (let i = 0; i < names.length - 1; i++) {
     const next = step(st, frame, names[i]!, ctx)
@@ -1645,25 +1658,30 @@ export const make = (host: FsHost): FileSystem.FileSystem => {
       operate(host, meta(st, "readDirectory", path), (now) => {
         if (options?.recursive) return readdirRecursive(st, path, now)
         const entries = sysReaddir(st, path, now)
-        return entries instanceof Errno ? entries : entries.map(([name]) => name)
+        // Node decodes names as UTF-8, lossily: a name that is not valid UTF-8 comes back with U+FFFD.
+        return entries instanceof Errno ? entries : entries.map(([name]) => wellFormed(name))
       }),
     readDirectoryEntries: (path) =>
       operate(host, meta(st, "readDirectoryEntries", path), (now) => {
         const entries = sysReaddir(st, path, now)
         return entries instanceof Errno
           ? entries
-          : entries.map(([name, node]): FileSystem.DirectoryEntry => ({ name, type: node.type }))
+          : entries.map(([name, node]): FileSystem.DirectoryEntry => ({ name: wellFormed(name), type: node.type }))
       }),
     readFile: (path) =>
       operate(host, meta(st, "readFile", path), (now) => {
-        if (isProcMountinfo(absolute(st, path))) return encoder.encode(MountInfo.render(mountEntries(st)))
+        if (isProcMountinfo(absolute(st, path))) return FileName.encode(MountInfo.render(mountEntries(st)))
         const node = sysOpen(st, path, openFlags("r"), 0, now)
         if (node instanceof Errno) return node
         if (node.type !== "File") return errno("EISDIR", "read")
         touchRead(node, now)
         return fileBytes(node).slice()
       }),
-    readLink: (path) => operate(host, meta(st, "readLink", path), () => sysReadlink(st, path)),
+    readLink: (path) =>
+      operate(host, meta(st, "readLink", path), () => {
+        const t = sysReadlink(st, path)
+        return typeof t === "string" ? wellFormed(t) : t
+      }),
     realPath: (path) => operate(host, meta(st, "realPath", path), () => realpathNode(st, path)),
     remove: (path, options) => remove("remove", path, options),
     rename: (oldPath, newPath) =>
@@ -2066,8 +2084,18 @@ export const unmount = (host: FsHost, target: string, lazy: boolean): undefined 
   if (f instanceof Fail) return withSyscall(f, "umount2", target)
   const frame = f.frame
   if (frame === undefined || frame.dir !== frame.mount.root) return errno("EINVAL", "umount2", target)
-  const mount = frame.mount
+  return unmountMount(host, frame.mount, lazy, target)
+}
+
+/**
+ * Unmounts `mount` itself (what `umount2` through a descriptor of its root
+ * does): EINVAL when it is detached already or is the namespace's root, EBUSY
+ * when not lazy and it is in use.
+ */
+export const unmountMount = (host: FsHost, mount: Mount, lazy: boolean, target: string): undefined | Errno => {
+  const st = host.fs
   const parent = mount.parent
+  if (!isAttached(st, mount)) return errno("EINVAL", "umount2", target)
   if (parent === undefined) return errno(lazy ? "EINVAL" : "EBUSY", "umount2", target)
   if (!lazy) {
     if (mount.children.length > 0) return errno("EBUSY", "umount2", target)
@@ -2172,3 +2200,39 @@ export const isDirectoryAt = (st: FsState, path: string): boolean => {
 
 /** `path` made absolute against "/" with `.` and `..` removed lexically. */
 export const normalizeAbsolute = (path: string): string => posix.resolve("/", path)
+
+/** True while `mount` is in the namespace: it and every mount above it still attached. */
+export const isAttached = (st: FsState, mount: Mount): boolean => {
+  for (let m = mount; m.parent !== undefined; m = m.parent) if (!m.parent.children.includes(m)) return false
+  let top = mount
+  while (top.parent !== undefined) top = top.parent
+  return top === st.rootMount
+}
+
+/**
+ * The building blocks the directory-handle simulation (`MemoryDirectories`)
+ * shares with this file system, so both act on the same inodes with the same
+ * rules. Internal to @hostnode/test.
+ */
+export const internals = {
+  rootFrame,
+  enterFrame,
+  walkFinal,
+  finalFrame,
+  isMountpoint,
+  chainHas,
+  addEntry,
+  removeEntry,
+  unlinkInode,
+  createFile,
+  createDirectory,
+  createSymlink,
+  fileBytes,
+  setSize,
+  writeAt,
+  touchRead,
+  isFail: (u: unknown): u is { readonly code: ErrnoCode } => u instanceof Fail,
+  S_ISUID,
+  S_ISGID,
+  S_IXGRP
+}

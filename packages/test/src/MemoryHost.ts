@@ -12,17 +12,25 @@
  *
  * @since 0.1.0
  */
-import { Mounter, type MountInfo } from "@hostnode/core"
+import { Directory, Mounter, type MountInfo } from "@hostnode/core"
 import { Clock, Context, Effect, FileSystem, Layer, Path, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type { ErrnoCode } from "./internal/errno.ts"
-import { type Fault, type Journal, MemoryHostCrashed, makeJournal, type Operation } from "./internal/journal.ts"
+import {
+  type Fault,
+  type Journal,
+  MemoryHostCrashed,
+  makeJournal,
+  type Operation,
+  type Upcoming
+} from "./internal/journal.ts"
 import * as MemoryCommands from "./MemoryCommands.ts"
+import * as MemoryDirectories from "./MemoryDirectories.ts"
 import * as MemoryFileSystem from "./MemoryFileSystem.ts"
 import * as MemoryMounts from "./MemoryMounts.ts"
 
 /** The journal's vocabulary, re-exported so tests need only this module. */
-export type { ErrnoCode, Fault, Operation }
+export type { ErrnoCode, Fault, Operation, Upcoming }
 /** The defect of a crashed simulated process; see `crashAfter` and `isCrash`. */
 export { MemoryHostCrashed }
 
@@ -108,6 +116,15 @@ export interface Service {
   readonly failUnmount: (target: string, errno: ErrnoCode) => Effect.Effect<void>
   /** Disarms every `failUnmount`. */
   readonly clearUnmountFaults: Effect.Effect<void>
+  /**
+   * The adversary seam: `act` runs before every later operation of the
+   * simulated process (file system, directory handles, unmounts), told which
+   * one comes next, and may change the host directly (swap a directory for a
+   * link, bind-mount something, rename a parent: see `MemoryAdversary`), as a
+   * pod's process writing concurrently would between two system calls.
+   * `undefined` removes it. Its own changes are not operations of the process.
+   */
+  readonly adversary: (act: ((upcoming: Upcoming) => void) | undefined) => Effect.Effect<void>
 }
 
 /** The key of the inspection service, provided by `layer`. */
@@ -172,7 +189,11 @@ const makeService = (state: HostState): Service => ({
     }),
   clearUnmountFaults: Effect.sync(() => {
     state.unmountFaults.clear()
-  })
+  }),
+  adversary: (act) =>
+    Effect.sync(() => {
+      state.journal.adversary = act
+    })
 })
 
 /**
@@ -228,18 +249,20 @@ export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
 /**
  * A fresh simulated host: `FileSystem` (Linux semantics for root, errors as
  * NodeFileSystem raises them), `Path` (effect's POSIX `Path.layer`), the
- * in-memory `Mounter` and the `MemoryHost` service. Each build of the layer is
+ * directory handles (`MemoryDirectories`), the in-memory `Mounter` and the
+ * `MemoryHost` service. Each build of the layer is
  * a new, independent host.
  */
 export const layer = (
   options: Options = {}
-): Layer.Layer<MemoryHost | FileSystem.FileSystem | Path.Path | Mounter.Mounter> =>
+): Layer.Layer<MemoryHost | FileSystem.FileSystem | Path.Path | Mounter.Mounter | Directory.Directories> =>
   Layer.merge(
     Layer.effectContext(
       Effect.map(makeState(options), (state) =>
         Context.make(MemoryHost, makeService(state)).pipe(
           Context.add(FileSystem.FileSystem, MemoryFileSystem.make(state)),
-          Context.add(Mounter.Mounter, MemoryMounts.makeMounter(state))
+          Context.add(Mounter.Mounter, MemoryMounts.makeMounter(state)),
+          Context.add(Directory.Directories, MemoryDirectories.make(state))
         )
       )
     ),

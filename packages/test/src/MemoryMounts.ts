@@ -14,11 +14,12 @@
  *
  * @since 0.1.0
  */
-import { Mounter } from "@hostnode/core"
+import { Directory, FileName, Mounter } from "@hostnode/core"
 import { Clock, Effect, Schema } from "effect"
 import { Errno, type ErrnoCode, errnoTable } from "./internal/errno.ts"
 import { admit, complete } from "./internal/journal.ts"
 import type * as MemoryCommands from "./MemoryCommands.ts"
+import * as MemoryDirectories from "./MemoryDirectories.ts"
 import * as MemoryFileSystem from "./MemoryFileSystem.ts"
 import type { HostState } from "./MemoryHost.ts"
 
@@ -77,25 +78,84 @@ const unmountOne = (state: HostState, target: string, lazy: boolean): string | u
 }
 
 /**
+ * Verifies one target below the root handle's frame as the real layer does
+ * (every component a directory reached without a link, the mount reached
+ * the one listed) and unmounts that very mount; the result, and the errno
+ * code for the journal.
+ */
+const verifyAndUnmount = (
+  state: HostState,
+  root: MemoryDirectories.MemoryHandle,
+  target: Mounter.Target,
+  lazy: boolean
+): Mounter.UnmountResult => {
+  const unverified = (reason: Mounter.UnverifiedReason, detail: string): Mounter.UnmountResult => ({
+    _tag: "Unverified",
+    target: target.path,
+    reason,
+    detail
+  })
+  const rel = Mounter.below(root.path, target.path)
+  if (rel === undefined) return unverified("OutsideRoot", `not below the host root ${root.path}`)
+  const I = MemoryFileSystem.internals
+  let frame = root.frame
+  for (const bytes of Directory.components(FileName.encode(rel))) {
+    const name = FileName.decode(bytes)
+    const node = frame.dir.entries.get(name)
+    if (node === undefined) return unverified("Gone", "the path no longer exists")
+    if (node.type !== "Directory") {
+      return node.type === "SymbolicLink"
+        ? unverified("LinkInPath", `${FileName.display(name)} is a symbolic link`)
+        : unverified(
+            "Moved",
+            `${FileName.display(name)} is a file: the path leads to mount ${frame.mount.id}, not to mount ${target.mountId}`
+          )
+    }
+    frame = I.enterFrame(frame, name, node)
+  }
+  if (frame.mount.id !== target.mountId) {
+    return unverified("Moved", `the path leads to mount ${frame.mount.id}, not to mount ${target.mountId}`)
+  }
+  const fault = state.unmountFaults.get(absolute(state, target.path))
+  const code = fault ?? MemoryFileSystem.unmountMount(state, frame.mount, lazy, target.path)?.code
+  return code === undefined
+    ? { _tag: "Unmounted", target: target.path }
+    : { _tag: "Failed", target: target.path, failure: { target: target.path, errno: code, message: strerror(code) } }
+}
+
+/**
  * The in-memory `Mounter`: each target is one `umount2` of the simulated
- * process, in order, through the journal (see the module comment).
+ * process, in order, through the journal (see the module comment), verified
+ * below the root handle first as `NodeMounter.layer` verifies it.
  */
 export const makeMounter = (state: HostState): Mounter.Mounter =>
   Mounter.Mounter.of({
-    unmount: (targets, options) =>
+    unmount: (root, targets, options) =>
       Effect.suspend(() => {
+        const handle = MemoryDirectories.frameOf(root)
+        if (handle === undefined)
+          return Effect.die(new Error("MemoryMounts: the root handle is not the simulated host's"))
         const out: Array<Mounter.UnmountResult> = []
         for (const target of targets) {
-          const paths = [absolute(state, target)]
+          const paths = [absolute(state, target.path)]
           const gate = admit(state.journal, "unmount", paths)
           if (gate._tag === "Crashed") return Effect.die(gate.defect)
-          const code = gate._tag === "Inject" ? gate.fault.code : unmountOne(state, target, options.lazy)
-          complete(state.journal, "unmount", paths, code ?? "ok", gate._tag === "Inject")
-          out.push(
-            code === undefined
-              ? { _tag: "Unmounted", target }
-              : { _tag: "Failed", target, failure: { target, errno: code, message: strerror(code) } }
+          const r: Mounter.UnmountResult =
+            gate._tag === "Inject"
+              ? {
+                  _tag: "Failed",
+                  target: target.path,
+                  failure: { target: target.path, errno: gate.fault.code, message: strerror(gate.fault.code) }
+                }
+              : verifyAndUnmount(state, handle, target, options.lazy)
+          complete(
+            state.journal,
+            "unmount",
+            paths,
+            r._tag === "Unmounted" ? "ok" : r._tag === "Failed" ? r.failure.errno : `unverified:${r.reason}`,
+            gate._tag === "Inject"
           )
+          out.push(r)
         }
         return Effect.succeed(out)
       })
@@ -133,7 +193,7 @@ const recursiveTargets = (state: HostState, target: string): Array<string> | und
 }
 
 /**
- * `umount [-l] [-R] [--] targets...`: each target unmounted in order, a
+ * `umount [-l] [-R] [-c] [--] targets...`: each target unmounted in order, a
  * failure printed as util-linux prints it, exit 32 when any failed.
  */
 export const umountInterpreter =
@@ -146,9 +206,12 @@ export const umountInterpreter =
       let options = true
       for (const a of args) {
         if (options && a === "--") options = false
-        else if (options && /^-[lRf]+$/.test(a)) {
+        // -c (--no-canonicalize) changes nothing here: paths are taken as given anyway.
+        else if (options && /^-[lRfc]+$/.test(a)) {
           if (a.includes("l")) lazy = true
           if (a.includes("R")) recursive = true
+        } else if (options && a === "--no-canonicalize") {
+          // as -c
         } else if (options && (a === "--lazy" || a === "--recursive")) {
           if (a === "--lazy") lazy = true
           else recursive = true

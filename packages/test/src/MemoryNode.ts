@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { DnsResolvers, IsolationBackend, type Mounter, Systemd } from "@hostnode/core"
+import { type Directory, DnsResolvers, IsolationBackend, type Mounter, Systemd } from "@hostnode/core"
 import { Context, type Duration, Effect, type FileSystem, Layer, type Path } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import { ChildProcessSpawner } from "effect/process"
@@ -62,6 +62,7 @@ export type Services =
   | MemoryHost.MemoryHost
   | FileSystem.FileSystem
   | Path.Path
+  | Directory.Directories
   | Mounter.Mounter
   | ChildProcessSpawner.ChildProcessSpawner
   | Systemd.Systemd

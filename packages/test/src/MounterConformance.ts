@@ -2,38 +2,56 @@
  * The conformance suite for `Mounter` implementations: what the real
  * in-process and command-based mounters do, and what the simulated host's
  * mounter must do the same way. A function taking a Layer, so each
- * implementation (and a user's own) runs the very same tests.
+ * implementation (and a user's own) runs the very same tests. Every target is
+ * given as the table lists it (path and mount id) below a root handle on the
+ * sandbox, and a target whose path no longer leads to that mount must be
+ * reported `Unverified` and left mounted.
  *
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
-import { Mounter, type MountInfo } from "@hostnode/core"
+import { Directory, Mounter, type MountInfo } from "@hostnode/core"
 import { Effect, FileSystem, type Layer } from "effect"
 import { MountFixture } from "./MountFixture.ts"
 
 const countAt = (table: MountInfo.MountTable, path: string): number => table.filter((e) => e.mountPoint === path).length
 
+/** The targets at `path` as the table lists them, top of a stack first. */
+const targetsAt = (table: MountInfo.MountTable, path: string): Array<Mounter.Target> =>
+  table
+    .filter((e) => e.mountPoint === path)
+    .sort((a, b) => b.id - a.id)
+    .map((e) => ({ path, mountId: e.id, tablePath: e.mountPoint }))
+
+/** A sandbox and a root handle on it. */
+const setup = Effect.gen(function* () {
+  const fx = yield* MountFixture
+  const fs = yield* FileSystem.FileSystem
+  const dirs = yield* Directory.Directories
+  const box = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
+  const root = yield* dirs.openRoot(box).pipe(Effect.orDie)
+  return { fx, fs, box, root, mounter: yield* Mounter.Mounter }
+})
+
 /**
  * Registers the suite under `name`. `hostLayer` provides the `Mounter` under
- * test, a `MountFixture` that makes mounts in the same mount namespace, and the
- * `FileSystem` that sees them.
+ * test, a `MountFixture` that makes mounts in the same mount namespace, the
+ * `FileSystem` that sees them and the `Directories` the root handle comes from.
  */
 export const suite = (
   name: string,
-  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem>
+  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem | Directory.Directories>
 ): void =>
   layer(hostLayer)(`Mounter conformance: ${name}`, (it) => {
     it.effect("unmounts a tmpfs and reports it", () =>
       Effect.gen(function* () {
-        const fx = yield* MountFixture
-        const fs = yield* FileSystem.FileSystem
-        const mounter = yield* Mounter.Mounter
-        const box = yield* fx.sandbox
+        const { fx, fs, box, root, mounter } = yield* setup
         yield* fs.makeDirectory(`${box}/m`)
         yield* fx.tmpfs(`${box}/m`)
         yield* fs.writeFileString(`${box}/m/file`, "on tmpfs")
-        assert.strictEqual(countAt(yield* fx.table, `${box}/m`), 1)
-        const r = yield* mounter.unmount([`${box}/m`], { lazy: true })
+        const targets = targetsAt(yield* fx.table, `${box}/m`)
+        assert.strictEqual(targets.length, 1)
+        const r = yield* mounter.unmount(root, targets, { lazy: true })
         assert.deepStrictEqual(r, [{ _tag: "Unmounted", target: `${box}/m` }])
         assert.strictEqual(countAt(yield* fx.table, `${box}/m`), 0)
         // the directory underneath is visible again, without the tmpfs's file
@@ -41,62 +59,93 @@ export const suite = (
       })
     )
 
-    it.effect("a directory that is not a mount point fails with EINVAL, a missing path with ENOENT", () =>
+    it.effect("a path that leads to another mount, or to none, is not unmounted: Moved or Gone", () =>
       Effect.gen(function* () {
-        const fx = yield* MountFixture
-        const fs = yield* FileSystem.FileSystem
-        const mounter = yield* Mounter.Mounter
-        const box = yield* fx.sandbox
+        const { fx, fs, box, root, mounter } = yield* setup
         yield* fs.makeDirectory(`${box}/plain`)
-        const r = yield* mounter.unmount([`${box}/plain`, `${box}/missing`], { lazy: true })
-        assert.strictEqual(r.length, 2)
-        const [plain, missing] = r
-        assert.strictEqual(plain?._tag, "Failed")
-        assert.strictEqual(missing?._tag, "Failed")
-        if (plain?._tag === "Failed") assert.strictEqual(plain.failure.errno, "EINVAL")
-        if (missing?._tag === "Failed") assert.strictEqual(missing.failure.errno, "ENOENT")
+        yield* fs.makeDirectory(`${box}/m`)
+        yield* fx.tmpfs(`${box}/m`)
+        const [under] = targetsAt(yield* fx.table, `${box}/m`)
+        // Something mounted over it since the table was read: the path leads to the new mount.
+        yield* fx.tmpfs(`${box}/m`)
+        const before = yield* fx.table
+        const r = yield* mounter.unmount(
+          root,
+          [
+            ...(under === undefined ? [] : [under]),
+            { path: `${box}/plain`, mountId: under?.mountId ?? 0, tablePath: `${box}/plain` },
+            { path: `${box}/missing`, mountId: under?.mountId ?? 0, tablePath: `${box}/missing` }
+          ],
+          { lazy: true }
+        )
+        assert.deepStrictEqual(
+          r.map((x) => (x._tag === "Unverified" ? x.reason : x._tag)),
+          ["Moved", "Moved", "Gone"]
+        )
+        assert.deepStrictEqual(
+          (yield* fx.table).map((e) => e.id),
+          before.map((e) => e.id)
+        )
       })
     )
 
-    it.effect("on stacked mounts each unmount removes the top one; the same target repeated removes them all", () =>
+    it.effect("a link in the path is never followed: LinkInPath, and the mount it leads to stays", () =>
       Effect.gen(function* () {
-        const fx = yield* MountFixture
-        const fs = yield* FileSystem.FileSystem
-        const mounter = yield* Mounter.Mounter
-        const box = yield* fx.sandbox
+        const { fx, fs, box, root, mounter } = yield* setup
+        yield* fs.makeDirectory(`${box}/real/m`, { recursive: true })
+        yield* fx.tmpfs(`${box}/real/m`)
+        const [t] = targetsAt(yield* fx.table, `${box}/real/m`)
+        if (t === undefined) return assert.fail("no mount")
+        // The table's path now has a link where a directory was (a swap after the table was read).
+        yield* fs.rename(`${box}/real`, `${box}/elsewhere`)
+        yield* fs.symlink(`${box}/elsewhere`, `${box}/real`)
+        const r = yield* mounter.unmount(root, [t], { lazy: true })
+        assert.strictEqual(r[0]?._tag === "Unverified" && r[0].reason, "LinkInPath")
+        assert.strictEqual(countAt(yield* fx.table, `${box}/elsewhere/m`), 1)
+        // And a target outside the root handle is refused as such.
+        const outside = yield* mounter.unmount(root, [{ ...t, path: "/outside-of-it" }], { lazy: true })
+        assert.strictEqual(outside[0]?._tag === "Unverified" && outside[0].reason, "OutsideRoot")
+      })
+    )
+
+    it.effect("on stacked mounts each target removes the top one, listed top first", () =>
+      Effect.gen(function* () {
+        const { fx, fs, box, root, mounter } = yield* setup
         const p = `${box}/stack`
         yield* fs.makeDirectory(p)
         for (let i = 0; i < 5; i++) {
           yield* fx.tmpfs(p)
           yield* fs.writeFileString(`${p}/layer`, String(i))
         }
-        assert.strictEqual(countAt(yield* fx.table, p), 5)
-        yield* mounter.unmount([p], { lazy: true })
+        const all = targetsAt(yield* fx.table, p)
+        assert.strictEqual(all.length, 5)
+        yield* mounter.unmount(root, all.slice(0, 1), { lazy: true })
         assert.strictEqual(countAt(yield* fx.table, p), 4)
         assert.strictEqual(yield* fs.readFileString(`${p}/layer`), "3")
-        const r = yield* mounter.unmount([p, p, p, p], { lazy: true })
-        assert.isTrue(r.every((x) => x._tag === "Unmounted"))
+        const r = yield* mounter.unmount(root, all.slice(1), { lazy: true })
+        assert.isTrue(
+          r.every((x) => x._tag === "Unmounted"),
+          JSON.stringify(r)
+        )
         assert.strictEqual(countAt(yield* fx.table, p), 0)
       })
     )
 
     it.effect("a busy mount fails with EBUSY unless lazy", () =>
       Effect.gen(function* () {
-        const fx = yield* MountFixture
-        const fs = yield* FileSystem.FileSystem
-        const mounter = yield* Mounter.Mounter
-        const box = yield* fx.sandbox
+        const { fx, fs, box, root, mounter } = yield* setup
         const p = `${box}/busy`
         yield* fs.makeDirectory(p)
         yield* fx.tmpfs(p)
+        const targets = targetsAt(yield* fx.table, p)
         yield* Effect.scoped(
           Effect.gen(function* () {
             yield* fs.open(`${p}/held`, { flag: "w" })
-            const strict = yield* mounter.unmount([p], { lazy: false })
+            const strict = yield* mounter.unmount(root, targets, { lazy: false })
             assert.strictEqual(strict[0]?._tag, "Failed")
             if (strict[0]?._tag === "Failed") assert.strictEqual(strict[0].failure.errno, "EBUSY")
             assert.strictEqual(countAt(yield* fx.table, p), 1)
-            const lazy = yield* mounter.unmount([p], { lazy: true })
+            const lazy = yield* mounter.unmount(root, targets, { lazy: true })
             assert.strictEqual(lazy[0]?._tag, "Unmounted")
             assert.strictEqual(countAt(yield* fx.table, p), 0)
           })
@@ -106,16 +155,13 @@ export const suite = (
 
     it.effect("a bind mount is unmounted without touching its source", () =>
       Effect.gen(function* () {
-        const fx = yield* MountFixture
-        const fs = yield* FileSystem.FileSystem
-        const mounter = yield* Mounter.Mounter
-        const box = yield* fx.sandbox
+        const { fx, fs, box, root, mounter } = yield* setup
         yield* fs.makeDirectory(`${box}/src`)
         yield* fs.makeDirectory(`${box}/dst`)
         yield* fs.writeFileString(`${box}/src/data`, "csi data")
         yield* fx.bind(`${box}/src`, `${box}/dst`)
         assert.strictEqual(yield* fs.readFileString(`${box}/dst/data`), "csi data")
-        const r = yield* mounter.unmount([`${box}/dst`], { lazy: true })
+        const r = yield* mounter.unmount(root, targetsAt(yield* fx.table, `${box}/dst`), { lazy: true })
         assert.strictEqual(r[0]?._tag, "Unmounted")
         assert.isFalse(yield* fs.exists(`${box}/dst/data`))
         assert.strictEqual(yield* fs.readFileString(`${box}/src/data`), "csi data")
@@ -124,15 +170,12 @@ export const suite = (
 
     it.effect("a lazy unmount of a parent detaches its children too", () =>
       Effect.gen(function* () {
-        const fx = yield* MountFixture
-        const fs = yield* FileSystem.FileSystem
-        const mounter = yield* Mounter.Mounter
-        const box = yield* fx.sandbox
+        const { fx, fs, box, root, mounter } = yield* setup
         yield* fs.makeDirectory(`${box}/p`)
         yield* fx.tmpfs(`${box}/p`)
         yield* fs.makeDirectory(`${box}/p/c`)
         yield* fx.tmpfs(`${box}/p/c`)
-        const r = yield* mounter.unmount([`${box}/p`], { lazy: true })
+        const r = yield* mounter.unmount(root, targetsAt(yield* fx.table, `${box}/p`), { lazy: true })
         assert.strictEqual(r[0]?._tag, "Unmounted")
         const t = yield* fx.table
         assert.strictEqual(countAt(t, `${box}/p`) + countAt(t, `${box}/p/c`), 0)

@@ -33,7 +33,7 @@
  */
 import { createHash } from "node:crypto"
 import { assert, layer } from "@effect/vitest"
-import { HostPath, type Mounter, MountInfo, NodeStart, Repave, SafeRemove, Unmount } from "@hostnode/core"
+import { Directory, HostPath, type Mounter, MountInfo, NodeStart, Repave, SafeRemove, Unmount } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 import * as FaultyMounter from "./FaultyMounter.ts"
 import * as Fence from "./FencedFileSystem.ts"
@@ -346,7 +346,10 @@ const attacks: ReadonlyArray<AttackCase> = [
  * the symlink attacks, and each auth mode. `hostLayer` provides the
  * `FileSystem` and a `MountFixture` (only `sandbox` and `mountInfo` are used).
  */
-export const resets = (name: string, hostLayer: Layer.Layer<MountFixture | FileSystem.FileSystem>): void =>
+export const resets = (
+  name: string,
+  hostLayer: Layer.Layer<MountFixture | FileSystem.FileSystem | Directory.Directories>
+): void =>
   layer(hostLayer)(`repave resets: ${name}`, (it) => {
     // The base tree every reset test starts from.
     const build = (extra: (sandbox: string) => Readonly<Record<string, Plant | null>> = () => ({})) =>
@@ -538,6 +541,7 @@ export const resets = (name: string, hostLayer: Layer.Layer<MountFixture | FileS
     it.effect("a directory swapped for a symlink just after it was listed is not followed", () =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
+        const dirs = yield* Directory.Directories
         // The link's target holds the same names as the directory it replaces.
         const s = yield* build(() => ({
           "outside/race/10.244.1.7": "not ours",
@@ -547,18 +551,18 @@ export const resets = (name: string, hostLayer: Layer.Layer<MountFixture | FileS
         const victim = `${s.root}/var/lib/cni/networks/k8s-pod-network`
         let swapped = false
         // The race, made deterministic: the listing returns the directory's
-        // names, then the directory is moved away and a link to the sentinel
-        // put in its place, before the names are used.
-        const racing: FileSystem.FileSystem = {
-          ...fs,
-          readDirectory: (path, options) =>
-            Effect.tap(fs.readDirectory(path, options), () =>
-              path !== victim || swapped
+        // names, then the directory is moved aside (inside the root) and a
+        // link to the sentinel put in its place, before the names are used.
+        const racing: Directory.Directories = {
+          ...dirs,
+          list: (dir) =>
+            Effect.tap(dirs.list(dir), () =>
+              dir.path !== victim || swapped
                 ? Effect.void
                 : Effect.sync(() => {
                     swapped = true
                   }).pipe(
-                    Effect.andThen(fs.rename(victim, `${s.sandbox}/moved`)),
+                    Effect.andThen(fs.rename(victim, `${s.root}/moved`)),
                     Effect.andThen(fs.symlink(`${s.outside}/race`, victim)),
                     Effect.orDie
                   )
@@ -567,7 +571,7 @@ export const resets = (name: string, hostLayer: Layer.Layer<MountFixture | FileS
         const before = yield* snapshot(s.sandbox)
         const result = yield* outcome(Repave.resetCniState({ hostRoot: s.root, mountInfo: s.mountInfo })).pipe(
           Fence.within([s.sandbox]),
-          Effect.provideService(FileSystem.FileSystem, racing)
+          Effect.provideService(Directory.Directories, racing)
         )
         assert.isTrue(swapped)
         assert.strictEqual(result._tag, "ResetError")
@@ -577,15 +581,18 @@ export const resets = (name: string, hostLayer: Layer.Layer<MountFixture | FileS
         )
         assert.include(keptOf(result)[0]?.detail ?? "", "replaced while it was being removed")
         const after = yield* snapshot(s.sandbox)
-        // The sentinel the link points at, and the moved directory, are intact.
+        // The sentinel the link points at, and everything outside the root, are intact.
         assert.deepStrictEqual(
           differences(before, after, (k) => !isUnder("outside", k)),
           []
         )
-        const movedFrom = "root/var/lib/cni/networks/k8s-pod-network/"
-        for (const [k, v] of Object.entries(before)) {
-          if (k.startsWith(movedFrom)) assert.strictEqual(after[`moved/${k.slice(movedFrom.length)}`], v, k)
-        }
+        // The link planted at the directory's name is still there, unfollowed.
+        assert.strictEqual(after["root/var/lib/cni/networks/k8s-pod-network"], `l ${s.outside}/race`)
+        // What was emptied is the directory that was opened, wherever it went: its handle, not its name.
+        assert.deepStrictEqual(
+          Object.keys(after).filter((k) => isUnder("root/moved", k)),
+          ["root/moved"]
+        )
       })
     )
 
@@ -716,7 +723,7 @@ export const buildKubeletLayout = Effect.gen(function* () {
  */
 export const mounts = (
   name: string,
-  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem>
+  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem | Directory.Directories>
 ): void =>
   layer(hostLayer)(`repave on mounts: ${name}`, (it) => {
     const tableBelow = (dir: string) =>
@@ -882,9 +889,14 @@ export const mounts = (
         const fs = yield* FileSystem.FileSystem
         const l = yield* buildKubeletLayout
         // The table of a namespace whose `/` is the host root: its paths lack the root's prefix.
-        const own = (yield* fx.table).filter((e) => Unmount.covers(l.root, HostPath.clean(e.mountPoint)))
+        const table = yield* fx.table
+        const own = table.filter((e) => Unmount.covers(l.root, HostPath.clean(e.mountPoint)))
+        // Their `/` is the mount the root is on (the sandbox's), under the id it really has.
+        const rootMount = table
+          .filter((e) => Unmount.covers(HostPath.clean(e.mountPoint), l.root))
+          .sort((a, b) => b.mountPoint.length - a.mountPoint.length || b.id - a.id)[0] as MountInfo.MountEntry
         const theirs = [
-          { ...(own[0] as MountInfo.MountEntry), id: 1, parentId: 0, major: 8, minor: 1, root: "/", mountPoint: "/" },
+          { ...rootMount, parentId: 0, root: "/", mountPoint: "/" },
           ...own.map((e) => ({ ...e, mountPoint: e.mountPoint.slice(l.root.length) }))
         ]
         const path = `${l.sandbox}/their-mountinfo`
@@ -1222,7 +1234,7 @@ const inTargets = (rel: string, linked: ReadonlySet<string>): boolean => {
  */
 export const properties = (
   name: string,
-  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem>,
+  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem | Directory.Directories>,
   options?: { readonly runs?: number | undefined }
 ): void =>
   layer(hostLayer)(`repave properties: ${name}`, (it) => {

@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
-import { HostPath, type Mounter, type MountInfo, Unmount } from "@hostnode/core"
+import { type Directory, HostPath, type Mounter, type MountInfo, Unmount } from "@hostnode/core"
 import { Effect, FileSystem, type Layer } from "effect"
 import * as FaultyMounter from "./FaultyMounter.ts"
 import { MountFixture } from "./MountFixture.ts"
@@ -82,7 +82,7 @@ const ids = (table: MountInfo.MountTable) => table.map((e) => e.id).sort((a, b) 
  */
 export const suite = (
   name: string,
-  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem>
+  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem | Directory.Directories>
 ): void =>
   layer(hostLayer)(`unmount operations: ${name}`, (it) => {
     it.effect("the layout is what the tests assume", () =>

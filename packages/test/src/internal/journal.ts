@@ -56,8 +56,20 @@ export class MemoryHostCrashed extends Schema.TaggedError<MemoryHostCrashed>()("
   }
 }
 
+/** What the adversary is told before an operation runs: its sequence number (the next one) and what it is. */
+export interface Upcoming {
+  readonly seq: number
+  readonly kind: string
+  readonly paths: ReadonlyArray<string>
+}
+
 /** The mutable journal state. One per host. */
 export interface Journal {
+  /**
+   * Runs before each operation of the simulated process, as a concurrent
+   * writer would between two system calls (see `MemoryHost.adversary`).
+   */
+  adversary: ((upcoming: Upcoming) => void) | undefined
   readonly operations: Array<Operation>
   /** False for a journal nobody reads (another process's view of the host): nothing is kept. */
   readonly keeps: boolean
@@ -81,7 +93,8 @@ export const makeJournal = (options?: { readonly keeps?: boolean }): Journal => 
   faults: [],
   crashCountdown: undefined,
   crashed: false,
-  generation: 0
+  generation: 0,
+  adversary: undefined
 })
 
 /** What `admit` decided for an operation about to run. */
@@ -107,6 +120,8 @@ export const admit = (j: Journal, kind: string, paths: ReadonlyArray<string>): A
     record(j, kind, paths, "crashed", false)
     return { _tag: "Crashed", defect: new MemoryHostCrashed({ operation: kind, paths }) }
   }
+  // The concurrent writer acts between the previous operation and this one.
+  if (j.adversary !== undefined) j.adversary({ seq: j.seq + 1, kind, paths })
   for (let i = 0; i < j.faults.length; i++) {
     const slot = j.faults[i]!
     if (slot.fault.kind !== kind || !touches(paths, slot.fault.path)) continue

@@ -1,0 +1,444 @@
+/**
+ * Work below a root through directory handles: the `Directories` service.
+ *
+ * A path string names a place only at the moment it is resolved; between a
+ * check of a path and its use, a process that writes below it (a pod's
+ * container keeps running after its node stack is stopped) can swap a
+ * directory for a symbolic link, rename a parent or bind-mount something
+ * there. Every operation of this service therefore acts on an open handle
+ * and one name in it: list a directory, stat an entry without following it,
+ * open a child directory without following a link (and, when asked, without
+ * entering another mount: mount ids compared), unlink a name, create a file
+ * exclusively, rename between two handles. A path is resolved once, below a
+ * root handle, with chroot semantics and without a window: the kernel's
+ * `openat2(RESOLVE_IN_ROOT)` where the layer has it, otherwise the walk in
+ * {@link make}, one component at a time from handle to handle, as
+ * filepath-securejoin does.
+ *
+ * Names are bytes (`FileName`): a name that is not UTF-8 is listed, removed
+ * and recreated exactly. Paths in handles and errors are the lossless string
+ * form of `FileName`, for reports; they are never resolved again.
+ *
+ * Boundary: this module is the contract (the interface, its key, the errors)
+ * and {@link make}, which derives resolution from the primitives an
+ * implementation writes. The real implementation (system calls) is in
+ * @hostnode/node, the simulated one (over the in-memory inode tree, with an
+ * adversary seam) in @hostnode/test. What to remove or restore is decided in
+ * `SafeRemove` and `Snapshot`.
+ *
+ * @since 0.2.0
+ */
+import { Context, Effect, Schema, type Scope } from "effect"
+import * as FileName from "./FileName.ts"
+
+/** What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`). */
+export type Type =
+  | "File"
+  | "Directory"
+  | "SymbolicLink"
+  | "BlockDevice"
+  | "CharacterDevice"
+  | "FIFO"
+  | "Socket"
+  | "Unknown"
+
+/** One entry of a directory listing: its name as bytes and its type as the listing gave it. */
+export interface Entry {
+  readonly name: FileName.Bytes
+  readonly type: Type
+}
+
+/**
+ * What `statx` says of a node, not following a link. `mountId` is the id of
+ * the mount the node was reached in (the first field of `/proc/*\/mountinfo`):
+ * a bind mount of a directory on the same device has the device of its
+ * source but a mount id of its own, which is how a walk tells it apart.
+ */
+export interface Stat {
+  readonly type: Type
+  /** Permission bits only (0o7777). */
+  readonly mode: number
+  readonly uid: number
+  readonly gid: number
+  readonly size: number
+  readonly nlink: number
+  /** The device, as the mount table writes it: `major:minor`. */
+  readonly device: string
+  readonly inode: bigint
+  readonly mountId: number
+  readonly atimeNs: bigint
+  readonly mtimeNs: bigint
+}
+
+/** Why a handle operation failed, classified from the errno (which the error also carries). */
+export const DirectoryErrorReason = Schema.Literals([
+  "NotFound",
+  "NotADirectory",
+  "IsADirectory",
+  "Exists",
+  "NotEmpty",
+  "SymbolicLink",
+  "TooManyLinks",
+  "OtherMount",
+  "WrongType",
+  "Busy",
+  "PermissionDenied",
+  "ReadOnly",
+  "CrossDevice",
+  "NoSpace",
+  "InvalidName",
+  "Unsupported",
+  "Other"
+])
+
+/** Why a handle operation failed. */
+export type DirectoryErrorReason = typeof DirectoryErrorReason.Type
+
+/**
+ * A handle operation the kernel (or the simulated host) refused: which
+ * operation, on which path (the handle's path and the name, in the lossless
+ * string form), the errno and what it means. `OtherMount` is not an errno:
+ * the child is the root of another mount than the directory it is in.
+ */
+export class DirectoryError extends Schema.TaggedError<DirectoryError>()("DirectoryError", {
+  reason: DirectoryErrorReason,
+  operation: Schema.String,
+  path: Schema.String,
+  errno: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation} ${FileName.display(this.path)}: ${this.errno === "" ? "" : `${this.errno} `}${this.detail}`
+  }
+}
+
+/** The reason for an errno name, as every implementation classifies it. */
+export const reasonOf = (errno: string): DirectoryErrorReason => {
+  switch (errno) {
+    case "ENOENT":
+      return "NotFound"
+    case "ENOTDIR":
+      return "NotADirectory"
+    case "EISDIR":
+      return "IsADirectory"
+    case "EEXIST":
+      return "Exists"
+    case "ENOTEMPTY":
+      return "NotEmpty"
+    case "ELOOP":
+      return "SymbolicLink"
+    case "EBUSY":
+      return "Busy"
+    case "EACCES":
+    case "EPERM":
+      return "PermissionDenied"
+    case "EROFS":
+      return "ReadOnly"
+    case "EXDEV":
+      return "CrossDevice"
+    case "ENOSPC":
+    case "EDQUOT":
+      return "NoSpace"
+    case "ENAMETOOLONG":
+    case "EINVAL":
+      return "InvalidName"
+    case "ENOSYS":
+    case "EOPNOTSUPP":
+      return "Unsupported"
+    default:
+      return "Other"
+  }
+}
+
+const HandleTypeId: unique symbol = Symbol.for("@hostnode/core/Directory/Handle")
+
+/**
+ * An open directory (or, from `openPath`, any node held without being
+ * opened for reading). Implementations extend it with what they need (a file
+ * descriptor, an inode); callers only pass it back. It closes when the scope
+ * it was opened in closes.
+ */
+export interface Handle {
+  readonly [HandleTypeId]: typeof HandleTypeId
+  /** Where it was when it was opened, as a full path of this process (lossless string form), for reports. */
+  readonly path: string
+}
+
+/** Marks an implementation's object as a {@link Handle}. */
+export const handle = <A extends { readonly path: string }>(value: A): A & Handle =>
+  Object.assign(value, { [HandleTypeId]: HandleTypeId } as const)
+
+/** A regular file opened below a handle: every call acts on the open file, never on a path. */
+export interface File {
+  readonly path: string
+  readonly stat: Effect.Effect<Stat, DirectoryError>
+  /** Reads into `buffer` at `position`; 0 at the end of the file. */
+  readonly read: (buffer: Uint8Array, position: number) => Effect.Effect<number, DirectoryError>
+  /** Writes all of `bytes` at `position`. */
+  readonly write: (bytes: Uint8Array, position: number) => Effect.Effect<void, DirectoryError>
+  readonly truncate: (size: number) => Effect.Effect<void, DirectoryError>
+  readonly chmod: (mode: number) => Effect.Effect<void, DirectoryError>
+  readonly chown: (uid: number, gid: number) => Effect.Effect<void, DirectoryError>
+  /** Sets the access and modification times (nanoseconds since the epoch). */
+  readonly setTimes: (atimeNs: bigint, mtimeNs: bigint) => Effect.Effect<void, DirectoryError>
+  readonly sync: Effect.Effect<void, DirectoryError>
+}
+
+/** How {@link Directories.openFile} opens a file; a link at the name is never followed, and opening never blocks. */
+export type OpenFileOptions =
+  | { readonly mode: "read" }
+  | { readonly mode: "write" }
+  /** Created, exclusively (`O_EXCL`): a name already there, link or not, is `Exists`. */
+  | { readonly mode: "create"; readonly permissions: number }
+
+/** The result of a resolution: the directory the last component is in, and that component (none: the directory itself). */
+export interface Resolved {
+  /** The directory holding the final component, or the resolved directory itself when `name` is undefined. */
+  readonly parent: Handle
+  /** The final component as bytes; undefined when the path resolved to a directory through `.`, `..` or `/`. */
+  readonly name: FileName.Bytes | undefined
+  /** Where it resolved, as a path below the root (lossless string form, `/` for the root itself). */
+  readonly path: string
+}
+
+/** Options of {@link Directories.resolve}. */
+export interface ResolveOptions {
+  /** Follow a link in the last component, below the root (default false: the link itself is the result). */
+  readonly followFinal?: boolean | undefined
+  /** Refuse every link on the way (`SymbolicLink`), and `..`: the path must lead where it says (a mount table's). */
+  readonly noSymlinks?: boolean | undefined
+}
+
+/**
+ * What an implementation writes: one system call each, relative to a handle.
+ * `resolveDirectory` is optional: a layer with the kernel's `openat2`
+ * provides it; without it (or when it returns `undefined`) {@link make}
+ * walks component by component.
+ */
+export interface Primitives {
+  /** Opens the directory at `path` (a full path trusted once: a decoded host root) as a handle. */
+  readonly openRoot: (path: string) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
+  /**
+   * Opens the child directory `name` of `dir` without following a link
+   * (`SymbolicLink`, or `NotADirectory` for anything else). With
+   * `sameMount`, a child that is the root of another mount is refused
+   * (`OtherMount`) and closed again.
+   */
+  readonly openDirectory: (
+    dir: Handle,
+    name: FileName.Bytes,
+    options?: { readonly sameMount?: boolean | undefined }
+  ) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
+  /** Holds the node `name` of `dir` (`O_PATH | O_NOFOLLOW`): a mount point held so is the mount's root. */
+  readonly openPath: (dir: Handle, name: FileName.Bytes) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
+  readonly list: (dir: Handle) => Effect.Effect<ReadonlyArray<Entry>, DirectoryError>
+  /** Stats `name` in `dir` without following it, or `dir` itself. */
+  readonly stat: (dir: Handle, name?: FileName.Bytes) => Effect.Effect<Stat, DirectoryError>
+  readonly readLink: (dir: Handle, name: FileName.Bytes) => Effect.Effect<FileName.Bytes, DirectoryError>
+  /** Removes the name: a file, link or other non-directory; with `directory`, an empty directory. */
+  readonly unlink: (
+    dir: Handle,
+    name: FileName.Bytes,
+    options?: { readonly directory?: boolean | undefined }
+  ) => Effect.Effect<void, DirectoryError>
+  readonly makeDirectory: (
+    dir: Handle,
+    name: FileName.Bytes,
+    permissions: number
+  ) => Effect.Effect<void, DirectoryError>
+  readonly symlink: (dir: Handle, name: FileName.Bytes, target: FileName.Bytes) => Effect.Effect<void, DirectoryError>
+  /** Renames within or between handles; `noReplace` refuses an existing target (`Exists`). */
+  readonly rename: (
+    from: Handle,
+    fromName: FileName.Bytes,
+    to: Handle,
+    toName: FileName.Bytes,
+    options?: { readonly noReplace?: boolean | undefined }
+  ) => Effect.Effect<void, DirectoryError>
+  /** Changes the owner of `name` in `dir` without following it (a link's own owner), or of `dir` itself. */
+  readonly chown: (
+    dir: Handle,
+    name: FileName.Bytes | undefined,
+    uid: number,
+    gid: number
+  ) => Effect.Effect<void, DirectoryError>
+  /** Changes the permission bits of the directory `dir` itself (on the open handle). */
+  readonly chmod: (dir: Handle, mode: number) => Effect.Effect<void, DirectoryError>
+  /** Opens a regular file `name` of `dir`; a node that is not a regular file is `WrongType` and closed again. */
+  readonly openFile: (
+    dir: Handle,
+    name: FileName.Bytes,
+    options: OpenFileOptions
+  ) => Effect.Effect<File, DirectoryError, Scope.Scope>
+  /** fsync of the directory: its entries (renames, unlinks) are durable. */
+  readonly sync: (dir: Handle) => Effect.Effect<void, DirectoryError>
+  /** syncfs of the file system `dir` is on: everything written to it is durable, as one batch. */
+  readonly syncFileSystem: (dir: Handle) => Effect.Effect<void, DirectoryError>
+  /**
+   * Resolves `components` (no `/` inside any) below `root` to a directory,
+   * with chroot semantics, in one step (`openat2(RESOLVE_IN_ROOT)`), and says
+   * where it ended (a path below the root). `undefined` when the layer
+   * cannot here (no `openat2`): {@link make} walks instead.
+   */
+  readonly resolveDirectory?:
+    | ((
+        root: Handle,
+        components: ReadonlyArray<FileName.Bytes>,
+        options: { readonly noSymlinks: boolean }
+      ) => Effect.Effect<{ readonly handle: Handle; readonly path: string } | undefined, DirectoryError, Scope.Scope>)
+    | undefined
+}
+
+/** The service: the primitives, and resolution derived from them. */
+export interface Directories extends Omit<Primitives, "resolveDirectory"> {
+  /**
+   * Resolves the host path `path` below `root` as though `root` were `/`:
+   * `..` never climbs above it, an absolute link target starts again at it,
+   * at most 40 links (then `TooManyLinks`); a missing or non-directory
+   * component before the last is `NotFound` or `NotADirectory`. The result is
+   * the directory holding the last component, opened (in the caller's
+   * scope), and that component's name: the caller acts on `(parent, name)`
+   * and nothing is resolved again.
+   */
+  readonly resolve: (
+    root: Handle,
+    path: string,
+    options?: ResolveOptions
+  ) => Effect.Effect<Resolved, DirectoryError, Scope.Scope>
+}
+
+/** The key of the {@link Directories} service. */
+export const Directories = Context.Service<Directories>("@hostnode/core/Directory/Directories")
+
+/** Linux follows at most 40 links in one resolution (MAXSYMLINKS). */
+export const MaxSymlinks = 40
+
+const slash = 0x2f
+const dot = 0x2e
+
+/** The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk. */
+export const components = (path: FileName.Bytes): Array<FileName.Bytes> => {
+  const out: Array<FileName.Bytes> = []
+  let from = 0
+  for (let i = 0; i <= path.length; i++) {
+    if (i === path.length || path[i] === slash) {
+      if (i > from) out.push(path.subarray(from, i))
+      from = i + 1
+    }
+  }
+  return out
+}
+
+const isDot = (c: FileName.Bytes) => c.length === 1 && c[0] === dot
+const isDotDot = (c: FileName.Bytes) => c.length === 2 && c[0] === dot && c[1] === dot
+
+/** `name` below the host path `parent` (lossless string forms). */
+export const childPath = (parent: string, name: FileName.Bytes): string =>
+  parent === "/" ? `/${FileName.decode(name)}` : `${parent}/${FileName.decode(name)}`
+
+const fail = (reason: DirectoryErrorReason, operation: string, path: string, detail: string, errno = "") =>
+  new DirectoryError({ reason, operation, path, errno, detail })
+
+/**
+ * The service from an implementation's primitives: `resolve` through the
+ * layer's `resolveDirectory` where it has one, else by walking (see the
+ * module comment). The walk opens every directory it passes with `O_NOFOLLOW`
+ * from the handle before it, so a link swapped in meanwhile is met as a link
+ * (and resolved below the root), never followed by the kernel.
+ */
+export const make = (p: Primitives): Directories => {
+  const walk = (
+    start: ReadonlyArray<{ readonly handle: Handle; readonly path: string }>,
+    names: ReadonlyArray<FileName.Bytes>,
+    options: ResolveOptions
+  ): Effect.Effect<Resolved, DirectoryError, Scope.Scope> =>
+    Effect.gen(function* () {
+      const followFinal = options.followFinal ?? false
+      const noSymlinks = options.noSymlinks ?? false
+      const stack = [...start]
+      let pending = [...names]
+      let links = 0
+      let retries = 0
+      const top = () => stack[stack.length - 1] as { readonly handle: Handle; readonly path: string }
+      while (pending.length > 0) {
+        const c = pending.shift() as FileName.Bytes
+        if (isDot(c)) continue
+        if (isDotDot(c)) {
+          if (noSymlinks)
+            return yield* fail("InvalidName", "resolve", top().path, "`..` in a path that must lead where it says")
+          if (stack.length > 1) stack.pop()
+          continue
+        }
+        const here = top()
+        const last = pending.length === 0
+        if (last && !followFinal) return { parent: here.handle, name: c, path: childPath(here.path, c) }
+        const st = yield* Effect.result(p.stat(here.handle, c))
+        if (st._tag === "Failure") {
+          if (last && st.failure.reason === "NotFound")
+            return { parent: here.handle, name: c, path: childPath(here.path, c) }
+          return yield* st.failure
+        }
+        if (st.success.type === "SymbolicLink") {
+          if (noSymlinks) {
+            return yield* fail("SymbolicLink", "resolve", childPath(here.path, c), "a link where none may be", "ELOOP")
+          }
+          links++
+          if (links > MaxSymlinks) {
+            return yield* fail(
+              "TooManyLinks",
+              "resolve",
+              childPath(here.path, c),
+              `more than ${MaxSymlinks} links`,
+              "ELOOP"
+            )
+          }
+          const target = yield* p.readLink(here.handle, c)
+          if (target.length === 0) return yield* fail("NotFound", "resolve", childPath(here.path, c), "an empty link")
+          if (target[0] === slash) stack.length = 1
+          pending = [...components(target), ...pending]
+          continue
+        }
+        if (last) return { parent: here.handle, name: c, path: childPath(here.path, c) }
+        if (st.success.type !== "Directory") {
+          return yield* fail("NotADirectory", "resolve", childPath(here.path, c), "not a directory", "ENOTDIR")
+        }
+        const opened = yield* Effect.result(p.openDirectory(here.handle, c))
+        if (opened._tag === "Failure") {
+          // Swapped between the stat and the open: look at it again, a few times.
+          if ((opened.failure.reason === "SymbolicLink" || opened.failure.reason === "NotADirectory") && retries < 8) {
+            retries++
+            pending = [c, ...pending]
+            continue
+          }
+          return yield* opened.failure
+        }
+        stack.push({ handle: opened.success, path: childPath(here.path, c) })
+      }
+      const at = top()
+      return { parent: at.handle, name: undefined, path: at.path }
+    })
+
+  const resolve: Directories["resolve"] = (root, path, options = {}) =>
+    Effect.gen(function* () {
+      const names = components(FileName.encode(path))
+      const base = [{ handle: root, path: "/" }]
+      const last = names[names.length - 1]
+      const fast = p.resolveDirectory
+      // One kernel call for the directories; the last component looked at here.
+      if (fast !== undefined && last !== undefined && !isDot(last) && !isDotDot(last) && names.length > 1) {
+        const dir = yield* fast(root, names.slice(0, -1), { noSymlinks: options.noSymlinks ?? false })
+        if (dir !== undefined) {
+          const found = { parent: dir.handle, name: last, path: childPath(dir.path, last) }
+          if (!(options.followFinal ?? false)) return found
+          const st = yield* Effect.result(p.stat(dir.handle, last))
+          if (st._tag === "Failure" ? st.failure.reason === "NotFound" : st.success.type !== "SymbolicLink")
+            return found
+          if (st._tag === "Failure") return yield* st.failure
+          // A link to follow: its `..` needs the directories on the way, which the walk keeps.
+        }
+      }
+      return yield* walk(base, names, options)
+    })
+
+  return { ...p, resolve }
+}

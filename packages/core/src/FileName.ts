@@ -1,0 +1,205 @@
+/**
+ * File names as the kernel has them: bytes. Linux names are any bytes but `/`
+ * and NUL; pods make names that are not UTF-8 (a Latin-1 tarball's `café`
+ * is `caf\xe9`), and a name decoded lossily (U+FFFD) names a different file,
+ * or none. This module holds the one lossless correspondence between such
+ * names and JavaScript strings the library uses wherever a path is a string:
+ * valid UTF-8 decodes as usual, and every byte that is not part of valid UTF-8
+ * becomes the lone surrogate U+DC80 + byte (Python's `surrogateescape`, PEP
+ * 383). Valid UTF-8 never decodes to a lone surrogate, so the map is a
+ * bijection between byte strings and the strings it produces; JSON keeps lone
+ * surrogates (`"\udce9"`), so a manifest can store such names exactly.
+ *
+ * A display form for logs and reports writes those bytes as `\xNN`.
+ *
+ * Boundary: encoding only. Directory handles (`Directory`) take and give
+ * names as bytes; operations report paths in the lossless string form.
+ * Hand-written: core has no `TextDecoder`.
+ *
+ * @since 0.2.0
+ */
+
+/** A file name or path as bytes, exactly as the kernel stores it. */
+export type Bytes = Uint8Array
+
+const isContinuation = (b: number | undefined): boolean => b !== undefined && (b & 0xc0) === 0x80
+
+/**
+ * Decodes `bytes` losslessly: valid UTF-8 sequences as their characters,
+ * every other byte as U+DC80 + byte (see the module comment).
+ */
+export const decode = (bytes: Bytes): string => {
+  let out = ""
+  let ascii = true
+  for (let i = 0; i < bytes.length; i++) {
+    if ((bytes[i] as number) >= 0x80) {
+      ascii = false
+      break
+    }
+  }
+  if (ascii) {
+    // The common case, kept fast: every byte is a character.
+    for (let i = 0; i < bytes.length; i += 8192) {
+      out += String.fromCharCode(...bytes.subarray(i, Math.min(bytes.length, i + 8192)))
+    }
+    return out
+  }
+  let i = 0
+  while (i < bytes.length) {
+    const b0 = bytes[i] as number
+    if (b0 < 0x80) {
+      out += String.fromCharCode(b0)
+      i += 1
+      continue
+    }
+    const b1 = bytes[i + 1]
+    const b2 = bytes[i + 2]
+    const b3 = bytes[i + 3]
+    // Each branch accepts exactly the well-formed sequences of RFC 3629
+    // (no overlongs, no surrogates, nothing above U+10FFFF).
+    if (b0 >= 0xc2 && b0 <= 0xdf && isContinuation(b1)) {
+      out += String.fromCharCode(((b0 & 0x1f) << 6) | ((b1 as number) & 0x3f))
+      i += 2
+      continue
+    }
+    if (b0 >= 0xe0 && b0 <= 0xef && isContinuation(b1) && isContinuation(b2)) {
+      const cp = ((b0 & 0x0f) << 12) | (((b1 as number) & 0x3f) << 6) | ((b2 as number) & 0x3f)
+      if (cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff)) {
+        out += String.fromCharCode(cp)
+        i += 3
+        continue
+      }
+    }
+    if (b0 >= 0xf0 && b0 <= 0xf4 && isContinuation(b1) && isContinuation(b2) && isContinuation(b3)) {
+      const cp =
+        ((b0 & 0x07) << 18) | (((b1 as number) & 0x3f) << 12) | (((b2 as number) & 0x3f) << 6) | ((b3 as number) & 0x3f)
+      if (cp >= 0x10000 && cp <= 0x10ffff) {
+        out += String.fromCodePoint(cp)
+        i += 4
+        continue
+      }
+    }
+    out += String.fromCharCode(0xdc00 + b0)
+    i += 1
+  }
+  return out
+}
+
+/** The number of bytes {@link encode} gives for `text`. */
+const encodedLength = (text: string): number => {
+  let n = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x80) n += 1
+    else if (c < 0x800) n += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1)
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4
+        i++
+      } else n += 3
+    } else if (c >= 0xdc80 && c <= 0xdcff) n += 1
+    else n += 3
+  }
+  return n
+}
+
+/**
+ * Encodes `text` to the bytes it stands for: the inverse of {@link decode}.
+ * A lone surrogate U+DC80..U+DCFF is the byte it escapes; any other lone
+ * surrogate (which {@link decode} never produces) is encoded as U+FFFD, as
+ * Node encodes it.
+ */
+export const encode = (text: string): Bytes => {
+  const out = new Uint8Array(encodedLength(text))
+  let o = 0
+  for (let i = 0; i < text.length; i++) {
+    let c = text.charCodeAt(i)
+    if (c < 0x80) {
+      out[o++] = c
+      continue
+    }
+    if (c < 0x800) {
+      out[o++] = 0xc0 | (c >> 6)
+      out[o++] = 0x80 | (c & 0x3f)
+      continue
+    }
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1)
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        const cp = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00)
+        out[o++] = 0xf0 | (cp >> 18)
+        out[o++] = 0x80 | ((cp >> 12) & 0x3f)
+        out[o++] = 0x80 | ((cp >> 6) & 0x3f)
+        out[o++] = 0x80 | (cp & 0x3f)
+        i++
+        continue
+      }
+    }
+    if (c >= 0xdc80 && c <= 0xdcff) {
+      out[o++] = c - 0xdc00
+      continue
+    }
+    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd
+    out[o++] = 0xe0 | (c >> 12)
+    out[o++] = 0x80 | ((c >> 6) & 0x3f)
+    out[o++] = 0x80 | (c & 0x3f)
+  }
+  return out
+}
+
+/** True when `text` stands for bytes that are not valid UTF-8 (it holds an escaped byte). */
+export const hasEscapedBytes = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0xdc80 && c <= 0xdcff) {
+      const prev = i > 0 ? text.charCodeAt(i - 1) : 0
+      if (!(prev >= 0xd800 && prev <= 0xdbff)) return true
+    }
+  }
+  return false
+}
+
+/**
+ * `text` (a lossless string) for a person: each byte that is not valid UTF-8
+ * as `\xNN` (`caf\xe9.txt`), control characters as `\xNN` too, everything
+ * else as it is. For logs and reports; it is not meant to be decoded back.
+ */
+export const display = (text: string): string => {
+  let out = ""
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0xdc80 && c <= 0xdcff && !(i > 0 && isHigh(text.charCodeAt(i - 1)))) {
+      out += `\\x${(c - 0xdc00).toString(16).padStart(2, "0")}`
+    } else if (c < 0x20 || c === 0x7f) {
+      out += `\\x${c.toString(16).padStart(2, "0")}`
+    } else {
+      out += text[i]
+    }
+  }
+  return out
+}
+
+const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff
+
+/** Compares two names by their bytes, as `ls` in the C locale sorts them. */
+export const compare = (a: Bytes, b: Bytes): number => {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const d = (a[i] as number) - (b[i] as number)
+    if (d !== 0) return d
+  }
+  return a.length - b.length
+}
+
+/** True when `a` and `b` hold the same bytes. */
+export const equals = (a: Bytes, b: Bytes): boolean => a.length === b.length && compare(a, b) === 0
+
+/** True when `name` is a single path component the kernel accepts: non-empty, not `.` or `..`, no `/` or NUL. */
+export const isComponent = (name: Bytes): boolean => {
+  if (name.length === 0 || name.length > 255) return false
+  if (name.length === 1 && name[0] === 0x2e) return false
+  if (name.length === 2 && name[0] === 0x2e && name[1] === 0x2e) return false
+  for (const b of name) if (b === 0x2f || b === 0) return false
+  return true
+}

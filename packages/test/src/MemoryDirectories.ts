@@ -1,0 +1,489 @@
+/**
+ * `Directory.Directories` on the simulated host: a handle is a directory
+ * inode and the mount it was reached in (a frame of `MemoryFileSystem`'s
+ * walk), so handle operations and the `FileSystem` act on the same inodes
+ * with the same rules: `O_NOFOLLOW` meets a link as `ELOOP`, a child that is
+ * a mount point is entered into the mount (its mount id then differs), a
+ * mount point cannot be removed (`EBUSY`), names are the bytes the lossless
+ * `FileName` form stands for.
+ *
+ * Every call is one operation of the simulated process (journal kind
+ * `Directory.<syscall>`): it is logged, a `failNth` fault fails it, a crash
+ * stops it, and the adversary seam (`MemoryHost.adversary`) acts before it,
+ * which is how properties play a concurrent writer at every step. Handles of
+ * a crashed process die when used.
+ *
+ * Boundary: the handle system calls. Resolution is core's walk
+ * (`Directory.make`); no `openat2` is simulated.
+ *
+ * @since 0.2.0
+ */
+import { Directory, FileName } from "@hostnode/core"
+import { Clock, Effect, type Scope } from "effect"
+import { type ErrnoCode, errnoTable } from "./internal/errno.ts"
+import { admit, complete } from "./internal/journal.ts"
+import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import type { HostState } from "./MemoryHost.ts"
+
+const I = MemoryFileSystem.internals
+
+/** A handle of the simulated host: where its node was reached, and which process opened it. */
+export interface MemoryHandle extends Directory.Handle {
+  readonly frame: MemoryFileSystem.Frame
+  /** The node held, when it is not the frame's directory (`openPath` of a file or link). */
+  readonly node: MemoryFileSystem.Inode | undefined
+  readonly generation: number
+}
+
+/** The frame and node of a handle of the simulated host, or `undefined` for another layer's handle. */
+export const frameOf = (h: Directory.Handle): MemoryHandle | undefined =>
+  typeof (h as Partial<MemoryHandle>).frame === "object" ? (h as MemoryHandle) : undefined
+
+const childFull = (dir: string, name: Uint8Array): string =>
+  dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
+
+class Refused {
+  readonly code: ErrnoCode
+  constructor(code: ErrnoCode) {
+    this.code = code
+  }
+}
+
+const no = (code: ErrnoCode) => new Refused(code)
+
+/** `stat` of a node reached in `mount`. */
+const statOf = (node: MemoryFileSystem.Inode, mount: MemoryFileSystem.Mount): Directory.Stat => {
+  const info = MemoryFileSystem.info(node)
+  const { major, minor } = MemoryFileSystem.devNumbers(node.fs.dev)
+  return {
+    type: node.type,
+    mode: node.mode & 0o7777,
+    uid: node.uid,
+    gid: node.gid,
+    size: Number(info.size),
+    nlink: node.nlink,
+    device: `${major}:${minor}`,
+    inode: node.ino,
+    mountId: mount.id,
+    atimeNs: BigInt(node.atime) * 1_000_000n,
+    mtimeNs: BigInt(node.mtime) * 1_000_000n
+  }
+}
+
+/** The service over `state` (see the module comment). */
+export const make = (state: HostState): Directory.Directories => {
+  const st = state.fs
+
+  /** Runs one simulated call through the journal; a `Refused` becomes a `DirectoryError` with its errno. */
+  const operate = <A>(
+    kind: string,
+    path: string,
+    body: (now: number) => A | Refused
+  ): Effect.Effect<A, Directory.DirectoryError> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.suspend(() => {
+        const fail = (code: string, injected: boolean) => {
+          complete(state.journal, `Directory.${kind}`, [path], code, injected)
+          const known = (errnoTable as Record<string, readonly [number, string] | undefined>)[code]
+          return Effect.fail(
+            new Directory.DirectoryError({
+              reason: Directory.reasonOf(code),
+              operation: kind,
+              path,
+              errno: code,
+              detail: known?.[1] ?? code
+            })
+          )
+        }
+        const gate = admit(state.journal, `Directory.${kind}`, [path])
+        if (gate._tag === "Crashed") return Effect.die(gate.defect)
+        if (gate._tag === "Inject") return fail(gate.fault.code, true)
+        const r = body(now)
+        if (r instanceof Refused) return fail(r.code, false)
+        complete(state.journal, `Directory.${kind}`, [path], "ok")
+        return Effect.succeed(r)
+      })
+    )
+
+  const live = (h: Directory.Handle): MemoryHandle => {
+    const m = frameOf(h)
+    if (m === undefined) throw new Error("MemoryDirectories: not a handle of the simulated host")
+    return m
+  }
+
+  const checkGeneration = (h: MemoryHandle) =>
+    h.generation === state.journal.generation
+      ? Effect.void
+      : Effect.die(new Error(`MemoryDirectories: ${h.path} is a handle of a crashed process`))
+
+  const use = <A, R>(
+    h: Directory.Handle,
+    body: (m: MemoryHandle) => Effect.Effect<A, Directory.DirectoryError, R>
+  ): Effect.Effect<A, Directory.DirectoryError, R> =>
+    Effect.suspend(() => {
+      const m = live(h)
+      return Effect.andThen(checkGeneration(m), body(m))
+    })
+
+  const key = (name: Uint8Array): string | Refused =>
+    name.length > 255 ? no("ENAMETOOLONG") : !FileName.isComponent(name) ? no("EINVAL") : FileName.decode(name)
+
+  const makeHandle = (
+    path: string,
+    frame: MemoryFileSystem.Frame,
+    node: MemoryFileSystem.Inode | undefined
+  ): MemoryHandle => Directory.handle({ path, frame, node, generation: state.journal.generation })
+
+  const dirOf = (m: MemoryHandle) => m.frame.dir
+
+  const openRoot: Directory.Primitives["openRoot"] = (path) =>
+    operate("open", path, () => {
+      const f = I.walkFinal(st, path, I.rootFrame(st), { links: 0 }, true, true)
+      if (I.isFail(f)) return no(f.code)
+      const frame = I.finalFrame(f)
+      return I.isFail(frame) ? no(frame.code) : makeHandle(path, frame, undefined)
+    })
+
+  const openDirectory: Directory.Primitives["openDirectory"] = (dir, name, options) =>
+    use(dir, (m) =>
+      operate("openat", childFull(dir.path, name), () => {
+        if (m.node !== undefined) return no("ENOTDIR")
+        const k = key(name)
+        if (k instanceof Refused) return k
+        const node = dirOf(m).entries.get(k)
+        if (node === undefined) return no("ENOENT")
+        if (node.type === "SymbolicLink") return no("ELOOP")
+        if (node.type !== "Directory") return no("ENOTDIR")
+        const frame = I.enterFrame(m.frame, k, node)
+        return makeHandle(childFull(dir.path, name), frame, undefined)
+      }).pipe(
+        Effect.flatMap((h) =>
+          options?.sameMount === true && h.frame.mount !== m.frame.mount
+            ? Effect.fail(
+                new Directory.DirectoryError({
+                  reason: "OtherMount",
+                  operation: "openat",
+                  path: h.path,
+                  errno: "",
+                  detail: `the root of mount ${h.frame.mount.id}, not of mount ${m.frame.mount.id} it is in`
+                })
+              )
+            : Effect.succeed(h)
+        )
+      )
+    )
+
+  const openPath: Directory.Primitives["openPath"] = (dir, name) =>
+    use(dir, (m) =>
+      operate("openat", childFull(dir.path, name), () => {
+        if (m.node !== undefined) return no("ENOTDIR")
+        const k = key(name)
+        if (k instanceof Refused) return k
+        const node = dirOf(m).entries.get(k)
+        if (node === undefined) return no("ENOENT")
+        if (node.type === "Directory")
+          return makeHandle(childFull(dir.path, name), I.enterFrame(m.frame, k, node), undefined)
+        return makeHandle(childFull(dir.path, name), m.frame, node)
+      })
+    )
+
+  const list: Directory.Primitives["list"] = (dir) =>
+    use(dir, (m) =>
+      operate("getdents64", dir.path, (now) => {
+        if (m.node !== undefined) return no("ENOTDIR")
+        I.touchRead(dirOf(m), now)
+        return [...dirOf(m).entries.entries()].map(
+          ([k, node]): Directory.Entry => ({ name: FileName.encode(k), type: node.type })
+        )
+      })
+    )
+
+  const stat: Directory.Primitives["stat"] = (dir, name) =>
+    use(dir, (m) =>
+      operate("statx", name === undefined ? dir.path : childFull(dir.path, name), () => {
+        if (name === undefined) return statOf(m.node ?? m.frame.dir, m.frame.mount)
+        if (m.node !== undefined) return no("ENOTDIR")
+        const k = key(name)
+        if (k instanceof Refused) return k
+        const node = dirOf(m).entries.get(k)
+        if (node === undefined) return no("ENOENT")
+        if (node.type === "Directory") {
+          const frame = I.enterFrame(m.frame, k, node)
+          return statOf(frame.dir, frame.mount)
+        }
+        return statOf(node, m.frame.mount)
+      })
+    )
+
+  /** The entry `name` of a directory handle, or why not. */
+  const entry = (m: MemoryHandle, name: Uint8Array) => {
+    if (m.node !== undefined) return no("ENOTDIR")
+    const k = key(name)
+    if (k instanceof Refused) return k
+    return { k, node: dirOf(m).entries.get(k) }
+  }
+
+  const readLink: Directory.Primitives["readLink"] = (dir, name) =>
+    use(dir, (m) =>
+      operate("readlinkat", childFull(dir.path, name), () => {
+        const e = entry(m, name)
+        if (e instanceof Refused) return e
+        if (e.node === undefined) return no("ENOENT")
+        return e.node.type === "SymbolicLink" ? FileName.encode(e.node.target) : no("EINVAL")
+      })
+    )
+
+  const unlink: Directory.Primitives["unlink"] = (dir, name, options) =>
+    use(dir, (m) =>
+      operate(options?.directory === true ? "rmdir" : "unlinkat", childFull(dir.path, name), (now) => {
+        const e = entry(m, name)
+        if (e instanceof Refused) return e
+        const node = e.node
+        if (node === undefined) return no("ENOENT")
+        if (options?.directory === true) {
+          if (node.type !== "Directory") return no("ENOTDIR")
+          if (I.isMountpoint(m.frame, node)) return no("EBUSY")
+          if (node.entries.size > 0) return no("ENOTEMPTY")
+        } else if (node.type === "Directory") {
+          return no("EISDIR")
+        }
+        I.removeEntry(dirOf(m), e.k, now)
+        I.unlinkInode(node, now)
+        return undefined
+      })
+    )
+
+  const makeDirectory: Directory.Primitives["makeDirectory"] = (dir, name, permissions) =>
+    use(dir, (m) =>
+      operate("mkdirat", childFull(dir.path, name), (now) => {
+        const e = entry(m, name)
+        if (e instanceof Refused) return e
+        if (e.node !== undefined) return no("EEXIST")
+        I.createDirectory(st, m.frame, e.k, permissions, now)
+        return undefined
+      })
+    )
+
+  const symlink: Directory.Primitives["symlink"] = (dir, name, target) =>
+    use(dir, (m) =>
+      operate("symlinkat", childFull(dir.path, name), (now) => {
+        const e = entry(m, name)
+        if (e instanceof Refused) return e
+        if (target.length === 0) return no("ENOENT")
+        if (e.node !== undefined) return no("EEXIST")
+        I.createSymlink(m.frame, e.k, FileName.decode(target), now)
+        return undefined
+      })
+    )
+
+  const rename: Directory.Primitives["rename"] = (from, fromName, to, toName, options) =>
+    use(from, (a) =>
+      use(to, (b) =>
+        operate("renameat2", childFull(from.path, fromName), (now) => {
+          const src = entry(a, fromName)
+          if (src instanceof Refused) return src
+          const dst = entry(b, toName)
+          if (dst instanceof Refused) return dst
+          if (a.frame.mount !== b.frame.mount) return no("EXDEV")
+          const old = src.node
+          if (old === undefined) return no("ENOENT")
+          if (old.type === "Directory" && I.chainHas(b.frame, old)) return no("EINVAL")
+          const target = dst.node
+          if (target !== undefined && options?.noReplace === true) return no("EEXIST")
+          if (target?.type === "Directory" && I.chainHas(a.frame, target)) return no("ENOTEMPTY")
+          if (old === target) return undefined
+          if (I.isMountpoint(a.frame, old)) return no("EBUSY")
+          if (target !== undefined) {
+            if (old.type === "Directory" && target.type !== "Directory") return no("ENOTDIR")
+            if (old.type !== "Directory" && target.type === "Directory") return no("EISDIR")
+            if (target.type === "Directory") {
+              if (I.isMountpoint(b.frame, target)) return no("EBUSY")
+              if (target.entries.size > 0) return no("ENOTEMPTY")
+            }
+            I.removeEntry(dirOf(b), dst.k, now)
+            I.unlinkInode(target, now)
+          }
+          I.removeEntry(dirOf(a), src.k, now)
+          I.addEntry(dirOf(b), dst.k, old, now)
+          old.ctime = now
+          return undefined
+        })
+      )
+    )
+
+  const setOwner = (node: MemoryFileSystem.Inode, uid: number, gid: number, now: number) => {
+    node.uid = uid
+    node.gid = gid
+    // chown(2) clears setuid, and setgid when group-executable, on regular files, even for root.
+    if (node.type === "File") {
+      node.mode &= ~I.S_ISUID
+      if ((node.mode & I.S_IXGRP) !== 0) node.mode &= ~I.S_ISGID
+    }
+    node.ctime = now
+  }
+
+  const chown: Directory.Primitives["chown"] = (dir, name, uid, gid) =>
+    use(dir, (m) =>
+      operate("fchownat", name === undefined ? dir.path : childFull(dir.path, name), (now) => {
+        if (name === undefined) {
+          setOwner(m.node ?? m.frame.dir, uid, gid, now)
+          return undefined
+        }
+        const e = entry(m, name)
+        if (e instanceof Refused) return e
+        if (e.node === undefined) return no("ENOENT")
+        const node = e.node.type === "Directory" ? I.enterFrame(m.frame, e.k, e.node).dir : e.node
+        setOwner(node, uid, gid, now)
+        return undefined
+      })
+    )
+
+  const chmod: Directory.Primitives["chmod"] = (dir, mode) =>
+    use(dir, (m) =>
+      operate("fchmod", dir.path, (now) => {
+        const node = m.node ?? m.frame.dir
+        if (node.type === "SymbolicLink") return no("EBADF")
+        node.mode = mode & 0o7777
+        node.ctime = now
+        return undefined
+      })
+    )
+
+  const fileOf = (
+    node: MemoryFileSystem.FileNode,
+    path: string,
+    opened: MemoryFileSystem.OpenFile,
+    mount: MemoryFileSystem.Mount
+  ) => {
+    const alive = <A>(kind: string, body: (now: number) => A | Refused) =>
+      Effect.andThen(
+        Effect.suspend(() =>
+          opened.generation === state.journal.generation
+            ? Effect.void
+            : Effect.die(new Error(`MemoryDirectories: ${path} is a file of a crashed process`))
+        ),
+        operate(kind, path, body)
+      )
+    const file: Directory.File = {
+      path,
+      stat: alive("fstat", () => statOf(node, mount)),
+      read: (buffer, position) =>
+        alive("pread", (now) => {
+          const bytes = I.fileBytes(node)
+          if (position >= bytes.length) return 0
+          const n = Math.min(buffer.length, bytes.length - position)
+          buffer.set(bytes.subarray(position, position + n))
+          I.touchRead(node, now)
+          return n
+        }),
+      write: (bytes, position) =>
+        alive("pwrite", (now) => {
+          if (!opened.writable) return no("EBADF")
+          I.writeAt(node, bytes, position, now)
+          return undefined
+        }),
+      truncate: (size) =>
+        alive("ftruncate", (now) => {
+          if (!opened.writable) return no("EINVAL")
+          I.setSize(node, size)
+          node.mtime = now
+          node.ctime = now
+          return undefined
+        }),
+      chmod: (mode) =>
+        alive("fchmod", (now) => {
+          node.mode = mode & 0o7777
+          node.ctime = now
+          return undefined
+        }),
+      chown: (uid, gid) =>
+        alive("fchown", (now) => {
+          setOwner(node, uid, gid, now)
+          return undefined
+        }),
+      setTimes: (atimeNs, mtimeNs) =>
+        alive("futimens", (now) => {
+          node.atime = Number(atimeNs / 1_000_000n)
+          node.mtime = Number(mtimeNs / 1_000_000n)
+          node.ctime = now
+          return undefined
+        }),
+      sync: alive("fsync", () => undefined)
+    }
+    return file
+  }
+
+  const openFile: Directory.Primitives["openFile"] = (dir, name, options) =>
+    use(dir, (m) =>
+      Effect.acquireRelease(
+        operate("openat", childFull(dir.path, name), (now) => {
+          const e = entry(m, name)
+          if (e instanceof Refused) return e
+          let node = e.node
+          if (options.mode === "create") {
+            if (node !== undefined) return no("EEXIST")
+            node = I.createFile(st, m.frame, e.k, options.permissions, now)
+          } else {
+            if (node === undefined) return no("ENOENT")
+            if (node.type === "SymbolicLink") return no("ELOOP")
+            if (node.type === "Directory" && options.mode === "write") return no("EISDIR")
+          }
+          const opened: MemoryFileSystem.OpenFile = {
+            fd: st.nextFd++,
+            node,
+            path: childFull(dir.path, name),
+            readable: options.mode === "read",
+            writable: options.mode !== "read",
+            append: false,
+            generation: state.journal.generation,
+            mount: m.frame.mount,
+            closed: false
+          }
+          st.openFiles.add(opened)
+          return opened
+        }),
+        (opened) =>
+          Effect.sync(() => {
+            opened.closed = true
+            st.openFiles.delete(opened)
+          })
+      ).pipe(
+        Effect.flatMap((opened) =>
+          opened.node.type === "File"
+            ? Effect.succeed(fileOf(opened.node, opened.path, opened, m.frame.mount))
+            : Effect.fail(
+                new Directory.DirectoryError({
+                  reason: "WrongType",
+                  operation: "openat",
+                  path: opened.path,
+                  errno: "",
+                  detail: `a ${opened.node.type}, not a regular file`
+                })
+              )
+        )
+      )
+    )
+
+  const sync: Directory.Primitives["sync"] = (dir) => use(dir, () => operate("fsync", dir.path, () => undefined))
+
+  const syncFileSystem: Directory.Primitives["syncFileSystem"] = (dir) =>
+    use(dir, () => operate("syncfs", dir.path, () => undefined))
+
+  return Directory.make({
+    openRoot: (path) => openRoot(path) as Effect.Effect<Directory.Handle, Directory.DirectoryError, Scope.Scope>,
+    openDirectory,
+    openPath,
+    list,
+    stat,
+    readLink,
+    unlink,
+    makeDirectory,
+    symlink,
+    rename,
+    chown,
+    chmod,
+    openFile,
+    sync,
+    syncFileSystem
+  })
+}
