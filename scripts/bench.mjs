@@ -1,7 +1,7 @@
 // `npm run bench`: runs each benchmark in bench/ and prints its table. Each
 // benchmark measures its baseline in the same process, so the ratios hold on
 // any machine. Benchmarks that need mounts run under `unshare --mount` (root).
-// Usage: npm run bench [-- name...]   (names: mounts, systemd, snapshot)
+// Usage: npm run bench [-- name...]   (names: mounts, systemd, snapshot, remove)
 import { spawnSync } from "node:child_process"
 
 const all = {
@@ -9,7 +9,9 @@ const all = {
   // boots its own systemd in its own namespaces (SystemdMachine); needs root
   systemd: { file: "bench/systemd.ts", unshare: [], root: true },
   // a temporary tree on the real disk (the system temporary directory); needs no root
-  snapshot: { file: "bench/snapshot.ts", unshare: [] }
+  snapshot: { file: "bench/snapshot.ts", unshare: [] },
+  // a temporary tree on the real disk: SafeRemove against rm -rf --one-file-system
+  remove: { file: "bench/remove.ts", unshare: [] }
 }
 const wanted = process.argv.slice(2)
 const names = wanted.length > 0 ? wanted : Object.keys(all)

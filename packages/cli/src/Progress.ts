@@ -152,6 +152,12 @@ export const layer = (
                 c.removed++
               })
             ),
+          unlinkAll: (dir, names) =>
+            Effect.tap(dirs.unlinkAll(dir, names), (outcomes) =>
+              tick((c) => {
+                c.removed += outcomes.filter((o) => o === undefined).length
+              })
+            ),
           openFile: (dir, name, options) =>
             Effect.tap(dirs.openFile(dir, name, options), () =>
               tick((c) => {

@@ -205,7 +205,7 @@ export interface Resolved {
 export interface ResolveOptions {
   /** Follow a link in the last component, below the root (default false: the link itself is the result). */
   readonly followFinal?: boolean | undefined
-  /** Refuse every link on the way (`SymbolicLink`), and `..`: the path must lead where it says (a mount table's). */
+  /** Refuse every link on the way (`SymbolicLink`): the path must lead where it says (a mount table's). */
   readonly noSymlinks?: boolean | undefined
 }
 
@@ -241,6 +241,15 @@ export interface Primitives {
     name: FileName.Bytes,
     options?: { readonly directory?: boolean | undefined }
   ) => Effect.Effect<void, DirectoryError>
+  /**
+   * Unlinks each of `names` in `dir` (none a directory), in order, and says
+   * for each how it went (`undefined`: removed). Optional: a layer that can
+   * make the calls in one tight loop provides it (removing a tree is mostly
+   * this); otherwise {@link make} derives it from `unlink`.
+   */
+  readonly unlinkAll?:
+    | ((dir: Handle, names: ReadonlyArray<FileName.Bytes>) => Effect.Effect<ReadonlyArray<DirectoryError | undefined>>)
+    | undefined
   readonly makeDirectory: (
     dir: Handle,
     name: FileName.Bytes,
@@ -290,7 +299,12 @@ export interface Primitives {
 }
 
 /** The service: the primitives, and resolution derived from them. */
-export interface Directories extends Omit<Primitives, "resolveDirectory"> {
+export interface Directories extends Omit<Primitives, "resolveDirectory" | "unlinkAll"> {
+  /** Unlinks each of `names` in `dir`, in order; for each, its error or `undefined` when it was removed. */
+  readonly unlinkAll: (
+    dir: Handle,
+    names: ReadonlyArray<FileName.Bytes>
+  ) => Effect.Effect<ReadonlyArray<DirectoryError | undefined>>
   /**
    * Resolves the host path `path` below `root` as though `root` were `/`:
    * `..` never climbs above it, an absolute link target starts again at it,
@@ -364,8 +378,7 @@ export const make = (p: Primitives): Directories => {
         const c = pending.shift() as FileName.Bytes
         if (isDot(c)) continue
         if (isDotDot(c)) {
-          if (noSymlinks)
-            return yield* fail("InvalidName", "resolve", top().path, "`..` in a path that must lead where it says")
+          // As RESOLVE_BENEATH: back up the directories walked, never above the root.
           if (stack.length > 1) stack.pop()
           continue
         }
@@ -404,7 +417,8 @@ export const make = (p: Primitives): Directories => {
         }
         const opened = yield* Effect.result(p.openDirectory(here.handle, c))
         if (opened._tag === "Failure") {
-          // Swapped between the stat and the open: look at it again, a few times.
+          // Swapped between the stat and the open (a link is ENOTDIR here, O_DIRECTORY
+          // being set): look at it again, a few times.
           if ((opened.failure.reason === "SymbolicLink" || opened.failure.reason === "NotADirectory") && retries < 8) {
             retries++
             pending = [c, ...pending]
@@ -440,5 +454,12 @@ export const make = (p: Primitives): Directories => {
       return yield* walk(base, names, options)
     })
 
-  return { ...p, resolve }
+  const unlinkAll: Directories["unlinkAll"] =
+    p.unlinkAll ??
+    ((dir, names) =>
+      Effect.forEach(names, (name) =>
+        Effect.match(p.unlink(dir, name), { onFailure: (e) => e, onSuccess: () => undefined })
+      ))
+
+  return { ...p, resolve, unlinkAll }
 }

@@ -22,6 +22,21 @@
 /** A file name or path as bytes, exactly as the kernel stores it. */
 export type Bytes = Uint8Array
 
+/** The part of the web platform's `TextDecoder` used here; core's library types do not declare it. */
+interface Utf8Decoder {
+  readonly decode: (bytes: Uint8Array) => string
+}
+
+const utf8: Utf8Decoder | undefined = (() => {
+  const Ctor = (
+    globalThis as {
+      readonly TextDecoder?: new (label: string, options: { readonly ignoreBOM: boolean }) => Utf8Decoder
+    }
+  ).TextDecoder
+  // ignoreBOM: a leading EF BB BF is part of the name, not a mark to drop.
+  return Ctor === undefined ? undefined : new Ctor("utf-8", { ignoreBOM: true })
+})()
+
 const isContinuation = (b: number | undefined): boolean => b !== undefined && (b & 0xc0) === 0x80
 
 /**
@@ -29,6 +44,14 @@ const isContinuation = (b: number | undefined): boolean => b !== undefined && (b
  * every other byte as U+DC80 + byte (see the module comment).
  */
 export const decode = (bytes: Bytes): string => {
+  // The platform's UTF-8 decoder where there is one (every JavaScript runtime
+  // the library runs on): a text without U+FFFD in its output was valid UTF-8
+  // and is the answer. Only one that has U+FFFD (a replacement, or a real
+  // U+FFFD, which is rare in paths) takes the byte-by-byte road below.
+  if (utf8 !== undefined && bytes.length > 64) {
+    const fast = utf8.decode(bytes)
+    if (!fast.includes("\ufffd")) return fast
+  }
   let out = ""
   let ascii = true
   for (let i = 0; i < bytes.length; i++) {

@@ -41,7 +41,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, type FileSystem, Schema, type Scope } from "effect"
+import { Effect, type FileSystem, LogLevel, References, Schema, type Scope } from "effect"
 import * as Directory from "./Directory.ts"
 import * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
@@ -301,12 +301,16 @@ export const open: (
   const failed = (acc: Acc, path: string, what: string, e: Directory.DirectoryError) =>
     keep(acc, { path, reason: "Failed", detail: `${what}: ${e.errno === "" ? e.reason : e.errno} ${e.detail}` })
 
-  const removed = (acc: Acc, path: string, type: Directory.Type) =>
-    Effect.sync(() => acc.removed.push(path)).pipe(
-      // Per path at debug: a teardown removes thousands; the operation logs one summary at info.
-      Effect.andThen(Effect.logDebug(`removed ${FileName.display(path)}`).pipe(Effect.annotateLogs({ type }))),
-      Effect.as(true)
-    )
+  // Per path at debug: a teardown removes thousands, and building their lines
+  // costs as much as the system calls, so only when debug is on; the
+  // operation logs one summary at info.
+  const debug = LogLevel.isGreaterThanOrEqualTo("Debug", yield* References.MinimumLogLevel)
+  const removed = (acc: Acc, path: string, type: Directory.Type) => {
+    acc.removed.push(path)
+    return debug
+      ? Effect.logDebug(`removed ${FileName.display(path)}`).pipe(Effect.annotateLogs({ type }), Effect.as(true))
+      : Effect.succeed(true)
+  }
 
   const otherMount = (path: string, detail: string): Kept => ({
     path,
@@ -362,9 +366,34 @@ export const open: (
       if (listed._tag === "Failure") return yield* failed(acc, path, "list", listed.failure)
       let gone = true
       const entries = [...listed.success].sort((a, b) => FileName.compare(a.name, b.name))
-      for (const entry of entries) {
+      // What the listing says is not a directory goes in one batch of unlinks;
+      // anything that turns out otherwise is handled one by one below.
+      const plain = entries.filter((e) => e.type !== "Directory" && e.type !== "Unknown")
+      const outcomes = yield* dirs.unlinkAll(
+        h,
+        plain.map((e) => e.name)
+      )
+      for (const [i, entry] of plain.entries()) {
         const child = fullChild(path, entry.name)
-        let type = entry.type
+        const e = outcomes[i]
+        if (e === undefined) {
+          yield* removed(acc, child, entry.type)
+          continue
+        }
+        const ok =
+          e.reason === "NotFound"
+            ? true
+            : e.reason === "IsADirectory"
+              ? yield* removeDirectory(acc, h, entry.name, child, mountId)
+              : e.reason === "Busy"
+                ? yield* keep(acc, otherMount(child, "something is mounted on it"))
+                : yield* failed(acc, child, "unlink", e)
+        if (!ok) gone = false
+      }
+      for (const entry of entries) {
+        if (entry.type !== "Directory" && entry.type !== "Unknown") continue
+        const child = fullChild(path, entry.name)
+        let type: Directory.Type = entry.type
         if (type === "Unknown") {
           const st = yield* Effect.result(dirs.stat(h, entry.name))
           if (st._tag === "Failure") {

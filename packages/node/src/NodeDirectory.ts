@@ -249,6 +249,16 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
       )
     )
 
+  const unlinkAll: NonNullable<Directory.Primitives["unlinkAll"]> = (dir, names) =>
+    Effect.sync(() => {
+      const fd = fdOf(dir).fd
+      const out: Array<Directory.DirectoryError | undefined> = []
+      for (const name of names) {
+        out.push(c.unlinkat(fd, cString(name), 0) < 0 ? error("unlinkat", childFull(dir.path, name)) : undefined)
+      }
+      return out
+    })
+
   const makeDirectory: Directory.Primitives["makeDirectory"] = (dir, name, permissions) =>
     Effect.suspend(() =>
       check(c.mkdirat(fdOf(dir).fd, cString(name), permissions), "mkdirat", childFull(dir.path, name))
@@ -343,7 +353,19 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
             ? k.O_WRONLY | base
             : k.O_WRONLY | k.O_CREAT | k.O_EXCL | base
       const fd = c.openat(fdOf(dir).fd, cString(name), flags, opts.mode === "create" ? opts.permissions : 0)
-      if (fd < 0) return Effect.fail(error("openat", path))
+      if (fd < 0) {
+        const e = error("openat", path)
+        // ENXIO: a FIFO or socket with nothing at its other end, opened for writing without blocking.
+        return Effect.fail(
+          e.errno === "ENXIO"
+            ? new Directory.DirectoryError({
+                ...e,
+                reason: "WrongType",
+                detail: "not a regular file (a FIFO or socket)"
+              })
+            : e
+        )
+      }
       return Effect.acquireRelease(
         Effect.suspend(() => {
           const st = statAt(fd, undefined)
@@ -441,6 +463,7 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
     stat,
     readLink,
     unlink,
+    unlinkAll,
     makeDirectory,
     symlink,
     rename,

@@ -65,10 +65,7 @@ const unmountOne = (
   if (names.length === 0) {
     fd = c.openat(rootFd, cString(new Uint8Array([0x2e])), k.O_PATH | k.O_CLOEXEC, 0)
   } else if (state.openat2) {
-    const how = new DataView(new ArrayBuffer(24))
-    how.setBigUint64(0, BigInt(k.O_PATH | k.O_NOFOLLOW | k.O_CLOEXEC), true)
-    how.setBigUint64(16, BigInt(k.RESOLVE_BENEATH | k.RESOLVE_NO_SYMLINKS | k.RESOLVE_NO_MAGICLINKS), true)
-    fd = c.openat2(rootFd, cString(FileName.encode(rel.slice(1))), new Uint8Array(how.buffer))
+    fd = c.openat2(rootFd, cString(FileName.encode(rel.slice(1))), beneathNoLinks())
     if (fd < 0 && describeErrno(c.errno()).errno === "ENOSYS") state.openat2 = false
   }
   if (names.length > 0 && !state.openat2) {
@@ -141,6 +138,18 @@ const unmountOne = (
   if (r === 0) return close({ _tag: "Unmounted", target: target.path })
   const { errno, message } = describeErrno(c.errno())
   return close({ _tag: "Failed", target: target.path, failure: { target: target.path, errno, message } })
+}
+
+// The `open_how` of a verification: O_PATH, no link anywhere, never above the root. Made once.
+let how: Uint8Array | undefined
+const beneathNoLinks = (): Uint8Array => {
+  if (how !== undefined) return how
+  const k = constants as NonNullable<typeof constants>
+  const view = new DataView(new ArrayBuffer(24))
+  view.setBigUint64(0, BigInt(k.O_PATH | k.O_NOFOLLOW | k.O_CLOEXEC), true)
+  view.setBigUint64(16, BigInt(k.RESOLVE_BENEATH | k.RESOLVE_NO_SYMLINKS | k.RESOLVE_NO_MAGICLINKS), true)
+  how = new Uint8Array(view.buffer)
+  return how
 }
 
 const fdinfoMountId = (fd: number): number => {

@@ -152,7 +152,7 @@ export const make = (state: HostState): Directory.Directories => {
         if (k instanceof Refused) return k
         const node = dirOf(m).entries.get(k)
         if (node === undefined) return no("ENOENT")
-        if (node.type === "SymbolicLink") return no("ELOOP")
+        // O_DIRECTORY | O_NOFOLLOW on a link is ENOTDIR, as the kernel says it (not ELOOP).
         if (node.type !== "Directory") return no("ENOTDIR")
         const frame = I.enterFrame(m.frame, k, node)
         return makeHandle(childFull(dir.path, name), frame, undefined)

@@ -853,6 +853,31 @@ const sysRename = (st: FsState, from: string, to: string, now: number): undefine
   return undefined
 }
 
+/** `renameat2(RENAME_EXCHANGE)`: the two entries swap places; both must exist, on one mount. */
+const sysExchange = (st: FsState, a: string, b: string, now: number): undefined | Errno => {
+  const e = (code: ErrnoCode) => errno(code, "renameat2", a, b)
+  const pa = resolveLast(st, a)
+  if (pa instanceof Fail) return e(pa.code)
+  const pb = resolveLast(st, b)
+  if (pb instanceof Fail) return e(pb.code)
+  if (pa._tag === "Special" || pb._tag === "Special") return e("EBUSY")
+  if (pa.node === undefined || pb.node === undefined) return e("ENOENT")
+  if (pa.parent.mount !== pb.parent.mount) return e("EXDEV")
+  if (pa.node === pb.node) return undefined
+  if (isMountpoint(pa.parent, pa.node) || isMountpoint(pb.parent, pb.node)) return e("EBUSY")
+  if (pa.node.type === "Directory" && chainHas(pb.parent, pa.node)) return e("EINVAL")
+  if (pb.node.type === "Directory" && chainHas(pa.parent, pb.node)) return e("EINVAL")
+  const na = pa.node
+  const nb = pb.node
+  removeEntry(pa.parent.dir, pa.name, now)
+  removeEntry(pb.parent.dir, pb.name, now)
+  addEntry(pa.parent.dir, pa.name, nb, now)
+  addEntry(pb.parent.dir, pb.name, na, now)
+  na.ctime = now
+  nb.ctime = now
+  return undefined
+}
+
 const sysReadlink = (st: FsState, path: string): string | Errno => {
   const f = lookup(st, path, false)
   if (f instanceof Fail) return withSyscall(f, "readlink", path)
@@ -2214,6 +2239,23 @@ export const isAttached = (st: FsState, mount: Mount): boolean => {
  * shares with this file system, so both act on the same inodes with the same
  * rules. Internal to @hostnode/test.
  */
+/**
+ * What a concurrent writer does to the tree, for the adversary seam
+ * (`MemoryAdversary`): the simulated system calls themselves, without the
+ * journal (they are another process's, not the one under test). Each returns
+ * the errno code it failed with, or undefined.
+ */
+export const foreign = {
+  rename: (st: FsState, from: string, to: string, now: number) => sysRename(st, from, to, now)?.code,
+  exchange: (st: FsState, a: string, b: string, now: number) => sysExchange(st, a, b, now)?.code,
+  symlink: (st: FsState, target: string, path: string, now: number) => sysSymlink(st, target, path, now)?.code,
+  mkdir: (st: FsState, path: string, now: number) => {
+    const r = sysMkdir(st, path, 0o755, now)
+    return r instanceof Errno ? r.code : undefined
+  },
+  unlink: (st: FsState, path: string, now: number) => sysUnlink(st, path, now)?.code
+}
+
 export const internals = {
   rootFrame,
   enterFrame,

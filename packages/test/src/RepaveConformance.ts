@@ -732,6 +732,107 @@ export const mounts = (
         return mountsBelow(yield* fx.table, dir)
       })
 
+    it.effect("a same-device bind mount made after the table was read is not entered: the mount id says so", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const l = yield* buildKubeletLayout
+        const csiBefore = yield* snapshot(l.csiData)
+        const victim = `${l.pods.c}/volumes/kubernetes.io~empty-dir/data/late`
+        yield* fs.makeDirectory(victim, { recursive: true }).pipe(Effect.orDie)
+        const report = yield* Effect.scoped(
+          Effect.gen(function* () {
+            // The session reads the table now; the bind comes after, as a pod's mount made meanwhile would.
+            const session = yield* SafeRemove.session({ hostRoot: l.root, mountInfo: l.mountInfo })
+            yield* fx.bind(l.csiData, victim)
+            return yield* session.remove(["/var/lib/kubelet/pods/cccccccc-3333"])
+          })
+        ).pipe(Fence.within([l.sandbox]))
+        assert.deepStrictEqual(
+          report.kept.map((k) => [k.path, k.reason]).filter(([p]) => p === victim),
+          [[victim, "OtherFileSystem"]]
+        )
+        // Nothing was deleted through it: the source is whole.
+        assert.deepStrictEqual(yield* snapshot(l.csiData), csiBefore)
+        assert.deepStrictEqual(yield* snapshot(victim), csiBefore)
+      })
+    )
+
+    it.effect("a table that does not list the mount the root is on is refused before anything is removed", () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const l = yield* buildKubeletLayout
+        const empty = `${l.sandbox}/empty-mountinfo`
+        yield* fs.writeFileString(empty, "").pipe(Effect.orDie)
+        const foreign = `${l.sandbox}/foreign-mountinfo`
+        yield* fs.writeFileString(foreign, "999999 1 8:1 / / rw - ext4 /dev/sda1 rw\n").pipe(Effect.orDie)
+        const before = yield* snapshot(l.sandbox)
+        for (const table of [empty, foreign]) {
+          const e = yield* Effect.flip(
+            Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: table }).pipe(Fence.within([l.sandbox]))
+          )
+          assert.strictEqual(e._tag === "MountInfoError" && e.reason, "DoesNotCover", table)
+          const r = yield* Effect.flip(
+            SafeRemove.remove(["/var/lib/kubelet/pods"], { hostRoot: l.root, mountInfo: table })
+          )
+          assert.strictEqual(r._tag === "MountInfoError" && r.reason, "DoesNotCover", table)
+        }
+        assert.deepStrictEqual(differences(before, yield* snapshot(l.sandbox)), [])
+      })
+    )
+
+    it.effect("names that are not UTF-8 are removed by the teardown and the reset, and reported losslessly", () =>
+      Effect.gen(function* () {
+        const dirs = yield* Directory.Directories
+        const l = yield* buildKubeletLayout
+        const cafe = new Uint8Array([0x63, 0x61, 0x66, 0xe9])
+        // Planted through handles: the FileSystem's strings cannot name them.
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const root = yield* dirs.openRoot(l.root)
+            const at = (path: string) =>
+              Effect.flatMap(dirs.resolve(root, path, { followFinal: true }), (r) =>
+                r.name === undefined ? Effect.succeed(r.parent) : dirs.openDirectory(r.parent, r.name)
+              )
+            const data = yield* at("/var/lib/kubelet/pods/cccccccc-3333/volumes/kubernetes.io~empty-dir/data")
+            yield* dirs.makeDirectory(data, cafe, 0o755)
+            const sub = yield* dirs.openDirectory(data, cafe)
+            yield* dirs.openFile(sub, cafe, { mode: "create", permissions: 0o644 })
+          })
+        ).pipe(Effect.orDie)
+        const teardown = yield* Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
+          Effect.provide(FaultyMounter.layer((t) => t === l.csiMount)),
+          Fence.within([l.sandbox])
+        )
+        const escaped = "caf\udce9"
+        assert.include(teardown.removed, `${l.pods.c}/volumes/kubernetes.io~empty-dir/data/${escaped}/${escaped}`)
+        assert.include(teardown.removed, `${l.pods.c}/volumes/kubernetes.io~empty-dir/data/${escaped}`)
+        assert.notInclude(
+          teardown.kept.map((k) => k.path),
+          l.pods.c
+        )
+        const fs = yield* FileSystem.FileSystem
+        assert.isFalse(yield* fs.exists(l.pods.c))
+        yield* plant(l.sandbox, cniTree)
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const root = yield* dirs.openRoot(l.root)
+            for (const path of ["/etc/cni/net.d/x", "/var/lib/cni/networks/k8s-pod-network/x"]) {
+              const at = yield* dirs.resolve(root, path)
+              yield* dirs.openFile(at.parent, cafe, { mode: "create", permissions: 0o644 })
+            }
+          })
+        ).pipe(Effect.orDie)
+        const reset = yield* Repave.resetCniState({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
+          Fence.within([l.sandbox])
+        )
+        assert.include(reset.removed, `${l.root}/etc/cni/net.d/${escaped}`)
+        assert.include(reset.removed, `${l.root}/var/lib/cni/networks/k8s-pod-network/${escaped}`)
+        assert.isFalse(yield* fs.exists(`${l.root}/var/lib/cni`))
+        assert.deepStrictEqual(yield* fs.readDirectory(`${l.root}/etc/cni/net.d`), [])
+      })
+    )
+
     it.effect("teardownKubeletDir keeps the pod whose bind mount could not be unmounted; the CSI data is intact", () =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem

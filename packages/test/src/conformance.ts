@@ -7,6 +7,8 @@
  * @since 0.1.0
  */
 
+/** The conformance suite of `Directory.Directories`: handles, names as bytes, mounts, chroot resolution, a swapper. */
+export * as DirectoryConformance from "./DirectoryConformance.ts"
 /** The conformance suite every `FileSystem` passes: NodeFileSystem on Linux as root, and `MemoryHost`. */
 export * as FileSystemConformance from "./FileSystemConformance.ts"
 /** The conformance suite of GoalStateSource and the default goal state resolver. */

@@ -16,8 +16,12 @@ export * as FencedFileSystem from "./FencedFileSystem.ts"
 export * as Gate from "./Gate.ts"
 /** Inspecting links and the raw table, planting foreign ones, and running a DNS server, for the LocalDNS suite. */
 export * as LocalDnsFixture from "./LocalDnsFixture.ts"
+/** Concurrent writers for the simulated host's adversary seam: swaps, renames, bind mounts between two calls. */
+export * as MemoryAdversary from "./MemoryAdversary.ts"
 /** The simulated host's command line: a spawner that hands commands to interpreters. */
 export * as MemoryCommands from "./MemoryCommands.ts"
+/** Directory handles on the simulated host: the same inodes and rules as its FileSystem, with the adversary seam. */
+export * as MemoryDirectories from "./MemoryDirectories.ts"
 /** The in-memory Linux file system behind `MemoryHost` (inode tree, resolver, `FileSystem` implementation). */
 export * as MemoryFileSystem from "./MemoryFileSystem.ts"
 /** The simulated host: `FileSystem`, `Path` and inspection/fault injection over one in-memory state. */

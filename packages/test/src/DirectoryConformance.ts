@@ -1,0 +1,354 @@
+/**
+ * The conformance suite of `Directory.Directories`: what the real layer does
+ * on the kernel (in a private mount namespace, on a tmpfs sandbox, with real
+ * tmpfs and bind mounts) and what the simulated host's must do the same way.
+ * Names that are not UTF-8, links where directories were, mounts of the same
+ * device, files created exclusively, the chroot semantics of resolution, and
+ * a concurrent swapper (a real process on the real host, the adversary seam
+ * on the simulated one) that never gets a resolution out of the root.
+ *
+ * @since 0.2.0
+ */
+import { assert, layer } from "@effect/vitest"
+import { Directory, FileName } from "@hostnode/core"
+import { Effect, FileSystem, type Layer, type Scope } from "effect"
+import { MountFixture } from "./MountFixture.ts"
+
+const enc = (s: string) => FileName.encode(s)
+/** `café` in Latin-1: not valid UTF-8. */
+const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9])
+
+/** What a host can do for the suite beyond the services (each test that needs one says so). */
+export interface Options<R = never> {
+  /** Makes a FIFO at `path` (the real host: `mkfifo`); absent where the host has none. */
+  readonly fifo?: ((path: string) => Effect.Effect<void, never, R>) | undefined
+  /** How many descriptors this process has open (the real host: `/proc/self/fd`). */
+  readonly openDescriptors?: Effect.Effect<number, never, R> | undefined
+  /**
+   * Swaps the directory `a` and the link `b` (both full paths) as fast as it
+   * can until the scope closes: a real process, or the adversary seam.
+   */
+  readonly swapper?: ((a: string, b: string) => Effect.Effect<unknown, never, Scope.Scope | R>) | undefined
+  /** How many resolutions the swapper test makes (default 2,000). */
+  readonly swapRuns?: number | undefined
+}
+
+/** A canonical sandbox and a root handle on it. */
+const setup = Effect.gen(function* () {
+  const fx = yield* MountFixture
+  const fs = yield* FileSystem.FileSystem
+  const dirs = yield* Directory.Directories
+  const box = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
+  const root = yield* dirs.openRoot(box).pipe(Effect.orDie)
+  return { fx, fs, dirs, box, root }
+})
+
+/** The reason of a failed effect, or "ok". */
+const reasonOf = <A, R>(effect: Effect.Effect<A, Directory.DirectoryError, R>) =>
+  Effect.map(Effect.result(effect), (r) => (r._tag === "Success" ? "ok" : r.failure.reason))
+
+/**
+ * Registers the suite under `name`. `hostLayer` provides the `Directories`
+ * under test, a `MountFixture` in the same mount namespace, and the
+ * `FileSystem` that sees the same tree.
+ */
+export const suite = <R = never>(
+  name: string,
+  hostLayer: Layer.Layer<Directory.Directories | MountFixture | FileSystem.FileSystem | R>,
+  options: Options<R> = {}
+): void =>
+  layer(hostLayer, { excludeTestServices: true })(`Directories conformance: ${name}`, (it) => {
+    it.effect("names are bytes: one that is not UTF-8 is created, listed, stat'ed and removed exactly", () =>
+      Effect.gen(function* () {
+        const { fs, dirs, root } = yield* setup
+        yield* dirs.makeDirectory(root, latin1, 0o755)
+        const sub = yield* dirs.openDirectory(root, latin1)
+        yield* Effect.scoped(dirs.openFile(sub, enc("inside"), { mode: "create", permissions: 0o644 }))
+        const names = (yield* dirs.list(root)).map((e) => [...e.name])
+        assert.deepStrictEqual(names, [[...latin1]])
+        assert.strictEqual(sub.path.endsWith("/caf\udce9"), true)
+        assert.strictEqual(FileName.display(sub.path).endsWith("/caf\\xe9"), true)
+        // The FileSystem's strings cannot name it: Node decodes it as U+FFFD.
+        const viaStrings = yield* fs.readDirectory(root.path)
+        assert.deepStrictEqual(viaStrings, ["caf\ufffd"])
+        assert.isFalse(yield* fs.exists(`${root.path}/caf\ufffd/inside`))
+        assert.strictEqual((yield* dirs.stat(root, latin1)).type, "Directory")
+        yield* dirs.unlink(sub, enc("inside"))
+        yield* dirs.unlink(root, latin1, { directory: true })
+        assert.deepStrictEqual(yield* dirs.list(root), [])
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("stat does not follow a link, and says type, mode, owner, size, device and mount id", () =>
+      Effect.gen(function* () {
+        const { fx, fs, dirs, box, root } = yield* setup
+        yield* fs.writeFileString(`${box}/f`, "12345")
+        yield* fs.chmod(`${box}/f`, 0o640)
+        yield* fs.chown(`${box}/f`, 1000, 1001)
+        yield* fs.symlink("f", `${box}/l`)
+        yield* fs.makeDirectory(`${box}/d`)
+        const f = yield* dirs.stat(root, enc("f"))
+        assert.deepInclude(f, { type: "File", mode: 0o640, uid: 1000, gid: 1001, size: 5 })
+        assert.strictEqual((yield* dirs.stat(root, enc("l"))).type, "SymbolicLink")
+        const self = yield* dirs.stat(root)
+        assert.strictEqual(self.type, "Directory")
+        assert.strictEqual(f.device, self.device)
+        assert.strictEqual(f.mountId, self.mountId)
+        assert.strictEqual(yield* reasonOf(dirs.stat(root, enc("nope"))), "NotFound")
+        // A bind mount of a directory of the same device: same device, its own mount id.
+        yield* fs.makeDirectory(`${box}/b`)
+        yield* fx.bind(`${box}/d`, `${box}/b`)
+        const bound = yield* dirs.stat(root, enc("b"))
+        assert.strictEqual(bound.device, self.device)
+        assert.notStrictEqual(bound.mountId, self.mountId)
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("openDirectory never follows a link, and with sameMount refuses another mount, same device or not", () =>
+      Effect.gen(function* () {
+        const { fx, fs, dirs, box, root } = yield* setup
+        yield* fs.makeDirectory(`${box}/d`)
+        yield* fs.writeFileString(`${box}/d/x`, "x")
+        yield* fs.symlink(`${box}/d`, `${box}/link`)
+        yield* fs.writeFileString(`${box}/file`, "")
+        yield* fs.makeDirectory(`${box}/t`)
+        yield* fx.tmpfs(`${box}/t`)
+        yield* fs.makeDirectory(`${box}/b`)
+        yield* fx.bind(`${box}/d`, `${box}/b`)
+        // O_DIRECTORY | O_NOFOLLOW: the kernel says ENOTDIR for a link.
+        assert.strictEqual(yield* reasonOf(dirs.openDirectory(root, enc("link"))), "NotADirectory")
+        assert.strictEqual(yield* reasonOf(dirs.openDirectory(root, enc("file"))), "NotADirectory")
+        assert.strictEqual(yield* reasonOf(dirs.openDirectory(root, enc("nope"))), "NotFound")
+        assert.strictEqual(yield* reasonOf(dirs.openDirectory(root, enc("d"), { sameMount: true })), "ok")
+        assert.strictEqual(yield* reasonOf(dirs.openDirectory(root, enc("t"), { sameMount: true })), "OtherMount")
+        assert.strictEqual(yield* reasonOf(dirs.openDirectory(root, enc("b"), { sameMount: true })), "OtherMount")
+        // Without sameMount it enters the mount, and says so by the mount id.
+        const t = yield* dirs.openDirectory(root, enc("t"))
+        assert.notStrictEqual((yield* dirs.stat(t)).mountId, (yield* dirs.stat(root)).mountId)
+        const b = yield* dirs.openDirectory(root, enc("b"))
+        assert.deepStrictEqual(
+          (yield* dirs.list(b)).map((e) => FileName.decode(e.name)),
+          ["x"]
+        )
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("unlink removes a file, a link or an empty directory, and refuses what it must", () =>
+      Effect.gen(function* () {
+        const { fx, fs, dirs, box, root } = yield* setup
+        yield* fs.writeFileString(`${box}/f`, "")
+        yield* fs.symlink(`${box}/f`, `${box}/l`)
+        yield* fs.makeDirectory(`${box}/d/e`, { recursive: true })
+        yield* fs.makeDirectory(`${box}/m`)
+        yield* fx.tmpfs(`${box}/m`)
+        assert.strictEqual(yield* reasonOf(dirs.unlink(root, enc("d"))), "IsADirectory")
+        assert.strictEqual(yield* reasonOf(dirs.unlink(root, enc("d"), { directory: true })), "NotEmpty")
+        assert.strictEqual(yield* reasonOf(dirs.unlink(root, enc("f"), { directory: true })), "NotADirectory")
+        assert.strictEqual(yield* reasonOf(dirs.unlink(root, enc("m"), { directory: true })), "Busy")
+        assert.strictEqual(yield* reasonOf(dirs.unlink(root, enc("nope"))), "NotFound")
+        yield* dirs.unlink(root, enc("l"))
+        assert.isTrue(yield* fs.exists(`${box}/f`), "the link's target stays")
+        yield* dirs.unlink(root, enc("f"))
+        const d = yield* dirs.openDirectory(root, enc("d"))
+        yield* dirs.unlink(d, enc("e"), { directory: true })
+        yield* dirs.unlink(root, enc("d"), { directory: true })
+        assert.deepStrictEqual((yield* dirs.list(root)).map((e) => FileName.decode(e.name)).sort(), ["m"])
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("resolve: chroot semantics below the root, never out of it", () =>
+      Effect.gen(function* () {
+        const { fs, dirs, box, root } = yield* setup
+        yield* fs.makeDirectory(`${box}/a/b`, { recursive: true })
+        yield* fs.makeDirectory(`${box}/c`)
+        yield* fs.writeFileString(`${box}/a/file`, "")
+        yield* fs.symlink("/c", `${box}/a/abs`)
+        yield* fs.symlink("../../../../../../..", `${box}/a/up`)
+        yield* fs.symlink("x", `${box}/y`)
+        yield* fs.symlink("y", `${box}/x`)
+        const at = (path: string, o?: Directory.ResolveOptions) =>
+          Effect.map(dirs.resolve(root, path, o), (r) => (r.name === undefined ? `${r.path}/` : r.path))
+        assert.strictEqual(yield* at("/a/abs/z"), "/c/z")
+        assert.strictEqual(yield* at("/a/abs", { followFinal: true }), "/c")
+        assert.strictEqual(yield* at("/a/abs"), "/a/abs")
+        assert.strictEqual(yield* at("/a/up/a/b"), "/a/b")
+        assert.strictEqual(yield* at("/../../a/b/.."), "/a/")
+        assert.strictEqual(yield* at("/"), "//")
+        assert.strictEqual(yield* at("/nope"), "/nope")
+        assert.strictEqual(yield* reasonOf(dirs.resolve(root, "/nope/deeper")), "NotFound")
+        assert.strictEqual(yield* reasonOf(dirs.resolve(root, "/a/file/x")), "NotADirectory")
+        assert.strictEqual(yield* reasonOf(dirs.resolve(root, "/x/z")), "TooManyLinks")
+        assert.strictEqual(yield* reasonOf(dirs.resolve(root, "/a/abs/z", { noSymlinks: true })), "SymbolicLink")
+        assert.strictEqual(yield* at("/a/b/../b", { noSymlinks: true }), "/a/b")
+        assert.strictEqual(yield* at("/a/b", { noSymlinks: true }), "/a/b")
+        // The parent is a handle on the directory itself, not a name.
+        const r = yield* dirs.resolve(root, "/a/abs/new")
+        assert.strictEqual(r.parent.path, `${box}/c`)
+        assert.deepStrictEqual([...(r.name ?? [])], [...enc("new")])
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("files: created exclusively and never through a link, written and read on the open file", () =>
+      Effect.gen(function* () {
+        const { fs, dirs, box, root } = yield* setup
+        yield* fs.writeFileString(`${box}/outside-target`, "not to be written")
+        yield* fs.symlink(`${box}/outside-target`, `${box}/trap`)
+        yield* fs.symlink(`${box}/missing`, `${box}/dangling`)
+        assert.strictEqual(
+          yield* reasonOf(dirs.openFile(root, enc("trap"), { mode: "create", permissions: 0o600 })),
+          "Exists"
+        )
+        assert.strictEqual(
+          yield* reasonOf(dirs.openFile(root, enc("dangling"), { mode: "create", permissions: 0o600 })),
+          "Exists"
+        )
+        assert.isFalse(yield* fs.exists(`${box}/missing`), "nothing created through the dangling link")
+        assert.strictEqual(yield* reasonOf(dirs.openFile(root, enc("trap"), { mode: "read" })), "SymbolicLink")
+        assert.strictEqual(yield* reasonOf(dirs.openFile(root, enc("trap"), { mode: "write" })), "SymbolicLink")
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const f = yield* dirs.openFile(root, enc("new"), { mode: "create", permissions: 0o600 })
+            yield* f.write(enc("hello world"), 0)
+            yield* f.write(enc("HELLO"), 0)
+            // chown first: it clears setuid and setgid, even for root (Linux since 2.2.13).
+            yield* f.chown(1000, 1000)
+            yield* f.chmod(0o4751)
+            yield* f.setTimes(1_600_000_000_000_000_000n, 1_600_000_001_000_000_000n)
+            yield* f.sync
+            const st = yield* f.stat
+            assert.deepInclude(st, { type: "File", size: 11, uid: 1000, gid: 1000 })
+            assert.strictEqual(st.mtimeNs / 1_000_000_000n, 1_600_000_001n)
+            yield* f.truncate(5)
+          })
+        )
+        assert.strictEqual(yield* fs.readFileString(`${box}/new`), "HELLO")
+        assert.strictEqual((yield* fs.stat(`${box}/new`)).mode & 0o7777, 0o4751)
+        const read = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const f = yield* dirs.openFile(root, enc("new"), { mode: "read" })
+            const buf = new Uint8Array(16)
+            const n = yield* f.read(buf, 1)
+            return [n, FileName.decode(buf.subarray(0, n)), yield* f.read(buf, 5)] as const
+          })
+        )
+        assert.deepStrictEqual(read, [4, "ELLO", 0])
+        yield* fs.makeDirectory(`${box}/dir`)
+        assert.strictEqual(yield* reasonOf(dirs.openFile(root, enc("dir"), { mode: "read" })), "WrongType")
+        assert.strictEqual(yield* fs.readFileString(`${box}/outside-target`), "not to be written")
+      }).pipe(Effect.scoped)
+    )
+
+    if (options.fifo !== undefined) {
+      const fifo = options.fifo
+      it.effect("a FIFO at a name is refused (WrongType) without hanging the open", () =>
+        Effect.gen(function* () {
+          const { dirs, box, root } = yield* setup
+          yield* fifo(`${box}/pipe`)
+          assert.strictEqual(yield* reasonOf(dirs.openFile(root, enc("pipe"), { mode: "read" })), "WrongType")
+          assert.strictEqual(yield* reasonOf(dirs.openFile(root, enc("pipe"), { mode: "write" })), "WrongType")
+          assert.strictEqual((yield* dirs.stat(root, enc("pipe"))).type, "FIFO")
+        }).pipe(Effect.scoped)
+      )
+    }
+
+    it.effect("rename within and between handles, noReplace, and not across mounts; links and their owners", () =>
+      Effect.gen(function* () {
+        const { fx, fs, dirs, box, root } = yield* setup
+        yield* fs.makeDirectory(`${box}/a`)
+        yield* fs.makeDirectory(`${box}/b`)
+        yield* fs.makeDirectory(`${box}/m`)
+        yield* fx.tmpfs(`${box}/m`)
+        yield* fs.writeFileString(`${box}/a/one`, "1")
+        yield* fs.writeFileString(`${box}/a/two`, "2")
+        const a = yield* dirs.openDirectory(root, enc("a"))
+        const b = yield* dirs.openDirectory(root, enc("b"))
+        const m = yield* dirs.openDirectory(root, enc("m"))
+        assert.strictEqual(yield* reasonOf(dirs.rename(a, enc("one"), a, enc("two"), { noReplace: true })), "Exists")
+        yield* dirs.rename(a, enc("one"), b, enc("moved"))
+        yield* dirs.rename(a, enc("two"), a, enc("three"))
+        assert.strictEqual(yield* reasonOf(dirs.rename(b, enc("moved"), m, enc("x"))), "CrossDevice")
+        assert.strictEqual(yield* fs.readFileString(`${box}/b/moved`), "1")
+        assert.strictEqual(yield* fs.readFileString(`${box}/a/three`), "2")
+        yield* dirs.symlink(b, latin1, enc("/somewhere/caf\udce9"))
+        assert.deepStrictEqual([...(yield* dirs.readLink(b, latin1))], [...enc("/somewhere/caf\udce9")])
+        yield* dirs.chown(b, latin1, 1234, 5678)
+        const link = yield* dirs.stat(b, latin1)
+        assert.deepInclude(link, { type: "SymbolicLink", uid: 1234, gid: 5678 })
+        yield* dirs.chmod(b, 0o700)
+        yield* dirs.chown(b, undefined, 42, 43)
+        assert.deepInclude(yield* dirs.stat(root, enc("b")), { mode: 0o700, uid: 42, gid: 43 })
+        yield* dirs.makeDirectory(b, enc("made"), 0o750)
+        assert.strictEqual(yield* reasonOf(dirs.makeDirectory(b, enc("made"), 0o750)), "Exists")
+        yield* dirs.sync(b)
+        yield* dirs.syncFileSystem(b)
+      }).pipe(Effect.scoped)
+    )
+
+    if (options.openDescriptors !== undefined) {
+      const count = options.openDescriptors
+      it.effect("every handle and file closes with its scope", () =>
+        Effect.gen(function* () {
+          const { fs, dirs, box, root } = yield* setup
+          yield* fs.makeDirectory(`${box}/d/e`, { recursive: true })
+          const before = yield* count
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              for (let i = 0; i < 50; i++) {
+                const d = yield* dirs.openDirectory(root, enc("d"))
+                yield* dirs.openPath(d, enc("e"))
+                yield* dirs.resolve(root, "/d/e/x")
+                yield* dirs.openFile(d, enc(`f${i}`), { mode: "create", permissions: 0o600 })
+              }
+              assert.isAtLeast(yield* count, before + 200)
+            })
+          )
+          assert.strictEqual(yield* count, before)
+        }).pipe(Effect.scoped)
+      )
+    }
+
+    if (options.swapper !== undefined) {
+      const swapper = options.swapper
+      const runs = options.swapRuns ?? 2000
+      it.effect(
+        "resolutions while a directory and a link out of the root swap names never leave the root",
+        () =>
+          Effect.gen(function* () {
+            const { fs, dirs, box } = yield* setup
+            yield* fs.makeDirectory(`${box}/root/v/d`, { recursive: true })
+            yield* fs.makeDirectory(`${box}/outside/secret`, { recursive: true })
+            yield* fs.writeFileString(`${box}/root/v/d/ours`, "ours")
+            yield* fs.writeFileString(`${box}/outside/secret/ours`, "not ours")
+            yield* fs.symlink(`${box}/outside/secret`, `${box}/root/v/l`)
+            const root = yield* dirs.openRoot(`${box}/root`)
+            const inside = (yield* dirs.stat(root)).mountId
+            const secret = yield* fs.stat(`${box}/outside/secret`)
+            let outsideSeen = 0
+            yield* Effect.scoped(
+              Effect.gen(function* () {
+                yield* swapper(`${box}/root/v/d`, `${box}/root/v/l`)
+                for (let i = 0; i < runs; i++) {
+                  const r = yield* Effect.result(
+                    Effect.scoped(
+                      Effect.gen(function* () {
+                        const at = yield* dirs.resolve(root, i % 2 === 0 ? "/v/d/ours" : "/v/l/ours")
+                        const st = yield* dirs.stat(at.parent)
+                        return { st, path: at.path }
+                      })
+                    )
+                  )
+                  if (r._tag === "Failure") continue
+                  // The directory a resolution ended in is never the one outside the root.
+                  if (r.success.st.inode === BigInt(secret.ino._tag === "Some" ? secret.ino.value : -1)) outsideSeen++
+                  assert.strictEqual(r.success.st.mountId, inside)
+                  assert.isTrue(r.success.path.startsWith("/"), r.success.path)
+                }
+              })
+            )
+            assert.strictEqual(outsideSeen, 0)
+            assert.strictEqual(yield* fs.readFileString(`${box}/outside/secret/ours`), "not ours")
+          }).pipe(Effect.scoped),
+        { timeout: 120_000 }
+      )
+    }
+  })

@@ -1,0 +1,103 @@
+/**
+ * Concurrent writers for the simulated host's adversary seam
+ * (`MemoryHost.adversary`): what a pod's container that keeps running after
+ * the node stack stopped can do between two system calls of the code under
+ * test. Each action acts on the host state directly, as another process
+ * would, and never through the journal: it is not an operation of the
+ * process under test.
+ *
+ * `at(n, action)` makes an action happen once, right before the `n`-th
+ * operation (1-based) after it is installed, so a property can try every
+ * index of a run; `every(action)` makes it happen before every operation, the
+ * way a tight loop in another process races everything.
+ *
+ * Boundary: actions on paths (strings), through `MemoryFileSystem`'s foreign
+ * calls; what they do to the code under test is for its tests to check.
+ *
+ * @since 0.2.0
+ */
+import { Effect } from "effect"
+import { Errno } from "./internal/errno.ts"
+import type { Upcoming } from "./internal/journal.ts"
+import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import type { HostState } from "./MemoryHost.ts"
+import { MemoryHost } from "./MemoryHost.ts"
+
+/** One thing a concurrent writer does; `undefined` when it worked, the errno code when it did not (then nothing changed). */
+export type Action = (state: HostState, upcoming: Upcoming) => string | undefined
+
+/** Exchanges two entries (`renameat2(RENAME_EXCHANGE)`): a directory and a link to somewhere else swap names. */
+export const exchange =
+  (a: string, b: string): Action =>
+  (state) =>
+    MemoryFileSystem.foreign.exchange(state.fs, a, b, 0)
+
+/** Renames `from` to `to` (a parent moved away mid-walk). */
+export const rename =
+  (from: string, to: string): Action =>
+  (state) =>
+    MemoryFileSystem.foreign.rename(state.fs, from, to, 0)
+
+/** Bind-mounts the directory `source` at the directory `target` (a mount made after the table was read). */
+export const bind =
+  (source: string, target: string): Action =>
+  (state) => {
+    const r = MemoryFileSystem.bindMount(state.fs, source, target)
+    return r instanceof Errno ? r.code : undefined
+  }
+
+/** Unmounts the top mount at `target` (a mount that goes away again). */
+export const unbind =
+  (target: string): Action =>
+  (state) =>
+    MemoryFileSystem.unmount(state, target, true)?.code
+
+/** Replaces the entry at `path` by a symbolic link to `target` (the entry moved to `aside`). */
+export const swapForLink =
+  (path: string, aside: string, target: string): Action =>
+  (state) =>
+    MemoryFileSystem.foreign.rename(state.fs, path, aside, 0) ??
+    MemoryFileSystem.foreign.symlink(state.fs, target, path, 0)
+
+/** Several actions in order; the first that fails stops the rest. */
+export const sequence =
+  (...actions: ReadonlyArray<Action>): Action =>
+  (state, upcoming) => {
+    for (const a of actions) {
+      const r = a(state, upcoming)
+      if (r !== undefined) return r
+    }
+    return undefined
+  }
+
+/** What an installed adversary did: how many operations it saw, and when it acted. */
+export interface Record {
+  readonly seen: number
+  readonly acted: ReadonlyArray<{ readonly seq: number; readonly kind: string; readonly outcome: string }>
+}
+
+/**
+ * Installs `action` to run once, right before the `n`-th operation (1-based)
+ * from now; returns the record, read after the run.
+ */
+export const at = (n: number, action: Action) => install((count) => count === n, action)
+
+/** Installs `action` to run before every operation from now (its failures are recorded, not raised). */
+export const every = (action: Action) => install(() => true, action)
+
+const install = (when: (count: number) => boolean, action: Action) =>
+  Effect.gen(function* () {
+    const host = yield* MemoryHost
+    const state = host.state
+    const acted: Array<{ seq: number; kind: string; outcome: string }> = []
+    let seen = 0
+    yield* host.adversary((upcoming) => {
+      seen++
+      if (!when(seen)) return
+      acted.push({ seq: upcoming.seq, kind: upcoming.kind, outcome: action(state, upcoming) ?? "ok" })
+    })
+    return {
+      record: Effect.sync((): Record => ({ seen, acted: [...acted] })),
+      remove: host.adversary(undefined)
+    }
+  })
