@@ -19,6 +19,8 @@ export * as HostRootConformance from "./HostRootConformance.ts"
 export * as LocalDnsConformance from "./LocalDnsConformance.ts"
 /** The conformance suite every `Mounter` passes. */
 export * as MounterConformance from "./MounterConformance.ts"
+/** The scenarios every composition shares (upgrade rollback, repave, LocalDNS, restarts, running), on any composition. */
+export * as NodeScenarios from "./NodeScenarios.ts"
 /** The conformance suites of the repave resets, the kubelet teardown and SafeRemove, with properties. */
 export * as RepaveConformance from "./RepaveConformance.ts"
 /** The conformance suite of `Snapshot`: take, restore, discard, recover and the scoped resource, with random trees. */

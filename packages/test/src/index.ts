@@ -36,6 +36,8 @@ export * as MemoryNode from "./MemoryNode.ts"
 export * as MemorySystemd from "./MemorySystemd.ts"
 /** Making real or simulated mounts for tests behind one interface. */
 export * as MountFixture from "./MountFixture.ts"
+/** A node for the scenarios every composition shares: its files, mounts, mount table and LocalDNS fixture. */
+export * as NodeFixture from "./NodeFixture.ts"
 /** A `Systemd` whose every call is a defect, for code that must never reach systemd. */
 export * as RefusingSystemd from "./RefusingSystemd.ts"
 
