@@ -7,9 +7,21 @@
  * unmounts in the container's namespaces, the shared-files choice, the
  * backend's answer for a gone container, and bad targets.
  */
+
+import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Directory, HostCommand, HostPath, IsolationBackend, Mounter, MountInfo, Unmount } from "@hostnode/core"
+import {
+  Directory,
+  HostCommand,
+  HostPath,
+  IsolationBackend,
+  LocalDns,
+  Mounter,
+  MountInfo,
+  Systemd,
+  Unmount
+} from "@hostnode/core"
 import { NodeContainer } from "@hostnode/node"
 import { Gate, NodeFixture, SystemdMachine } from "@hostnode/test"
 import { NodeScenarios } from "@hostnode/test/conformance"
@@ -46,6 +58,66 @@ const onHost = <A, E>(effect: Effect.Effect<A, E, ChildProcessSpawner.ChildProce
 
 const ownNamespace = (kind: string) =>
   onHost(Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.readLink(`/proc/self/ns/${kind}`)))
+
+const agentProgram = fileURLToPath(new URL("./fixtures/container-agent.ts", import.meta.url))
+
+// A checkout below /tmp is not in the sandbox's fresh /tmp: bound in at the same path (as SystemdMachine does).
+const visibleCheckout = (): string => {
+  const [, top, name] = process.cwd().split("/")
+  return top === "tmp" && name !== undefined && name !== "" ? `/tmp/${name}` : ""
+}
+
+// The agent's sandbox: private mounts on a throwaway overlay of /, this host's
+// /proc (the container's pid is seen), a network of its own. Decoys at the
+// paths and names the program uses, the state of the agent's namespaces
+// before and after the program, and a systemctl that only logs that it ran.
+const agentScript = `set -eu
+base="$1"; out="$2"; keep="$3"; node="$4"; program="$5"; pid="$6"; unit="$7"; comment="$8"
+mount --make-rprivate /
+mount -t tmpfs -o mode=755 tmpfs "$base"
+mkdir "$base/upper" "$base/work" "$base/root"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$base/upper,workdir=$base/work" "$base/root"
+r="$base/root"
+mount -t proc proc "$r/proc"
+mount --rbind /sys "$r/sys"
+mount --rbind /dev "$r/dev"
+mount -t tmpfs -o mode=755 tmpfs "$r/run"
+mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
+if [ -n "$keep" ]; then mkdir -p "$r$keep" && mount --bind "$keep" "$r$keep"; fi
+mkdir -p "$r$out" && mount --bind "$out" "$r$out"
+mkdir -p "$r/oldroot"
+cd "$r"
+pivot_root . oldroot
+umount -l /oldroot
+cd /
+ip link set lo up
+v=/var/lib/kubelet/pods/9d1e/volumes/kubernetes.io~secret/token
+mkdir -p "$v" /etc/cni/net.d /var/lib/cni/networks/c /var/lib/kubelet/pki
+mount -t tmpfs t "$v"
+echo agent > "$v/token"
+echo agent > /etc/cni/net.d/10-container.conflist
+echo agent > /var/lib/cni/networks/c/10.244.1.5
+echo agent > /var/lib/kubelet/pki/kubelet-client-2026-12-01-00-00-00.pem
+echo agent > /var/lib/kubelet/kubeconfig
+ip link add localdns type bridge
+ip addr add 169.254.10.10/32 dev localdns
+ip addr add 169.254.10.11/32 dev localdns
+ip link set localdns up
+iptables -w -t raw -A OUTPUT -d 169.254.10.10/32 -p udp --dport 53 -m comment --comment "$comment" -j NOTRACK
+: > "$out/agent-systemctl.log"
+printf '#!/bin/sh\necho "$*" >> %s/agent-systemctl.log\n' "$out" > /usr/bin/systemctl
+chmod 755 /usr/bin/systemctl
+state() {
+  cut -d' ' -f1,5 /proc/self/mountinfo
+  ip -br link | cut -d' ' -f1
+  ip -4 -j addr
+  iptables -w -t raw -S
+  find /var/lib/kubelet /etc/cni /var/lib/cni -printf '%y %p\n' | sort
+  find /var/lib/kubelet /etc/cni /var/lib/cni -type f -exec cat {} +
+}
+state > "$out/before"
+"$node" --conditions=@hostnode/source "$program" "$pid" "$unit" > "$out/program.json"
+state > "$out/after"`
 
 describe.skipIf(gate.skip)("NodeContainer", () => {
   layer(node, { timeout: "120 seconds", excludeTestServices: true })(
@@ -150,6 +222,98 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
           assert.isFalse(table.some((e) => e.mountPoint === volume))
           assert.strictEqual(yield* fs.readFileString(`${shared}/var/lib/kubelet/pods/77aa/etc-hosts`), "host side\n")
         })
+      )
+
+      it.effect(
+        "a program given the container composition changes nothing of the agent's: mounts, files, links, rules, units",
+        () =>
+          Effect.gen(function* () {
+            const m = yield* SystemdMachine.SystemdMachine
+            const fs = yield* FileSystem.FileSystem
+            const systemd = yield* Systemd.Systemd
+            const unit = NodeFixture.Units[1]
+            const inMachine = (args: ReadonlyArray<string>, ns: "m" | "n" = "m") =>
+              onHost(HostCommand.run("nsenter", ["-t", String(m.pid), `-${ns}`, "--", ...args]))
+            // The container's state, at the paths the program uses.
+            const volume = "/var/lib/kubelet/pods/9d1e/volumes/kubernetes.io~secret/token"
+            const planted: Record<string, string> = {
+              "/etc/cni/net.d/10-container.conflist": "{}",
+              "/var/lib/cni/networks/c/10.244.1.5": "c",
+              "/var/lib/kubelet/pki/kubelet-client-2026-12-01-00-00-00.pem": "cert",
+              "/var/lib/kubelet/kubeconfig": "kubeconfig"
+            }
+            yield* fs.makeDirectory(`${m.hostRoot}${volume}`, { recursive: true })
+            yield* inMachine(["mount", "-t", "tmpfs", "t", volume])
+            for (const [path, text] of Object.entries(planted)) {
+              yield* fs.makeDirectory(`${m.hostRoot}${path.slice(0, path.lastIndexOf("/"))}`, { recursive: true })
+              yield* fs.writeFileString(`${m.hostRoot}${path}`, text)
+            }
+            yield* fs.writeFileString(
+              `${m.hostRoot}/etc/systemd/system/${unit}`,
+              "[Unit]\nDescription=kubelet\n\n[Service]\nExecStart=/bin/sleep infinity\n"
+            )
+            yield* systemd.daemonReload
+            yield* systemd.start(unit)
+            const pidBefore = (yield* systemd.show(unit, ["MainPID"])).MainPID
+
+            // The agent: a sandbox of its own (mount and network namespaces, a throwaway
+            // overlay of / as its root) with decoys at the same paths and names.
+            const out = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-agent-out-" })
+            const base = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-agent-" })
+            const ran = yield* onHost(
+              HostCommand.run("unshare", [
+                "--mount",
+                "--propagation",
+                "private",
+                "--net",
+                "--",
+                "sh",
+                "-c",
+                agentScript,
+                "sh",
+                base,
+                out,
+                visibleCheckout(),
+                process.execPath,
+                agentProgram,
+                String(m.pid),
+                unit,
+                LocalDns.RuleComment
+              ])
+            )
+            assert.strictEqual(ran.exitCode, 0, `the agent sandbox failed: ${ran.stderr}`)
+            const report = JSON.parse(yield* fs.readFileString(`${out}/program.json`)) as {
+              readonly unmounted: ReadonlyArray<string>
+              readonly kept: ReadonlyArray<string>
+              readonly link: string
+            }
+
+            // The agent's own namespaces: exactly as before, and its systemctl never ran.
+            const before = yield* fs.readFileString(`${out}/before`)
+            const after = yield* fs.readFileString(`${out}/after`)
+            assert.include(before, "kubernetes.io~secret/token", "the decoy mount is in the agent's table")
+            assert.include(before, "169.254.10.10", "the decoy link is there")
+            assert.include(before, LocalDns.RuleComment, "the decoy rule is there")
+            assert.strictEqual(after, before)
+            assert.strictEqual(yield* fs.readFileString(`${out}/agent-systemctl.log`), "")
+
+            // The container's: changed as the program said.
+            assert.deepStrictEqual(report.unmounted, [volume])
+            assert.deepStrictEqual(report.kept, [])
+            const table = yield* MountInfo.read(`/proc/${m.pid}/mountinfo`)
+            assert.isFalse(table.some((e) => e.mountPoint === volume))
+            for (const path of Object.keys(planted)) assert.isFalse(yield* fs.exists(`${m.hostRoot}${path}`), path)
+            assert.isFalse(yield* fs.exists(`${m.hostRoot}/var/lib/kubelet/pods/9d1e`))
+            assert.notStrictEqual(
+              (yield* systemd.show(unit, ["MainPID"])).MainPID,
+              pidBefore,
+              "restarted in the container"
+            )
+            assert.include(report.link, "169.254.10.10", "set up in the container")
+            const gone = yield* inMachine(["ip", "link", "show", "dev", "localdns"], "n")
+            assert.notStrictEqual(gone.exitCode, 0, "and cleaned up there")
+            yield* systemd.stop(unit)
+          })
       )
     }
   )

@@ -8,8 +8,11 @@
  *
  * - {@link layerHostRoot}: the host composition on a temporary host root (a
  *   fresh tmpfs below the system temporary directory) in this process's
- *   mount and network namespaces, which must be private (the test runner's
- *   `unshare`); the program is given that root.
+ *   mount namespace, which must be private (the test runner's `unshare`);
+ *   the program is given that root. Units and links are the
+ *   `SystemdMachine`'s in context: this host's systemd is never one a test
+ *   drives, and a network namespace of the machine's own keeps the LocalDNS
+ *   scenario away from every other LocalDNS suite of the run.
  * - {@link layerContainer}: a container, the `SystemdMachine` in context
  *   (booted with a network of its own): its root is `/proc/<pid>/root`, its
  *   mounts are made with `nsenter -t <pid> -m`, its links and rules with
@@ -95,12 +98,22 @@ const below = (table: MountInfo.MountTable, tableRoot: string): ReadonlyArray<st
     return e.mountPoint.startsWith(`${tableRoot}/`) ? [e.mountPoint.slice(tableRoot.length)] : []
   })
 
+/** The real LocalDNS fixture with this host's `ip`, `iptables` and `dnsmasq` run in the network namespace of `pid`. */
+const inNetworkOf = (pid: number) =>
+  LocalDnsFixture.LocalDnsFixture.pipe(
+    Effect.provide(
+      LocalDnsFixture.layerReal({ interfaceKind: "bridge" }).pipe(
+        Layer.provide(HostCommand.layerWrapped(HostCommand.nsenterPrefix(pid, ["n"])))
+      )
+    )
+  )
+
 /**
  * The host composition's node: a temporary host root that is a tmpfs of its
  * own in this process's (private) mount namespace, detached with everything
- * below it when the layer closes; links and rules in this process's
- * (private) network namespace; unit files in the `SystemdMachine` in context
- * (this host's systemd is never the one a test drives).
+ * below it when the layer closes; unit files, links and rules in the
+ * `SystemdMachine` in context (booted with a network of its own), whose
+ * systemd and network the test points the host composition at.
  *
  * @since 0.2.0
  */
@@ -119,9 +132,7 @@ export const layerHostRoot: Layer.Layer<
     yield* Effect.acquireRelease(must("mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", root]), () =>
       HostCommand.run("umount", ["-R", "-l", "--", root]).pipe(Effect.ignore)
     )
-    const localDns = yield* LocalDnsFixture.LocalDnsFixture.pipe(
-      Effect.provide(LocalDnsFixture.layerReal({ interfaceKind: "bridge" }))
-    )
+    const localDns = yield* inNetworkOf(machine.pid)
     return NodeFixture.of({
       name: "host composition on a temporary host root",
       hostRoot: root,
@@ -161,10 +172,7 @@ export const layerContainer: Layer.Layer<
     const machine = yield* SystemdMachine
     const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem>()
     const scratch = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-scratch-" }).pipe(Effect.orDie)
-    const inNet = HostCommand.layerWrapped(HostCommand.nsenterPrefix(machine.pid, ["n"]))
-    const localDns = yield* LocalDnsFixture.LocalDnsFixture.pipe(
-      Effect.provide(LocalDnsFixture.layerReal({ interfaceKind: "bridge" }).pipe(Layer.provide(inNet)))
-    )
+    const localDns = yield* inNetworkOf(machine.pid)
     return NodeFixture.of({
       name: "container composition on a SystemdMachine",
       hostRoot: undefined,
