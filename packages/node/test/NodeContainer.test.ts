@@ -112,11 +112,11 @@ state() {
   ip -br link | cut -d' ' -f1
   ip -4 -j addr
   iptables -w -t raw -S
-  find /var/lib/kubelet /etc/cni /var/lib/cni -printf '%y %p\n' | sort
-  find /var/lib/kubelet /etc/cni /var/lib/cni -type f -exec cat {} +
+  find /var/lib/kubelet /etc/cni /var/lib/cni -printf '%y %p\n' 2>&1 | sort
+  find /var/lib/kubelet /etc/cni /var/lib/cni -type f -exec cat {} + 2>&1 || true
 }
 state > "$out/before"
-"$node" --conditions=@hostnode/source "$program" "$pid" "$unit" > "$out/program.json"
+"$node" --conditions=@hostnode/source "$program" "$pid" "$unit" > "$out/program.json" 2> "$out/program.err" || echo "$?" > "$out/program.rc"
 state > "$out/after"`
 
 describe.skipIf(gate.skip)("NodeContainer", () => {
@@ -282,12 +282,6 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
               ])
             )
             assert.strictEqual(ran.exitCode, 0, `the agent sandbox failed: ${ran.stderr}`)
-            const report = JSON.parse(yield* fs.readFileString(`${out}/program.json`)) as {
-              readonly unmounted: ReadonlyArray<string>
-              readonly kept: ReadonlyArray<string>
-              readonly link: string
-            }
-
             // The agent's own namespaces: exactly as before, and its systemctl never ran.
             const before = yield* fs.readFileString(`${out}/before`)
             const after = yield* fs.readFileString(`${out}/after`)
@@ -296,6 +290,15 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
             assert.include(before, LocalDns.RuleComment, "the decoy rule is there")
             assert.strictEqual(after, before)
             assert.strictEqual(yield* fs.readFileString(`${out}/agent-systemctl.log`), "")
+
+            // Whether or not the program succeeded, nothing of the agent's changed; then it must have.
+            const rc = yield* fs.readFileString(`${out}/program.rc`).pipe(Effect.orElseSucceed(() => ""))
+            assert.strictEqual(rc, "", `the program failed: ${yield* fs.readFileString(`${out}/program.err`)}`)
+            const report = JSON.parse(yield* fs.readFileString(`${out}/program.json`)) as {
+              readonly unmounted: ReadonlyArray<string>
+              readonly kept: ReadonlyArray<string>
+              readonly link: string
+            }
 
             // The container's: changed as the program said.
             assert.deepStrictEqual(report.unmounted, [volume])
