@@ -76,7 +76,9 @@ export class ContainerError extends Schema.TaggedError<ContainerError>()("Contai
     const who =
       this.pid !== undefined
         ? `container process ${this.pid}${this.slot === undefined ? "" : ` (slot ${JSON.stringify(this.slot)})`}`
-        : `the container of slot ${JSON.stringify(this.slot ?? "")}`
+        : this.slot !== undefined
+          ? `the container of slot ${JSON.stringify(this.slot)}`
+          : "the container"
     return `${who}: ${this.reason}: ${this.detail}`
   }
 }
