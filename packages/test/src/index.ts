@@ -32,6 +32,8 @@ export * as MemoryNode from "./MemoryNode.ts"
 export * as MemorySystemd from "./MemorySystemd.ts"
 /** Making real or simulated mounts for tests behind one interface. */
 export * as MountFixture from "./MountFixture.ts"
+/** A `Systemd` that records its calls and succeeds, the one `MemoryHost.layer` provides. */
+export * as RecordingSystemd from "./RecordingSystemd.ts"
 /** A `Systemd` whose every call is a defect, for code that must never reach systemd. */
 export * as RefusingSystemd from "./RefusingSystemd.ts"
 
