@@ -1,5 +1,5 @@
 /**
- * @hostnode/cli: the `hostnode` command as a library, so it can be embedded
+ * `@hostnode/cli`: the `hostnode` command as a library, so it can be embedded
  * or tested without spawning a process.
  *
  * @since 0.1.0

@@ -41,6 +41,15 @@ export const CniConfDir = "/etc/cni/net.d"
  * `v`, or `def` when `v` is empty or undefined. Teardowns use it for the
  * directories whose zero value means "the real host's".
  *
+ * @example
+ * ```ts
+ * import { Paths } from "@hostnode/core"
+ *
+ * // A teardown option left empty means the real host's directory.
+ * assert.strictEqual(Paths.orDefault("", Paths.KubeletDir), "/var/lib/kubelet")
+ * assert.strictEqual(Paths.orDefault("/srv/kubelet", Paths.KubeletDir), "/srv/kubelet")
+ * ```
+ *
  * @since 0.1.0
  */
 export const orDefault = (v: string | undefined, def: string): string => (v === undefined || v === "" ? def : v)

@@ -169,6 +169,27 @@ export const awaitSettled = (
  * `Systemd` in context; a caller with its own `restart` composes that check
  * into it instead.
  *
+ * @example
+ * ```ts
+ * import { RestartChanged, type Systemd, type UnitName } from "@hostnode/core"
+ * import type { Effect } from "effect"
+ *
+ * // After an upgrade rewrote containerd's configuration but not the kubelet's:
+ * // containerd is restarted, the kubelet is not, and every name was checked first.
+ * const afterUpgrade: Effect.Effect<
+ *   void,
+ *   RestartChanged.RestartError | UnitName.UnitNameError,
+ *   Systemd.Systemd
+ * > = RestartChanged.restartChanged({
+ *   wasRunning: true,
+ *   units: [
+ *     { unit: "containerd.service", changed: true },
+ *     { unit: "kubelet.service", changed: false }
+ *   ],
+ *   settle: "2 seconds"
+ * })
+ * ```
+ *
  * @since 0.1.0
  */
 export function restartChanged(

@@ -67,6 +67,21 @@ export const layerWith = (options?: Options): Layer.Layer<Services> => {
 /**
  * {@link layerWith} with the default options.
  *
+ * @example
+ * ```ts
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import { Paths, Unmount } from "@hostnode/core"
+ * import { NodeHost } from "@hostnode/node"
+ * import { Effect } from "effect"
+ *
+ * // Detach the pod volumes a stopped kubelet left, on this host.
+ * const program = Unmount.unmountStrictlyBelow([Paths.KubeletDir]).pipe(
+ *   Effect.tap((report) => Effect.log("unmounted", report.unmounted.length)),
+ *   Effect.provide(NodeHost.layer)
+ * )
+ * export const main = () => NodeRuntime.runMain(program)
+ * ```
+ *
  * @since 0.1.0
  */
 export const layer: Layer.Layer<Services> = layerWith()

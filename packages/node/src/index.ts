@@ -1,5 +1,5 @@
 /**
- * @hostnode/node: the real layers behind @hostnode/core's services.
+ * `@hostnode/node`: the real layers behind @hostnode/core's services.
  *
  * @since 0.1.0
  */

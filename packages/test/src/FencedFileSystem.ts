@@ -28,6 +28,11 @@ import { Effect, FileSystem, Sink } from "effect"
  * @since 0.1.0
  */
 export class FenceViolation extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.1.0
+   */
   override readonly name = "FenceViolation"
 }
 

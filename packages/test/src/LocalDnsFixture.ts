@@ -24,6 +24,11 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
  * @since 0.1.0
  */
 export class LocalDnsFixtureError extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.1.0
+   */
   override readonly name = "LocalDnsFixtureError"
 }
 

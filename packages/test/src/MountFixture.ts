@@ -22,6 +22,11 @@ import { MemoryHost } from "./MemoryHost.ts"
  * @since 0.1.0
  */
 export class MountFixtureError extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.1.0
+   */
   override readonly name = "MountFixtureError"
 }
 

@@ -98,6 +98,20 @@ export const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly r
 /**
  * `Systemd.Systemd` and its {@link RecordingSystemd} recorder over one fresh state; each build is independent.
  *
+ * @example
+ * ```ts
+ * import { RestartChanged } from "@hostnode/core"
+ * import { RecordingSystemd } from "@hostnode/test"
+ * import { Effect } from "effect"
+ *
+ * // Which units a program restarted, without a service manager.
+ * const restarted = Effect.gen(function* () {
+ *   yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "kubelet.service", changed: true }] })
+ *   const recorder = yield* RecordingSystemd.RecordingSystemd
+ *   return yield* recorder.calls
+ * }).pipe(Effect.provide(RecordingSystemd.layer))
+ * ```
+ *
  * @since 0.2.0
  */
 export const layer: Layer.Layer<Systemd.Systemd | RecordingSystemd> = Layer.effectContext(

@@ -61,6 +61,11 @@ export const BootTarget = "hostnode-test.target"
  * @since 0.1.0
  */
 export class SystemdMachineError extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.1.0
+   */
   override readonly name = "SystemdMachineError"
 }
 

@@ -1,5 +1,5 @@
 /**
- * @hostnode/test/conformance: the conformance suites, as functions that take a
+ * `@hostnode/test/conformance`: the conformance suites, as functions that take a
  * Layer and register @effect/vitest tests. Kept out of the main entry point so
  * that using `MemoryHost` outside a test runner (the CLI's demo) never loads
  * vitest.

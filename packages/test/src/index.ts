@@ -1,5 +1,5 @@
 /**
- * @hostnode/test: the simulated host behind @hostnode/core's services, with
+ * `@hostnode/test`: the simulated host behind @hostnode/core's services, with
  * inspection, fault injection, fixtures and the conformance suites that the real
  * and in-memory layers both pass.
  *
