@@ -239,7 +239,9 @@ for (const name of packages) {
   index.push(`## @hostnode/${name}`, "")
   for (const page of readdirSync(dir).sort()) {
     const text = readFileSync(join(dir, page), "utf8")
-    const overview = (text.match(/## .* overview\n\n([\s\S]*?)\n\n/)?.[1] ?? "").replace(/\s+/g, " ").split(/(?<=\.) /)[0]
+    const overview = (text.match(/## .* overview\n\n([\s\S]*?)\n\n/)?.[1] ?? "")
+      .replace(/\s+/g, " ")
+      .split(/(?<=\.) /)[0]
     index.push(`- [${page.replace(/\.ts\.md$/, "")}](${name}/${page})${overview === "" ? "" : `: ${overview}`}`)
   }
   index.push("")
