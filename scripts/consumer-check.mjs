@@ -99,7 +99,13 @@ const tarball = (p) =>
 for (const p of packages) {
   const listing = must("tar", run("tar", ["-tzf", tarball(p)])).stdout.split("\n")
   const unwanted = listing.filter((f) => f.endsWith(".tsbuildinfo") || f.includes("/test/"))
-  const required = ["package/LICENSE", "package/dist/index.js", "package/dist/index.d.ts"]
+  const required = [
+    "package/LICENSE",
+    "package/README.md",
+    "package/CHANGELOG.md",
+    "package/dist/index.js",
+    "package/dist/index.d.ts"
+  ]
   const absent = required.filter((f) => !listing.includes(f))
   if (unwanted.length > 0 || absent.length > 0) {
     console.error(
