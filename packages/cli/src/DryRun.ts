@@ -827,15 +827,12 @@ export const layerDirectories: Layer.Layer<Directory.Directories, never, FileSys
           return openAt(table, path)
         }),
       openPath: (dir, name) => Effect.succeed(openAt(asPath(dir).table, child(dir.path, name))),
+      // Through the overlay's readDirectory, which knows what the dry run removed, wrote and
+      // renamed; types are looked up by whoever needs them (a listing may say DT_UNKNOWN).
       list: (dir) =>
-        fs.readDirectoryEntries(dir.path).pipe(
-          Effect.map((entries) =>
-            entries.map(
-              (e): Directory.Entry => ({
-                name: FileName.encode(e.name),
-                type: e.type === "Unknown" ? "Unknown" : e.type
-              })
-            )
+        fs.readDirectory(dir.path).pipe(
+          Effect.map((names) =>
+            names.map((name): Directory.Entry => ({ name: FileName.encode(name), type: "Unknown" }))
           ),
           Effect.mapError(error("getdents64", dir.path))
         ),
@@ -898,9 +895,19 @@ export const layerDirectories: Layer.Layer<Directory.Directories, never, FileSys
               fs
                 .utimes(path, new Date(Number(atimeNs / 1_000_000n)), new Date(Number(mtimeNs / 1_000_000n)))
                 .pipe(Effect.mapError(e)),
-            sync: file.sync.pipe(Effect.mapError(e))
+            sync: file.sync.pipe(Effect.mapError(e)),
+            // Nothing else runs against a dry run's overlay: every lock is free.
+            tryLock: Effect.succeed(true),
+            lockHolder: Effect.succeed(undefined),
+            holeAt: (offset) => Effect.map(statOf, (st) => Math.max(offset, st.size))
           } satisfies Directory.File
         }),
+      openParent: (dir) => Effect.succeed(openAt(asPath(dir).table, HostPath.dirname(dir.path))),
+      credentials: Effect.sync(() => ({
+        uid: process.geteuid?.() ?? 0,
+        gid: process.getegid?.() ?? 0,
+        pid: process.pid
+      })),
       sync: () => Effect.void,
       syncFileSystem: () => Effect.void
     })

@@ -50,6 +50,12 @@ export * as FileName from "./FileName.ts"
  */
 export * as GoalState from "./GoalState.ts"
 /**
+ * Incremental SHA-256 for snapshots: a portable default, a platform one from the node layer.
+ *
+ * @since 0.2.0
+ */
+export * as Hashing from "./Hashing.ts"
+/**
  * A node's seams with the real host and the real phases as defaults.
  *
  * @since 0.1.0

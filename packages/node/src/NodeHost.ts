@@ -13,6 +13,7 @@ import { type Directory, type DnsResolvers, IsolationBackend, type Mounter, type
 import { Layer } from "effect"
 import * as NodeDirectory from "./NodeDirectory.ts"
 import * as NodeDns from "./NodeDns.ts"
+import * as NodeHashing from "./NodeHashing.ts"
 import * as NodeMounter from "./NodeMounter.ts"
 import * as NodeSystemd from "./NodeSystemd.ts"
 
@@ -60,6 +61,7 @@ export const layerWith = (options?: Options): Layer.Layer<Services> => {
     directories,
     systemd,
     NodeDns.layer,
+    NodeHashing.layer,
     IsolationBackend.layerHost({ units: options?.units }).pipe(Layer.provide(systemd))
   ).pipe(Layer.provideMerge(NodeServices.layer))
 }

@@ -17,6 +17,12 @@ export * as NodeDirectory from "./NodeDirectory.ts"
  */
 export * as NodeDns from "./NodeDns.ts"
 /**
+ * `Hashing` on node:crypto (OpenSSL's SHA-256, with the CPU's SHA instructions).
+ *
+ * @since 0.2.0
+ */
+export * as NodeHashing from "./NodeHashing.ts"
+/**
  * All real services in one layer.
  *
  * @since 0.1.0
