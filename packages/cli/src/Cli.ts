@@ -455,6 +455,17 @@ const snapshotFlags = {
   dir: Flag.String("dir").pipe(
     Flag.withMetavar("DIR"),
     Flag.withDescription("The snapshot directory (a real path, not below --host-root)")
+  ),
+  lockTimeout: Flag.Int("lock-timeout").pipe(
+    Flag.withDefault(60),
+    Flag.withMetavar("SECONDS"),
+    Flag.filter(
+      (n) => n >= 0,
+      (n) => `--lock-timeout must be zero or a positive number of seconds, got ${n}`
+    ),
+    Flag.withDescription(
+      "How long to wait for another process working on this snapshot (an agent's recover) before failing Busy (default: 60)"
+    )
   )
 }
 
@@ -480,13 +491,16 @@ const snapshotTake = Command.make(
       Flag.withDescription("A host path to record (repeatable; default: the node's shared configuration)")
     )
   },
-  ({ dir, paths }) =>
+  ({ dir, paths, lockTimeout }) =>
     operate(
       "snapshot take",
       withRoot("snapshot take", (hostRoot) =>
-        Snapshot.takeOf({ dir, hostRoot, paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths }).pipe(
-          Effect.map(handleJson)
-        )
+        Snapshot.takeOf({
+          dir,
+          hostRoot,
+          paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths,
+          lockTimeout: Duration.seconds(lockTimeout)
+        }).pipe(Effect.map(handleJson))
       ),
       (s) =>
         `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")} below ${s.hostRoot}:\n${s.paths.map((p) => `  ${p}${s.absent.includes(p) ? " (absent)" : ""}`).join("\n")}`,
@@ -501,27 +515,40 @@ const snapshotTake = Command.make(
     )
 ).pipe(Command.withDescription("Record the paths below the host root into a new snapshot directory"))
 
-const snapshotRestore = Command.make("restore", restoreFlags, ({ dir, allowRootMismatch }) =>
+const snapshotRestore = Command.make("restore", restoreFlags, ({ dir, allowRootMismatch, lockTimeout }) =>
   operate(
     "snapshot restore",
     withRoot("snapshot restore", (hostRoot) =>
       Effect.gen(function* () {
-        const s = yield* Snapshot.open({ dir, hostRoot, allowHostRootMismatch: allowRootMismatch })
+        const s = yield* Snapshot.open({
+          dir,
+          hostRoot,
+          allowHostRootMismatch: allowRootMismatch,
+          lockTimeout: Duration.seconds(lockTimeout)
+        })
         yield* s.restore
         return handleJson(s)
       })
     ),
-    (s) => `restored ${plural(s.paths.length, "path")} below ${s.hostRoot} from ${s.dir} (the snapshot is kept)`
+    (s) =>
+      `restored ${plural(s.paths.length, "path")} below ${s.hostRoot} from ${s.dir}, and removed the snapshot (a later recover will not apply it again)`
   )
-).pipe(Command.withDescription("Put the recorded paths back as recorded; the snapshot is kept"))
+).pipe(
+  Command.withDescription(
+    "Put the recorded paths back as recorded, then remove the snapshot; a failed restore keeps it for another try"
+  )
+)
 
-const snapshotRecover = Command.make("recover", restoreFlags, ({ dir, allowRootMismatch }) =>
+const snapshotRecover = Command.make("recover", restoreFlags, ({ dir, allowRootMismatch, lockTimeout }) =>
   operate(
     "snapshot recover",
     withRoot("snapshot recover", (hostRoot) =>
-      Snapshot.recover({ dir, hostRoot, allowHostRootMismatch: allowRootMismatch }).pipe(
-        Effect.map((recovered) => ({ dir, hostRoot: hostRoot.path, recovered }))
-      )
+      Snapshot.recover({
+        dir,
+        hostRoot,
+        allowHostRootMismatch: allowRootMismatch,
+        lockTimeout: Duration.seconds(lockTimeout)
+      }).pipe(Effect.map((recovered) => ({ dir, hostRoot: hostRoot.path, recovered })))
     ),
     (r) =>
       r.recovered
@@ -530,20 +557,18 @@ const snapshotRecover = Command.make("recover", restoreFlags, ({ dir, allowRootM
   )
 ).pipe(Command.withDescription("Restore a snapshot an earlier process left, then remove it"))
 
-const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir }) =>
+const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir, lockTimeout }) =>
   operate(
     "snapshot discard",
     withRoot("snapshot discard", (hostRoot) =>
-      Effect.gen(function* () {
-        // A discard restores nothing, so the root it was taken below does not matter.
-        const s = yield* Snapshot.open({ dir, hostRoot, allowHostRootMismatch: true })
-        yield* s.discard
-        return { dir: s.dir }
-      })
+      // A discard restores nothing: the root it was taken below does not matter, and a damaged snapshot goes too.
+      Snapshot.discard({ dir, hostRoot, lockTimeout: Duration.seconds(lockTimeout) }).pipe(
+        Effect.map((removed) => ({ dir, removed }))
+      )
     ),
-    (r) => `removed the snapshot in ${r.dir}`
+    (r) => (r.removed ? `removed the snapshot in ${r.dir}` : `no snapshot in ${r.dir}; nothing to do`)
   )
-).pipe(Command.withDescription("Remove a snapshot without restoring it"))
+).pipe(Command.withDescription("Remove a snapshot without restoring it (a damaged one too); none there is success"))
 
 const snapshot = Command.make("snapshot").pipe(
   Command.withDescription("Take, restore, recover or discard a snapshot of the node's configuration"),

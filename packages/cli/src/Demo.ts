@@ -38,7 +38,11 @@ import { plural } from "./internal/text.ts"
 // ---------------------------------------------------------------------------
 // the report
 
-/** One claim of the verification summary: what is asserted, whether the simulated host bears it out, and the evidence. */
+/**
+ * One claim of the verification summary: what is asserted, whether the simulated host bears it out, and the evidence.
+ *
+ * @since 0.1.0
+ */
 export interface Claim {
   /** A stable name, for machines and tests (`restored-byte-for-byte`, `pods-gone`, ...). */
   readonly id: string
@@ -52,10 +56,18 @@ export interface Claim {
   readonly evidence: string
 }
 
-/** The steps of the demo, in order. */
+/**
+ * The steps of the demo, in order.
+ *
+ * @since 0.1.0
+ */
 export type StepId = "prepare" | "upgrade-rollback" | "upgrade" | "repave"
 
-/** One step as it ran: what it did, for a person (`lines`) and for a machine (`details`), and how long it took. */
+/**
+ * One step as it ran: what it did, for a person (`lines`) and for a machine (`details`), and how long it took.
+ *
+ * @since 0.1.0
+ */
 export interface Step {
   readonly id: StepId
   readonly title: string
@@ -67,7 +79,11 @@ export interface Step {
   readonly details: Readonly<Record<string, unknown>>
 }
 
-/** What {@link run} returns: the steps, the claims, and `ok` when every claim holds. */
+/**
+ * What {@link run} returns: the steps, the claims, and `ok` when every claim holds.
+ *
+ * @since 0.1.0
+ */
 export interface DemoReport {
   readonly ok: boolean
   readonly steps: ReadonlyArray<Step>
@@ -80,6 +96,8 @@ export interface DemoReport {
  * A step failed in a way the demo does not expect (the seeding, the
  * successful upgrade or the repave returned an error): the demo cannot go
  * on, so there is no report. Names the step and what failed.
+ *
+ * @since 0.1.0
  */
 export class DemoError extends Schema.TaggedError<DemoError>()("DemoError", {
   step: Schema.String,
@@ -94,13 +112,25 @@ export class DemoError extends Schema.TaggedError<DemoError>()("DemoError", {
 // ---------------------------------------------------------------------------
 // the simulated node
 
-/** The node's units, in restart order (dependencies first), as the host-mode backend knows them. */
+/**
+ * The node's units, in restart order (dependencies first), as the host-mode backend knows them.
+ *
+ * @since 0.1.0
+ */
 export const Units: ReadonlyArray<string> = IsolationBackend.DefaultHostUnits
 
-/** The unit whose restart the first upgrade makes fail. */
+/**
+ * The unit whose restart the first upgrade makes fail.
+ *
+ * @since 0.1.0
+ */
 export const FailingUnit = "kubelet.service"
 
-/** Where the upgrades keep their configuration snapshot (the agent configuration directory, as `Hooks.snapshotDir` puts it). */
+/**
+ * Where the upgrades keep their configuration snapshot (the agent configuration directory, as `Hooks.snapshotDir` puts it).
+ *
+ * @since 0.1.0
+ */
 export const SnapshotDir = `${AgentConfig.DefaultConfigDir}/config-snapshot`
 
 /** The kubelet's directory, and the pods in it. */
@@ -305,6 +335,8 @@ const foreignRule = ["-A", "PREROUTING", "-p", "udp", "--dport", "4789", "-j", "
  * The upgrade both upgrade steps write: containerd's configuration moves to
  * the version 3 schema, the kubelet gets another flag and a new drop-in.
  * Every path is inside `ConfSnap.DefaultPaths`, so the snapshot covers it.
+ *
+ * @since 0.1.0
  */
 export const UpgradeFiles: Readonly<Record<string, string>> = {
   "/etc/containerd/config.toml": containerdConfigV3,
@@ -312,7 +344,11 @@ export const UpgradeFiles: Readonly<Record<string, string>> = {
   "/etc/systemd/system/kubelet.service.d/20-hostnode-upgrade.conf": upgradeDropIn
 }
 
-/** Which unit reads a configuration path (the unit whose restart picks a change of it up). */
+/**
+ * Which unit reads a configuration path (the unit whose restart picks a change of it up).
+ *
+ * @since 0.1.0
+ */
 export const unitOf = (path: string): string | undefined =>
   path.startsWith("/etc/containerd/") || path.startsWith("/etc/systemd/system/containerd.service")
     ? "containerd.service"
@@ -325,7 +361,11 @@ export const unitOf = (path: string): string | undefined =>
 // ---------------------------------------------------------------------------
 // observing the host
 
-/** One path of a configuration {@link Image}: a file's mode and bytes, a directory's mode, a link's target, or nothing. */
+/**
+ * One path of a configuration {@link Image}: a file's mode and bytes, a directory's mode, a link's target, or nothing.
+ *
+ * @since 0.1.0
+ */
 export type ImageEntry =
   | { readonly type: "File"; readonly mode: number; readonly bytes: Uint8Array }
   | { readonly type: "Directory"; readonly mode: number }
@@ -333,13 +373,19 @@ export type ImageEntry =
   | { readonly type: "Absent" }
   | { readonly type: "Other"; readonly kind: string }
 
-/** Everything at and below some paths, by path: what a byte-for-byte comparison compares. */
+/**
+ * Everything at and below some paths, by path: what a byte-for-byte comparison compares.
+ *
+ * @since 0.1.0
+ */
 export type Image = Readonly<Record<string, ImageEntry>>
 
 /**
  * Reads the image of `paths` from the host in context: each path, and each
  * path below a directory (except `exclude`, as the snapshot's walk skips
  * it), with file bytes read in full. A missing path is `Absent`.
+ *
+ * @since 0.1.0
  */
 export const captureImage = (
   paths: ReadonlyArray<string>,
@@ -367,14 +413,22 @@ export const captureImage = (
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 
-/** How a path differs between two images. */
+/**
+ * How a path differs between two images.
+ *
+ * @since 0.1.0
+ */
 export interface Difference {
   readonly path: string
   /** `added`/`removed` (present in only one image), or what differs: `type`, `content`, `mode`, `target`. */
   readonly what: "added" | "removed" | "type" | "content" | "mode" | "target"
 }
 
-/** The paths whose entries differ between `before` and `after` (present on one side only, or different), sorted. */
+/**
+ * The paths whose entries differ between `before` and `after` (present on one side only, or different), sorted.
+ *
+ * @since 0.1.0
+ */
 export const diffImages = (before: Image, after: Image): ReadonlyArray<Difference> => {
   const out: Array<Difference> = []
   const present = (e: ImageEntry | undefined) => e !== undefined && e.type !== "Absent"
@@ -399,7 +453,11 @@ export const diffImages = (before: Image, after: Image): ReadonlyArray<Differenc
   return out
 }
 
-/** How much an image holds: paths present, files among them, and their bytes. */
+/**
+ * How much an image holds: paths present, files among them, and their bytes.
+ *
+ * @since 0.1.0
+ */
 export const imageSize = (image: Image): { readonly paths: number; readonly files: number; readonly bytes: number } => {
   let paths = 0
   let files = 0
@@ -415,7 +473,11 @@ export const imageSize = (image: Image): { readonly paths: number; readonly file
   return { paths, files, bytes }
 }
 
-/** The mount points strictly below `prefix` in a mount table, in table order. */
+/**
+ * The mount points strictly below `prefix` in a mount table, in table order.
+ *
+ * @since 0.1.0
+ */
 export const mountsStrictlyBelow = (
   table: ReadonlyArray<{ readonly mountPoint: string }>,
   prefix: string
@@ -460,7 +522,11 @@ const showDiffs = (ds: ReadonlyArray<Difference>) =>
     .map((d) => `${d.path} (${d.what})`)
     .join(", ") + (ds.length > 4 ? `, and ${ds.length - 4} more` : "")
 
-/** What was observed around the upgrade that fails and is rolled back. */
+/**
+ * What was observed around the upgrade that fails and is rolled back.
+ *
+ * @since 0.1.0
+ */
 export interface RollbackObservation {
   /** The snapshot's paths before the upgrade, while it was written, and after the rollback. */
   readonly before: Image
@@ -489,7 +555,11 @@ export interface RollbackObservation {
   readonly kubeletDropIns: ReadonlyArray<string>
 }
 
-/** The claims about the rolled-back upgrade, from what was observed. */
+/**
+ * The claims about the rolled-back upgrade, from what was observed.
+ *
+ * @since 0.1.0
+ */
 export const rollbackClaims = (o: RollbackObservation): ReadonlyArray<Claim> => {
   const step: StepId = "upgrade-rollback"
   const written = diffImages(o.before, o.during)
@@ -561,7 +631,11 @@ export const rollbackClaims = (o: RollbackObservation): ReadonlyArray<Claim> => 
   ]
 }
 
-/** What was observed around the upgrade that succeeds. */
+/**
+ * What was observed around the upgrade that succeeds.
+ *
+ * @since 0.1.0
+ */
 export interface UpgradeObservation {
   /** Each file the upgrade wrote: what it meant to write and what the host holds after (undefined when absent). */
   readonly written: ReadonlyArray<{
@@ -584,7 +658,11 @@ export interface UpgradeObservation {
   readonly snapshotLeft: boolean
 }
 
-/** The claims about the upgrade that succeeds, from what was observed. */
+/**
+ * The claims about the upgrade that succeeds, from what was observed.
+ *
+ * @since 0.1.0
+ */
 export const upgradeClaims = (o: UpgradeObservation): ReadonlyArray<Claim> => {
   const step: StepId = "upgrade"
   const wrong = o.written.filter((w) => w.found === undefined || !sameBytes(w.intended, w.found)).map((w) => w.path)
@@ -634,7 +712,11 @@ export const upgradeClaims = (o: UpgradeObservation): ReadonlyArray<Claim> => {
   ]
 }
 
-/** What was observed before and after the repave. */
+/**
+ * What was observed before and after the repave.
+ *
+ * @since 0.1.0
+ */
 export interface RepaveObservation {
   /** Mount points strictly below the kubelet directory, before and after. */
   readonly podMountsBefore: ReadonlyArray<string>
@@ -669,7 +751,11 @@ const isLocalDnsRule = (line: string) => line.includes(LocalDns.RuleComment)
 /** The LocalDNS interface (the agent configuration's default name). */
 const localDnsLink = AgentConfig.DefaultInterfaceName
 
-/** The claims about the repave, from what was observed. */
+/**
+ * The claims about the repave, from what was observed.
+ *
+ * @since 0.1.0
+ */
 export const repaveClaims = (o: RepaveObservation): ReadonlyArray<Claim> => {
   const step: StepId = "repave"
   const csi = diffImages(o.csiBefore, o.csiAfter)
@@ -1133,7 +1219,11 @@ const repave = Effect.gen(function* () {
 // ---------------------------------------------------------------------------
 // running
 
-/** Seams for tests of the demo itself. */
+/**
+ * Seams for tests of the demo itself.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /**
    * Runs on the simulated node right after the failed upgrade's rollback,
@@ -1143,7 +1233,11 @@ export interface Options {
   readonly afterRollback?: Effect.Effect<void, never, MemoryNode.Services> | undefined
 }
 
-/** {@link run} with seams (see {@link Options}). */
+/**
+ * {@link run} with seams (see {@link Options}).
+ *
+ * @since 0.1.0
+ */
 export const runWith = (options: Options = {}): Effect.Effect<DemoReport, DemoError> =>
   Effect.gen(function* () {
     const start = yield* Clock.monotonicTimeNanos
@@ -1172,6 +1266,8 @@ export const runWith = (options: Options = {}): Effect.Effect<DemoReport, DemoEr
  * the host in context), runs the three scenarios and checks every claim
  * against the simulated host. A claim that does not hold makes `ok` false;
  * an operation that fails unexpectedly is a {@link DemoError}.
+ *
+ * @since 0.1.0
  */
 export const run: Effect.Effect<DemoReport, DemoError> = runWith()
 
@@ -1197,7 +1293,11 @@ const wrap = (text: string, width: number, indent: string): ReadonlyArray<string
   return out
 }
 
-/** The report for a person: each step with its duration and what it did, then every claim with PASS or FAIL. */
+/**
+ * The report for a person: each step with its duration and what it did, then every claim with PASS or FAIL.
+ *
+ * @since 0.1.0
+ */
 export const renderText = (report: DemoReport): string => {
   const width = 110
   const out: Array<string> = [
@@ -1234,7 +1334,11 @@ export const renderText = (report: DemoReport): string => {
   return out.join("\n")
 }
 
-/** The report as the one JSON document of `hostnode demo --json`: `ok`, the command, the steps and the summary. */
+/**
+ * The report as the one JSON document of `hostnode demo --json`: `ok`, the command, the steps and the summary.
+ *
+ * @since 0.1.0
+ */
 export const toJson = (report: DemoReport): Record<string, unknown> => {
   const passed = report.claims.filter((c) => c.ok).length
   return {

@@ -855,15 +855,12 @@ export const layerDirectoriesWith = (
             return openAt(table, path)
           }),
         openPath: (dir, name) => Effect.succeed(openAt(asPath(dir).table, child(dir.path, name))),
+        // Through the overlay's readDirectory, which knows what the dry run removed, wrote and
+        // renamed; types are looked up by whoever needs them (a listing may say DT_UNKNOWN).
         list: (dir) =>
-          fs.readDirectoryEntries(dir.path).pipe(
-            Effect.map((entries) =>
-              entries.map(
-                (e): Directory.Entry => ({
-                  name: FileName.encode(e.name),
-                  type: e.type === "Unknown" ? "Unknown" : e.type
-                })
-              )
+          fs.readDirectory(dir.path).pipe(
+            Effect.map((names) =>
+              names.map((name): Directory.Entry => ({ name: FileName.encode(name), type: "Unknown" }))
             ),
             Effect.mapError(error("getdents64", dir.path))
           ),
@@ -926,9 +923,19 @@ export const layerDirectoriesWith = (
                 fs
                   .utimes(path, new Date(Number(atimeNs / 1_000_000n)), new Date(Number(mtimeNs / 1_000_000n)))
                   .pipe(Effect.mapError(e)),
-              sync: file.sync.pipe(Effect.mapError(e))
+              sync: file.sync.pipe(Effect.mapError(e)),
+              // Nothing else runs against a dry run's overlay: every lock is free.
+              tryLock: Effect.succeed(true),
+              lockHolder: Effect.succeed(undefined),
+              holeAt: (offset) => Effect.map(statOf, (st) => Math.max(offset, st.size))
             } satisfies Directory.File
           }),
+        openParent: (dir) => Effect.succeed(openAt(asPath(dir).table, HostPath.dirname(dir.path))),
+        credentials: Effect.sync(() => ({
+          uid: process.geteuid?.() ?? 0,
+          gid: process.getegid?.() ?? 0,
+          pid: process.pid
+        })),
         sync: () => Effect.void,
         syncFileSystem: () => Effect.void
       })
@@ -1133,5 +1140,9 @@ export const layerWith = (
     layerSystemd
   )
 
-/** {@link layerWith} for this process's own mount table: the real host, or a `--host-root` below it. */
+/**
+ * All four wrappers over the real services in context, sharing the
+ * {@link DryRunPlan} in context ({@link layerWith} for this process's own
+ * mount table: the real host, or a `--host-root` below it).
+ */
 export const layer = layerWith()

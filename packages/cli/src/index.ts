@@ -1,18 +1,34 @@
 /**
- * @hostnode/cli: the `hostnode` command as a library, so it can be embedded
+ * `@hostnode/cli`: the `hostnode` command as a library, so it can be embedded
  * or tested without spawning a process.
  *
  * @since 0.1.0
  */
 
-/** The command tree and its runner. */
+/**
+ * The command tree and its runner.
+ *
+ * @since 0.1.0
+ */
 export * as Cli from "./Cli.ts"
 
-/** `hostnode demo`: the guided run on a simulated node, its report, claims and text rendering. */
+/**
+ * `hostnode demo`: the guided run on a simulated node, its report, claims and text rendering.
+ *
+ * @since 0.1.0
+ */
 export * as Demo from "./Demo.ts"
 
-/** `--dry-run` as layers wrapping the real services, and the plan they record. */
+/**
+ * `--dry-run` as layers wrapping the real services, and the plan they record.
+ *
+ * @since 0.1.0
+ */
 export * as DryRun from "./DryRun.ts"
 
-/** Progress of long work on a terminal, as a layer over the services an operation uses. */
+/**
+ * Progress of long work on a terminal, as a layer over the services an operation uses.
+ *
+ * @since 0.1.0
+ */
 export * as Progress from "./Progress.ts"

@@ -14,28 +14,58 @@ import { Duration, Effect, type FileSystem, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.ts"
 import { UnitName } from "./UnitName.ts"
 
-/** The agent configuration directory on a production host, when the configuration does not name one. */
+/**
+ * The agent configuration directory on a production host, when the configuration does not name one.
+ *
+ * @since 0.1.0
+ */
 export const DefaultConfigDir = "/etc/hostnode"
 
-/** The name of the LocalDNS interface, as AKS names it. */
+/**
+ * The name of the LocalDNS interface, as AKS names it.
+ *
+ * @since 0.1.0
+ */
 export const DefaultInterfaceName = "localdns"
 
-/** The link kind of the LocalDNS interface unless the kernel lacks it. */
+/**
+ * The link kind of the LocalDNS interface unless the kernel lacks it.
+ *
+ * @since 0.1.0
+ */
 export const DefaultInterfaceKind = "dummy" as const
 
-/** How long `awaitLocalDns` waits for every listener to answer. */
+/**
+ * How long `awaitLocalDns` waits for every listener to answer.
+ *
+ * @since 0.1.0
+ */
 export const DefaultReadinessTimeout = "2 minutes"
-/** The pause between two rounds of LocalDNS probes. */
+/**
+ * The pause between two rounds of LocalDNS probes.
+ *
+ * @since 0.1.0
+ */
 export const DefaultProbeInterval = "500 millis"
-/** How long one LocalDNS probe waits for an answer. */
+/**
+ * How long one LocalDNS probe waits for an answer.
+ *
+ * @since 0.1.0
+ */
 export const DefaultProbeTimeout = "1 second"
 
-/** The units a node stack is made of, in the order they are restarted. */
+/**
+ * The units a node stack is made of, in the order they are restarted.
+ *
+ * @since 0.1.0
+ */
 export const DefaultUnits: ReadonlyArray<string> = ["containerd.service", "kubelet.service"]
 
 /**
  * An absolute host path without NUL bytes. Host paths are always absolute:
  * a relative one would depend on the agent's working directory.
+ *
+ * @since 0.1.0
  */
 export const AbsolutePath = Schema.String.check(
   Schema.makeFilter(
@@ -54,13 +84,23 @@ export const AbsolutePath = Schema.String.check(
  * AKS design; `bridge` is the stand-in where the kernel lacks the dummy
  * driver (some test kernels), and behaves the same for this purpose: a
  * link that only carries local addresses.
+ *
+ * @since 0.1.0
  */
 export const InterfaceKind = Schema.Literals(["dummy", "bridge"])
 
-/** A link kind the LocalDNS interface can be. */
+/**
+ * A link kind the LocalDNS interface can be.
+ *
+ * @since 0.1.0
+ */
 export type InterfaceKind = typeof InterfaceKind.Type
 
-/** Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':', whitespace, and not `.` or `..`. */
+/**
+ * Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':', whitespace, and not `.` or `..`.
+ *
+ * @since 0.1.0
+ */
 export const InterfaceName = Schema.String.check(
   Schema.makeFilter(
     (s: string) => {
@@ -85,6 +125,8 @@ const PositiveDuration = Schema.DurationFromString.check(
  * How this agent sets up LocalDNS and waits for it. The listeners themselves
  * are part of the node's goal (`NodeStart.localDns`); these are the host's
  * side. Durations are strings such as `"2 minutes"` or `"500 millis"`.
+ *
+ * @since 0.1.0
  */
 export const LocalDnsSettings = Schema.Struct({
   /** The interface that carries the listener addresses. */
@@ -99,12 +141,18 @@ export const LocalDnsSettings = Schema.Struct({
   probeTimeout: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultProbeTimeout)))
 })
 
-/** How this agent sets up LocalDNS and waits for it. */
+/**
+ * How this agent sets up LocalDNS and waits for it.
+ *
+ * @since 0.1.0
+ */
 export type LocalDnsSettings = typeof LocalDnsSettings.Type
 
 /**
  * The agent configuration. Every field has a default, so `{}` is the
  * configuration of a production host.
+ *
+ * @since 0.1.0
  */
 export const AgentConfig = Schema.Struct({
   /**
@@ -120,26 +168,54 @@ export const AgentConfig = Schema.Struct({
     .pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultUnits)))
 })
 
-/** The decoded agent configuration. */
+/**
+ * The decoded agent configuration.
+ *
+ * @since 0.1.0
+ */
 export type AgentConfig = typeof AgentConfig.Type
 
-/** The agent configuration as written in a file (defaults not yet applied). */
+/**
+ * The agent configuration as written in a file (defaults not yet applied).
+ *
+ * @since 0.1.0
+ */
 export type AgentConfigEncoded = typeof AgentConfig.Encoded
 
-/** What the errors call this document. */
+/**
+ * What the errors call this document.
+ *
+ * @since 0.1.0
+ */
 export const What = "AgentConfig"
 
-/** Decodes an agent configuration from an already parsed value; `file` is named in errors. */
+/**
+ * Decodes an agent configuration from an already parsed value; `file` is named in errors.
+ *
+ * @since 0.1.0
+ */
 export const decode = (input: unknown, file = ""): Effect.Effect<AgentConfig, ConfigFile.InvalidConfig> =>
   ConfigFile.decodeUnknown(AgentConfig, What, file)(input)
 
-/** Decodes an agent configuration from JSON text; `file` is named in errors. */
+/**
+ * Decodes an agent configuration from JSON text; `file` is named in errors.
+ *
+ * @since 0.1.0
+ */
 export const decodeJson = (text: string, file = ""): Effect.Effect<AgentConfig, ConfigFile.InvalidConfig> =>
   ConfigFile.decodeJson(AgentConfig, What, file)(text)
 
-/** Reads and decodes the agent configuration file at `path` (a path of this process, already below any host root). */
+/**
+ * Reads and decodes the agent configuration file at `path` (a path of this process, already below any host root).
+ *
+ * @since 0.1.0
+ */
 export const read = (path: string): Effect.Effect<AgentConfig, ConfigFile.ReadError, FileSystem.FileSystem> =>
   ConfigFile.read(AgentConfig, What)(path)
 
-/** The production defaults: the configuration `{}` decodes to. */
+/**
+ * The production defaults: the configuration `{}` decodes to.
+ *
+ * @since 0.1.0
+ */
 export const defaults: Effect.Effect<AgentConfig> = Effect.orDie(decode({}))

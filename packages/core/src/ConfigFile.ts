@@ -17,25 +17,43 @@
 import { Effect, FileSystem, Schema, SchemaIssue } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 
-/** One wrong field: its path (`""` for the document itself) and what was wrong with it. */
+/**
+ * One wrong field: its path (`""` for the document itself) and what was wrong with it.
+ *
+ * @since 0.1.0
+ */
 export const FieldIssue = Schema.Struct({
   field: Schema.String,
   message: Schema.String
 })
 
-/** One wrong field. */
+/**
+ * One wrong field.
+ *
+ * @since 0.1.0
+ */
 export type FieldIssue = typeof FieldIssue.Type
 
-/** Why a configuration document was rejected: not JSON at all, or JSON with wrong fields. */
+/**
+ * Why a configuration document was rejected: not JSON at all, or JSON with wrong fields.
+ *
+ * @since 0.1.0
+ */
 export const InvalidConfigReason = Schema.Literals(["InvalidJson", "InvalidValue"])
 
-/** Why a configuration document was rejected. */
+/**
+ * Why a configuration document was rejected.
+ *
+ * @since 0.1.0
+ */
 export type InvalidConfigReason = typeof InvalidConfigReason.Type
 
 /**
  * A configuration document that is not what its schema says. `field` is the
  * first wrong field (what a person fixes first), `issues` lists every one.
  * `file` is empty when the document did not come from a file.
+ *
+ * @since 0.1.0
  */
 export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
   reason: InvalidConfigReason,
@@ -49,7 +67,11 @@ export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidC
   }
 }
 
-/** A configuration file that does not exist. Distinct from {@link InvalidConfig}: a caller may fall back to defaults for a missing file, never for a broken one. */
+/**
+ * A configuration file that does not exist. Distinct from {@link InvalidConfig}: a caller may fall back to defaults for a missing file, never for a broken one.
+ *
+ * @since 0.1.0
+ */
 export class ConfigNotFound extends Schema.TaggedError<ConfigNotFound>()("ConfigNotFound", {
   what: Schema.String,
   file: Schema.String
@@ -59,7 +81,11 @@ export class ConfigNotFound extends Schema.TaggedError<ConfigNotFound>()("Config
   }
 }
 
-/** A configuration file that exists but cannot be read (permissions, a directory in its place, an I/O error). */
+/**
+ * A configuration file that exists but cannot be read (permissions, a directory in its place, an I/O error).
+ *
+ * @since 0.1.0
+ */
 export class ConfigUnreadable extends Schema.TaggedError<ConfigUnreadable>()("ConfigUnreadable", {
   what: Schema.String,
   file: Schema.String,
@@ -70,7 +96,11 @@ export class ConfigUnreadable extends Schema.TaggedError<ConfigUnreadable>()("Co
   }
 }
 
-/** Every error {@link read} can fail with. */
+/**
+ * Every error {@link read} can fail with.
+ *
+ * @since 0.1.0
+ */
 export type ReadError = InvalidConfig | ConfigNotFound | ConfigUnreadable
 
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
@@ -78,6 +108,8 @@ const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 /**
  * A field path as a person writes it: `localDns.nodeListener`, `units[1]`,
  * `artifacts["kube-proxy"].url`. The empty path is `""`.
+ *
+ * @since 0.1.0
  */
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
   let out = ""
@@ -89,7 +121,11 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
   return out
 }
 
-/** The issues for a person: the first five, `field: message`, and how many more. */
+/**
+ * The issues for a person: the first five, `field: message`, and how many more.
+ *
+ * @since 0.1.0
+ */
 export const formatIssues = (issues: ReadonlyArray<FieldIssue>): string => {
   const shown = issues
     .slice(0, 5)
@@ -100,7 +136,11 @@ export const formatIssues = (issues: ReadonlyArray<FieldIssue>): string => {
 
 const standard = SchemaIssue.makeFormatterStandardSchemaV1()
 
-/** The wrong fields a `SchemaError` describes, each with its path. */
+/**
+ * The wrong fields a `SchemaError` describes, each with its path.
+ *
+ * @since 0.1.0
+ */
 export const issuesOf = (error: Schema.SchemaError): Array<FieldIssue> => {
   const issues = standard(error.issue).issues.map((i) => ({
     field: formatPath((i.path ?? []).map((p) => (typeof p === "object" && p !== null && "key" in p ? p.key : p))),
@@ -115,6 +155,8 @@ const parseOptions = { errors: "all", onExcessProperty: "error" } as const
  * Decodes `input` with `schema`, strictly (unknown keys are errors) and
  * reporting every wrong field. `what` names the document in the error
  * ("AgentConfig"), `file` where it came from.
+ *
+ * @since 0.1.0
  */
 export const decodeUnknown =
   <A, RD>(schema: Schema.Decoder<A, RD>, what: string, file = "") =>
@@ -133,6 +175,8 @@ export const decodeUnknown =
  * Parses `text` as JSON and decodes it with `schema`. Text that is not JSON is
  * an {@link InvalidConfig} with reason `InvalidJson` and the parser's own
  * message (which says where it stopped).
+ *
+ * @since 0.1.0
  */
 export const decodeJson =
   <A, RD>(schema: Schema.Decoder<A, RD>, what: string, file = "") =>
@@ -149,7 +193,11 @@ export const decodeJson =
         })
     }).pipe(Effect.flatMap(decodeUnknown(schema, what, file)))
 
-/** Maps a failed read of `file` to {@link ConfigNotFound} or {@link ConfigUnreadable}. */
+/**
+ * Maps a failed read of `file` to {@link ConfigNotFound} or {@link ConfigUnreadable}.
+ *
+ * @since 0.1.0
+ */
 export const readFailure = (what: string, file: string, e: PlatformError): ConfigNotFound | ConfigUnreadable =>
   e.reason._tag === "NotFound"
     ? new ConfigNotFound({ what, file })
@@ -158,6 +206,8 @@ export const readFailure = (what: string, file: string, e: PlatformError): Confi
 /**
  * Reads the JSON file at `path` and decodes it with `schema`. A missing file,
  * an unreadable one and an invalid one are three different errors.
+ *
+ * @since 0.1.0
  */
 export const read =
   <A, RD>(schema: Schema.Decoder<A, RD>, what: string) =>

@@ -182,6 +182,31 @@ export interface File {
   /** Sets the access and modification times (nanoseconds since the epoch). */
   readonly setTimes: (atimeNs: bigint, mtimeNs: bigint) => Effect.Effect<void, DirectoryError>
   readonly sync: Effect.Effect<void, DirectoryError>
+  /**
+   * Tries to take an exclusive `flock` on the open file without waiting:
+   * true when taken (held until the file is closed, or its process dies),
+   * false when another open file holds it, in this process or another.
+   */
+  readonly tryLock: Effect.Effect<boolean, DirectoryError>
+  /** The pid of a process holding a lock on this file, when the platform can say (`/proc/locks`). */
+  readonly lockHolder: Effect.Effect<number | undefined>
+  /**
+   * The offset of the first hole at or after `offset` (`lseek(SEEK_HOLE)`),
+   * the file's size when there is none after it. A file written byte by byte
+   * has no hole: one that has is sparse, and its size says nothing of what
+   * was written.
+   */
+  readonly holeAt: (offset: number) => Effect.Effect<number, DirectoryError>
+}
+
+/** Who the running process is, for ownership checks and for naming a lock's holder. */
+export interface Credentials {
+  /** The effective user id. */
+  readonly uid: number
+  /** The effective group id. */
+  readonly gid: number
+  /** The process id, as the host's process table shows it. */
+  readonly pid: number
 }
 
 /** How {@link Directories.openFile} opens a file; a link at the name is never followed, and opening never blocks. */
@@ -207,6 +232,12 @@ export interface ResolveOptions {
   readonly followFinal?: boolean | undefined
   /** Refuse every link on the way (`SymbolicLink`): the path must lead where it says (a mount table's). */
   readonly noSymlinks?: boolean | undefined
+  /**
+   * Make each missing directory on the way (not the last component) with
+   * these permission bits, as `mkdir -p` would below the root: where a link
+   * leads to a missing directory, that is the one made, below the root.
+   */
+  readonly makeMissing?: number | undefined
 }
 
 /**
@@ -229,6 +260,15 @@ export interface Primitives {
     name: FileName.Bytes,
     options?: { readonly sameMount?: boolean | undefined }
   ) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
+  /**
+   * Opens the directory `..` of `dir` names now (`openat(fd, "..")`): the
+   * directory it is in, or, at the root of a mount, the one the mount is on;
+   * the process's root is its own parent. A directory moved since it was
+   * opened gives its new parent: this is where it is, not how it was reached.
+   */
+  readonly openParent: (dir: Handle) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
+  /** The running process's effective ids and pid. */
+  readonly credentials: Effect.Effect<Credentials>
   /** Holds the node `name` of `dir` (`O_PATH | O_NOFOLLOW`): a mount point held so is the mount's root. */
   readonly openPath: (dir: Handle, name: FileName.Bytes) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
   readonly list: (dir: Handle) => Effect.Effect<ReadonlyArray<Entry>, DirectoryError>
@@ -319,7 +359,22 @@ export interface Directories extends Omit<Primitives, "resolveDirectory" | "unli
     path: string,
     options?: ResolveOptions
   ) => Effect.Effect<Resolved, DirectoryError, Scope.Scope>
+  /**
+   * The stats of `dir` and of every directory above it, nearest first, up to
+   * the process's root, by `..` from the handle: where the directory really
+   * is, whatever path reached it. Two directories are the same when
+   * {@link identity} says so; a path at or below another is one whose
+   * ancestors include it.
+   */
+  readonly ancestors: (dir: Handle) => Effect.Effect<ReadonlyArray<Stat>, DirectoryError>
 }
+
+/**
+ * What makes a node the node it is, whatever it is called or reached
+ * through: its device and inode. A bind mount of a directory shows the same
+ * directory (the same identity) under another mount id.
+ */
+export const identity = (st: Stat): string => `${st.device}:${st.inode}`
 
 /** The key of the {@link Directories} service. */
 export const Directories = Context.Service<Directories>("@hostnode/core/Directory/Directories")
@@ -389,6 +444,14 @@ export const make = (p: Primitives): Directories => {
         if (st._tag === "Failure") {
           if (last && st.failure.reason === "NotFound")
             return { parent: here.handle, name: c, path: childPath(here.path, c) }
+          if (st.failure.reason === "NotFound" && options.makeMissing !== undefined && retries < 8) {
+            const made = yield* Effect.result(p.makeDirectory(here.handle, c, options.makeMissing))
+            if (made._tag === "Failure" && made.failure.reason !== "Exists") return yield* made.failure
+            // Made (or made by someone else meanwhile): looked at again, as anything met on the way.
+            retries++
+            pending = [c, ...pending]
+            continue
+          }
           return yield* st.failure
         }
         if (st.success.type === "SymbolicLink") {
@@ -440,7 +503,16 @@ export const make = (p: Primitives): Directories => {
       const fast = p.resolveDirectory
       // One kernel call for the directories; the last component looked at here.
       if (fast !== undefined && last !== undefined && !isDot(last) && !isDotDot(last) && names.length > 1) {
-        const dir = yield* fast(root, names.slice(0, -1), { noSymlinks: options.noSymlinks ?? false })
+        const fastResult = yield* Effect.result(
+          fast(root, names.slice(0, -1), { noSymlinks: options.noSymlinks ?? false })
+        )
+        // A missing directory to make: the walk makes it.
+        const dir =
+          fastResult._tag === "Success"
+            ? fastResult.success
+            : fastResult.failure.reason === "NotFound" && options.makeMissing !== undefined
+              ? undefined
+              : yield* fastResult.failure
         if (dir !== undefined) {
           const found = { parent: dir.handle, name: last, path: childPath(dir.path, last) }
           if (!(options.followFinal ?? false)) return found
@@ -461,5 +533,27 @@ export const make = (p: Primitives): Directories => {
         Effect.match(p.unlink(dir, name), { onFailure: (e) => e, onSuccess: () => undefined })
       ))
 
-  return { ...p, resolve, unlinkAll }
+  const ancestors: Directories["ancestors"] = (dir) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const out: Array<Stat> = [yield* p.stat(dir)]
+        // A directory bind-mounted below itself shows one identity twice; with the mount id it is a loop only at the root.
+        const where = (st: Stat) => `${identity(st)}@${st.mountId}`
+        const seen = new Set([where(out[0] as Stat)])
+        let here = dir
+        // Bounded by PATH_MAX / 2: a deeper chain is a loop no kernel makes.
+        for (let depth = 0; depth < 2048; depth++) {
+          const up = yield* p.openParent(here)
+          const st = yield* p.stat(up)
+          const id = where(st)
+          if (seen.has(id)) return out
+          seen.add(id)
+          out.push(st)
+          here = up
+        }
+        return out
+      })
+    )
+
+  return { ...p, resolve, unlinkAll, ancestors }
 }

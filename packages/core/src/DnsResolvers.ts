@@ -14,13 +14,21 @@
 import { Context, type Duration, type Effect, type Scope } from "effect"
 import type { Dns } from "effect/net"
 
-/** Options of {@link DnsResolvers.forServer}. */
+/**
+ * Options of {@link DnsResolvers.forServer}.
+ *
+ * @since 0.1.0
+ */
 export interface ServerOptions {
   /** How long one query waits for the server's answer. A query is tried once. */
   readonly timeout: Duration.Input
 }
 
-/** Makes `Dns` services that ask one name server. */
+/**
+ * Makes `Dns` services that ask one name server.
+ *
+ * @since 0.1.0
+ */
 export interface DnsResolvers {
   /**
    * A `Dns` whose queries go only to `address` (an IPv4 or IPv6 address,
@@ -30,7 +38,11 @@ export interface DnsResolvers {
   readonly forServer: (address: string, options: ServerOptions) => Effect.Effect<Dns.Dns["Service"], never, Scope.Scope>
 }
 
-/** The key of the {@link DnsResolvers} service. */
+/**
+ * The key of the {@link DnsResolvers} service.
+ *
+ * @since 0.1.0
+ */
 export const DnsResolvers = Context.Service<DnsResolvers>("@hostnode/core/DnsResolvers")
 
 const codeOf = (cause: unknown): string | undefined =>
@@ -50,6 +62,8 @@ const codeOf = (cause: unknown): string | undefined =>
  * not be reached; only the resolver's own error code (`EREFUSED` vs
  * `ECONNREFUSED`, kept as the error's `cause.code`) tells them apart, so a
  * `Refused` without `EREFUSED` counts as no answer.
+ *
+ * @since 0.1.0
  */
 export const isAnswer = (error: Dns.DnsError): boolean => {
   switch (error.reason) {
@@ -66,7 +80,11 @@ export const isAnswer = (error: Dns.DnsError): boolean => {
   }
 }
 
-/** A short description of a failed query for logs and errors: the reason and the resolver's code (`Refused (ECONNREFUSED)`). */
+/**
+ * A short description of a failed query for logs and errors: the reason and the resolver's code (`Refused (ECONNREFUSED)`).
+ *
+ * @since 0.1.0
+ */
 export const describe = (error: Dns.DnsError): string => {
   const code = codeOf(error.cause)
   return code === undefined ? error.reason : `${error.reason} (${code})`

@@ -23,6 +23,8 @@ import { NodeStart } from "./NodeStart.ts"
  * A slot name: where one generation of the node lives (`a`, `b`, `blue`).
  * Lowercase letters, digits and inner `-`, at most 63 characters, so a slot
  * is always a safe single path component and a safe unit-name fragment.
+ *
+ * @since 0.1.0
  */
 export const Slot = Schema.String.check(
   Schema.makeFilter(
@@ -38,17 +40,29 @@ export const Slot = Schema.String.check(
   )
 ).pipe(Schema.brand("Slot"))
 
-/** A decoded slot name. */
+/**
+ * A decoded slot name.
+ *
+ * @since 0.1.0
+ */
 export type Slot = typeof Slot.Type
 
-/** A SHA-256 digest in lowercase hex. */
+/**
+ * A SHA-256 digest in lowercase hex.
+ *
+ * @since 0.1.0
+ */
 export const Sha256 = Schema.String.check(
   Schema.makeFilter((s: string) => (/^[0-9a-f]{64}$/.test(s) ? undefined : "is not a lowercase hex SHA-256 digest"), {
     title: "Sha256"
   })
 )
 
-/** Where an artifact is downloaded from: an http(s) URL and the digest the download must have. */
+/**
+ * Where an artifact is downloaded from: an http(s) URL and the digest the download must have.
+ *
+ * @since 0.1.0
+ */
 export const ArtifactSource = Schema.Struct({
   url: Schema.String.check(
     Schema.makeFilter((s: string) => (/^https?:\/\/[^\s/?#]+(\/\S*)?$/.test(s) ? undefined : "is not an http(s) URL"), {
@@ -58,17 +72,29 @@ export const ArtifactSource = Schema.Struct({
   sha256: Sha256
 })
 
-/** Where an artifact is downloaded from. */
+/**
+ * Where an artifact is downloaded from.
+ *
+ * @since 0.1.0
+ */
 export type ArtifactSource = typeof ArtifactSource.Type
 
-/** An artifact name (`kubelet`, `containerd`, `cni-plugins`). */
+/**
+ * An artifact name (`kubelet`, `containerd`, `cni-plugins`).
+ *
+ * @since 0.1.0
+ */
 export const ArtifactName = Schema.String.check(
   Schema.makeFilter((s: string) => (/^[a-z0-9][-a-z0-9._]*$/.test(s) ? undefined : "is not an artifact name"), {
     title: "ArtifactName"
   })
 )
 
-/** The Kubernetes version a goal state runs: `1.31.2` or `v1.31.2`, with an optional pre-release. */
+/**
+ * The Kubernetes version a goal state runs: `1.31.2` or `v1.31.2`, with an optional pre-release.
+ *
+ * @since 0.1.0
+ */
 export const KubernetesVersion = Schema.String.check(
   Schema.makeFilter(
     (s: string) => (/^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(s) ? undefined : "is not a Kubernetes version"),
@@ -79,6 +105,8 @@ export const KubernetesVersion = Schema.String.check(
 /**
  * The goal state of one slot. `slot` repeats the slot it was resolved for,
  * so a file copied to the wrong place is caught rather than built.
+ *
+ * @since 0.1.0
  */
 export const MachineGoalState = Schema.Struct({
   slot: Slot,
@@ -87,36 +115,58 @@ export const MachineGoalState = Schema.Struct({
   nodeStart: NodeStart
 })
 
-/** The goal state of one slot. */
+/**
+ * The goal state of one slot.
+ *
+ * @since 0.1.0
+ */
 export type MachineGoalState = typeof MachineGoalState.Type
 
 /**
  * Overrides of where artifacts are downloaded from, by artifact name. An
  * override replaces the URL and the digest together: a different file can
  * never be checked against the old digest, nor left unchecked.
+ *
+ * @since 0.1.0
  */
 export const DownloadOverrides = Schema.Struct({
   artifacts: Schema.Record(ArtifactName, ArtifactSource).pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 })
 
-/** Overrides of where artifacts are downloaded from. */
+/**
+ * Overrides of where artifacts are downloaded from.
+ *
+ * @since 0.1.0
+ */
 export type DownloadOverrides = typeof DownloadOverrides.Type
 
-/** Decodes download overrides from an already parsed value; `file` is named in errors. */
+/**
+ * Decodes download overrides from an already parsed value; `file` is named in errors.
+ *
+ * @since 0.1.0
+ */
 export const decodeDownloadOverrides = (
   input: unknown,
   file = ""
 ): Effect.Effect<DownloadOverrides, ConfigFile.InvalidConfig> =>
   ConfigFile.decodeUnknown(DownloadOverrides, "DownloadOverrides", file)(input)
 
-/** Decodes a machine goal state from an already parsed value; `file` is named in errors. */
+/**
+ * Decodes a machine goal state from an already parsed value; `file` is named in errors.
+ *
+ * @since 0.1.0
+ */
 export const decodeMachineGoalState = (
   input: unknown,
   file = ""
 ): Effect.Effect<MachineGoalState, ConfigFile.InvalidConfig> =>
   ConfigFile.decodeUnknown(MachineGoalState, "MachineGoalState", file)(input)
 
-/** The goal state with `overrides` applied. Overrides for artifacts the goal state does not have are ignored. */
+/**
+ * The goal state with `overrides` applied. Overrides for artifacts the goal state does not have are ignored.
+ *
+ * @since 0.1.0
+ */
 export const applyDownloads = (goalState: MachineGoalState, overrides: DownloadOverrides): MachineGoalState => {
   const artifacts: Record<string, ArtifactSource> = { ...goalState.artifacts }
   for (const [name, source] of Object.entries(overrides.artifacts)) {
@@ -125,11 +175,19 @@ export const applyDownloads = (goalState: MachineGoalState, overrides: DownloadO
   return { ...goalState, artifacts }
 }
 
-/** The overridden artifacts the goal state does not have, which {@link applyDownloads} ignores. */
+/**
+ * The overridden artifacts the goal state does not have, which {@link applyDownloads} ignores.
+ *
+ * @since 0.1.0
+ */
 export const unusedOverrides = (goalState: MachineGoalState, overrides: DownloadOverrides): ReadonlyArray<string> =>
   Object.keys(overrides.artifacts).filter((name) => !Object.hasOwn(goalState.artifacts, name))
 
-/** A slot whose goal state file does not exist. */
+/**
+ * A slot whose goal state file does not exist.
+ *
+ * @since 0.1.0
+ */
 export class GoalStateNotFound extends Schema.TaggedError<GoalStateNotFound>()("GoalStateNotFound", {
   slot: Schema.String,
   file: Schema.String
@@ -139,16 +197,26 @@ export class GoalStateNotFound extends Schema.TaggedError<GoalStateNotFound>()("
   }
 }
 
-/** Why a goal state was rejected. */
+/**
+ * Why a goal state was rejected.
+ *
+ * @since 0.1.0
+ */
 export const InvalidGoalStateReason = Schema.Literals(["InvalidSlot", "InvalidJson", "InvalidValue", "SlotMismatch"])
 
-/** Why a goal state was rejected. */
+/**
+ * Why a goal state was rejected.
+ *
+ * @since 0.1.0
+ */
 export type InvalidGoalStateReason = typeof InvalidGoalStateReason.Type
 
 /**
  * A goal state that cannot be used: the slot name is not a slot, the file is
  * not JSON, a field is wrong (`field` says which, `issues` lists all), or the
  * goal state is for another slot. `file` is empty when no file was involved.
+ *
+ * @since 0.1.0
  */
 export class InvalidGoalState extends Schema.TaggedError<InvalidGoalState>()("InvalidGoalState", {
   reason: InvalidGoalStateReason,
@@ -163,7 +231,11 @@ export class InvalidGoalState extends Schema.TaggedError<InvalidGoalState>()("In
   }
 }
 
-/** A goal state file that exists but cannot be read. */
+/**
+ * A goal state file that exists but cannot be read.
+ *
+ * @since 0.1.0
+ */
 export class GoalStateUnreadable extends Schema.TaggedError<GoalStateUnreadable>()("GoalStateUnreadable", {
   slot: Schema.String,
   file: Schema.String,
@@ -174,10 +246,18 @@ export class GoalStateUnreadable extends Schema.TaggedError<GoalStateUnreadable>
   }
 }
 
-/** Every way resolving a goal state fails. */
+/**
+ * Every way resolving a goal state fails.
+ *
+ * @since 0.1.0
+ */
 export type GoalStateError = GoalStateNotFound | InvalidGoalState | GoalStateUnreadable
 
-/** Decodes a slot name, failing with an {@link InvalidGoalState} that says what was wrong. */
+/**
+ * Decodes a slot name, failing with an {@link InvalidGoalState} that says what was wrong.
+ *
+ * @since 0.1.0
+ */
 export const decodeSlot = (slot: string): Effect.Effect<Slot, InvalidGoalState> =>
   Schema.decodeUnknownEffect(Slot)(slot).pipe(
     Effect.mapError(
@@ -192,14 +272,26 @@ export const decodeSlot = (slot: string): Effect.Effect<Slot, InvalidGoalState> 
     )
   )
 
-/** The directory below the agent configuration directory that holds one goal state file per slot. */
+/**
+ * The directory below the agent configuration directory that holds one goal state file per slot.
+ *
+ * @since 0.1.0
+ */
 export const GoalStatesDirName = "goalstates"
 
-/** The host path of the slot's goal state file: `<configDir>/goalstates/<slot>.json`. */
+/**
+ * The host path of the slot's goal state file: `<configDir>/goalstates/<slot>.json`.
+ *
+ * @since 0.1.0
+ */
 export const goalStatePath = (config: AgentConfig, slot: Slot): string =>
   `${HostPath.clean(config.configDir)}/${GoalStatesDirName}/${slot}.json`
 
-/** Options of the default resolver. */
+/**
+ * Options of the default resolver.
+ *
+ * @since 0.1.0
+ */
 export interface ResolveOptions {
   /** The agent configuration; its `configDir` holds the goal state files. */
   readonly config: AgentConfig
@@ -227,6 +319,8 @@ const checkSlot = (goalState: MachineGoalState, slot: Slot, file: string): Effec
  * host root (symlinks resolved as though the root were `/`, so the file can
  * never be read from outside it), decodes it strictly, checks it is for this
  * slot and applies the download overrides.
+ *
+ * @since 0.1.0
  */
 export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
   function* (slot: string, options: ResolveOptions) {
@@ -263,10 +357,18 @@ export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
   Effect.annotateLogs({ phase: "resolve-goal-state" })
 )
 
-/** A resolver: the goal state of a slot. Tests and composition roots override the default with one. */
+/**
+ * A resolver: the goal state of a slot. Tests and composition roots override the default with one.
+ *
+ * @since 0.1.0
+ */
 export type Resolve = (slot: Slot) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>
 
-/** What a {@link GoalStateSource} is made from (the fields of the Go struct). */
+/**
+ * What a {@link GoalStateSource} is made from (the fields of the Go struct).
+ *
+ * @since 0.1.0
+ */
 export interface SourceOptions extends ResolveOptions {
   /**
    * Used instead of resolving one. Bootstrap passes the goal state it has
@@ -277,7 +379,11 @@ export interface SourceOptions extends ResolveOptions {
   readonly resolve?: Resolve | undefined
 }
 
-/** Resolves the goal state a node is built from. */
+/**
+ * Resolves the goal state a node is built from.
+ *
+ * @since 0.1.0
+ */
 export interface GoalStateSource {
   /**
    * The goal state for `slot`: the given one, else the `resolve` override's,
@@ -286,7 +392,11 @@ export interface GoalStateSource {
   readonly for: (slot: string) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>
 }
 
-/** A {@link GoalStateSource} from its options. */
+/**
+ * A {@link GoalStateSource} from its options.
+ *
+ * @since 0.1.0
+ */
 export const makeSource = (options: SourceOptions): GoalStateSource => ({
   for: Effect.fn("GoalStateSource.for")(
     function* (slot: string) {

@@ -20,7 +20,11 @@ import * as HostPath from "./HostPath.ts"
 import * as LocalDns from "./LocalDns.ts"
 import type { NodeStart } from "./NodeStart.ts"
 
-/** The seams; every one is optional and defaults to the real host or the real phase. */
+/**
+ * The seams; every one is optional and defaults to the real host or the real phase.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /** Overrides goal state resolution. The default is `GoalState.resolveMachine` below `hostRoot`. */
   readonly resolve?: GoalState.Resolve | undefined
@@ -57,7 +61,11 @@ export interface Options {
     | undefined
 }
 
-/** A node's seams, resolved: each operation is the override when set, else the real one. */
+/**
+ * A node's seams, resolved: each operation is the override when set, else the real one.
+ *
+ * @since 0.1.0
+ */
 export interface Hooks {
   /** The agent configuration the defaults use. */
   readonly config: AgentConfig
@@ -96,7 +104,11 @@ export interface Hooks {
   ) => Effect.Effect<void, LocalDns.LocalDnsTimeout | LocalDns.LocalDnsListenerError, DnsResolvers>
 }
 
-/** Resolves `options` against the agent configuration: the seams of a node. */
+/**
+ * Resolves `options` against the agent configuration: the seams of a node.
+ *
+ * @since 0.1.0
+ */
 export const make = (config: AgentConfig, options: Options = {}): Hooks => {
   const hostRoot = options.hostRoot ?? ""
   const override = options.resolve
@@ -148,5 +160,9 @@ export const make = (config: AgentConfig, options: Options = {}): Hooks => {
   }
 }
 
-/** Everything the default seams need together: what a layer must provide to run every hook on the real host. */
+/**
+ * Everything the default seams need together: what a layer must provide to run every hook on the real host.
+ *
+ * @since 0.1.0
+ */
 export type Requirements = FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner | DnsResolvers

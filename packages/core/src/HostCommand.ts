@@ -11,7 +11,11 @@
 import { Effect, Layer, Schema, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
-/** What a finished command printed and how it exited. A non-zero exit is a result, not an error. */
+/**
+ * What a finished command printed and how it exited. A non-zero exit is a result, not an error.
+ *
+ * @since 0.1.0
+ */
 export interface Output {
   readonly stdout: string
   readonly stderr: string
@@ -22,6 +26,8 @@ export interface Output {
  * A command that could not be run at all (the executable is missing, the
  * spawn failed). A command that ran and exited non-zero is not this: callers
  * classify that themselves from its {@link Output}.
+ *
+ * @since 0.1.0
  */
 export class CommandError extends Schema.TaggedError<CommandError>()("CommandError", {
   command: Schema.String,
@@ -36,6 +42,8 @@ export class CommandError extends Schema.TaggedError<CommandError>()("CommandErr
 /**
  * Runs `command` with `args` and returns its stdout, stderr and exit code,
  * read concurrently so a chatty child never blocks on a full pipe.
+ *
+ * @since 0.1.0
  */
 export const run = (
   command: string,
@@ -62,6 +70,8 @@ export const run = (
  * A spawner that runs every standard command as `prefix... command args...`,
  * e.g. `["nsenter", "-t", pid, "-m", "-p", "--"]` to run in another machine's
  * namespaces. Piped commands are wrapped on each side.
+ *
+ * @since 0.1.0
  */
 export const wrapSpawner = (
   inner: ChildProcessSpawner.ChildProcessSpawner["Service"],
@@ -76,7 +86,11 @@ export const wrapSpawner = (
   return ChildProcessSpawner.make((command) => inner.spawn(wrap(command)))
 }
 
-/** A layer that wraps the spawner in context with `prefix` (see {@link wrapSpawner}). */
+/**
+ * A layer that wraps the spawner in context with `prefix` (see {@link wrapSpawner}).
+ *
+ * @since 0.1.0
+ */
 export const layerWrapped = (
   prefix: ReadonlyArray<string>
 ): Layer.Layer<ChildProcessSpawner.ChildProcessSpawner, never, ChildProcessSpawner.ChildProcessSpawner> =>
@@ -85,7 +99,11 @@ export const layerWrapped = (
     Effect.map(Effect.service(ChildProcessSpawner.ChildProcessSpawner), (inner) => wrapSpawner(inner, prefix))
   )
 
-/** The prefix that runs a command in the mount and pid namespaces of process `pid` (e.g. a test systemd). */
+/**
+ * The prefix that runs a command in the mount and pid namespaces of process `pid` (e.g. a test systemd).
+ *
+ * @since 0.1.0
+ */
 export const nsenterPrefix = (
   pid: number,
   namespaces: ReadonlyArray<"m" | "p" | "n" | "u" | "i"> = ["m", "p"]
@@ -95,6 +113,8 @@ export const nsenterPrefix = (
  * The spawner in context, wrapped to run every command in the mount and pid
  * namespaces of process `pid`: how the library drives a container's or a test
  * machine's systemd, mounts and tools with no change to the operations.
+ *
+ * @since 0.1.0
  */
 export const layerNsenter = (
   pid: number

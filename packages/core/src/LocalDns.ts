@@ -34,25 +34,51 @@ import * as NodeStart from "./NodeStart.ts"
 /**
  * The comment every rule of ours carries (`-m comment --comment ...`). It is
  * what makes a rule ours: cleanup deletes exactly the rules with it.
+ *
+ * @since 0.1.0
  */
 export const RuleComment = "hostnode:localdns"
 
-/** The iptables table the rules live in: `raw`, where NOTRACK applies before conntrack sees a packet. */
+/**
+ * The iptables table the rules live in: `raw`, where NOTRACK applies before conntrack sees a packet.
+ *
+ * @since 0.1.0
+ */
 export const Table = "raw"
 
-/** The chains the rules go in: locally generated traffic and traffic arriving from pods. */
+/**
+ * The chains the rules go in: locally generated traffic and traffic arriving from pods.
+ *
+ * @since 0.1.0
+ */
 export const Chains = ["OUTPUT", "PREROUTING"] as const
 
-/** A chain a rule of ours goes in. */
+/**
+ * A chain a rule of ours goes in.
+ *
+ * @since 0.1.0
+ */
 export type Chain = (typeof Chains)[number]
 
-/** DNS runs over both. */
+/**
+ * DNS runs over both.
+ *
+ * @since 0.1.0
+ */
 export const Protocols = ["tcp", "udp"] as const
 
-/** The name the readiness probes ask for. AKS's LocalDNS configuration answers it locally; any answer counts anyway. */
+/**
+ * The name the readiness probes ask for. AKS's LocalDNS configuration answers it locally; any answer counts anyway.
+ *
+ * @since 0.1.0
+ */
 export const DefaultProbeName = "health-check.localdns.local"
 
-/** One iptables rule of ours: its chain and its spec, in the canonical form `iptables -S` prints it. */
+/**
+ * One iptables rule of ours: its chain and its spec, in the canonical form `iptables -S` prints it.
+ *
+ * @since 0.1.0
+ */
 export interface Rule {
   readonly chain: Chain
   readonly spec: ReadonlyArray<string>
@@ -64,6 +90,8 @@ export interface Rule {
  * hostnode:localdns -j NOTRACK`. The spec is written exactly as `iptables -S`
  * prints it back (with the implicit `-m <proto>`), so `-C`, `-D` and the
  * listing all speak of the same rule.
+ *
+ * @since 0.1.0
  */
 export const rules = (addresses: ReadonlyArray<string>): ReadonlyArray<Rule> =>
   Chains.flatMap((chain) =>
@@ -94,7 +122,11 @@ export const rules = (addresses: ReadonlyArray<string>): ReadonlyArray<Rule> =>
 // else in double quotes with `"`, `\` and `'` escaped by a backslash.
 const bareSaveValue = /^[-_0-9A-Za-z]+$/
 
-/** A rule as `iptables -t raw -S` prints it: `-A OUTPUT -d ... --comment "hostnode:localdns" -j NOTRACK`. */
+/**
+ * A rule as `iptables -t raw -S` prints it: `-A OUTPUT -d ... --comment "hostnode:localdns" -j NOTRACK`.
+ *
+ * @since 0.1.0
+ */
 export const renderRule = (rule: Rule): string =>
   [
     "-A",
@@ -108,6 +140,8 @@ export const renderRule = (rule: Rule): string =>
  * The argv words of one line of `iptables -S`: split on spaces, with the
  * double-quoted values iptables prints (comments) unquoted and unescaped, so
  * the words can be given back to `iptables -D` as they are.
+ *
+ * @since 0.1.0
  */
 export const parseRuleLine = (line: string): ReadonlyArray<string> => {
   const words: Array<string> = []
@@ -136,7 +170,11 @@ export const parseRuleLine = (line: string): ReadonlyArray<string> => {
   return words
 }
 
-/** True when the words of a listed rule (`-A CHAIN ...`) are a rule of ours: one of our chains and our comment. */
+/**
+ * True when the words of a listed rule (`-A CHAIN ...`) are a rule of ours: one of our chains and our comment.
+ *
+ * @since 0.1.0
+ */
 export const isOurRule = (words: ReadonlyArray<string>): boolean => {
   if (words[0] !== "-A" || !(Chains as ReadonlyArray<string | undefined>).includes(words[1])) return false
   for (let i = 2; i < words.length - 1; i++) {
@@ -145,7 +183,11 @@ export const isOurRule = (words: ReadonlyArray<string>): boolean => {
   return false
 }
 
-/** Why a LocalDNS network step failed, classified from the command's exit and stderr. */
+/**
+ * Why a LocalDNS network step failed, classified from the command's exit and stderr.
+ *
+ * @since 0.1.0
+ */
 export const NetworkErrorReason = Schema.Literals([
   "CommandUnavailable",
   "PermissionDenied",
@@ -156,7 +198,11 @@ export const NetworkErrorReason = Schema.Literals([
   "CommandFailed"
 ])
 
-/** Why a LocalDNS network step failed. */
+/**
+ * Why a LocalDNS network step failed.
+ *
+ * @since 0.1.0
+ */
 export type NetworkErrorReason = typeof NetworkErrorReason.Type
 
 /**
@@ -164,6 +210,8 @@ export type NetworkErrorReason = typeof NetworkErrorReason.Type
  * arguments, the exit code (-1 when it could not run at all) and what the
  * command printed on stderr, so a person sees exactly what `ip` or `iptables`
  * said.
+ *
+ * @since 0.1.0
  */
 export class LocalDnsNetworkError extends Schema.TaggedError<LocalDnsNetworkError>()("LocalDnsNetworkError", {
   reason: NetworkErrorReason,
@@ -185,6 +233,8 @@ export class LocalDnsNetworkError extends Schema.TaggedError<LocalDnsNetworkErro
  * (`169.254.010.10` would reach `ip` as 169.254.8.10), outside the link-local
  * range, or both listeners the same. Every step decodes the listeners before
  * it runs a command, so this error means nothing was changed.
+ *
+ * @since 0.2.0
  */
 export class LocalDnsListenerError extends Schema.TaggedError<LocalDnsListenerError>()("LocalDnsListenerError", {
   /** Which listener (`node`, `cluster`), or `listeners` when the pair is wrong. */
@@ -202,6 +252,8 @@ export class LocalDnsListenerError extends Schema.TaggedError<LocalDnsListenerEr
  * the setup, the cleanup of a setup that failed and the wait all act on. A
  * node start built in code rather than decoded from a goal state is checked
  * here too.
+ *
+ * @since 0.2.0
  */
 export const decodeListeners = (
   nodeStart: NodeStart.NodeStart
@@ -236,20 +288,30 @@ export const decodeListeners = (
   })
 }
 
-/** A listener that never answered, and why its last probe failed. */
+/**
+ * A listener that never answered, and why its last probe failed.
+ *
+ * @since 0.1.0
+ */
 export const SilentListener = Schema.Struct({
   name: Schema.Literals(["node", "cluster"]),
   address: Schema.String,
   reason: Schema.String
 })
 
-/** A listener that never answered. */
+/**
+ * A listener that never answered.
+ *
+ * @since 0.1.0
+ */
 export type SilentListener = typeof SilentListener.Type
 
 /**
  * LocalDNS did not answer on every listener before the deadline. `listeners`
  * names those that never answered (with why their last probe failed);
  * `answered` the addresses that did.
+ *
+ * @since 0.1.0
  */
 export class LocalDnsTimeout extends Schema.TaggedError<LocalDnsTimeout>()("LocalDnsTimeout", {
   listeners: Schema.Array(SilentListener),
@@ -340,7 +402,11 @@ const IpLink = Schema.Struct({
 
 const IpLinks = Schema.fromJsonString(Schema.Array(IpLink))
 
-/** What `ip -j -d addr show dev <name>` says about an interface. */
+/**
+ * What `ip -j -d addr show dev <name>` says about an interface.
+ *
+ * @since 0.1.0
+ */
 export interface LinkState {
   readonly index: number
   readonly name: string
@@ -352,7 +418,11 @@ export interface LinkState {
   readonly ipv4: ReadonlyArray<string>
 }
 
-/** The interface `name`, or `undefined` when there is none. */
+/**
+ * The interface `name`, or `undefined` when there is none.
+ *
+ * @since 0.1.0
+ */
 export const showLink = Effect.fn("LocalDns.showLink")(function* (name: string) {
   const args = ["-j", "-d", "addr", "show", "dev", name]
   const out = yield* expect("inspect the interface", "ip", args, missingDevice)
@@ -493,7 +563,11 @@ const undo = (name: string, created: Created) =>
 // ---------------------------------------------------------------------------
 // the rules
 
-/** The rules of the `raw` table as `iptables -t raw -S` lists them, one argv array per `-A` line. */
+/**
+ * The rules of the `raw` table as `iptables -t raw -S` lists them, one argv array per `-A` line.
+ *
+ * @since 0.1.0
+ */
 export const listRules = Effect.fn("LocalDns.listRules")(function* () {
   const args = iptables(["-S"])
   const out = yield* expect("list the raw table", "iptables", args)
@@ -537,7 +611,11 @@ const ensureRules = Effect.fnUntraced(function* (addresses: ReadonlyArray<string
 // ---------------------------------------------------------------------------
 // the phases
 
-/** Options of the network phases. */
+/**
+ * Options of the network phases.
+ *
+ * @since 0.1.0
+ */
 export interface NetworkOptions {
   /** The interface carrying the listeners (default `localdns`). */
   readonly interfaceName?: string | undefined
@@ -582,6 +660,8 @@ const setupImpl = Effect.fn("LocalDns.setupLocalDnsNetwork")(
  * nothing). A setup that fails part-way removes the interface, addresses and
  * rules it created itself before its error returns; the one change it cannot
  * take back is an interface of another kind it replaced.
+ *
+ * @since 0.1.0
  */
 export const setupLocalDnsNetwork = (
   nodeStart: NodeStart.NodeStart,
@@ -614,12 +694,18 @@ const cleanupImpl = Effect.fn("LocalDns.cleanupHostNetwork")(
  * every rule of ours in `raw` `OUTPUT` and `PREROUTING` (deleted by its spec,
  * whatever addresses it names) and the interface. What is already gone is
  * success; rules without our comment are never touched.
+ *
+ * @since 0.1.0
  */
 export const cleanupHostNetwork = (
   options?: Pick<NetworkOptions, "interfaceName">
 ): Effect.Effect<void, LocalDnsNetworkError, ChildProcessSpawner.ChildProcessSpawner> => cleanupImpl(options)
 
-/** Options of {@link awaitLocalDns}. */
+/**
+ * Options of {@link awaitLocalDns}.
+ *
+ * @since 0.1.0
+ */
 export interface AwaitOptions {
   /** The deadline: how long to keep probing (default 2 minutes). */
   readonly timeout?: Duration.Input | undefined
@@ -727,6 +813,8 @@ const awaitImpl = Effect.fn("LocalDns.awaitLocalDns")(
  * failed round is logged (debug) with its attempt number, the outcome (info,
  * or warning on timeout) with the attempt count. A node that does not use
  * LocalDNS has nothing to wait for.
+ *
+ * @since 0.1.0
  */
 export const awaitLocalDns = (
   nodeStart: NodeStart.NodeStart,

@@ -15,16 +15,26 @@ import { NetAddress } from "effect/net"
 import { AbsolutePath } from "./AgentConfig.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 
-/** The LocalDNS node listener: the address pods' and the node's own DNS traffic for the node goes to (AKS). */
+/**
+ * The LocalDNS node listener: the address pods' and the node's own DNS traffic for the node goes to (AKS).
+ *
+ * @since 0.1.0
+ */
 export const NodeListener = "169.254.10.10"
 
-/** The LocalDNS cluster listener: the address CoreDNS-bound traffic goes to (AKS). */
+/**
+ * The LocalDNS cluster listener: the address CoreDNS-bound traffic goes to (AKS).
+ *
+ * @since 0.1.0
+ */
 export const ClusterListener = "169.254.10.11"
 
 /**
  * An IPv4 address in canonical dotted-quad form (`169.254.10.10`; not
  * `169.254.010.10`), the form `ip` and `iptables` print back, so addresses
  * can be compared as strings.
+ *
+ * @since 0.1.0
  */
 export const Ipv4Address = Schema.String.check(
   Schema.makeFilter(
@@ -43,6 +53,8 @@ export const Ipv4Address = Schema.String.check(
  * `169.254.10.10` and `169.254.10.11`): link-local addresses are never routed
  * off the node, so the NOTRACK rules and the `/32`s on the interface cannot
  * capture traffic meant for a real host.
+ *
+ * @since 0.2.0
  */
 export const ListenerAddress = Ipv4Address.check(
   Schema.makeFilter(
@@ -56,6 +68,8 @@ export const ListenerAddress = Ipv4Address.check(
 /**
  * The LocalDNS listeners of a node. Both default to the AKS addresses; they
  * must differ, since each is waited on as its own listener.
+ *
+ * @since 0.1.0
  */
 export const LocalDnsListeners = Schema.Struct({
   nodeListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(NodeListener))),
@@ -68,10 +82,18 @@ export const LocalDnsListeners = Schema.Struct({
   )
 )
 
-/** The LocalDNS listeners of a node. */
+/**
+ * The LocalDNS listeners of a node.
+ *
+ * @since 0.1.0
+ */
 export type LocalDnsListeners = typeof LocalDnsListeners.Type
 
-/** A bootstrap token as kubeadm writes it: `[a-z0-9]{6}.[a-z0-9]{16}` (token id, then secret). */
+/**
+ * A bootstrap token as kubeadm writes it: `[a-z0-9]{6}.[a-z0-9]{16}` (token id, then secret).
+ *
+ * @since 0.1.0
+ */
 export const BootstrapTokenValue = Schema.String.check(
   Schema.makeFilter(
     (s: string) =>
@@ -80,7 +102,11 @@ export const BootstrapTokenValue = Schema.String.check(
   )
 )
 
-/** Where the kubelet's bootstrap kubeconfig lives unless the goal state says otherwise. */
+/**
+ * Where the kubelet's bootstrap kubeconfig lives unless the goal state says otherwise.
+ *
+ * @since 0.1.0
+ */
 export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig"
 
 /**
@@ -92,6 +118,8 @@ export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig
  *   token is `Redacted`: it never appears in logs or error messages.
  * - `Kubeconfig`: a kubeconfig given directly, rewritten by configuration.
  * - `ExecCredential`: a client-go credential plugin.
+ *
+ * @since 0.1.0
  */
 export const AuthMode = Schema.TaggedUnion({
   BootstrapToken: {
@@ -111,10 +139,18 @@ export const AuthMode = Schema.TaggedUnion({
   }
 })
 
-/** How the kubelet authenticates. */
+/**
+ * How the kubelet authenticates.
+ *
+ * @since 0.1.0
+ */
 export type AuthMode = typeof AuthMode.Type
 
-/** A Kubernetes node name: a DNS-1123 subdomain (lowercase, at most 253 characters). */
+/**
+ * A Kubernetes node name: a DNS-1123 subdomain (lowercase, at most 253 characters).
+ *
+ * @since 0.1.0
+ */
 export const NodeName = Schema.String.check(
   Schema.makeFilter(
     (s: string) =>
@@ -129,7 +165,11 @@ export const NodeName = Schema.String.check(
   )
 )
 
-/** The API server's URL: `https://host[:port][/path]`. */
+/**
+ * The API server's URL: `https://host[:port][/path]`.
+ *
+ * @since 0.1.0
+ */
 export const ApiServerUrl = Schema.String.check(
   Schema.makeFilter(
     (s: string) => (/^https:\/\/[^\s/?#]+(\/[^\s]*)?$/.test(s) ? undefined : "is not an https:// URL"),
@@ -140,6 +180,8 @@ export const ApiServerUrl = Schema.String.check(
 /**
  * The node start goal state. `localDns` absent means the node does not use
  * LocalDNS: there is nothing to set up and nothing to wait for.
+ *
+ * @since 0.1.0
  */
 export const NodeStart = Schema.Struct({
   nodeName: NodeName,
@@ -148,36 +190,68 @@ export const NodeStart = Schema.Struct({
   localDns: Schema.optionalKey(LocalDnsListeners)
 })
 
-/** The node start goal state. */
+/**
+ * The node start goal state.
+ *
+ * @since 0.1.0
+ */
 export type NodeStart = typeof NodeStart.Type
 
-/** What the errors call this document. */
+/**
+ * What the errors call this document.
+ *
+ * @since 0.1.0
+ */
 export const What = "NodeStart"
 
-/** Decodes a node start from an already parsed value; `file` is named in errors. */
+/**
+ * Decodes a node start from an already parsed value; `file` is named in errors.
+ *
+ * @since 0.1.0
+ */
 export const decode = (input: unknown, file = ""): Effect.Effect<NodeStart, ConfigFile.InvalidConfig> =>
   ConfigFile.decodeUnknown(NodeStart, What, file)(input)
 
-/** Decodes a node start from JSON text; `file` is named in errors. */
+/**
+ * Decodes a node start from JSON text; `file` is named in errors.
+ *
+ * @since 0.1.0
+ */
 export const decodeJson = (text: string, file = ""): Effect.Effect<NodeStart, ConfigFile.InvalidConfig> =>
   ConfigFile.decodeJson(NodeStart, What, file)(text)
 
-/** True when the kubelet bootstraps with a token, the only mode whose rotated client credentials a repave removes. */
+/**
+ * True when the kubelet bootstraps with a token, the only mode whose rotated client credentials a repave removes.
+ *
+ * @since 0.1.0
+ */
 export const usesBootstrapToken = <N extends Pick<NodeStart, "auth">>(
   nodeStart: N
 ): nodeStart is N & { readonly auth: Extract<AuthMode, { readonly _tag: "BootstrapToken" }> } =>
   nodeStart.auth._tag === "BootstrapToken"
 
-/** Which LocalDNS listener an address is, as errors and logs name it. */
+/**
+ * Which LocalDNS listener an address is, as errors and logs name it.
+ *
+ * @since 0.1.0
+ */
 export type ListenerName = "node" | "cluster"
 
-/** One LocalDNS listener: its role and its address. */
+/**
+ * One LocalDNS listener: its role and its address.
+ *
+ * @since 0.1.0
+ */
 export interface Listener {
   readonly name: ListenerName
   readonly address: string
 }
 
-/** The LocalDNS listeners of `nodeStart`, node listener first; empty when the node does not use LocalDNS. */
+/**
+ * The LocalDNS listeners of `nodeStart`, node listener first; empty when the node does not use LocalDNS.
+ *
+ * @since 0.1.0
+ */
 export const listeners = (nodeStart: NodeStart): ReadonlyArray<Listener> =>
   nodeStart.localDns === undefined
     ? []

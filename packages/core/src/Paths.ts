@@ -8,29 +8,48 @@
 /**
  * The kubelet state directory. Pod volume mounts propagate to it, so it is the
  * prefix every unmount and teardown starts from.
+ *
+ * @since 0.1.0
  */
 export const KubeletDir = "/var/lib/kubelet"
 
 /**
  * Where the kubelet keeps its rotated client certificates. Not the cluster CA
  * directory: a repave removes what is here and keeps the CA.
+ *
+ * @since 0.1.0
  */
 export const KubeletClientPkiDir = "/var/lib/kubelet/pki"
 
 /**
  * Where CNI plugins keep per-node state, host-local IPAM's address reservations
  * among it. Stale reservations leak addresses across a repave, so it is removed.
+ *
+ * @since 0.1.0
  */
 export const CniStateDir = "/var/lib/cni"
 
 /**
  * The CNI network configuration directory. A repave empties it (the directory
  * stays) so containerd does not report the network ready with a stale config.
+ *
+ * @since 0.1.0
  */
 export const CniConfDir = "/etc/cni/net.d"
 
 /**
  * `v`, or `def` when `v` is empty or undefined. Teardowns use it for the
  * directories whose zero value means "the real host's".
+ *
+ * @example
+ * ```ts
+ * import { Paths } from "@hostnode/core"
+ *
+ * // A teardown option left empty means the real host's directory.
+ * assert.strictEqual(Paths.orDefault("", Paths.KubeletDir), "/var/lib/kubelet")
+ * assert.strictEqual(Paths.orDefault("/srv/kubelet", Paths.KubeletDir), "/srv/kubelet")
+ * ```
+ *
+ * @since 0.1.0
  */
 export const orDefault = (v: string | undefined, def: string): string => (v === undefined || v === "" ? def : v)

@@ -10,19 +10,29 @@ import { Cause, Clock, Context, Duration, Effect, Schema } from "effect"
 import { describeStatus, Systemd, SystemdError, UnitStatusProperties, unitStatusOf } from "./Systemd.ts"
 import * as UnitName from "./UnitName.ts"
 
-/** A unit and whether its configuration changed. */
+/**
+ * A unit and whether its configuration changed.
+ *
+ * @since 0.1.0
+ */
 export const ChangedUnit = Schema.Struct({
   unit: Schema.String,
   changed: Schema.Boolean
 })
 
-/** A unit and whether its configuration changed. */
+/**
+ * A unit and whether its configuration changed.
+ *
+ * @since 0.1.0
+ */
 export type ChangedUnit = typeof ChangedUnit.Type
 
 /**
  * A restart failed. It names the unit that failed, the units restarted before
  * it (they run the new configuration) and those never tried (they still run
  * the old one), so a caller can tell exactly what state the node is in.
+ *
+ * @since 0.1.0
  */
 export class RestartError extends Schema.TaggedError<RestartError>()("RestartError", {
   unit: Schema.String,
@@ -37,7 +47,11 @@ export class RestartError extends Schema.TaggedError<RestartError>()("RestartErr
   }
 }
 
-/** Where a run of restarts stopped: the unit whose restart failed, those restarted before it, those never tried. */
+/**
+ * Where a run of restarts stopped: the unit whose restart failed, those restarted before it, those never tried.
+ *
+ * @since 0.2.0
+ */
 export interface Progress {
   readonly unit: string
   readonly restarted: ReadonlyArray<string>
@@ -49,16 +63,26 @@ export interface Progress {
  * exactly as it is (tag, fields, message: the caller owns its wording), and
  * the cause is annotated with where the run stopped. Read it with
  * {@link progressOf}.
+ *
+ * @since 0.2.0
  */
 export class RestartProgress extends Context.Service<RestartProgress, Progress>()(
   "@hostnode/core/RestartChanged/RestartProgress"
 ) {}
 
-/** Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`. */
+/**
+ * Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`.
+ *
+ * @since 0.2.0
+ */
 export const progressOf = (cause: Cause.Cause<unknown>): Progress | undefined =>
   Context.getOrUndefined(Cause.annotations(cause), RestartProgress)
 
-/** Options of {@link restartChanged}. */
+/**
+ * Options of {@link restartChanged}.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /** Whether the node's stack was running before the configuration was written. */
   readonly wasRunning: boolean
@@ -85,6 +109,8 @@ const settlePoll = Duration.millis(100)
  * reports about the unit when it was seen down. A unit that is `reloading`
  * counts as up. Meant for long-running units: a `Type=oneshot` unit without
  * `RemainAfterExit=` is inactive once its job is done and never settles.
+ *
+ * @since 0.2.0
  */
 export const awaitSettled = (
   unit: string,
@@ -142,6 +168,29 @@ export const awaitSettled = (
  * With `settle` each restart is followed by {@link awaitSettled} on the
  * `Systemd` in context; a caller with its own `restart` composes that check
  * into it instead.
+ *
+ * @example
+ * ```ts
+ * import { RestartChanged, type Systemd, type UnitName } from "@hostnode/core"
+ * import type { Effect } from "effect"
+ *
+ * // After an upgrade rewrote containerd's configuration but not the kubelet's:
+ * // containerd is restarted, the kubelet is not, and every name was checked first.
+ * const afterUpgrade: Effect.Effect<
+ *   void,
+ *   RestartChanged.RestartError | UnitName.UnitNameError,
+ *   Systemd.Systemd
+ * > = RestartChanged.restartChanged({
+ *   wasRunning: true,
+ *   units: [
+ *     { unit: "containerd.service", changed: true },
+ *     { unit: "kubelet.service", changed: false }
+ *   ],
+ *   settle: "2 seconds"
+ * })
+ * ```
+ *
+ * @since 0.1.0
  */
 export function restartChanged(
   options: Options & { readonly restart?: undefined }

@@ -246,6 +246,24 @@ export interface Session {
   readonly empty: (dir: string, options?: EmptyOptions) => Effect.Effect<Report, HostPath.HostPathError>
   /** The names in the directory at host path `dir`, through a handle; a link or file there is kept, not followed. */
   readonly children: (dir: string) => Effect.Effect<Children, HostPath.HostPathError>
+  /**
+   * Removes the entry `name` of a directory the caller already holds open
+   * (reached without following links, as every handle here is), under the
+   * rules of this module; `path` is its full path, for the mount table and
+   * the report. Nothing is resolved: code that walks a tree by handles (a
+   * snapshot's restore) removes what is in the way without a path lookup.
+   */
+  readonly removeAt: (dir: Directory.Handle, name: FileName.Bytes, path: string) => Effect.Effect<Report>
+}
+
+/** Options of {@link open}. */
+export interface OpenOptions {
+  /**
+   * A handle on the root already open (its path must be `root.path`): the
+   * session uses it instead of opening the root again, so a caller that
+   * holds one trusts the root's path once.
+   */
+  readonly handle?: Directory.Handle | undefined
 }
 
 /**
@@ -273,18 +291,19 @@ interface Acc {
  * removed.
  */
 export const open: (
-  root: HostPath.HostRoot
+  root: HostPath.HostRoot,
+  options?: OpenOptions
 ) => Effect.Effect<
   Session,
   MountInfo.MountInfoError | HostPath.HostPathError,
   FileSystem.FileSystem | Directory.Directories | Scope.Scope
-> = Effect.fn("SafeRemove.open")(function* (root) {
+> = Effect.fn("SafeRemove.open")(function* (root, options) {
   const dirs = yield* Directory.Directories
   const table = yield* MountInfo.read(root.mountInfo)
   const index = indexTable(table)
   const unusable = (e: Directory.DirectoryError) =>
     new HostPath.HostPathError({ reason: "Unreadable", root: root.given, path: "/", detail: e.message })
-  const rootHandle = yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable))
+  const rootHandle = options?.handle ?? (yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable)))
   const rootStat = yield* dirs.stat(rootHandle).pipe(Effect.mapError(unusable))
   if (!table.some((e) => e.id === rootStat.mountId)) {
     return yield* new MountInfo.MountInfoError({
@@ -474,7 +493,7 @@ export const open: (
         : yield* unlinkEntry(acc, dir, name, path, parent.success.mountId)
     })
 
-  const run = (body: (acc: Acc) => Effect.Effect<void, HostPath.HostPathError, Scope.Scope>) =>
+  const run = <E>(body: (acc: Acc) => Effect.Effect<void, E, Scope.Scope>) =>
     Effect.gen(function* () {
       const acc: Acc = { removed: [], kept: [] }
       yield* body(acc)
@@ -636,7 +655,10 @@ export const open: (
       }
     }).pipe(Effect.scoped, Effect.withSpan("SafeRemove.children"))
 
-  return { root, remove, empty, children } satisfies Session
+  const removeAt: Session["removeAt"] = (dir, name, path) =>
+    run((acc) => Effect.asVoid(removeTop(acc, dir, name, path))).pipe(Effect.withSpan("SafeRemove.removeAt"))
+
+  return { root, remove, empty, children, removeAt } satisfies Session
 })
 
 /** Decodes the host root of `options` and opens a session on it (see `HostPath.rootOf` and {@link open}). */

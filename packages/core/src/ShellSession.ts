@@ -19,7 +19,11 @@ import { type Cause, Deferred, Effect, Exit, Layer, Queue, Random, Scope, Semaph
 import * as PlatformError from "effect/PlatformError"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
-/** One word for `sh`: single-quoted, where nothing is special but the quote itself. */
+/**
+ * One word for `sh`: single-quoted, where nothing is special but the quote itself.
+ *
+ * @since 0.1.0
+ */
 export const quote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`
 
 /**
@@ -27,6 +31,8 @@ export const quote = (word: string): string => `'${word.replaceAll("'", `'\\''`)
  * an end marker on stdout carrying the exit status and one on stderr. Each
  * marker starts with a newline, so it is found even after output without a
  * final newline, and that newline is not part of the output.
+ *
+ * @since 0.1.0
  */
 export const script = (nonce: string, command: string, args: ReadonlyArray<string>): string =>
   `${[command, ...args].map(quote).join(" ")} </dev/null; printf '\\n%s %d\\n' '${nonce}' "$?"; printf '\\n%s\\n' '${nonce}' >&2\n`
@@ -68,6 +74,8 @@ const isPlain = (command: ChildProcess.Command): command is ChildProcess.Standar
 /**
  * Makes the session spawner over the spawner in context; the shell started
  * last is ended when the scope closes.
+ *
+ * @since 0.1.0
  */
 export const make: Effect.Effect<
   ChildProcessSpawner.ChildProcessSpawner["Service"],
@@ -202,7 +210,11 @@ export const make: Effect.Effect<
   )
 })
 
-/** The session spawner as a layer over the spawner in context (see {@link make}). */
+/**
+ * The session spawner as a layer over the spawner in context (see {@link make}).
+ *
+ * @since 0.1.0
+ */
 export const layer: Layer.Layer<
   ChildProcessSpawner.ChildProcessSpawner,
   never,

@@ -14,22 +14,40 @@ import * as HostCommand from "./HostCommand.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
 
-/** A unit's ActiveState as systemd reports it. */
+/**
+ * A unit's ActiveState as systemd reports it.
+ *
+ * @since 0.1.0
+ */
 export const ActiveState = Schema.Literals(["active", "inactive", "failed", "activating", "deactivating", "reloading"])
 
-/** A unit's ActiveState as systemd reports it. */
+/**
+ * A unit's ActiveState as systemd reports it.
+ *
+ * @since 0.1.0
+ */
 export type ActiveState = typeof ActiveState.Type
 
-/** The systemctl verbs this library runs; errors name the one that failed. */
+/**
+ * The systemctl verbs this library runs; errors name the one that failed.
+ *
+ * @since 0.1.0
+ */
 export const Verb = Schema.Literals(["start", "stop", "restart", "reload", "daemon-reload", "is-active", "show"])
 
-/** The systemctl verbs this library runs. */
+/**
+ * The systemctl verbs this library runs.
+ *
+ * @since 0.1.0
+ */
 export type Verb = typeof Verb.Type
 
 /**
  * Why a systemd call failed, classified from systemctl's exit code and stderr
  * so callers can act on it (retry a timeout, report a missing unit) without
  * parsing text.
+ *
+ * @since 0.1.0
  */
 export const SystemdErrorReason = Schema.Literals([
   "UnitNotFound",
@@ -41,13 +59,19 @@ export const SystemdErrorReason = Schema.Literals([
   "Other"
 ])
 
-/** Why a systemd call failed. */
+/**
+ * Why a systemd call failed.
+ *
+ * @since 0.1.0
+ */
 export type SystemdErrorReason = typeof SystemdErrorReason.Type
 
 /**
  * What systemd reports about a unit after a job failed or the unit did not
  * stay up: the states `systemctl status` shows and how its main process last
  * ended, so an error says why without a second look at the host.
+ *
+ * @since 0.2.0
  */
 export const UnitStatus = Schema.Struct({
   activeState: Schema.String,
@@ -60,13 +84,25 @@ export const UnitStatus = Schema.Struct({
   execMainStatus: Schema.Number
 })
 
-/** What systemd reports about a unit. */
+/**
+ * What systemd reports about a unit.
+ *
+ * @since 0.2.0
+ */
 export type UnitStatus = typeof UnitStatus.Type
 
-/** The properties {@link UnitStatus} is read from, in `show`'s names. */
+/**
+ * The properties {@link UnitStatus} is read from, in `show`'s names.
+ *
+ * @since 0.2.0
+ */
 export const UnitStatusProperties = ["ActiveState", "SubState", "Result", "ExecMainCode", "ExecMainStatus"] as const
 
-/** A {@link UnitStatus} from `show`'s answer for {@link UnitStatusProperties}. */
+/**
+ * A {@link UnitStatus} from `show`'s answer for {@link UnitStatusProperties}.
+ *
+ * @since 0.2.0
+ */
 export const unitStatusOf = (props: Readonly<Record<string, string>>): UnitStatus => ({
   activeState: props.ActiveState ?? "",
   subState: props.SubState ?? "",
@@ -75,7 +111,11 @@ export const unitStatusOf = (props: Readonly<Record<string, string>>): UnitStatu
   execMainStatus: Number(props.ExecMainStatus ?? "0") || 0
 })
 
-/** A {@link UnitStatus} as a person reads it: `failed (failed), result exit-code, main process exited with status 1`. */
+/**
+ * A {@link UnitStatus} as a person reads it: `failed (failed), result exit-code, main process exited with status 1`.
+ *
+ * @since 0.2.0
+ */
 export const describeStatus = (s: UnitStatus): string => {
   const main =
     s.execMainCode === 1
@@ -100,6 +140,8 @@ export const describeStatus = (s: UnitStatus): string => {
  * Where systemd said more, it is kept: `jobResult` is the finished job's
  * result (`failed`, `timeout`, `canceled`, `dependency`, ...; D-Bus only) and
  * `status` the unit's states and main process exit after the failure.
+ *
+ * @since 0.1.0
  */
 export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdError", {
   reason: SystemdErrorReason,
@@ -124,6 +166,8 @@ export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdErr
  * `UnitName` first: an invalid name fails with `UnitNameError` and no command
  * runs. Job methods (`start`, `stop`, `restart`, `reload`) wait for the job to
  * finish, so success means the unit reached the requested state.
+ *
+ * @since 0.1.0
  */
 export interface Systemd {
   readonly start: (unit: string) => Effect.Effect<void, SystemdError | UnitNameError>
@@ -141,13 +185,19 @@ export interface Systemd {
   ) => Effect.Effect<Readonly<Record<string, string>>, SystemdError | UnitNameError>
 }
 
-/** The key of the {@link Systemd} service. */
+/**
+ * The key of the {@link Systemd} service.
+ *
+ * @since 0.1.0
+ */
 export const Systemd = Context.Service<Systemd>("@hostnode/core/Systemd")
 
 /**
  * What an implementation writes: a job on one valid unit, a daemon reload and
  * a property query. {@link make} derives the rest and does the validation, so
  * every implementation validates the same way.
+ *
+ * @since 0.1.0
  */
 export interface Primitives {
   readonly job: (verb: "start" | "stop" | "restart" | "reload", unit: UnitName) => Effect.Effect<void, SystemdError>
@@ -158,7 +208,11 @@ export interface Primitives {
   ) => Effect.Effect<Readonly<Record<string, string>>, SystemdError>
 }
 
-/** Builds the {@link Systemd} service from its {@link Primitives}. */
+/**
+ * Builds the {@link Systemd} service from its {@link Primitives}.
+ *
+ * @since 0.1.0
+ */
 export const make = (p: Primitives): Systemd => {
   const job = (verb: "start" | "stop" | "restart" | "reload") => (unit: string) =>
     UnitNameModule.decode(unit).pipe(
@@ -188,6 +242,8 @@ export const make = (p: Primitives): Systemd => {
  * The reason for a failed systemctl call, from its exit code and stderr.
  * systemctl's exit codes are coarse (1 for most failures, 5 for a missing
  * unit), so the text decides where the code does not.
+ *
+ * @since 0.1.0
  */
 export const classify = (exitCode: number, stderr: string): SystemdErrorReason => {
   const t = stderr.toLowerCase()
@@ -201,7 +257,11 @@ export const classify = (exitCode: number, stderr: string): SystemdErrorReason =
   return "Other"
 }
 
-/** Options of {@link makeCommand}. */
+/**
+ * Options of {@link makeCommand}.
+ *
+ * @since 0.1.0
+ */
 export interface CommandOptions {
   /**
    * How long one systemctl call may take (default 3 minutes). A job that never
@@ -216,6 +276,8 @@ export interface CommandOptions {
  * in context: argv arrays, `--` before unit names, stdout, stderr and the exit
  * code read together. Because the spawner comes from context, a spawner
  * wrapped with `nsenter` drives another machine's systemd unchanged.
+ *
+ * @since 0.1.0
  */
 export const makeCommand = (options?: CommandOptions) =>
   Effect.gen(function* () {
@@ -271,7 +333,11 @@ export const makeCommand = (options?: CommandOptions) =>
     })
   })
 
-/** {@link makeCommand} as a layer; requires the spawner the commands run through. */
+/**
+ * {@link makeCommand} as a layer; requires the spawner the commands run through.
+ *
+ * @since 0.1.0
+ */
 export const layerCommand = (
   options?: CommandOptions
 ): Layer.Layer<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> => Layer.effect(Systemd, makeCommand(options))

@@ -12,18 +12,26 @@ import { Data, Effect } from "effect"
  * One named step. The name is what a failure carries and what the condition
  * reason is classified from, so keep it stable: it is part of what operators
  * see and alert on.
+ *
+ * @since 0.1.0
  */
 export interface Task<out E = never, out R = never> {
   readonly name: string
   readonly effect: Effect.Effect<unknown, E, R>
 }
 
-/** A step from a name and the effect that does it (the Go package's `Func`). */
+/**
+ * A step from a name and the effect that does it (the Go package's `Func`).
+ *
+ * @since 0.1.0
+ */
 export const make = <E, R>(name: string, effect: Effect.Effect<unknown, E, R>): Task<E, R> => ({ name, effect })
 
 /**
  * The failure of a step run by {@link run}: which task failed and why. The
  * cause keeps the step's own typed error, so a caller can still match on it.
+ *
+ * @since 0.1.0
  */
 export class TaskFailed<out E = unknown> extends Data.TaggedError("TaskFailed")<{
   readonly task: string
@@ -43,6 +51,8 @@ type TaskContext<T> = T extends Task<infer _E, infer R> ? R : never
  * stops at the first failure, which becomes a {@link TaskFailed} naming that
  * task. Later tasks do not run: a node half-configured by a failed step is not
  * made worse by the steps that assumed it succeeded.
+ *
+ * @since 0.1.0
  */
 export const run = <const Tasks extends ReadonlyArray<Task<unknown, unknown>>>(
   tasks: Tasks
@@ -63,19 +73,31 @@ export const run = <const Tasks extends ReadonlyArray<Task<unknown, unknown>>>(
  * Maps task names to condition reasons. A key matches a task of that exact
  * name, or any task below it on a `/` boundary (`snapshot` covers
  * `snapshot/restore`); the longest matching key wins.
+ *
+ * @since 0.1.0
  */
 export type ReasonTable = Readonly<Record<string, string>>
 
-/** The reason of a failed task whose name no table entry matches. */
+/**
+ * The reason of a failed task whose name no table entry matches.
+ *
+ * @since 0.1.0
+ */
 export const DefaultReason = "TaskFailed"
 
-/** The reason of an error that is not a {@link TaskFailed} (a defect, an interruption, an error outside any task). */
+/**
+ * The reason of an error that is not a {@link TaskFailed} (a defect, an interruption, an error outside any task).
+ *
+ * @since 0.1.0
+ */
 export const UnknownReason = "Unknown"
 
 /**
  * The reasons of the steps this library provides. A composition root extends
  * it with {@link extendReasons} for its own steps rather than replacing it, so
  * the library's steps keep their reasons.
+ *
+ * @since 0.1.0
  */
 export const defaultReasons: ReasonTable = {
   "unmount-pod-volumes": "PodVolumeUnmountFailed",
@@ -92,12 +114,18 @@ export const defaultReasons: ReasonTable = {
   "resolve-goal-state": "GoalStateUnavailable"
 }
 
-/** `table` with `more` added; entries in `more` win. */
+/**
+ * `table` with `more` added; entries in `more` win.
+ *
+ * @since 0.1.0
+ */
 export const extendReasons = (table: ReasonTable, more: ReasonTable): ReasonTable => ({ ...table, ...more })
 
 /**
  * The condition reason for the task `name`: the longest key of `table` that is
  * `name` or a `/`-prefix of it, else {@link DefaultReason}.
+ *
+ * @since 0.1.0
  */
 export const reasonForTask = (name: string, table: ReasonTable = defaultReasons): string => {
   let best: string | undefined
@@ -111,6 +139,8 @@ export const reasonForTask = (name: string, table: ReasonTable = defaultReasons)
  * The Machine condition reason for an error from {@link run}: classified from
  * the failed task's name through `table`. Anything that is not a
  * {@link TaskFailed} is {@link UnknownReason}.
+ *
+ * @since 0.1.0
  */
 export const conditionReason = (error: unknown, table: ReasonTable = defaultReasons): string =>
   error instanceof TaskFailed ? reasonForTask(error.task, table) : UnknownReason

@@ -7,7 +7,11 @@
  */
 import { Effect, Schema } from "effect"
 
-/** The unit types systemd knows (`systemd.unit(5)`); a name must end in one of them. */
+/**
+ * The unit types systemd knows (`systemd.unit(5)`); a name must end in one of them.
+ *
+ * @since 0.1.0
+ */
 export const UnitTypes = [
   "service",
   "socket",
@@ -22,10 +26,18 @@ export const UnitTypes = [
   "scope"
 ] as const
 
-/** One of {@link UnitTypes}. */
+/**
+ * One of {@link UnitTypes}.
+ *
+ * @since 0.1.0
+ */
 export type UnitType = (typeof UnitTypes)[number]
 
-/** systemd's UNIT_NAME_MAX is 256 bytes including the terminating NUL. */
+/**
+ * systemd's UNIT_NAME_MAX is 256 bytes including the terminating NUL.
+ *
+ * @since 0.1.0
+ */
 export const MaxLength = 255
 
 // systemd's VALID_CHARS for unit names (src/basic/unit-name.h): ASCII
@@ -42,6 +54,8 @@ const validChar = /^[A-Za-z0-9:\-_.\\@]$/
  * (`-.mount` is the root mount's unit): it never reaches a command line
  * where it could be read as an option, since `--` always comes before unit
  * names. Exposed so callers can explain a rejection without decoding.
+ *
+ * @since 0.1.0
  */
 export const problem = (name: string): string | undefined => {
   if (name.length === 0) return "is empty"
@@ -67,17 +81,25 @@ export const problem = (name: string): string | undefined => {
 /**
  * A valid systemd unit name (`kubelet.service`, `getty@tty1.service`). Decoding
  * fails with a message that says what was wrong.
+ *
+ * @since 0.1.0
  */
 export const UnitName = Schema.String.check(
   Schema.makeFilter((name: string) => problem(name), { title: "UnitName" })
 ).pipe(Schema.brand("UnitName"))
 
-/** A decoded unit name: a string systemd will accept as a unit. */
+/**
+ * A decoded unit name: a string systemd will accept as a unit.
+ *
+ * @since 0.1.0
+ */
 export type UnitName = typeof UnitName.Type
 
 /**
  * A unit name that failed {@link UnitName}: which name and what was wrong, so
  * the caller can fix the configuration that produced it.
+ *
+ * @since 0.1.0
  */
 export class UnitNameError extends Schema.TaggedError<UnitNameError>()("UnitNameError", {
   unit: Schema.String,
@@ -88,7 +110,11 @@ export class UnitNameError extends Schema.TaggedError<UnitNameError>()("UnitName
   }
 }
 
-/** Decodes `name` as a {@link UnitName}, failing with a {@link UnitNameError} that says what was wrong. */
+/**
+ * Decodes `name` as a {@link UnitName}, failing with a {@link UnitNameError} that says what was wrong.
+ *
+ * @since 0.1.0
+ */
 export const decode = (name: string): Effect.Effect<UnitName, UnitNameError> => {
   const why = problem(name)
   return why === undefined
@@ -96,5 +122,9 @@ export const decode = (name: string): Effect.Effect<UnitName, UnitNameError> => 
     : Effect.fail(new UnitNameError({ unit: name, reason: why }))
 }
 
-/** True when `name` is a valid unit name. */
+/**
+ * True when `name` is a valid unit name.
+ *
+ * @since 0.1.0
+ */
 export const isUnitName = (name: string): name is UnitName => problem(name) === undefined

@@ -62,7 +62,8 @@ describe("Snapshot on the default paths", () => {
       assert.strictEqual(yield* fs.readFileString("/etc/hostname"), "renamed\n")
       // The sysctl drop-in did not exist, so it is gone; its directory was not recorded and stays.
       assert.isFalse(yield* fs.exists("/etc/sysctl.d/k8s.conf"))
-      assert.deepStrictEqual(yield* fs.readDirectory("/etc/hostnode/snapshots"), [])
+      // Consumed by the rollback: only the lock file stays beside it.
+      assert.deepStrictEqual(yield* fs.readDirectory("/etc/hostnode/snapshots"), ["upgrade.lock"])
       assert.deepStrictEqual(yield* Ref.get(calls), ["daemon-reload"])
     }).pipe(Effect.provide(MemoryHost.layer({ files: node })))
   )
@@ -74,7 +75,7 @@ describe("Snapshot on the default paths", () => {
       yield* fs.writeFileString("/etc/containerd/config.toml", "version = 3\n")
       yield* snapshot.discard
       assert.isFalse(yield* snapshot.restored)
-      assert.deepStrictEqual(yield* fs.readDirectory("/var/lib/agent"), [])
+      assert.deepStrictEqual(yield* fs.readDirectory("/var/lib/agent"), ["snap.lock"])
       assert.strictEqual(yield* fs.readFileString("/etc/containerd/config.toml"), "version = 3\n")
     }).pipe(Effect.provide(MemoryHost.layer({ files: node })))
   )
@@ -106,8 +107,12 @@ describe("Snapshot.Manifest and SnapshotError", () => {
     ]
   }
 
-  it("decodes a manifest with every kind of entry", () => {
+  it("decodes a manifest with every kind of entry, in version 1 and in version 2 with file times", () => {
     assert.isTrue(Exit.isSuccess(decode(valid)))
+    const v2 = structuredClone(valid) as { version: number; entries: Array<Record<string, unknown>> }
+    v2.version = 2
+    v2.entries[1] = { ...v2.entries[1], atimeNs: "1733050000123456789", mtimeNs: "1733050000123456789" }
+    assert.isTrue(Exit.isSuccess(decode(v2)))
   })
 
   it("rejects modes beyond 07777, short hashes, negative sizes, empty link targets and other versions", () => {
@@ -116,7 +121,8 @@ describe("Snapshot.Manifest and SnapshotError", () => {
     assert.isTrue(bad((m) => ({ ...m, entries: [{ ...m.entries[1], sha256: "abc" }] })))
     assert.isTrue(bad((m) => ({ ...m, entries: [{ ...m.entries[1], size: -1 }] })))
     assert.isTrue(bad((m) => ({ ...m, entries: [{ ...m.entries[2], target: "" }] })))
-    assert.isTrue(bad((m) => ({ ...m, version: 2 })))
+    assert.isTrue(bad((m) => ({ ...m, version: 3 })))
+    assert.isTrue(bad((m) => ({ ...m, entries: [{ ...m.entries[1], mtimeNs: "1.5" }] })))
     assert.isTrue(bad((m) => ({ ...m, format: "tar" })))
   })
 

@@ -191,6 +191,21 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
       )
     })
 
+  const dotDot = cString(FileName.encode(".."))
+
+  const openParent: Directory.Primitives["openParent"] = (dir) =>
+    Effect.suspend(() => {
+      const path = dir.path === "/" ? "/" : dir.path.slice(0, Math.max(1, dir.path.lastIndexOf("/")))
+      const fd = c.openat(fdOf(dir).fd, dotDot, k.O_RDONLY | k.O_DIRECTORY | k.O_CLOEXEC, 0)
+      return fd < 0 ? Effect.fail(error("openat", `${dir.path}/..`)) : own(fd, path, "openat")
+    })
+
+  const credentials: Directory.Primitives["credentials"] = Effect.sync(() => ({
+    uid: process.geteuid?.() ?? 0,
+    gid: process.getegid?.() ?? 0,
+    pid: process.pid
+  }))
+
   const openPath: Directory.Primitives["openPath"] = (dir, name) =>
     Effect.suspend(() => {
       const path = childFull(dir.path, name)
@@ -338,8 +353,68 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
         times.setBigInt64(24, mtimeNs % 1_000_000_000n, true)
         return check(c.futimens(fd, new Uint8Array(times.buffer)), "futimens", path)
       }),
-    sync: Effect.suspend(() => check(c.fsync(fd), "fsync", path))
+    sync: Effect.suspend(() => check(c.fsync(fd), "fsync", path)),
+    tryLock: Effect.suspend(() => {
+      if (c.flock(fd, k.LOCK_EX | k.LOCK_NB) === 0) return Effect.succeed(true)
+      const e = error("flock", path)
+      return e.errno === "EWOULDBLOCK" || e.errno === "EAGAIN" ? Effect.succeed(false) : Effect.fail(e)
+    }),
+    lockHolder: Effect.sync(() => {
+      const st = statAt(fd, undefined)
+      return st === undefined ? undefined : lockHolderOf(st)
+    }),
+    holeAt: (offset) =>
+      Effect.suspend(() => {
+        const n = c.lseek(fd, offset, k.SEEK_HOLE)
+        if (n >= 0) return Effect.succeed(Number(n))
+        const e = error("lseek", path)
+        // ENXIO: the offset is at or past the end, where there is nothing, hole or data.
+        return e.errno === "ENXIO" ? Effect.succeed(offset) : Effect.fail(e)
+      })
   })
+
+  const procLocks = cString(FileName.encode("/proc/locks"))
+
+  /** A procfs file's text, read through libc (no exception to catch); undefined when it cannot be opened. */
+  const readProc = (path: Uint8Array): string | undefined => {
+    const fd = c.openat(k.AT_FDCWD, path, k.O_RDONLY | k.O_CLOEXEC, 0)
+    if (fd < 0) return undefined
+    const chunks: Array<Uint8Array> = []
+    for (let at = 0; ; ) {
+      const buf = new Uint8Array(64 * 1024)
+      const n = c.pread(fd, buf, buf.length, at)
+      if (n <= 0) break
+      chunks.push(buf.subarray(0, n))
+      at += n
+    }
+    c.close(fd)
+    return Buffer.concat(chunks).toString("latin1")
+  }
+
+  /**
+   * Who holds a lock on the node `st` describes, from `/proc/locks`
+   * (`1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`: the device's major
+   * and minor in hex, the inode in decimal). The first holder that is not
+   * waiting (`->`); undefined when procfs does not say.
+   */
+  const lockHolderOf = (st: Directory.Stat): number | undefined => {
+    const text = readProc(procLocks)
+    // procfs may be absent (a chroot without /proc): then nobody can be named.
+    if (text === undefined) return undefined
+    const [major, minor] = st.device.split(":").map(Number)
+    for (const line of text.split("\n")) {
+      const m = /^\d+:\s+(\S+)\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line)
+      if (m === null || line.includes("->")) continue
+      if (
+        Number.parseInt(m[3] as string, 16) === major &&
+        Number.parseInt(m[4] as string, 16) === minor &&
+        BigInt(m[5] as string) === st.inode
+      ) {
+        return Number(m[2])
+      }
+    }
+    return undefined
+  }
 
   const openFile: Directory.Primitives["openFile"] = (dir, name, opts) =>
     Effect.suspend(() => {
@@ -458,6 +533,8 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
   return Directory.make({
     openRoot,
     openDirectory,
+    openParent,
+    credentials,
     openPath,
     list,
     stat,

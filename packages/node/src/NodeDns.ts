@@ -23,13 +23,19 @@ import { Dns, NetAddress } from "effect/net"
  * The `DnsResolvers` of this machine. An address that is not an IP address
  * is a defect: listener addresses are validated when the goal state is
  * decoded.
+ *
+ * @since 0.1.0
  */
 export const make: DnsResolvers.DnsResolvers = DnsResolvers.DnsResolvers.of({
   forServer: (address, options) =>
     NodeDns.make({ nameServers: [address], timeout: options.timeout, tries: 1 }).pipe(Effect.orDie)
 })
 
-/** The real `DnsResolvers` (see {@link make}). */
+/**
+ * The real `DnsResolvers` (see {@link make}).
+ *
+ * @since 0.1.0
+ */
 export const layer: Layer.Layer<DnsResolvers.DnsResolvers> = Layer.succeed(DnsResolvers.DnsResolvers, make)
 
 // ---------------------------------------------------------------------------

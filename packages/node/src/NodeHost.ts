@@ -13,10 +13,15 @@ import { type Directory, type DnsResolvers, IsolationBackend, type Mounter, type
 import { Layer } from "effect"
 import * as NodeDirectory from "./NodeDirectory.ts"
 import * as NodeDns from "./NodeDns.ts"
+import * as NodeHashing from "./NodeHashing.ts"
 import * as NodeMounter from "./NodeMounter.ts"
 import * as NodeSystemd from "./NodeSystemd.ts"
 
-/** Everything {@link layer} provides. */
+/**
+ * Everything {@link layer} provides.
+ *
+ * @since 0.1.0
+ */
 export type Services =
   | NodeServices.NodeServices
   | Directory.Directories
@@ -25,7 +30,11 @@ export type Services =
   | DnsResolvers.DnsResolvers
   | IsolationBackend.IsolationBackend
 
-/** Options of {@link layerWith}. */
+/**
+ * Options of {@link layerWith}.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /** The units whose activity means the node stack is up (the host `IsolationBackend`). */
   readonly units?: ReadonlyArray<string> | undefined
@@ -40,6 +49,8 @@ export interface Options {
  * `Systemd` over D-Bus where systemd's private socket or the system bus
  * answers (or `systemctl` where neither does); the `DnsResolvers`; and the
  * host-mode `IsolationBackend`.
+ *
+ * @since 0.1.0
  */
 export const layerWith = (options?: Options): Layer.Layer<Services> => {
   // Built once and shared: one D-Bus connection serves the service and the backend.
@@ -50,9 +61,29 @@ export const layerWith = (options?: Options): Layer.Layer<Services> => {
     directories,
     systemd,
     NodeDns.layer,
+    NodeHashing.layer,
     IsolationBackend.layerHost({ units: options?.units }).pipe(Layer.provide(systemd))
   ).pipe(Layer.provideMerge(NodeServices.layer))
 }
 
-/** {@link layerWith} with the default options. */
+/**
+ * {@link layerWith} with the default options.
+ *
+ * @example
+ * ```ts
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import { Paths, Unmount } from "@hostnode/core"
+ * import { NodeHost } from "@hostnode/node"
+ * import { Effect } from "effect"
+ *
+ * // Detach the pod volumes a stopped kubelet left, on this host.
+ * const program = Unmount.unmountStrictlyBelow([Paths.KubeletDir]).pipe(
+ *   Effect.tap((report) => Effect.log("unmounted", report.unmounted.length)),
+ *   Effect.provide(NodeHost.layer)
+ * )
+ * export const main = () => NodeRuntime.runMain(program)
+ * ```
+ *
+ * @since 0.1.0
+ */
 export const layer: Layer.Layer<Services> = layerWith()

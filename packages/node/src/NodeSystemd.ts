@@ -18,17 +18,27 @@ import { Duration, Effect, Layer } from "effect"
 import type * as DbusConnection from "./internal/DbusConnection.ts"
 import * as SystemdDbus from "./internal/SystemdDbus.ts"
 
-/** This host's systemd. */
+/**
+ * This host's systemd.
+ *
+ * @since 0.1.0
+ */
 export const layer = (options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
   Systemd.layerCommand(options).pipe(Layer.provide(NodeServices.layer))
 
-/** The systemd whose PID 1 is host process `pid`, reached with `nsenter -t pid -m -p`. */
+/**
+ * The systemd whose PID 1 is host process `pid`, reached with `nsenter -t pid -m -p`.
+ *
+ * @since 0.1.0
+ */
 export const layerIn = (pid: number, options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
   Systemd.layerCommand(options).pipe(Layer.provide(HostCommand.layerNsenter(pid)), Layer.provide(NodeServices.layer))
 
 /**
  * This host's systemd, every `systemctl` run by one shell kept for the
  * layer's lifetime: a call costs a fork and exec instead of a Node spawn.
+ *
+ * @since 0.1.0
  */
 export const layerSession = (options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
   Systemd.layerCommand(options).pipe(Layer.provide(ShellSession.layer), Layer.provide(NodeServices.layer))
@@ -37,6 +47,8 @@ export const layerSession = (options?: Systemd.CommandOptions): Layer.Layer<Syst
  * The systemd whose PID 1 is host process `pid`, every `systemctl` run by
  * one shell entered once with `nsenter -t pid -m -p` and kept for the
  * layer's lifetime.
+ *
+ * @since 0.1.0
  */
 export const layerSessionIn = (pid: number, options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
   Systemd.layerCommand(options).pipe(
@@ -45,7 +57,11 @@ export const layerSessionIn = (pid: number, options?: Systemd.CommandOptions): L
     Layer.provide(NodeServices.layer)
   )
 
-/** Options of {@link layerDbus} and {@link layerDbusIn}. */
+/**
+ * Options of {@link layerDbus} and {@link layerDbusIn}.
+ *
+ * @since 0.2.0
+ */
 export interface DbusOptions {
   /**
    * Which socket: systemd's private socket (`/run/systemd/private`, what
@@ -86,6 +102,8 @@ const dbus = (root: string, pid: number | undefined, options: DbusOptions | unde
  * `SystemdError`), kept for its scope, and reopened by the next call after it
  * dropped (systemd closes every connection when it re-executes). A call whose
  * connection dropped before the answer is sent once more on the new one.
+ *
+ * @since 0.2.0
  */
 export const layerDbus = (options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> =>
   dbus("", undefined, options)
@@ -96,11 +114,17 @@ export const layerDbus = (options?: DbusOptions): Layer.Layer<Systemd.Systemd, S
  * cannot see, so the connection is made by a short-lived connector (this
  * Node, `nsenter -t pid -p`) inside that machine's pid namespace and handed
  * over; after that every call goes straight to the socket.
+ *
+ * @since 0.2.0
  */
 export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> =>
   dbus(`/proc/${pid}/root`, pid, options)
 
-/** Options of {@link layerWithFallback}. */
+/**
+ * Options of {@link layerWithFallback}.
+ *
+ * @since 0.2.0
+ */
 export interface FallbackOptions extends DbusOptions, Systemd.CommandOptions {
   /** The host pid of another machine's systemd (as for {@link layerDbusIn} and {@link layerIn}); default this host's. */
   readonly pid?: number | undefined
@@ -110,6 +134,8 @@ export interface FallbackOptions extends DbusOptions, Systemd.CommandOptions {
  * systemd over D-Bus where one of its sockets answers when the layer is
  * built, else over `systemctl` (a host without systemd's sockets, an agent
  * that is not root and has no system bus). The choice is logged at debug.
+ *
+ * @since 0.2.0
  */
 export const layerWithFallback = (options?: FallbackOptions): Layer.Layer<Systemd.Systemd> => {
   const pid = options?.pid

@@ -5,11 +5,17 @@
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { describe } from "@effect/vitest"
+import { NodeDirectory, NodeHashing } from "@hostnode/node"
 import { Gate } from "@hostnode/test"
 import { SnapshotConformance } from "@hostnode/test/conformance"
+import { Layer } from "effect"
 
 const gate = Gate.check("Snapshot on the real file system", ["root"])
 
 describe.skipIf(gate.skip)("Snapshot on the real file system", () => {
-  SnapshotConformance.suite("NodeFileSystem", NodeFileSystem.layer, { runs: 200 })
+  SnapshotConformance.suite(
+    "NodeFileSystem and NodeDirectory",
+    Layer.mergeAll(NodeFileSystem.layer, NodeDirectory.layer.pipe(Layer.orDie), NodeHashing.layer),
+    { runs: 200 }
+  )
 })

@@ -6,7 +6,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import type { Directory, Mounter } from "@hostnode/core"
-import { NodeDirectory, NodeMounter } from "@hostnode/node"
+import { NodeDirectory, NodeHashing, NodeMounter } from "@hostnode/node"
 import { MountFixture } from "@hostnode/test"
 import { Layer } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
@@ -24,7 +24,7 @@ export const realHost = (options?: {
 }) => {
   const directories = Layer.orDie(options?.directories ?? NodeDirectory.layer)
   const mounter = Layer.orDie(options?.mounter ?? NodeMounter.layer)
-  return Layer.mergeAll(mounter, MountFixture.layerReal).pipe(
+  return Layer.mergeAll(mounter, MountFixture.layerReal, NodeHashing.layer).pipe(
     Layer.provideMerge(directories),
     Layer.provideMerge(NodeServices.layer)
   )

@@ -6,18 +6,26 @@
  * simulated one, so "what does a step that fails half-way leave behind" is
  * testable against real `ip` and `iptables`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { Effect, Layer, Sink, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
-/** How a refused command ends: its exit code and its stderr. */
+/**
+ * How a refused command ends: its exit code and its stderr.
+ *
+ * @since 0.2.0
+ */
 export interface Refusal {
   readonly exitCode: number
   readonly stderr: string
 }
 
-/** Decides, from the command's name and arguments, whether it fails (and how). */
+/**
+ * Decides, from the command's name and arguments, whether it fails (and how).
+ *
+ * @since 0.2.0
+ */
 export type Refuse = (command: string, args: ReadonlyArray<string>) => Refusal | undefined
 
 const encoder = new TextEncoder()
@@ -39,7 +47,11 @@ const failed = (pid: number, refusal: Refusal): ChildProcessSpawner.ChildProcess
   })
 }
 
-/** Wraps `inner` so that the commands `refuse` selects fail without running. */
+/**
+ * Wraps `inner` so that the commands `refuse` selects fail without running.
+ *
+ * @since 0.2.0
+ */
 export const wrap = (
   inner: ChildProcessSpawner.ChildProcessSpawner["Service"],
   refuse: Refuse
@@ -55,7 +67,11 @@ export const wrap = (
   })
 }
 
-/** A layer that wraps the spawner in context so that the commands `refuse` selects fail. */
+/**
+ * A layer that wraps the spawner in context so that the commands `refuse` selects fail.
+ *
+ * @since 0.2.0
+ */
 export const layer = (
   refuse: Refuse
 ): Layer.Layer<ChildProcessSpawner.ChildProcessSpawner, never, ChildProcessSpawner.ChildProcessSpawner> =>
@@ -67,6 +83,8 @@ export const layer = (
 /**
  * A {@link Refuse} that fails the `nth` (1-based) command `matches` selects,
  * and only that one: the step after which a failure is most telling.
+ *
+ * @since 0.2.0
  */
 export const nth = (
   n: number,

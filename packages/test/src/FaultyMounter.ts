@@ -9,7 +9,11 @@
 import { Mounter } from "@hostnode/core"
 import { Effect, Layer } from "effect"
 
-/** Refuses each target whose path `refuse(path)` selects with `errno` (default EBUSY); passes the rest through in order. */
+/**
+ * Refuses each target whose path `refuse(path)` selects with `errno` (default EBUSY); passes the rest through in order.
+ *
+ * @since 0.1.0
+ */
 export const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno = "EBUSY"): Mounter.Mounter =>
   Mounter.Mounter.of({
     unmount: (root, targets, options) =>
@@ -40,7 +44,11 @@ export const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean
       })
   })
 
-/** A layer that wraps the `Mounter` in context so it refuses the targets `refuse` selects. */
+/**
+ * A layer that wraps the `Mounter` in context so it refuses the targets `refuse` selects.
+ *
+ * @since 0.1.0
+ */
 export const layer = (
   refuse: (target: string) => boolean,
   errno?: string

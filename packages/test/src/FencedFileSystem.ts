@@ -22,8 +22,17 @@
 import { HostPath } from "@hostnode/core"
 import { Effect, FileSystem, Sink } from "effect"
 
-/** A mutating call the fence refused: the method, the path, and where it resolved. The test fails with it as a defect. */
+/**
+ * A mutating call the fence refused: the method, the path, and where it resolved. The test fails with it as a defect.
+ *
+ * @since 0.1.0
+ */
 export class FenceViolation extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.1.0
+   */
   override readonly name = "FenceViolation"
 }
 
@@ -38,6 +47,8 @@ const hasDotComponent = (path: string): boolean => path.split("/").some((c) => c
  * Wraps `inner` so that every mutating method dies with a
  * {@link FenceViolation} unless the directory it acts in resolves (following
  * symlinks) to one of `allowed` or below. `allowed` are resolved once here.
+ *
+ * @since 0.1.0
  */
 export const make = (
   inner: FileSystem.FileSystem,
@@ -135,6 +146,8 @@ export const make = (
 /**
  * Runs `effect` with the `FileSystem` in context fenced to `allowed` (see
  * {@link make}): the way a test runs code under test that removes things.
+ *
+ * @since 0.1.0
  */
 export const within =
   (allowed: ReadonlyArray<string>) =>

@@ -17,7 +17,11 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, FileSystem, type Layer, Option, type PlatformError, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 
-/** How the suite gets its per-test root directory. */
+/**
+ * How the suite gets its per-test root directory.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /**
    * A fresh, empty directory inside the file system under test, removed when
@@ -26,7 +30,11 @@ export interface Options {
   readonly root?: Effect.Effect<string, PlatformError.PlatformError, FileSystem.FileSystem | Scope.Scope> | undefined
 }
 
-/** What a failed call must look like: `reason._tag` and the errno `code` of the cause, optionally more. */
+/**
+ * What a failed call must look like: `reason._tag` and the errno `code` of the cause, optionally more.
+ *
+ * @since 0.1.0
+ */
 export interface ExpectedError {
   readonly tag: string
   readonly code?: string | undefined
@@ -42,6 +50,8 @@ const causeCode = (e: PlatformError.PlatformError): unknown => {
 /**
  * Runs `effect`, which must fail with a `PlatformError` matching `expected`,
  * and returns the error for further checks. Exported for users' own tests.
+ *
+ * @since 0.1.0
  */
 export const expectError = <A, R>(
   effect: Effect.Effect<A, PlatformError.PlatformError, R>,
@@ -75,6 +85,8 @@ const some = <A>(o: Option.Option<A>): A => Option.getOrThrow(o)
  * Registers the suite under `name` against the `FileSystem` that `fsLayer`
  * provides. The layer is built once for the whole suite; every test works in
  * its own fresh root (see `Options.root`).
+ *
+ * @since 0.1.0
  */
 export const suite = <E>(name: string, fsLayer: Layer.Layer<FileSystem.FileSystem, E>, options: Options = {}): void =>
   layer(fsLayer)(`FileSystem conformance: ${name}`, (it) => {

@@ -11,7 +11,11 @@
  */
 import { spawnSync } from "node:child_process"
 
-/** A capability a real-host test may need. */
+/**
+ * A capability a real-host test may need.
+ *
+ * @since 0.1.0
+ */
 export type Need =
   | "root"
   | "mount-namespace"
@@ -43,7 +47,11 @@ const safeReadlink = (path: string): string | undefined => {
 
 const cache = new Map<string, string | undefined>()
 
-/** Why `need` is not available here, or `undefined` when it is. Probed once per process. */
+/**
+ * Why `need` is not available here, or `undefined` when it is. Probed once per process.
+ *
+ * @since 0.1.0
+ */
 export const missing = (need: Need): string | undefined => {
   const key = typeof need === "string" ? need : `command:${need.command}`
   if (cache.has(key)) return cache.get(key)
@@ -75,7 +83,11 @@ export const missing = (need: Need): string | undefined => {
   return why
 }
 
-/** True when this run is CI, where skipping a real-host test is a failure. */
+/**
+ * True when this run is CI, where skipping a real-host test is a failure.
+ *
+ * @since 0.1.0
+ */
 export const isCi = (): boolean => {
   const v = process.env.CI
   return v !== undefined && v !== "" && v !== "0" && v !== "false"
@@ -85,6 +97,8 @@ export const isCi = (): boolean => {
  * Checks `needs` for a block of real-host tests. Returns `{ skip: false }` when
  * all are available and `{ skip: true, reason }` otherwise; under `CI=true` a
  * missing need throws instead, so the test file fails with the reason.
+ *
+ * @since 0.1.0
  */
 export const check = (
   name: string,
@@ -109,6 +123,8 @@ export const check = (
  * least one), or a positive number that scales `full` (`0.5` for half).
  * Unset, it is `full` under `CI=true` and `quick` elsewhere, so a local run
  * stays fast and CI runs every count it claims.
+ *
+ * @since 0.2.0
  */
 export const loops = (full: number): number => {
   const setting = process.env.HOSTNODE_LOOPS ?? (isCi() ? "full" : "quick")

@@ -17,7 +17,11 @@ import { Effect, FileSystem, type Layer, Redacted } from "effect"
 const token = "abcdef.0123456789abcdef"
 const sha = (c: string) => c.repeat(64)
 
-/** A goal state file for `slot`, as JSON-ready data; `patch` replaces top-level fields. */
+/**
+ * A goal state file for `slot`, as JSON-ready data; `patch` replaces top-level fields.
+ *
+ * @since 0.1.0
+ */
 export const goalStateDocument = (slot: string, patch: Record<string, unknown> = {}): Record<string, unknown> => ({
   slot,
   kubernetesVersion: "1.31.2",
@@ -46,7 +50,11 @@ const hostRoot = Effect.gen(function* () {
   return { fs, root, config, dir, write }
 })
 
-/** Registers the suite under `name`. `hostLayer` provides the `FileSystem` (with scoped temporary directories). */
+/**
+ * Registers the suite under `name`. `hostLayer` provides the `FileSystem` (with scoped temporary directories).
+ *
+ * @since 0.1.0
+ */
 export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem>): void =>
   layer(hostLayer)(`GoalStateSource conformance: ${name}`, (it) => {
     it.effect("the default resolver reads and decodes the slot's file below the host root, defaults applied", () =>

@@ -23,7 +23,11 @@ const nodeListener = "169.254.10.10"
 const clusterListener = "169.254.10.11"
 const iface = "localdns"
 
-/** A node start using LocalDNS on the AKS listener addresses. */
+/**
+ * A node start using LocalDNS on the AKS listener addresses.
+ *
+ * @since 0.1.0
+ */
 export const nodeStart: NodeStart.NodeStart = {
   nodeName: "node-a",
   apiServer: "https://10.0.0.1:6443",
@@ -31,7 +35,11 @@ export const nodeStart: NodeStart.NodeStart = {
   localDns: { nodeListener, clusterListener }
 }
 
-/** Our 8 rules exactly as `iptables -t raw -S` prints them. */
+/**
+ * Our 8 rules exactly as `iptables -t raw -S` prints them.
+ *
+ * @since 0.1.0
+ */
 export const ourRules: ReadonlyArray<string> = [
   `-A PREROUTING -d ${nodeListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
   `-A PREROUTING -d ${nodeListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
@@ -47,6 +55,8 @@ export const ourRules: ReadonlyArray<string> = [
  * Rules of someone else in our chains, each as planted (chain, words) and as
  * listed: one matching exactly what ours match with another comment, one
  * without a comment, one whose comment only extends ours.
+ *
+ * @since 0.1.0
  */
 export const foreignRules: ReadonlyArray<{
   readonly chain: string
@@ -144,6 +154,8 @@ const countingRounds = (counter: { n: number }) =>
  * Registers the suite under `name`. `hostLayer` provides the spawner the
  * phases run `ip` and `iptables` through, the `DnsResolvers` the wait asks
  * with, and a `LocalDnsFixture` on the same host.
+ *
+ * @since 0.1.0
  */
 export const suite = (
   name: string,

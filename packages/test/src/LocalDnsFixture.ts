@@ -18,12 +18,25 @@ import { HostCommand, LocalDns } from "@hostnode/core"
 import { Context, Effect, FileSystem, Layer, Ref, Schedule, type Scope, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
-/** A fixture step that could not be done. Tests treat it as a defect of the setup, not of the code under test. */
+/**
+ * A fixture step that could not be done. Tests treat it as a defect of the setup, not of the code under test.
+ *
+ * @since 0.1.0
+ */
 export class LocalDnsFixtureError extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.1.0
+   */
   override readonly name = "LocalDnsFixtureError"
 }
 
-/** A link as the host reports it. */
+/**
+ * A link as the host reports it.
+ *
+ * @since 0.1.0
+ */
 export interface LinkView {
   readonly index: number
   readonly kind: string
@@ -32,7 +45,11 @@ export interface LinkView {
   readonly ipv4: ReadonlyArray<string>
 }
 
-/** A DNS server started by {@link LocalDnsFixture.dnsServer}. */
+/**
+ * A DNS server started by {@link LocalDnsFixture.dnsServer}.
+ *
+ * @since 0.1.0
+ */
 export interface DnsServer {
   /** The process id on the real host (a made-up one on a simulated host). */
   readonly pid: number
@@ -42,7 +59,11 @@ export interface DnsServer {
   readonly stop: Effect.Effect<void>
 }
 
-/** Makes and inspects the host state around the LocalDNS phases. */
+/**
+ * Makes and inspects the host state around the LocalDNS phases.
+ *
+ * @since 0.1.0
+ */
 export interface LocalDnsFixture {
   /** The link kind this host can create for the LocalDNS interface (`bridge` where the kernel lacks `dummy`). */
   readonly interfaceKind: "dummy" | "bridge"
@@ -71,10 +92,18 @@ export interface LocalDnsFixture {
   readonly dnsServer: (addresses: ReadonlyArray<string>) => Effect.Effect<DnsServer, never, Scope.Scope>
 }
 
-/** The key of the {@link LocalDnsFixture} service. */
+/**
+ * The key of the {@link LocalDnsFixture} service.
+ *
+ * @since 0.1.0
+ */
 export const LocalDnsFixture = Context.Service<LocalDnsFixture>("@hostnode/test/LocalDnsFixture")
 
-/** Options of {@link layerReal}. */
+/**
+ * Options of {@link layerReal}.
+ *
+ * @since 0.1.0
+ */
 export interface RealOptions {
   /** The kind to create the interface as (default `bridge`: this project's test kernels lack `dummy`). */
   readonly interfaceKind?: "dummy" | "bridge" | undefined
@@ -153,6 +182,8 @@ const procComm = (fs: FileSystem.FileSystem, pid: number) =>
  * The real fixture: `ip` and `iptables` in this process's network namespace
  * (which must be private: the test runner's `unshare --net`), and `dnsmasq`
  * as the DNS server, run in the foreground as a child of this process.
+ *
+ * @since 0.1.0
  */
 export const layerReal = (
   options?: RealOptions

@@ -17,27 +17,47 @@ import { Effect, Sink, Stream } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
-/** What an interpreted command printed and how it exited. */
+/**
+ * What an interpreted command printed and how it exited.
+ *
+ * @since 0.1.0
+ */
 export interface Result {
   readonly stdout: string
   readonly stderr: string
   readonly exitCode: number
 }
 
-/** Runs one command given its arguments (argv without the command name) and its stdin. */
+/**
+ * Runs one command given its arguments (argv without the command name) and its stdin.
+ *
+ * @since 0.1.0
+ */
 export type Interpreter = (args: ReadonlyArray<string>, stdin: string) => Effect.Effect<Result>
 
-/** The result of a command that succeeded with `stdout`. */
+/**
+ * The result of a command that succeeded with `stdout`.
+ *
+ * @since 0.1.0
+ */
 export const ok = (stdout = ""): Result => ({ stdout, stderr: "", exitCode: 0 })
 
-/** The result of a command that failed with `stderr` and `exitCode`. */
+/**
+ * The result of a command that failed with `stderr` and `exitCode`.
+ *
+ * @since 0.1.0
+ */
 export const fail = (exitCode: number, stderr: string): Result => ({
   stdout: "",
   stderr: stderr.endsWith("\n") ? stderr : `${stderr}\n`,
   exitCode
 })
 
-/** One command as the spawner saw it, for inspection. */
+/**
+ * One command as the spawner saw it, for inspection.
+ *
+ * @since 0.1.0
+ */
 export interface Invocation {
   readonly command: string
   readonly args: ReadonlyArray<string>
@@ -48,7 +68,11 @@ const encoder = new TextEncoder()
 
 const basename = (command: string): string => command.slice(command.lastIndexOf("/") + 1)
 
-/** Strips `nsenter [options] --` (the simulated host has one set of namespaces); other commands pass unchanged. */
+/**
+ * Strips `nsenter [options] --` (the simulated host has one set of namespaces); other commands pass unchanged.
+ *
+ * @since 0.1.0
+ */
 export const unwrapNsenter = (
   command: string,
   args: ReadonlyArray<string>
@@ -65,6 +89,8 @@ export const unwrapNsenter = (
  * A spawner over `interpreters` (keyed by command basename). `record` sees
  * every invocation, in order. Piped commands are not supported (the library
  * never pipes); spawning one is a BadArgument.
+ *
+ * @since 0.1.0
  */
 export const makeSpawner = (
   interpreters: ReadonlyMap<string, Interpreter>,

@@ -70,6 +70,18 @@ const statOf = (node: MemoryFileSystem.Inode, mount: MemoryFileSystem.Mount): Di
   }
 }
 
+const lockTables = new WeakMap<MemoryFileSystem.FsState, Map<MemoryFileSystem.Inode, MemoryFileSystem.OpenFile>>()
+
+/** The `flock` holders of a simulated host, shared by every service made over it. */
+const locksOf = (fs: MemoryFileSystem.FsState) => {
+  let table = lockTables.get(fs)
+  if (table === undefined) {
+    table = new Map()
+    lockTables.set(fs, table)
+  }
+  return table
+}
+
 /** The service over `state` (see the module comment). */
 export const make = (state: HostState): Directory.Directories => {
   const st = state.fs
@@ -136,6 +148,10 @@ export const make = (state: HostState): Directory.Directories => {
 
   const dirOf = (m: MemoryHandle) => m.frame.dir
 
+  // flock: one holder per inode, an open file; closed, or of a crashed process, it holds nothing.
+  const locks = locksOf(st)
+  const isLive = (f: MemoryFileSystem.OpenFile) => !f.closed && f.generation === state.journal.generation
+
   const openRoot: Directory.Primitives["openRoot"] = (path) =>
     operate("open", path, () => {
       const f = I.walkFinal(st, path, I.rootFrame(st), { links: 0 }, true, true)
@@ -172,6 +188,42 @@ export const make = (state: HostState): Directory.Directories => {
         )
       )
     )
+
+  /** The frame `..` of `frame` names now: the frame it was reached from, unless the directory moved since. */
+  const parentFrame = (frame: MemoryFileSystem.Frame): MemoryFileSystem.Frame => {
+    const up = frame.up
+    if (up === undefined) return frame
+    const at = up.dir.entries.get(frame.name)
+    // A mount's root is reached from the directory its mount point is in; otherwise the name must still lead here.
+    if (frame.mount.root === frame.dir || at === frame.dir) return up
+    // Moved: find where it is now, as the kernel's d_parent knows it.
+    const search = (f: MemoryFileSystem.Frame, depth: number): MemoryFileSystem.Frame | undefined => {
+      if (depth > 256) return undefined
+      for (const [name, node] of f.dir.entries) {
+        if (node.type !== "Directory") continue
+        const next = I.enterFrame(f, name, node)
+        if (next.dir === frame.dir && next.mount === frame.mount) return f
+        const found = search(next, depth + 1)
+        if (found !== undefined) return found
+      }
+      return undefined
+    }
+    return search(I.rootFrame(st), 0) ?? frame
+  }
+
+  const openParent: Directory.Primitives["openParent"] = (dir) =>
+    use(dir, (m) =>
+      operate("openat", `${dir.path}/..`, () => {
+        if (m.node !== undefined) return no("ENOTDIR")
+        const path = dir.path === "/" ? "/" : dir.path.slice(0, Math.max(1, dir.path.lastIndexOf("/")))
+        return makeHandle(path, parentFrame(m.frame), undefined)
+      })
+    )
+
+  /** The simulated process's pid: a new one after each crash, as a restarted agent gets. */
+  const pid = () => 4000 + state.journal.generation
+
+  const credentials: Directory.Primitives["credentials"] = Effect.sync(() => ({ uid: 0, gid: 0, pid: pid() }))
 
   const openPath: Directory.Primitives["openPath"] = (dir, name) =>
     use(dir, (m) =>
@@ -408,7 +460,19 @@ export const make = (state: HostState): Directory.Directories => {
           node.ctime = now
           return undefined
         }),
-      sync: alive("fsync", () => undefined)
+      sync: alive("fsync", () => undefined),
+      tryLock: alive("flock", () => {
+        const held = locks.get(node)
+        if (held !== undefined && held !== opened && isLive(held)) return false
+        locks.set(node, opened)
+        return true
+      }),
+      lockHolder: Effect.sync(() => {
+        const held = locks.get(node)
+        return held !== undefined && isLive(held) ? pid() : undefined
+      }),
+      // The simulated files are written byte by byte: none has a hole.
+      holeAt: (offset) => alive("lseek", () => Math.max(offset, I.fileBytes(node).length))
     }
     return file
   }
@@ -472,6 +536,8 @@ export const make = (state: HostState): Directory.Directories => {
   return Directory.make({
     openRoot: (path) => openRoot(path) as Effect.Effect<Directory.Handle, Directory.DirectoryError, Scope.Scope>,
     openDirectory,
+    openParent,
+    credentials,
     openPath,
     list,
     stat,

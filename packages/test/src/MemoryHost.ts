@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { Directory, Mounter, type MountInfo } from "@hostnode/core"
+import { Directory, Mounter, type MountInfo, type Systemd } from "@hostnode/core"
 import { Clock, Context, Effect, FileSystem, Layer, Path, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type { ErrnoCode } from "./internal/errno.ts"
@@ -28,6 +28,7 @@ import * as MemoryCommands from "./MemoryCommands.ts"
 import * as MemoryDirectories from "./MemoryDirectories.ts"
 import * as MemoryFileSystem from "./MemoryFileSystem.ts"
 import * as MemoryMounts from "./MemoryMounts.ts"
+import * as RecordingSystemd from "./RecordingSystemd.ts"
 
 /** The journal's vocabulary, re-exported so tests need only this module. */
 export type { ErrnoCode, Fault, Operation, Upcoming }
@@ -249,14 +250,23 @@ export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
 /**
  * A fresh simulated host: `FileSystem` (Linux semantics for root, errors as
  * NodeFileSystem raises them), `Path` (effect's POSIX `Path.layer`), the
- * directory handles (`MemoryDirectories`), the in-memory `Mounter` and the
+ * directory handles (`MemoryDirectories`), the in-memory `Mounter`, a
+ * `Systemd` that records its calls (`RecordingSystemd`) and the
  * `MemoryHost` service. Each build of the layer is
  * a new, independent host.
  */
 export const layer = (
   options: Options = {}
-): Layer.Layer<MemoryHost | FileSystem.FileSystem | Path.Path | Mounter.Mounter | Directory.Directories> =>
-  Layer.merge(
+): Layer.Layer<
+  | MemoryHost
+  | FileSystem.FileSystem
+  | Path.Path
+  | Mounter.Mounter
+  | Directory.Directories
+  | Systemd.Systemd
+  | RecordingSystemd.RecordingSystemd
+> =>
+  Layer.mergeAll(
     Layer.effectContext(
       Effect.map(makeState(options), (state) =>
         Context.make(MemoryHost, makeService(state)).pipe(
@@ -266,5 +276,6 @@ export const layer = (
         )
       )
     ),
-    Path.layer
+    Path.layer,
+    RecordingSystemd.layer
   )

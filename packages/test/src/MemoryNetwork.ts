@@ -45,10 +45,18 @@ import * as MemoryCommands from "./MemoryCommands.ts"
 // ---------------------------------------------------------------------------
 // vocabulary
 
-/** A link kind the simulated kernel can create. */
+/**
+ * A link kind the simulated kernel can create.
+ *
+ * @since 0.1.0
+ */
 export type LinkKind = "dummy" | "bridge" | "veth"
 
-/** A link as the simulated kernel holds it. */
+/**
+ * A link as the simulated kernel holds it.
+ *
+ * @since 0.1.0
+ */
 export interface LinkView {
   readonly index: number
   readonly name: string
@@ -62,10 +70,18 @@ export interface LinkView {
   readonly peer: string | undefined
 }
 
-/** How a DNS server answers names it has no records for. */
+/**
+ * How a DNS server answers names it has no records for.
+ *
+ * @since 0.1.0
+ */
 export type UnknownNames = "refused" | "nxdomain" | "servfail" | "silent"
 
-/** Options of {@link MemoryNetworkService.startDnsServer}. */
+/**
+ * Options of {@link MemoryNetworkService.startDnsServer}.
+ *
+ * @since 0.1.0
+ */
 export interface DnsServerOptions {
   /** Records by owner name (case-insensitive, trailing dot ignored). */
   readonly records?: Readonly<Record<string, ReadonlyArray<Dns.DnsRecord>>> | undefined
@@ -77,7 +93,11 @@ export interface DnsServerOptions {
   readonly unknownNames?: UnknownNames | undefined
 }
 
-/** A simulated DNS server. */
+/**
+ * A simulated DNS server.
+ *
+ * @since 0.1.0
+ */
 export interface DnsServer {
   /** A made-up process id. */
   readonly pid: number
@@ -87,7 +107,11 @@ export interface DnsServer {
   readonly stop: Effect.Effect<void>
 }
 
-/** A DNS server could not listen: an address is not on any link of the host (dnsmasq's "Cannot assign requested address"). */
+/**
+ * A DNS server could not listen: an address is not on any link of the host (dnsmasq's "Cannot assign requested address").
+ *
+ * @since 0.1.0
+ */
 export class DnsServerError extends Schema.TaggedError<DnsServerError>()("MemoryDnsServerError", {
   reason: Schema.Literals(["AddressNotAvailable"]),
   address: Schema.String
@@ -97,7 +121,11 @@ export class DnsServerError extends Schema.TaggedError<DnsServerError>()("Memory
   }
 }
 
-/** One DNS query, for inspection: the server asked, the name, the type and what came of it. */
+/**
+ * One DNS query, for inspection: the server asked, the name, the type and what came of it.
+ *
+ * @since 0.1.0
+ */
 export interface DnsQuery {
   readonly server: string
   readonly name: string
@@ -110,6 +138,8 @@ export interface DnsQuery {
  * A failure to inject into the next run(s) of a command: instead of running,
  * it prints `stderr` and exits `exitCode` (e.g. `iptables` exiting 4 with
  * "Permission denied (you must be root)").
+ *
+ * @since 0.1.0
  */
 export interface CommandFault {
   readonly command: "ip" | "iptables"
@@ -121,7 +151,11 @@ export interface CommandFault {
   readonly times?: number | undefined
 }
 
-/** Inspection and fault injection of the simulated network. */
+/**
+ * Inspection and fault injection of the simulated network.
+ *
+ * @since 0.1.0
+ */
 export interface MemoryNetworkService {
   readonly links: Effect.Effect<ReadonlyArray<LinkView>>
   readonly link: (name: string) => Effect.Effect<LinkView | undefined>
@@ -146,12 +180,20 @@ export interface MemoryNetworkService {
   readonly admin: (command: "ip" | "iptables", args: ReadonlyArray<string>) => Effect.Effect<MemoryCommands.Result>
 }
 
-/** The key of the inspection service. */
+/**
+ * The key of the inspection service.
+ *
+ * @since 0.1.0
+ */
 export class MemoryNetwork extends Context.Service<MemoryNetwork, MemoryNetworkService>()(
   "@hostnode/test/MemoryNetwork"
 ) {}
 
-/** Options of {@link make}. */
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /** Link kinds the simulated kernel lacks (`ip link add` says "Unknown device type."), e.g. `["dummy"]` like this project's test kernels. */
   readonly unsupportedKinds?: ReadonlyArray<LinkKind> | undefined
@@ -705,7 +747,11 @@ const protocolNames: Record<string, string> = { "1": "icmp", "6": "tcp", "17": "
 
 const noQuoteChars = /^[-_0-9A-Za-z]+$/
 
-/** xtables_save_string: bare when only `[-_0-9A-Za-z]`, else double-quoted with `"`, `\` and `'` escaped. */
+/**
+ * xtables_save_string: bare when only `[-_0-9A-Za-z]`, else double-quoted with `"`, `\` and `'` escaped.
+ *
+ * @since 0.1.0
+ */
 export const saveString = (value: string): string =>
   noQuoteChars.test(value) ? value : `"${value.replace(/["\\']/g, "\\$&")}"`
 
@@ -1144,7 +1190,11 @@ const resolverFor = (
 // ---------------------------------------------------------------------------
 // the simulation
 
-/** The simulated network: its interpreters, its inspection service and its `DnsResolvers`. */
+/**
+ * The simulated network: its interpreters, its inspection service and its `DnsResolvers`.
+ *
+ * @since 0.1.0
+ */
 export interface Simulation {
   readonly service: MemoryNetworkService
   readonly ip: MemoryCommands.Interpreter
@@ -1195,7 +1245,11 @@ const startServer = (state: State, addresses: ReadonlyArray<string>, options?: D
     } satisfies DnsServer
   })
 
-/** A simulated network: `lo` only, empty tables, no DNS server. */
+/**
+ * A simulated network: `lo` only, empty tables, no DNS server.
+ *
+ * @since 0.1.0
+ */
 export const make = (options?: Options): Effect.Effect<Simulation> =>
   Effect.sync(() => {
     const state = makeState(options)
@@ -1244,7 +1298,11 @@ export const make = (options?: Options): Effect.Effect<Simulation> =>
 // ---------------------------------------------------------------------------
 // the LocalDNS fixture
 
-/** Options of {@link layerLocalDnsFixture}. */
+/**
+ * Options of {@link layerLocalDnsFixture}.
+ *
+ * @since 0.1.0
+ */
 export interface FixtureOptions {
   /** The kind the suite creates the LocalDNS interface as (default `dummy`, what production uses). */
   readonly interfaceKind?: "dummy" | "bridge" | undefined
@@ -1258,6 +1316,8 @@ const fixtureDie = (what: string, out: Outcome) =>
  * directly (not through `ip`/`iptables` or the code under test), plants links
  * and rules, and runs simulated DNS servers. Everything planted is undone
  * when the scope that made it closes, as in the real fixture.
+ *
+ * @since 0.1.0
  */
 export const layerLocalDnsFixture = (
   options?: FixtureOptions

@@ -29,10 +29,18 @@ import * as MemoryHost from "./MemoryHost.ts"
 import * as MemoryNetwork from "./MemoryNetwork.ts"
 import * as MemorySystemd from "./MemorySystemd.ts"
 
-/** One command as the simulated command line saw it (re-exported for assertions). */
+/**
+ * One command as the simulated command line saw it (re-exported for assertions).
+ *
+ * @since 0.1.0
+ */
 export type Invocation = MemoryCommands.Invocation
 
-/** How to build a node. Every field is optional: `MemoryNode.layer()` is an empty host with only `lo`. */
+/**
+ * How to build a node. Every field is optional: `MemoryNode.layer()` is an empty host with only `lo`.
+ *
+ * @since 0.1.0
+ */
 export interface Options extends MemoryHost.Options {
   /** The simulated systemd (unit search path, first pid). */
   readonly systemd?: MemorySystemd.Options | undefined
@@ -46,7 +54,11 @@ export interface Options extends MemoryHost.Options {
   readonly localDnsInterfaceKind?: "dummy" | "bridge" | undefined
 }
 
-/** Inspection of the simulated command line. */
+/**
+ * Inspection of the simulated command line.
+ *
+ * @since 0.1.0
+ */
 export interface MemoryNodeService {
   /** Every command spawned so far (after `nsenter` was stripped), oldest first. */
   readonly invocations: Effect.Effect<ReadonlyArray<Invocation>>
@@ -54,10 +66,18 @@ export interface MemoryNodeService {
   readonly clearInvocations: Effect.Effect<void>
 }
 
-/** The key of the command-line inspection service. */
+/**
+ * The key of the command-line inspection service.
+ *
+ * @since 0.1.0
+ */
 export class MemoryNode extends Context.Service<MemoryNode, MemoryNodeService>()("@hostnode/test/MemoryNode") {}
 
-/** Everything {@link layer} provides. */
+/**
+ * Everything {@link layer} provides.
+ *
+ * @since 0.1.0
+ */
 export type Services =
   | MemoryHost.MemoryHost
   | FileSystem.FileSystem
@@ -110,6 +130,8 @@ const journaled = (
 /**
  * A fresh simulated node (see the module comment). Each build of the layer
  * is a new, independent host.
+ *
+ * @since 0.1.0
  */
 export const layer = (options: Options = {}): Layer.Layer<Services> => {
   const simulations = Layer.effectContext(

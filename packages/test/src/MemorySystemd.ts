@@ -49,10 +49,18 @@ import { MemoryHost } from "./MemoryHost.ts"
 // ---------------------------------------------------------------------------
 // vocabulary
 
-/** A unit's LoadState as systemd reports it. */
+/**
+ * A unit's LoadState as systemd reports it.
+ *
+ * @since 0.1.0
+ */
 export type LoadState = "loaded" | "not-found" | "masked" | "bad-setting"
 
-/** A service's `Result` (why it last stopped or failed). */
+/**
+ * A service's `Result` (why it last stopped or failed).
+ *
+ * @since 0.1.0
+ */
 export type ServiceResult =
   | "success"
   | "exit-code"
@@ -62,17 +70,27 @@ export type ServiceResult =
   | "start-limit-hit"
   | "protocol"
 
-/** The job verbs of systemctl that the simulation runs. */
+/**
+ * The job verbs of systemctl that the simulation runs.
+ *
+ * @since 0.1.0
+ */
 export type JobVerb = "start" | "stop" | "restart" | "reload"
 
 /**
  * What became of a job: still `pending`, `done`, `failed` (the unit's
  * processes failed it), `canceled` (replaced by a later job), or `rejected`
  * before it ran (missing or masked unit, reload not applicable, ...).
+ *
+ * @since 0.1.0
  */
 export type JobOutcome = "pending" | "done" | "failed" | "canceled" | "rejected"
 
-/** One job systemd was asked for, in order. `reason` says why it failed or was rejected. */
+/**
+ * One job systemd was asked for, in order. `reason` says why it failed or was rejected.
+ *
+ * @since 0.1.0
+ */
 export interface JobRecord {
   readonly seq: number
   readonly verb: JobVerb
@@ -81,7 +99,11 @@ export interface JobRecord {
   readonly reason?: string | undefined
 }
 
-/** A loaded unit as systemd holds it now. */
+/**
+ * A loaded unit as systemd holds it now.
+ *
+ * @since 0.1.0
+ */
 export interface UnitView {
   readonly name: string
   readonly loadState: LoadState
@@ -111,6 +133,8 @@ export interface UnitView {
  *   (exit 5);
  * - `Hang`: the job never finishes on its own (the unit stays activating,
  *   deactivating or reloading) until a later job on the unit replaces it.
+ *
+ * @since 0.1.0
  */
 export interface JobFault {
   readonly unit: string
@@ -121,10 +145,18 @@ export interface JobFault {
   readonly times?: number | undefined
 }
 
-/** How a main process dies in {@link MemorySystemdService.killMain}. */
+/**
+ * How a main process dies in {@link MemorySystemdService.killMain}.
+ *
+ * @since 0.1.0
+ */
 export type Death = { readonly exitCode: number } | { readonly signal: string }
 
-/** Inspection and fault injection of the simulated systemd. */
+/**
+ * Inspection and fault injection of the simulated systemd.
+ *
+ * @since 0.1.0
+ */
 export interface MemorySystemdService {
   /** The loaded unit `name`, or `undefined` when systemd has not loaded it (never referenced, or unloaded). */
   readonly unit: (name: string) => Effect.Effect<UnitView | undefined>
@@ -151,12 +183,20 @@ export interface MemorySystemdService {
   readonly killMain: (unit: string, death?: Death) => Effect.Effect<boolean>
 }
 
-/** The key of the inspection service. */
+/**
+ * The key of the inspection service.
+ *
+ * @since 0.1.0
+ */
 export class MemorySystemd extends Context.Service<MemorySystemd, MemorySystemdService>()(
   "@hostnode/test/MemorySystemd"
 ) {}
 
-/** Options of {@link make}. */
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /** The unit search path, highest precedence first (default {@link UnitPath}). */
   readonly unitPath?: ReadonlyArray<string> | undefined
@@ -164,7 +204,11 @@ export interface Options {
   readonly firstPid?: number | undefined
 }
 
-/** systemd 252's system unit search path (without generator and transient directories). */
+/**
+ * systemd 252's system unit search path (without generator and transient directories).
+ *
+ * @since 0.1.0
+ */
 export const UnitPath: ReadonlyArray<string> = [
   "/etc/systemd/system",
   "/run/systemd/system",
@@ -218,7 +262,11 @@ const timeUnits: ReadonlyArray<readonly [string, number]> = [
   ["weeks", 604800e6]
 ]
 
-/** systemd's `parse_sec`: "90", "90s", "1min 30s", "100ms", "infinity"; microseconds, or undefined when invalid. */
+/**
+ * systemd's `parse_sec`: "90", "90s", "1min 30s", "100ms", "infinity"; microseconds, or undefined when invalid.
+ *
+ * @since 0.1.0
+ */
 export const parseTimespan = (text: string, defaultUnitUsec = 1e6): number | undefined => {
   const t = text.trim()
   if (t === "infinity") return Number.POSITIVE_INFINITY
@@ -237,7 +285,11 @@ export const parseTimespan = (text: string, defaultUnitUsec = 1e6): number | und
   return Math.round(total)
 }
 
-/** systemd's `format_timespan` as `systemctl show` prints `...USec` properties: "100ms", "1min 30s", "infinity". */
+/**
+ * systemd's `format_timespan` as `systemctl show` prints `...USec` properties: "100ms", "1min 30s", "infinity".
+ *
+ * @since 0.1.0
+ */
 export const formatTimespan = (usec: number): string => {
   if (usec === Number.POSITIVE_INFINITY) return "infinity"
   if (usec <= 0) return "0"
@@ -266,7 +318,11 @@ export const formatTimespan = (usec: number): string => {
 const weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
 const pad = (n: number, width = 2) => String(n).padStart(width, "0")
 
-/** A realtime timestamp as `systemctl show` prints it: "Mon 2026-11-30 14:25:27 UTC" (the simulated host runs in UTC). */
+/**
+ * A realtime timestamp as `systemctl show` prints it: "Mon 2026-11-30 14:25:27 UTC" (the simulated host runs in UTC).
+ *
+ * @since 0.1.0
+ */
 export const formatTimestamp = (epochMillis: number): string => {
   const d = new Date(epochMillis)
   return `${weekdays[d.getUTCDay()]} ${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(
@@ -1555,7 +1611,11 @@ const props = (u: UnitState, needReload: boolean): ReadonlyArray<readonly [strin
 // ---------------------------------------------------------------------------
 // the simulation
 
-/** The simulated systemd: its `systemctl` interpreter and its inspection service. */
+/**
+ * The simulated systemd: its `systemctl` interpreter and its inspection service.
+ *
+ * @since 0.1.0
+ */
 export interface Simulation {
   readonly service: MemorySystemdService
   readonly systemctl: MemoryCommands.Interpreter
@@ -1565,6 +1625,8 @@ export interface Simulation {
  * A simulated systemd reading unit files through `fs`, which should be its
  * own view of the host's files (see {@link makeOnHost}) so that its reads are
  * not the operations of the process under test.
+ *
+ * @since 0.1.0
  */
 export const make = (fs: FileSystem.FileSystem, options?: Options): Effect.Effect<Simulation> =>
   Effect.gen(function* () {
@@ -1783,6 +1845,8 @@ export const make = (fs: FileSystem.FileSystem, options?: Options): Effect.Effec
  * through its own view of the host's file system (its reads are systemd's,
  * not the operations of the process under test: they are not logged, faults
  * do not hit them and a crash of the process does not stop them).
+ *
+ * @since 0.1.0
  */
 export const makeOnHost = (options?: Options): Effect.Effect<Simulation, never, MemoryHost> =>
   Effect.flatMap(Effect.service(MemoryHost), (host) =>

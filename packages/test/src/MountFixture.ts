@@ -16,12 +16,25 @@ import type { ChildProcessSpawner } from "effect/process"
 import * as MemoryFileSystem from "./MemoryFileSystem.ts"
 import { MemoryHost } from "./MemoryHost.ts"
 
-/** A mount could not be made or removed by a fixture. Tests treat it as a defect of the setup, not of the code under test. */
+/**
+ * A mount could not be made or removed by a fixture. Tests treat it as a defect of the setup, not of the code under test.
+ *
+ * @since 0.1.0
+ */
 export class MountFixtureError extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.1.0
+   */
   override readonly name = "MountFixtureError"
 }
 
-/** Makes mounts for a test. */
+/**
+ * Makes mounts for a test.
+ *
+ * @since 0.1.0
+ */
 export interface MountFixture {
   /** A fresh empty directory where mounts can be made; everything below it is unmounted and removed when the scope closes. */
   readonly sandbox: Effect.Effect<string, never, Scope.Scope>
@@ -35,7 +48,11 @@ export interface MountFixture {
   readonly table: Effect.Effect<MountInfo.MountTable>
 }
 
-/** The key of the {@link MountFixture} service. */
+/**
+ * The key of the {@link MountFixture} service.
+ *
+ * @since 0.1.0
+ */
 export const MountFixture = Context.Service<MountFixture>("@hostnode/test/MountFixture")
 
 const mountCommand = (args: ReadonlyArray<string>) =>
@@ -51,6 +68,8 @@ const mountCommand = (args: ReadonlyArray<string>) =>
 /**
  * The real fixture: `mount -t tmpfs` and `mount --bind` in this process's
  * mount namespace, which must be private (the test runner's `unshare`).
+ *
+ * @since 0.1.0
  */
 export const layerReal: Layer.Layer<
   MountFixture,
@@ -84,6 +103,8 @@ export const layerReal: Layer.Layer<
  * temporary directory with a tmpfs on it, detached with everything below it
  * when the scope closes), tmpfs and bind mounts made directly on the host's
  * mount tree, and the table `/proc/self/mountinfo` serves.
+ *
+ * @since 0.1.0
  */
 export const layerMemory: Layer.Layer<MountFixture, never, MemoryHost | FileSystem.FileSystem> = Layer.effect(
   MountFixture,

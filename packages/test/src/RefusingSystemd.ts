@@ -10,7 +10,11 @@
 import { Systemd } from "@hostnode/core"
 import { Effect, Layer } from "effect"
 
-/** The refusing service; `why` ends each defect's message. */
+/**
+ * The refusing service; `why` ends each defect's message.
+ *
+ * @since 0.1.0
+ */
 export const make = (why: string): Systemd.Systemd => {
   const refuse = (call: string) => Effect.die(new Error(`unexpected systemd call: ${call} (${why})`))
   return Systemd.make({
@@ -20,5 +24,9 @@ export const make = (why: string): Systemd.Systemd => {
   })
 }
 
-/** {@link make} as a layer. */
+/**
+ * {@link make} as a layer.
+ *
+ * @since 0.1.0
+ */
 export const layer = (why: string): Layer.Layer<Systemd.Systemd> => Layer.succeed(Systemd.Systemd, make(why))

@@ -1,7 +1,7 @@
 /**
  * The conformance suite of `Snapshot` (take, restore, discard, recover,
- * scoped) on any `FileSystem`: the real one in a scoped temporary directory
- * and `MemoryHost` both pass it. Every test runs on a fresh host with its own
+ * scoped, guarded) on any `FileSystem` with its `Directory.Directories`: the
+ * real ones in a scoped temporary directory and `MemoryHost` both pass it. Every test runs on a fresh host with its own
  * sandbox: the host root is `<sandbox>/root` (or the simulated host's `/` for
  * the real-root tests, which only a simulated host may run), the snapshot
  * goes to `<sandbox>/snaps/s`, and `<sandbox>/outside` stands for what lies
@@ -18,18 +18,19 @@
  */
 import { Buffer } from "node:buffer"
 import { assert, describe, it } from "@effect/vitest"
-import { Snapshot, Systemd } from "@hostnode/core"
+import { Directory, FileName, Snapshot, Systemd } from "@hostnode/core"
 import {
   Arbitrary,
+  Cause,
   Deferred,
   Effect,
   Exit,
   Fiber,
   FileSystem,
-  type Layer,
+  Layer,
   Logger,
   Option,
-  PlatformError,
+  type PlatformError,
   Ref,
   Schema,
   type Scope
@@ -271,24 +272,30 @@ export const recordingSystemd = Effect.gen(function* () {
   return { systemd, calls, failing }
 })
 
-/** `fs` with `rename` failing (EACCES, changing nothing) while `failing` is true. */
-export const failingRenames = (fs: FileSystem.FileSystem, failing: Ref.Ref<boolean>): FileSystem.FileSystem => ({
-  ...fs,
-  rename: (from, to) =>
+/** `dirs` with `rename` failing (EACCES, changing nothing) while `failing` is true. */
+export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boolean>): Directory.Directories => ({
+  ...dirs,
+  rename: (from, fromName, to, toName, options) =>
     Effect.flatMap(Ref.get(failing), (f) =>
       f
         ? Effect.fail(
-            PlatformError.systemError({
-              _tag: "PermissionDenied",
-              module: "FileSystem",
-              method: "rename",
-              pathOrDescriptor: from,
-              description: "injected failure"
+            new Directory.DirectoryError({
+              reason: "PermissionDenied",
+              operation: "renameat2",
+              path: Directory.childPath(from.path, fromName),
+              errno: "EACCES",
+              detail: "injected failure"
             })
           )
-        : fs.rename(from, to)
+        : dirs.rename(from, fromName, to, toName, options)
     )
 })
+
+/** The names beside the snapshot directory other than its lock file (which stays, so every process locks one inode). */
+export const leftIn = (box: string) =>
+  Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) =>
+    Effect.map(fs.readDirectory(`${box}/snaps`), (names) => names.filter((n) => !n.endsWith(".lock")).sort())
+  )
 
 // ---------------------------------------------------------------------------
 // The suite
@@ -366,11 +373,16 @@ const everyKind: ReadonlyArray<MutationSpec> = [
  * Registers the suite under `name`. `host` provides the `FileSystem`; it is
  * built afresh for every test and every property case.
  */
-export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, options: SuiteOptions = {}): void => {
+export const suite = (
+  name: string,
+  host: Layer.Layer<FileSystem.FileSystem | Directory.Directories>,
+  options: SuiteOptions = {}
+): void => {
   describe(`Snapshot conformance: ${name}`, () => {
     const runs = options.runs ?? 100
-    const onHost = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | Systemd.Systemd | Scope.Scope>) =>
-      effect.pipe(Effect.scoped, Effect.provideService(Systemd.Systemd, noSystemd), Effect.provide(host))
+    const onHost = <A, E>(
+      effect: Effect.Effect<A, E, FileSystem.FileSystem | Directory.Directories | Systemd.Systemd | Scope.Scope>
+    ) => effect.pipe(Effect.scoped, Effect.provideService(Systemd.Systemd, noSystemd), Effect.provide(host))
 
     /** A taken snapshot of the fixed tree, then every kind of mutation: the state a rollback starts from. */
     const takenAndMutated = Effect.gen(function* () {
@@ -404,12 +416,14 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
               pick(mutated, (k) => !inSnapshot(k))
             )
             assert.isTrue(yield* snapshot.restored)
-            // Idempotent, and a restore keeps the snapshot.
-            yield* snapshot.restore
-            assert.deepStrictEqual(yield* treeOf(s.root, "/cfg"), after)
+            // A restore consumes the snapshot: nothing is left to put back over newer configuration.
+            assert.deepStrictEqual(yield* leftIn(s.box), [])
+            const again = yield* Effect.flip(snapshot.restore)
+            assert.strictEqual(again._tag === "SnapshotError" ? again.reason : again._tag, "Missing")
+            assert.isTrue(yield* snapshot.restored)
             yield* snapshot.discard
-            const fs = yield* FileSystem.FileSystem
-            assert.deepStrictEqual(yield* fs.readDirectory(`${s.box}/snaps`), [])
+            assert.isFalse(yield* Snapshot.recover({ dir: s.dir, hostRoot: s.root }))
+            assert.deepStrictEqual(yield* treeOf(s.root, "/cfg"), after)
           })
         ),
       { timeout: 300_000, arbitrary: { runs } }
@@ -422,8 +436,11 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           const s = yield* sandbox
           yield* build(s.root, fixed)
           yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
-          assert.deepStrictEqual(yield* fs.readDirectory(`${s.box}/snaps`), ["s"])
+          assert.deepStrictEqual((yield* fs.readDirectory(`${s.box}/snaps`)).sort(), ["s", "s.lock"])
           assert.deepStrictEqual((yield* fs.readDirectory(s.dir)).sort(), [Snapshot.DataName, Snapshot.ManifestName])
+          for (const f of [Snapshot.DataName, Snapshot.ManifestName, "../s.lock"]) {
+            assert.strictEqual((yield* fs.stat(`${s.dir}/${f}`)).mode & 0o777, 0o600, f)
+          }
           assert.strictEqual((yield* fs.stat(s.dir)).mode & 0o777, 0o700)
           const manifest = Schema.decodeUnknownSync(Schema.fromJsonString(Snapshot.Manifest))(
             yield* fs.readFileString(`${s.dir}/${Snapshot.ManifestName}`)
@@ -443,6 +460,12 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           )
           const b = manifest.entries.find((e) => e.path === "/cfg/a/b")
           assert.deepInclude(b, { mode: 0o4755, uid: 1000, gid: 1000, size: 6 })
+          const info = yield* fs.lstat(`${s.root}/cfg/a/b`)
+          assert.strictEqual(
+            b?.type === "File" && b.mtimeNs !== undefined ? BigInt(b.mtimeNs) / 1_000_000n : -1n,
+            BigInt(Option.getOrThrow(info.mtime).getTime()),
+            "the modification time is recorded (to the nanosecond; compared here to the millisecond)"
+          )
           assert.strictEqual(
             b?.type === "File" ? b.sha256 : "",
             // sha256("hello\n")
@@ -520,7 +543,7 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           assert.strictEqual(yield* fs.readFileString(`${s.root}/cfg/a/pki/ca.key`), "ROTATED KEY")
           assert.strictEqual(yield* fs.readFileString(`${s.root}/cfg/a/pki/new.crt`), "NEW")
           // Even when the whole directory must go, the excluded path stays.
-          yield* fs.remove(s.dir, { recursive: true })
+          yield* fs.remove(s.dir, { recursive: true, force: true })
           yield* fs.remove(`${s.root}/cfg/a/pki`, { recursive: true })
           const empty = yield* Snapshot.takeOf({
             dir: s.dir,
@@ -550,6 +573,8 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           const original = yield* treeOf(s.root, "/cfg")
           const outsideBefore = yield* treeOf(s.box, "/outside")
           const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+          // A restore consumes its snapshot: a second one for the second attack.
+          const second = yield* Snapshot.takeOf({ dir: `${s.dir}2`, hostRoot: s.root, paths: SnapshotPaths })
           // A recorded file replaced by a link to a file outside the root.
           yield* fs.remove(`${s.root}/cfg/c`)
           yield* fs.symlink(`${s.outside}/victim`, `${s.root}/cfg/c`)
@@ -563,7 +588,7 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           // though the root were "/", so the restore stays inside the root.
           yield* fs.rename(`${s.root}/cfg`, `${s.root}/cfg-moved`)
           yield* fs.symlink(s.outside, `${s.root}/cfg`)
-          yield* snapshot.restore
+          yield* second.restore
           assert.deepStrictEqual(yield* treeOf(s.box, "/outside"), outsideBefore)
           const inRoot = yield* treeOf(s.root, `${s.outside}`)
           assert.deepStrictEqual(inRoot[`${s.outside}/c`], original["/cfg/c"])
@@ -589,7 +614,7 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           const again = yield* Effect.flip(Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: ["/cfg/d"] }))
           assert.strictEqual(again.reason, "Exists")
           assert.strictEqual(yield* fs.readFileString(`${s.dir}/${Snapshot.ManifestName}`), manifest)
-          assert.deepStrictEqual(yield* fs.readDirectory(`${s.box}/snaps`), ["s"])
+          assert.deepStrictEqual(yield* leftIn(s.box), ["s"])
         })
       )
     )
@@ -702,7 +727,7 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
         reason: "UnsupportedVersion",
         tamper: (dir) =>
           editManifestAndData(dir, (m) => {
-            ;(m as { version: number }).version = 2
+            ;(m as { version: number }).version = 3
           })
       }
     ]
@@ -745,7 +770,9 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           const t = yield* takenAndMutated
           yield* t.snapshot.discard
           yield* t.snapshot.discard
-          assert.deepStrictEqual(yield* fs.readDirectory(`${t.box}/snaps`), [])
+          assert.deepStrictEqual(yield* fs.readDirectory(`${t.box}/snaps`), ["s.lock"])
+          // The module's discard, of a snapshot that is not there, is success too.
+          assert.isFalse(yield* Snapshot.discard({ dir: t.dir }))
           const e = yield* Effect.flip(t.snapshot.restore)
           assert.strictEqual(e._tag === "SnapshotError" ? e.reason : e._tag, "Missing")
           assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
@@ -763,7 +790,7 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           yield* fs.writeFileString(`${t.box}/snaps/s.tmp-abc123/data`, "partial")
           assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
           yield* assertRolledBack(t.root, t.original, t.mutated)
-          assert.deepStrictEqual(yield* fs.readDirectory(`${t.box}/snaps`), [])
+          assert.deepStrictEqual(yield* leftIn(t.box), [])
           const after = yield* treeOf(t.root, "/")
           assert.isFalse(yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
           assert.deepStrictEqual(yield* treeOf(t.root, "/"), after)
@@ -846,7 +873,7 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           yield* fs.writeFileString(`${s.box}/snaps/s.tmp-XYZ/manifest.json`, '{"format":')
           yield* fs.makeDirectory(`${s.box}/snaps/s.discarding`)
           assert.isFalse(yield* Snapshot.recover({ dir: s.dir, hostRoot: s.root }))
-          assert.deepStrictEqual(yield* fs.readDirectory(`${s.box}/snaps`), [])
+          assert.deepStrictEqual(yield* leftIn(s.box), [])
           assert.deepStrictEqual(yield* treeOf(s.root, "/"), before)
         })
       )
@@ -855,7 +882,6 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
     it.effect("scoped: success discards and keeps the new configuration", () =>
       onHost(
         Effect.gen(function* () {
-          const fs = yield* FileSystem.FileSystem
           const s = yield* sandbox
           yield* build(s.root, fixed)
           yield* Effect.scoped(
@@ -867,7 +893,7 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           )
           const mutated = yield* treeOf(s.root, "/cfg")
           assert.strictEqual(mutated["/cfg/b"]?.type, "Directory")
-          assert.deepStrictEqual(yield* fs.readDirectory(`${s.box}/snaps`), [])
+          assert.deepStrictEqual(yield* leftIn(s.box), [])
         })
       )
     )
@@ -875,7 +901,6 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
     it.effect("scoped: a failure restores, then discards", () =>
       onHost(
         Effect.gen(function* () {
-          const fs = yield* FileSystem.FileSystem
           const s = yield* sandbox
           yield* build(s.root, fixed)
           const original = yield* treeOf(s.root, "/cfg")
@@ -892,7 +917,7 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           )
           assert.deepStrictEqual(exit, Exit.fail("upgrade failed" as const))
           yield* assertRolledBack(s.root, original, mutated)
-          assert.deepStrictEqual(yield* fs.readDirectory(`${s.box}/snaps`), [])
+          assert.deepStrictEqual(yield* leftIn(s.box), [])
         })
       )
     )
@@ -900,7 +925,6 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
     it.effect("scoped: an interruption mid-scope restores, then discards", () =>
       onHost(
         Effect.gen(function* () {
-          const fs = yield* FileSystem.FileSystem
           const s = yield* sandbox
           yield* build(s.root, fixed)
           const original = yield* treeOf(s.root, "/cfg")
@@ -920,69 +944,356 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
           const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
           assert.isTrue(Exit.hasInterrupts(exit))
           yield* assertRolledBack(s.root, original, mutated)
-          assert.deepStrictEqual(yield* fs.readDirectory(`${s.box}/snaps`), [])
+          assert.deepStrictEqual(yield* leftIn(s.box), [])
         })
       )
     )
 
-    it.effect(
-      "scoped: a restore failing in release is logged with the location and leaves the snapshot for recover",
-      () =>
-        Effect.gen(function* () {
-          const realFs = yield* FileSystem.FileSystem
-          const failing = yield* Ref.make(false)
-          const fs = failingRenames(realFs, failing)
-          const logs: Array<unknown> = []
-          const capture = Logger.layer([Logger.map(Logger.formatStructured, (entry) => void logs.push(entry))])
-          const s = yield* sandbox
-          yield* build(s.root, fixed)
-          const original = yield* treeOf(s.root, "/cfg")
-          let mutated: Record<string, Node> = {}
-          const exit = yield* Effect.exit(
-            Effect.scoped(
-              Effect.gen(function* () {
-                yield* Snapshot.scoped({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
-                yield* mutate(s.root, everyKind)
-                mutated = yield* treeOf(s.root, "/cfg")
-                yield* Ref.set(failing, true)
-                return yield* Effect.fail("upgrade failed" as const)
-              })
-            ).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provide(capture))
-          )
-          // The scope's own failure is what the caller sees; the rollback's is logged.
-          assert.deepStrictEqual(exit, Exit.fail("upgrade failed" as const))
-          const logged = JSON.stringify(logs)
-          assert.include(logged, "rolling back the configuration failed")
-          assert.include(logged, s.dir)
-          assert.include(logged, "injected failure")
-          const half = yield* treeOf(s.root, "/cfg")
-          assert.notDeepEqual(pick(half, inSnapshot), pick(original, inSnapshot))
-          assert.deepStrictEqual(yield* realFs.readDirectory(`${s.box}/snaps`), ["s"])
-          // Later (a new process, or the next attempt) recover finishes the job.
-          assert.isTrue(yield* Snapshot.recover({ dir: s.dir, hostRoot: s.root }))
-          yield* assertRolledBack(s.root, original, mutated)
-          assert.deepStrictEqual(yield* realFs.readDirectory(`${s.box}/snaps`), [])
-        }).pipe(onHost)
+    /** An upgrade that mutates the fixed tree, then fails, with every rename failing from then on. */
+    const failingUpgrade = Effect.gen(function* () {
+      const dirs = yield* Directory.Directories
+      const failing = yield* Ref.make(false)
+      const logs: Array<unknown> = []
+      const capture = Logger.layer([Logger.map(Logger.formatStructured, (entry) => void logs.push(entry))])
+      const s = yield* sandbox
+      yield* build(s.root, fixed)
+      const original = yield* treeOf(s.root, "/cfg")
+      const state = { mutated: {} as Record<string, Node> }
+      const upgrade = Effect.gen(function* () {
+        yield* mutate(s.root, everyKind)
+        state.mutated = yield* treeOf(s.root, "/cfg")
+        yield* Ref.set(failing, true)
+        return yield* Effect.fail("upgrade failed" as const)
+      })
+      const failingDirs = Layer.succeed(Directory.Directories, failingRenames(dirs, failing))
+      return { s, original, state, upgrade, failingDirs, capture, logs }
+    })
+
+    /** After a failed rollback: half restored, the snapshot kept, and recover finishes the job. */
+    const assertKeptForRecover = (t: Effect.Success<typeof failingUpgrade>) =>
+      Effect.gen(function* () {
+        const logged = JSON.stringify(t.logs)
+        assert.include(logged, "rolling back the configuration failed")
+        assert.include(logged, t.s.dir)
+        assert.include(logged, "injected failure")
+        const half = yield* treeOf(t.s.root, "/cfg")
+        assert.notDeepEqual(pick(half, inSnapshot), pick(t.original, inSnapshot))
+        assert.deepStrictEqual(yield* leftIn(t.s.box), ["s"])
+        // Later (a new process, or the next attempt) recover finishes the job.
+        assert.isTrue(yield* Snapshot.recover({ dir: t.s.dir, hostRoot: t.s.root }))
+        yield* assertRolledBack(t.s.root, t.original, t.state.mutated)
+        assert.deepStrictEqual(yield* leftIn(t.s.box), [])
+      })
+
+    it.effect("scoped: a rollback that fails makes the scope fail with the upgrade's error and RollbackFailed", () =>
+      Effect.gen(function* () {
+        const t = yield* failingUpgrade
+        const exit = yield* Effect.exit(
+          Effect.scoped(
+            Effect.andThen(Snapshot.scoped({ dir: t.s.dir, hostRoot: t.s.root, paths: SnapshotPaths }), t.upgrade)
+          ).pipe(Effect.provide(t.failingDirs), Effect.provide(t.capture))
+        )
+        assert.isTrue(Exit.isFailure(exit))
+        if (!Exit.isFailure(exit)) return
+        const failures = exit.cause.reasons.filter(Cause.isFailReason).map((r) => r.error)
+        assert.strictEqual(failures[0], "upgrade failed")
+        const rollback = failures[1]
+        assert.instanceOf(rollback, Snapshot.RollbackFailed)
+        if (!(rollback instanceof Snapshot.RollbackFailed)) return
+        assert.strictEqual(rollback.rollback._tag, "SnapshotError")
+        assert.strictEqual(rollback.rollback._tag === "SnapshotError" ? rollback.rollback.errno : "", "EACCES")
+        assert.deepStrictEqual(
+          rollback.upgrade.reasons.filter(Cause.isFailReason).map((r) => r.error),
+          ["upgrade failed"]
+        )
+        assert.include(Cause.pretty(exit.cause), "RollbackFailed")
+        yield* assertKeptForRecover(t)
+      }).pipe(onHost)
     )
 
-    it.effect("a failed restore keeps the snapshot and can be run again", () =>
+    it.effect("guarded: a rollback that fails is the one failure, RollbackFailed, carrying the upgrade's cause", () =>
       Effect.gen(function* () {
-        const realFs = yield* FileSystem.FileSystem
+        const t = yield* failingUpgrade
+        const e = yield* Effect.flip(
+          Snapshot.guarded(t.upgrade, { dir: t.s.dir, hostRoot: t.s.root, paths: SnapshotPaths }).pipe(
+            Effect.provide(t.failingDirs),
+            Effect.provide(t.capture)
+          )
+        )
+        assert.instanceOf(e, Snapshot.RollbackFailed)
+        if (!(e instanceof Snapshot.RollbackFailed)) return
+        assert.deepStrictEqual(
+          e.upgrade.reasons.filter(Cause.isFailReason).map((r) => r.error),
+          ["upgrade failed"]
+        )
+        assert.include(e.message, t.s.dir)
+        yield* assertKeptForRecover(t)
+      }).pipe(onHost)
+    )
+
+    it.effect("guarded: success discards; a failure restores and the upgrade's error is the failure", () =>
+      Effect.gen(function* () {
+        const s = yield* sandbox
+        yield* build(s.root, fixed)
+        const original = yield* treeOf(s.root, "/cfg")
+        const value = yield* Snapshot.guarded(Effect.succeed(42), {
+          dir: s.dir,
+          hostRoot: s.root,
+          paths: SnapshotPaths
+        })
+        assert.strictEqual(value, 42)
+        assert.deepStrictEqual(yield* leftIn(s.box), [])
+        const state = { mutated: {} as Record<string, Node> }
+        const e = yield* Effect.flip(
+          Snapshot.guarded(
+            Effect.gen(function* () {
+              yield* mutate(s.root, everyKind)
+              state.mutated = yield* treeOf(s.root, "/cfg")
+              return yield* Effect.fail("upgrade failed" as const)
+            }),
+            { dir: s.dir, hostRoot: s.root, paths: SnapshotPaths }
+          )
+        )
+        assert.strictEqual(e, "upgrade failed")
+        yield* assertRolledBack(s.root, original, state.mutated)
+        assert.deepStrictEqual(yield* leftIn(s.box), [])
+      }).pipe(onHost)
+    )
+
+    it.effect("a failed restore keeps the snapshot and can be run again; the error names the errno", () =>
+      Effect.gen(function* () {
+        const dirs = yield* Directory.Directories
         const failing = yield* Ref.make(false)
-        const fs = failingRenames(realFs, failing)
         const t = yield* takenAndMutated
         const again = yield* Snapshot.open({ dir: t.dir, hostRoot: t.root }).pipe(
-          Effect.provideService(FileSystem.FileSystem, fs)
+          Effect.provideService(Directory.Directories, failingRenames(dirs, failing))
         )
         yield* Ref.set(failing, true)
         const e = yield* Effect.flip(again.restore)
         assert.strictEqual(e._tag === "SnapshotError" ? e.reason : e._tag, "Io")
+        assert.strictEqual(e._tag === "SnapshotError" ? e.errno : "", "EACCES")
         assert.include(e.message, "injected failure")
         assert.isFalse(yield* again.restored)
+        assert.deepStrictEqual(yield* leftIn(t.box), ["s"])
         yield* Ref.set(failing, false)
         yield* again.restore
         assert.isTrue(yield* again.restored)
         yield* assertRolledBack(t.root, t.original, t.mutated)
+      }).pipe(onHost)
+    )
+
+    // -- names as bytes, the lock, hostile files, overlap --------------------
+
+    it.effect("names that are not UTF-8 are recorded and restored exactly, as are link targets", () =>
+      Effect.gen(function* () {
+        const dirs = yield* Directory.Directories
+        const s = yield* sandbox
+        yield* build(s.root, fixed)
+        const h = yield* dirs.openRoot(`${s.root}/cfg/a`)
+        const cafe = new Uint8Array([0x63, 0x61, 0x66, 0xe9])
+        const odd = new Uint8Array([0xff, 0x2e, 0x64])
+        const target = new Uint8Array([0x80, 0x2f, 0x61])
+        const write = (dir: Directory.Handle, name: Uint8Array, text: string) =>
+          Effect.scoped(
+            Effect.flatMap(dirs.openFile(dir, name, { mode: "create", permissions: 0o640 }), (f) =>
+              f.write(FileName.encode(text), 0)
+            )
+          )
+        yield* write(h, cafe, "latin-1 name")
+        yield* dirs.makeDirectory(h, odd, 0o750)
+        const oddDir = yield* dirs.openDirectory(h, odd)
+        yield* write(oddDir, cafe, "below an odd directory")
+        yield* dirs.symlink(h, new Uint8Array([0x6c, 0xfe]), target)
+        const listing = (dir: Directory.Handle) =>
+          Effect.map(dirs.list(dir), (es) => es.map((e) => FileName.decode(e.name)).sort())
+        const before = { top: yield* listing(h), odd: yield* listing(oddDir) }
+        const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+        yield* dirs.unlink(h, cafe)
+        yield* dirs.unlink(oddDir, cafe)
+        yield* write(oddDir, cafe, "changed")
+        yield* write(h, new Uint8Array([0xfe]), "created since: removed")
+        yield* snapshot.restore
+        assert.deepStrictEqual({ top: yield* listing(h), odd: yield* listing(oddDir) }, before)
+        const read = (dir: Directory.Handle, name: Uint8Array) =>
+          Effect.scoped(
+            Effect.gen(function* () {
+              const f = yield* dirs.openFile(dir, name, { mode: "read" })
+              const buf = new Uint8Array(64)
+              return { text: FileName.decode(buf.subarray(0, yield* f.read(buf, 0))), mode: (yield* f.stat).mode }
+            })
+          )
+        assert.deepStrictEqual(yield* read(h, cafe), { text: "latin-1 name", mode: 0o640 })
+        assert.deepStrictEqual(yield* read(oddDir, cafe), { text: "below an odd directory", mode: 0o640 })
+        assert.deepStrictEqual(yield* dirs.readLink(h, new Uint8Array([0x6c, 0xfe])), target)
+        // A FileSystem (Node's, and the simulated one) cannot name these to remove them: removed by handle.
+        yield* dirs.unlink(oddDir, cafe)
+        yield* dirs.unlink(h, odd, { directory: true })
+        yield* dirs.unlink(h, cafe)
+        yield* dirs.unlink(h, new Uint8Array([0x6c, 0xfe]))
+      }).pipe(onHost)
+    )
+
+    /** Holds the snapshot's lock as another process would, for the rest of the scope. */
+    const holdLock = (s: { readonly box: string }) =>
+      Effect.gen(function* () {
+        const dirs = yield* Directory.Directories
+        const parent = yield* dirs.openRoot(`${s.box}/snaps`)
+        const name = FileName.encode("s.lock")
+        const file = yield* dirs
+          .openFile(parent, name, { mode: "create", permissions: 0o600 })
+          .pipe(Effect.catchTag("DirectoryError", () => dirs.openFile(parent, name, { mode: "read" })))
+        assert.isTrue(yield* file.tryLock)
+      })
+
+    it.live("a second process waits for the lock, and after the timeout fails Busy naming the holder", () =>
+      Effect.gen(function* () {
+        const dirs = yield* Directory.Directories
+        const t = yield* takenAndMutated
+        const holder = yield* Effect.forkChild(Effect.scoped(Effect.andThen(holdLock(t), Effect.sleep("300 millis"))))
+        yield* Effect.sleep("20 millis")
+        const busy = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: t.root, lockTimeout: "50 millis" }))
+        assert.strictEqual(busy._tag === "SnapshotError" ? busy.reason : busy._tag, "Busy")
+        assert.strictEqual(busy._tag === "SnapshotError" ? busy.pid : -1, (yield* dirs.credentials).pid)
+        assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
+        // Waited for, within the timeout, it runs once the holder is done.
+        assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root, lockTimeout: "10 seconds" }))
+        yield* Fiber.join(holder)
+        yield* assertRolledBack(t.root, t.original, t.mutated)
+        const take = yield* Effect.flip(
+          Effect.scoped(
+            Effect.andThen(
+              holdLock(t),
+              Snapshot.takeOf({ dir: t.dir, hostRoot: t.root, paths: SnapshotPaths, lockTimeout: 0 })
+            )
+          )
+        )
+        assert.strictEqual(take._tag === "SnapshotError" ? take.reason : take._tag, "Busy")
+        assert.deepStrictEqual(yield* leftIn(t.box), [])
+      }).pipe(onHost)
+    )
+
+    const unsafeCases: ReadonlyArray<{
+      readonly name: string
+      readonly tamper: (dir: string) => Effect.Effect<void, PlatformError.PlatformError, FileSystem.FileSystem>
+    }> = [
+      {
+        name: "the manifest a link to a copy of itself",
+        tamper: (dir) =>
+          Effect.gen(function* () {
+            const fs = yield* FileSystem.FileSystem
+            yield* fs.rename(`${dir}/${Snapshot.ManifestName}`, `${dir}/../m.json`)
+            yield* fs.symlink("../m.json", `${dir}/${Snapshot.ManifestName}`)
+          })
+      },
+      {
+        name: "the manifest writable by its group",
+        tamper: (dir) =>
+          Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) =>
+            fs.chmod(`${dir}/${Snapshot.ManifestName}`, 0o660)
+          )
+      },
+      {
+        name: "the data owned by another user",
+        tamper: (dir) =>
+          Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) =>
+            fs.chown(`${dir}/${Snapshot.DataName}`, 1000, 1000)
+          )
+      },
+      {
+        name: "the snapshot directory writable by others",
+        tamper: (dir) => Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.chmod(dir, 0o777))
+      },
+      {
+        name: "the data a directory",
+        tamper: (dir) =>
+          Effect.gen(function* () {
+            const fs = yield* FileSystem.FileSystem
+            yield* fs.remove(`${dir}/${Snapshot.DataName}`)
+            yield* fs.makeDirectory(`${dir}/${Snapshot.DataName}`, { mode: 0o700 })
+          })
+      }
+    ]
+
+    for (const c of unsafeCases) {
+      it.effect(`hostile snapshot files: ${c.name} is Unsafe and nothing is written`, () =>
+        Effect.gen(function* () {
+          const t = yield* takenAndMutated
+          yield* c.tamper(t.dir)
+          const snapshotBytes = yield* treeOf(t.box, "/snaps")
+          const e = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
+          assert.strictEqual(e._tag === "SnapshotError" ? e.reason : e._tag, "Unsafe", e.message)
+          assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
+          assert.deepStrictEqual(yield* treeOf(t.box, "/snaps"), snapshotBytes)
+        }).pipe(onHost)
+      )
+    }
+
+    it.effect(
+      "a manifest of 40,000 paths is checked in time (O(n log n)); one listing a path below another is refused as fast",
+      () =>
+        Effect.gen(function* () {
+          const t = yield* takenAndMutated
+          const many = Array.from({ length: 40_000 }, (_, i) => `/cfg/n${i % 200}/p${i}`)
+          yield* editManifestAndData(t.dir, (m) => {
+            m.paths.push(...many)
+            m.entries.push(...many.map((path) => ({ type: "Absent" as const, path })))
+          })
+          const opened = yield* Snapshot.open({ dir: t.dir, hostRoot: t.root })
+          assert.strictEqual(opened.paths.length, SnapshotPaths.length + 40_000)
+          yield* editManifestAndData(t.dir, (m) => {
+            m.paths.push("/cfg/n1/p1/below")
+            m.entries.push({ type: "Absent", path: "/cfg/n1/p1/below" })
+          })
+          const e = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
+          assert.strictEqual(e._tag === "SnapshotError" ? e.reason : e._tag, "InvalidManifest")
+          assert.include(e.message, "below another listed path")
+          assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
+        }).pipe(onHost),
+      // A bound on a hang, not a speed measurement: the pairwise check this replaces took minutes.
+      60_000
+    )
+
+    it.effect("a snapshot directory reached through a link into a recorded path is refused, by take and recover", () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const t = yield* takenAndMutated
+        yield* fs.symlink(`${t.root}/cfg/a`, `${t.box}/into-recorded`)
+        const before = yield* treeOf(t.root, "/")
+        const taken = yield* Effect.flip(
+          Snapshot.takeOf({ dir: `${t.box}/into-recorded/s`, hostRoot: t.root, paths: SnapshotPaths })
+        )
+        assert.strictEqual(taken.reason, "InvalidPath", taken.message)
+        assert.deepStrictEqual(
+          Object.keys(yield* treeOf(t.root, "/")).filter((k) => k.includes(".tmp-")),
+          [],
+          "no staging directory left in the recorded path"
+        )
+        // The snapshot moved into the recorded directory, reached through the link.
+        yield* fs.rename(t.dir, `${t.root}/cfg/a/s`)
+        const withSnapshot = yield* treeOf(t.root, "/")
+        const e = yield* Effect.flip(Snapshot.recover({ dir: `${t.box}/into-recorded/s`, hostRoot: t.root }))
+        assert.strictEqual(e._tag === "SnapshotError" ? e.reason : e._tag, "InvalidPath", e.message)
+        assert.deepStrictEqual(yield* treeOf(t.root, "/"), withSnapshot)
+        assert.notDeepEqual(withSnapshot, before)
+      }).pipe(onHost)
+    )
+
+    it.effect("a recorded path that now leads into the snapshot directory is refused before anything is written", () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const s = yield* sandbox
+        yield* build(s.root, fixed)
+        yield* fs.makeDirectory(`${s.root}/var`)
+        const dir = `${s.root}/var/snap`
+        yield* Snapshot.takeOf({ dir, hostRoot: s.root, paths: SnapshotPaths })
+        // /cfg becomes a link to the snapshot (resolved below the root): /cfg/a would be written into it.
+        yield* fs.rename(`${s.root}/cfg`, `${s.root}/cfg-moved`)
+        yield* fs.symlink("/var/snap", `${s.root}/cfg`)
+        const before = yield* treeOf(s.root, "/")
+        const e = yield* Effect.flip(Snapshot.recover({ dir, hostRoot: s.root }))
+        assert.strictEqual(e._tag === "SnapshotError" ? e.reason : e._tag, "InvalidPath", e.message)
+        assert.include(e.message, "inside the snapshot directory")
+        assert.deepStrictEqual(yield* treeOf(s.root, "/"), before)
       }).pipe(onHost)
     )
 
@@ -1008,6 +1319,8 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
             yield* snapshot.restore.pipe(Effect.provideService(Systemd.Systemd, systemd))
             assert.deepStrictEqual(yield* Ref.get(calls), ["daemon-reload"])
             assert.isTrue(yield* snapshot.restored)
+            assert.isFalse(yield* fs.exists(dir), "a restore that succeeded consumed the snapshot")
+            yield* Snapshot.takeOf({ dir, hostRoot: realRoot, paths: SnapshotPaths })
             yield* mutate("", everyKind)
             assert.isTrue(
               yield* Snapshot.recover({ dir, hostRoot: realRoot }).pipe(Effect.provideService(Systemd.Systemd, systemd))
@@ -1025,8 +1338,13 @@ export const suite = (name: string, host: Layer.Layer<FileSystem.FileSystem>, op
         const { systemd, calls } = yield* recordingSystemd
         const t = yield* takenAndMutated
         yield* t.snapshot.restore.pipe(Effect.provideService(Systemd.Systemd, systemd))
+        yield* Snapshot.takeOf({ dir: t.dir, hostRoot: t.root, paths: SnapshotPaths })
         yield* mutate(t.root, everyKind)
-        yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root }).pipe(Effect.provideService(Systemd.Systemd, systemd))
+        assert.isTrue(
+          yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root }).pipe(
+            Effect.provideService(Systemd.Systemd, systemd)
+          )
+        )
         yield* assertRolledBack(t.root, t.original, t.mutated)
         assert.deepStrictEqual(yield* Ref.get(calls), [])
       }).pipe(onHost)

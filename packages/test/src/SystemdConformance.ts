@@ -19,7 +19,11 @@ import { assert, layer } from "@effect/vitest"
 import { IsolationBackend, RestartChanged, Systemd } from "@hostnode/core"
 import { Duration, Effect, FileSystem, type Layer } from "effect"
 
-/** Unit file texts the suite uses. The simulated host understands these ExecStart lines. */
+/**
+ * Unit file texts the suite uses. The simulated host understands these ExecStart lines.
+ *
+ * @since 0.1.0
+ */
 export const Units = {
   sleeper: (description = "sleeper") =>
     `[Unit]\nDescription=${description}\n\n[Service]\nExecStart=/bin/sleep infinity\n`,
@@ -37,6 +41,8 @@ const fresh = (stem: string) => `hn-${stem}-${process.pid}-${++counter}.service`
  * test and the `FileSystem` through which its unit files are written;
  * `hostRoot` is where that systemd's root file system is (for the real test
  * machine `/proc/<pid>/root`, for the simulated host `/`).
+ *
+ * @since 0.1.0
  */
 export const suite = <R>(
   name: string,

@@ -25,7 +25,11 @@ import { Clock, Context, Duration, Effect, FileSystem, Layer, Schedule, type Sco
 import type { ChildProcessSpawner } from "effect/process"
 import { ChildProcess } from "effect/process"
 
-/** A booted test systemd. */
+/**
+ * A booted test systemd.
+ *
+ * @since 0.1.0
+ */
 export interface SystemdMachine {
   /** The host pid of the machine's systemd (its PID 1). */
   readonly pid: number
@@ -37,14 +41,31 @@ export interface SystemdMachine {
   readonly bootMillis: number
 }
 
-/** The key of the {@link SystemdMachine} service. */
+/**
+ * The key of the {@link SystemdMachine} service.
+ *
+ * @since 0.1.0
+ */
 export const SystemdMachine = Context.Service<SystemdMachine>("@hostnode/test/SystemdMachine")
 
-/** The empty target the machine boots into: nothing but systemd itself starts. */
+/**
+ * The empty target the machine boots into: nothing but systemd itself starts.
+ *
+ * @since 0.1.0
+ */
 export const BootTarget = "hostnode-test.target"
 
-/** The machine could not be booted. */
+/**
+ * The machine could not be booted.
+ *
+ * @since 0.1.0
+ */
 export class SystemdMachineError extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.1.0
+   */
   override readonly name = "SystemdMachineError"
 }
 
@@ -242,7 +263,11 @@ export const boot: Effect.Effect<
   Scope.Scope | ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem
 > = bootWith()
 
-/** A layer with one booted machine for the whole scope of the layer (one test file). */
+/**
+ * A layer with one booted machine for the whole scope of the layer (one test file).
+ *
+ * @since 0.1.0
+ */
 export const layer: Layer.Layer<
   SystemdMachine,
   SystemdMachineError,

@@ -10,7 +10,11 @@
 import { Effect, FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 
-/** One path met by a walk. */
+/**
+ * One path met by a walk.
+ *
+ * @since 0.1.0
+ */
 export type Visited =
   | { readonly type: "File"; readonly path: string; readonly info: FileSystem.File.Info; readonly bytes: Uint8Array }
   | {
@@ -22,7 +26,11 @@ export type Visited =
   | { readonly type: "Directory"; readonly path: string; readonly info: FileSystem.File.Info }
   | { readonly type: "Other"; readonly path: string; readonly info: FileSystem.File.Info }
 
-/** Options of {@link walk}. */
+/**
+ * Options of {@link walk}.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /** Paths below the top not to enter or report (the top itself is always walked). */
   readonly skip?: ((path: string) => boolean) | undefined
@@ -36,6 +44,8 @@ const child = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}
  * Every path at and below `top`, the top first, then each directory's entries
  * in name order, depth first. A missing `top` gives none; any other failure
  * fails the walk.
+ *
+ * @since 0.1.0
  */
 export const walk = (
   top: string,

@@ -58,6 +58,9 @@ export const constants = (() => {
     RESOLVE_IN_ROOT: 0x10,
     RENAME_NOREPLACE: 1,
     MNT_DETACH: 2,
+    LOCK_EX: 2,
+    LOCK_NB: 4,
+    SEEK_HOLE: 4,
     UMOUNT_NOFOLLOW: 8
   }
   return a === undefined ? undefined : { ...base, ...a }
@@ -98,6 +101,7 @@ export interface Libc {
   readonly umount2: (target: Ptr, flags: number) => number
   readonly readlink: (path: Ptr, buf: Uint8Array, size: number) => number
   readonly lseek: (fd: number, offset: number, whence: number) => number
+  readonly flock: (fd: number, operation: number) => number
   readonly errno: () => number
 }
 
@@ -142,6 +146,7 @@ const bind = (): Libc | LibcUnavailable => {
     const umount2 = f("int umount2(const void *target, int flags)")
     const readlink = f("intptr_t readlink(const void *path, void *buf, uintptr_t size)")
     const lseek = f("int64_t lseek64(int fd, int64_t offset, int whence)")
+    const flock = f("int flock(int fd, int operation)")
     return {
       openat: (d, p, fl, m) => openat(d, p, fl, m),
       openat2: (d, p, how) => syscall(c.SYS_openat2, d, p, how, how.length),
@@ -164,6 +169,7 @@ const bind = (): Libc | LibcUnavailable => {
       umount2: (t, fl) => umount2(t, fl),
       readlink: (p, b, n) => readlink(p, b, n),
       lseek: (fd, o, w) => lseek(fd, o, w),
+      flock: (fd, op) => flock(fd, op),
       errno: () => koffi.errno()
     }
   } catch (e) {

@@ -1,0 +1,38 @@
+/**
+ * A node agent's upgrade step under a snapshot of the node's shared
+ * configuration: the new kubelet flags are written, then the kubelet is
+ * restarted. If anything fails, `Snapshot.guarded` puts every saved path back
+ * (and has systemd read the restored unit files), and the step's own error is
+ * the failure; if the rollback fails too, the one failure is a
+ * `Snapshot.RollbackFailed` carrying both. If the step succeeds, the saved
+ * copy is discarded.
+ */
+import type { Directory, HostPath, Systemd, UnitName } from "@hostnode/core"
+import { RestartChanged, Snapshot } from "@hostnode/core"
+import { Effect, FileSystem, type PlatformError } from "effect"
+
+export const SnapshotDir = "/var/lib/hostnode/snapshots/upgrade"
+
+export const upgrade: (
+  kubeletFlags: string
+) => Effect.Effect<
+  void,
+  | Snapshot.SnapshotError
+  | Snapshot.RollbackFailed
+  | HostPath.HostPathError
+  | PlatformError.PlatformError
+  | RestartChanged.RestartError
+  | UnitName.UnitNameError,
+  FileSystem.FileSystem | Directory.Directories | Systemd.Systemd
+> = Effect.fn("upgrade")(function* (kubeletFlags: string) {
+  const step = Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    yield* fs.writeFileString(
+      "/etc/systemd/system/kubelet.service.d/20-upgrade.conf",
+      "[Service]\nEnvironment=UPGRADED=1\n"
+    )
+    yield* fs.writeFileString("/etc/default/kubelet", `KUBELET_EXTRA_ARGS=${kubeletFlags}\n`)
+    yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "kubelet.service", changed: true }] })
+  })
+  yield* Snapshot.guarded(step, { dir: SnapshotDir, hostRoot: "/" })
+})

@@ -1,0 +1,52 @@
+/**
+ * Content hashes for snapshots: SHA-256, computed incrementally, so a file's
+ * bytes are hashed as they stream by in bounded chunks instead of being held
+ * whole (effect's `Digest` takes one buffer).
+ *
+ * `Hashing` is a reference with a default: the portable implementation in
+ * plain TypeScript, which every runtime can run and the in-memory host uses.
+ * `NodeHashing.layer` in @hostnode/node (part of `NodeHost.layer`) provides
+ * the platform's, which uses the CPU's SHA instructions.
+ *
+ * Boundary: the hash only. What is hashed, and what a mismatch means, is for
+ * `Snapshot`.
+ *
+ * @since 0.2.0
+ */
+import { Context } from "effect"
+import * as Sha256 from "./internal/sha256.ts"
+
+/**
+ * An incremental hash: `update` with each chunk in order, then `digestHex`
+ * once.
+ *
+ * @since 0.2.0
+ */
+export interface Hasher {
+  readonly update: (bytes: Uint8Array) => void
+  /** The hash of every chunk given, as lowercase hex; the hasher is spent after it. */
+  readonly digestHex: () => string
+}
+
+/**
+ * Makes hashers. One per file hashed; each is used from one fiber.
+ *
+ * @since 0.2.0
+ */
+export interface Hashing {
+  readonly sha256: () => Hasher
+}
+
+/**
+ * SHA-256 in plain TypeScript: the default where no platform hash is provided.
+ *
+ * @since 0.2.0
+ */
+export const portable: Hashing = { sha256: Sha256.make }
+
+/**
+ * The key of the {@link Hashing} service; {@link portable} unless a layer provides another.
+ *
+ * @since 0.2.0
+ */
+export const Hashing = Context.Reference<Hashing>("@hostnode/core/Hashing", { defaultValue: () => portable })

@@ -1,0 +1,495 @@
+/**
+ * Restoring a snapshot, in steps, each of which converges on the recorded
+ * state whatever state it starts from (so a restore run again after a crash
+ * at any point gives the same result):
+ *
+ * 1. {@link verify}: every file's bytes in `data` are hashed, streamed
+ *    through a window, before anything is written.
+ * 2. {@link structure}: parents first, every recorded directory is a
+ *    directory (opened from its parent's handle without following a link
+ *    and, below a listed path, without entering another mount), absent paths
+ *    are gone, and recorded directories hold nothing unrecorded; whatever is
+ *    in the way is removed by `SafeRemove` on the handle it is in.
+ * 3. {@link stage}: each file or link that differs is written beside its
+ *    target under a temporary name, created exclusively in the directory's
+ *    handle, its owner, mode and times set on the open file. A file already
+ *    as recorded (metadata and bytes) is left alone.
+ * 4. {@link commit}: the temporary files are made durable as one batch
+ *    (`syncfs` of each file system they are on), then renamed over their
+ *    targets within their handles.
+ * 5. {@link settle}: directory owners and modes, deepest first, on the
+ *    handles; then one `syncfs` per file system makes the renames and
+ *    removals durable.
+ *
+ * Memory: two {@link WindowBytes} buffers (the window on `data` and one for
+ * comparing a current file), plus the manifest, whatever the files' sizes.
+ * Descriptors: one per recorded directory, held until the restore ends (the
+ * batch sync and the renames need them all).
+ *
+ * Internal to `Snapshot`.
+ *
+ * @since 0.2.0
+ */
+import { Effect } from "effect"
+import type * as Directory from "../../Directory.ts"
+import * as FileName from "../../FileName.ts"
+import * as HostPath from "../../HostPath.ts"
+import * as SafeRemove from "../../SafeRemove.ts"
+import { type Ctx, childOf, error, fail, fromDirectory, nameOf } from "./context.ts"
+import type { Checked } from "./manifest.ts"
+import type { FileEntry, SnapshotError, SymlinkEntry } from "./model.ts"
+import { checkOverlap } from "./overlap.ts"
+import { provide } from "./store.ts"
+
+/** The window a restore reads `data` through, and the size of the buffer it compares a current file with. */
+export const WindowBytes = 1024 * 1024
+
+/** A window on `data`: reads are served from it when they fall inside, else it moves. */
+interface Reader {
+  readonly data: Directory.File
+  readonly window: Uint8Array
+  start: number
+  end: number
+}
+
+/** `length` (at most {@link WindowBytes}) bytes of `data` at `offset`, as a view into the window. */
+const readAt = (ctx: Ctx, r: Reader, offset: number, length: number, path: string) =>
+  Effect.gen(function* () {
+    if (offset >= r.start && offset + length <= r.end)
+      return r.window.subarray(offset - r.start, offset - r.start + length)
+    let n = 0
+    while (n < r.window.length) {
+      const k = yield* r.data.read(r.window.subarray(n), offset + n).pipe(Effect.mapError(fromDirectory(ctx, path)))
+      if (k === 0) break
+      n += k
+    }
+    r.start = offset
+    r.end = offset + n
+    if (n < length) return yield* fail(ctx, "Corrupt", path, "data ends before this file's bytes")
+    return r.window.subarray(0, length)
+  })
+
+/** Step 1: every file's hash, streamed, in `data` order. */
+const verify = (ctx: Ctx, r: Reader, checked: Checked) =>
+  Effect.gen(function* () {
+    const files = checked.manifest.entries.filter((e): e is FileEntry => e.type === "File")
+    files.sort((a, b) => a.offset - b.offset)
+    for (const e of files) {
+      const hasher = ctx.hashing.sha256()
+      for (let at = 0; at < e.size; at += WindowBytes) {
+        hasher.update(yield* readAt(ctx, r, e.offset + at, Math.min(WindowBytes, e.size - at), e.path))
+      }
+      const hash = hasher.digestHex()
+      if (hash !== e.sha256) {
+        return yield* fail(ctx, "Corrupt", e.path, `content hash ${hash} does not match the recorded ${e.sha256}`)
+      }
+    }
+  })
+
+/** A recorded directory as the restore holds it: its handle and where it is below the root. */
+interface Place {
+  readonly handle: Directory.Handle
+  /** Where it is, as a path below the root (lossless string form). */
+  readonly below: string
+}
+
+/** A recorded file or link to put in place, in the directory `parent`. */
+interface Leaf {
+  readonly entry: FileEntry | SymlinkEntry
+  readonly index: number
+  readonly parent: Directory.Handle
+  readonly name: FileName.Bytes
+  /** Where the leaf is, as a path below the root. */
+  readonly below: string
+  readonly top: boolean
+  readonly current: Directory.Stat | undefined
+}
+
+interface State {
+  readonly ctx: Ctx
+  readonly checked: Checked
+  readonly root: Directory.Handle
+  readonly session: SafeRemove.Session
+  readonly places: Map<string, Place>
+  /** The recorded directories in pre-order, with their entries. */
+  readonly directories: Array<{ readonly path: string; readonly place: Place }>
+  readonly leaves: Array<Leaf>
+  /** One handle per file system touched, for its `syncfs`. */
+  readonly devices: Map<string, Directory.Handle>
+  changes: number
+}
+
+const full = (s: State, below: string) => HostPath.fullPath(s.ctx.root, below)
+
+/** Notes the file system `h` is on, for the batch syncs. */
+const onDevice = (s: State, h: Directory.Handle) =>
+  Effect.flatMap(s.ctx.dirs.stat(h).pipe(Effect.mapError(fromDirectory(s.ctx, ""))), (st) =>
+    Effect.sync(() => {
+      if (!s.devices.has(st.device)) s.devices.set(st.device, h)
+    })
+  )
+
+/**
+ * Removes the entry `name` of `dir` (host path `path`, `below` where it is),
+ * keeping excluded paths and the directories that lead to them. A removal
+ * `SafeRemove` refuses (a mount at or below it) fails the restore as `Kept`.
+ */
+const removeTree = (
+  s: State,
+  dir: Directory.Handle,
+  name: FileName.Bytes,
+  path: string,
+  below: string
+): Effect.Effect<void, SnapshotError> =>
+  Effect.gen(function* () {
+    const { ctx, checked } = s
+    if (checked.isExcluded(path)) return
+    if (checked.holdsExcluded(path)) {
+      const opened = yield* Effect.result(ctx.dirs.openDirectory(dir, name, { sameMount: true }))
+      if (opened._tag === "Success") {
+        const listed = yield* ctx.dirs.list(opened.success).pipe(Effect.mapError(fromDirectory(ctx, path)))
+        for (const e of listed) {
+          yield* removeTree(s, opened.success, e.name, childOf(path, e.name), childOf(below, e.name))
+        }
+        return
+      }
+      if (opened.failure.reason === "NotFound") return
+      // Not a directory (or another mount, which the removal below keeps and reports).
+    }
+    const report = yield* s.session.removeAt(dir, name, full(s, below))
+    if (report.removed.length > 0) s.changes++
+    if (report.kept.length > 0) {
+      return yield* fail(
+        ctx,
+        "Kept",
+        path,
+        `${report.kept.map((k) => `${FileName.display(k.path)} (${k.reason}: ${k.detail})`).join("; ")}: it is in the way of the recorded state and may not be removed; the host is partly restored`
+      )
+    }
+  }).pipe(Effect.scoped)
+
+/**
+ * The directory a listed path is in, for a path to put back below a missing
+ * parent: resolved below the root with its missing directories made (mode
+ * 0755), as `mkdir -p` makes them, links on the way followed below the root.
+ */
+const parentOf = (s: State, path: string) =>
+  Effect.gen(function* () {
+    const { ctx } = s
+    const r = yield* ctx.dirs
+      .resolve(s.root, path, { followFinal: false, makeMissing: 0o755 })
+      .pipe(Effect.mapError((e) => error(ctx, "Unresolvable", path, e.message, { errno: e.errno })))
+    if (r.name === undefined) return yield* fail(ctx, "InvalidPath", path, "it resolves to the host root itself")
+    s.changes++
+    return { parent: { handle: r.parent, below: HostPath.dirname(r.path) } satisfies Place, name: r.name }
+  })
+
+/** Stat of `name` in `dir`, `undefined` when there is nothing there. */
+const statOf = (ctx: Ctx, dir: Directory.Handle, name: FileName.Bytes, path: string) =>
+  Effect.flatMap(Effect.result(ctx.dirs.stat(dir, name)), (r) =>
+    r._tag === "Success"
+      ? Effect.succeed<Directory.Stat | undefined>(r.success)
+      : r.failure.reason === "NotFound"
+        ? Effect.succeed(undefined)
+        : Effect.fail(fromDirectory(ctx, path)(r.failure))
+  )
+
+/** Step 2: the structure, parents first (see the module comment). */
+const structure = (s: State) =>
+  Effect.gen(function* () {
+    const { ctx, checked } = s
+    for (const [index, e] of checked.manifest.entries.entries()) {
+      const top = checked.topLevel.has(e.path)
+      let parent: Place
+      let name: FileName.Bytes
+      if (top) {
+        const r = yield* Effect.result(ctx.dirs.resolve(s.root, e.path, { followFinal: false }))
+        if (r._tag === "Success") {
+          if (r.success.name === undefined) {
+            return yield* fail(ctx, "InvalidPath", e.path, "it resolves to the host root itself")
+          }
+          parent = { handle: r.success.parent, below: HostPath.dirname(r.success.path) }
+          name = r.success.name
+        } else if (r.failure.reason === "NotFound" || r.failure.reason === "NotADirectory") {
+          // A parent is missing: nothing to remove for an absent path; made for anything else.
+          if (e.type === "Absent") continue
+          const made = yield* parentOf(s, e.path)
+          parent = made.parent
+          name = made.name
+        } else {
+          return yield* fail(ctx, "Unresolvable", e.path, r.failure.message, { errno: r.failure.errno })
+        }
+        yield* onDevice(s, parent.handle)
+      } else {
+        const p = s.places.get(HostPath.dirname(e.path))
+        if (p === undefined) return yield* fail(ctx, "InvalidManifest", e.path, "its directory was not restored first")
+        parent = p
+        name = nameOf(e.path)
+      }
+      const below = childOf(parent.below, name)
+      let current = yield* statOf(ctx, parent.handle, name, e.path)
+      switch (e.type) {
+        case "Absent":
+          if (current !== undefined) yield* removeTree(s, parent.handle, name, e.path, below)
+          break
+        case "Directory": {
+          let handle: Directory.Handle | undefined
+          if (current?.type === "Directory") {
+            const opened = yield* Effect.result(ctx.dirs.openDirectory(parent.handle, name, { sameMount: !top }))
+            if (opened._tag === "Success") handle = opened.success
+            else if (opened.failure.reason === "OtherMount") {
+              return yield* fail(
+                ctx,
+                "OtherMount",
+                e.path,
+                `${opened.failure.detail}: a restore does not write across a mount below a recorded path`
+              )
+            } else if (opened.failure.reason !== "SymbolicLink" && opened.failure.reason !== "NotADirectory") {
+              return yield* fromDirectory(ctx, e.path)(opened.failure)
+            }
+            // Swapped for something else since the stat: removed and made below.
+          }
+          if (handle === undefined) {
+            if (current !== undefined) yield* removeTree(s, parent.handle, name, e.path, below)
+            // Private until its mode is set in the last step, once its contents are back.
+            yield* ctx.dirs.makeDirectory(parent.handle, name, 0o700).pipe(Effect.mapError(fromDirectory(ctx, e.path)))
+            s.changes++
+            handle = yield* ctx.dirs
+              .openDirectory(parent.handle, name, { sameMount: true })
+              .pipe(Effect.mapError(fromDirectory(ctx, e.path)))
+          }
+          const place: Place = { handle, below }
+          s.places.set(e.path, place)
+          s.directories.push({ path: e.path, place })
+          const wanted = checked.children.get(e.path) ?? new Set<string>()
+          const listed = yield* ctx.dirs.list(handle).pipe(Effect.mapError(fromDirectory(ctx, e.path)))
+          for (const entry of listed) {
+            if (!wanted.has(FileName.decode(entry.name))) {
+              yield* removeTree(s, handle, entry.name, childOf(e.path, entry.name), childOf(below, entry.name))
+            }
+          }
+          break
+        }
+        default:
+          // rename(2) replaces a file or link, not a directory: a directory in the way goes now.
+          if (current !== undefined && current.type === "Directory") {
+            yield* removeTree(s, parent.handle, name, e.path, below)
+            current = undefined
+          }
+          s.leaves.push({ entry: e, index, parent: parent.handle, name, below, top, current })
+      }
+    }
+    for (const { place } of s.directories) yield* onDevice(s, place.handle)
+  })
+
+/** True when the file `name` of `dir` holds exactly the bytes of `e` in `data`. */
+const sameBytes = (s: State, r: Reader, compare: Uint8Array, leaf: Leaf, e: FileEntry) =>
+  Effect.gen(function* () {
+    const { ctx } = s
+    const opened = yield* Effect.result(ctx.dirs.openFile(leaf.parent, leaf.name, { mode: "read" }))
+    if (opened._tag === "Failure") {
+      const reason = opened.failure.reason
+      if (reason === "NotFound" || reason === "SymbolicLink" || reason === "WrongType") return false
+      return yield* fromDirectory(ctx, e.path)(opened.failure)
+    }
+    const f = opened.success
+    for (let at = 0; at < e.size; at += WindowBytes) {
+      const want = Math.min(WindowBytes, e.size - at)
+      const recorded = yield* readAt(ctx, r, e.offset + at, want, e.path)
+      // Read at the same alignment as the recorded bytes, so they compare a word at a time.
+      const shift = recorded.byteOffset % 4
+      const view = compare.subarray(shift, shift + want)
+      let n = 0
+      while (n < want) {
+        const k = yield* f.read(view.subarray(n), at + n).pipe(Effect.mapError(fromDirectory(ctx, e.path)))
+        if (k === 0) return false
+        n += k
+      }
+      if (!bytesEqual(view, recorded)) return false
+    }
+    return true
+  }).pipe(Effect.scoped)
+
+/** Byte equality, four bytes at a time where both views are aligned alike. */
+const bytesEqual = (a: Uint8Array, b: Uint8Array): boolean => {
+  if (a.length !== b.length) return false
+  let i = 0
+  if (a.byteOffset % 4 === b.byteOffset % 4) {
+    const head = (4 - (a.byteOffset % 4)) % 4
+    for (; i < head && i < a.length; i++) if (a[i] !== b[i]) return false
+    const words = Math.floor((a.length - i) / 4)
+    if (words > 0) {
+      const wa = new Uint32Array(a.buffer, a.byteOffset + i, words)
+      const wb = new Uint32Array(b.buffer, b.byteOffset + i, words)
+      for (let w = 0; w < words; w++) if (wa[w] !== wb[w]) return false
+      i += words * 4
+    }
+  }
+  for (; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/** The temporary name a file or link is written under before it is renamed over its target. */
+const tempName = (index: number, taken: ReadonlySet<string> | undefined): string => {
+  let name = `.hostnode-restore-${index}.tmp`
+  while (taken?.has(name)) name = `${name}~`
+  return name
+}
+
+/** Whether a file leaf already is as recorded: type, size, mode, owner, modification time, then bytes. */
+const unchanged = (s: State, r: Reader, compare: Uint8Array, leaf: Leaf, e: FileEntry) => {
+  const c = leaf.current
+  if (
+    c === undefined ||
+    c.type !== "File" ||
+    c.size !== e.size ||
+    c.mode !== e.mode ||
+    c.uid !== e.uid ||
+    c.gid !== e.gid ||
+    (e.mtimeNs !== undefined && c.mtimeNs !== BigInt(e.mtimeNs))
+  ) {
+    return Effect.succeed(false)
+  }
+  return sameBytes(s, r, compare, leaf, e)
+}
+
+/** Step 3: each leaf that differs written under its temporary name (see the module comment). */
+const stage = (s: State, r: Reader) =>
+  Effect.gen(function* () {
+    const { ctx, checked } = s
+    const compare = new Uint8Array(WindowBytes + 4)
+    const staged: Array<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }> = []
+    for (const leaf of s.leaves) {
+      const e = leaf.entry
+      const c = leaf.current
+      if (e.type === "SymbolicLink") {
+        if (c?.type === "SymbolicLink") {
+          const target = yield* ctx.dirs
+            .readLink(leaf.parent, leaf.name)
+            .pipe(Effect.mapError(fromDirectory(ctx, e.path)))
+          if (FileName.decode(target) === e.target) continue
+        }
+      } else if (yield* unchanged(s, r, compare, leaf, e)) continue
+      const tmp = FileName.encode(
+        tempName(leaf.index, leaf.top ? undefined : checked.children.get(HostPath.dirname(e.path)))
+      )
+      // A crash may have left this leaf's temporary file: below a recorded
+      // directory step 2 removed it, beside a listed path it goes here.
+      if (leaf.top && (yield* statOf(ctx, leaf.parent, tmp, e.path)) !== undefined) {
+        const at = (p: string) => childOf(HostPath.dirname(p), tmp)
+        yield* removeTree(s, leaf.parent, tmp, at(e.path), at(leaf.below))
+      }
+      if (e.type === "SymbolicLink") {
+        yield* ctx.dirs
+          .symlink(leaf.parent, tmp, FileName.encode(e.target))
+          .pipe(Effect.mapError(fromDirectory(ctx, e.path)))
+      } else {
+        yield* writeTemp(s, r, leaf, e, tmp)
+      }
+      staged.push({ leaf, tmp })
+    }
+    return staged
+  })
+
+/** Writes the temporary file of `e`, created exclusively in the leaf's directory, with its owner, mode and times. */
+const writeTemp = (s: State, r: Reader, leaf: Leaf, e: FileEntry, tmp: FileName.Bytes) =>
+  Effect.gen(function* () {
+    const { ctx } = s
+    const mapped = Effect.mapError(fromDirectory(ctx, e.path))
+    // Exclusive, never through a link planted at the name; private until its owner and mode are set.
+    const f = yield* ctx.dirs.openFile(leaf.parent, tmp, { mode: "create", permissions: 0o600 }).pipe(mapped)
+    for (let at = 0; at < e.size; at += WindowBytes) {
+      const bytes = yield* readAt(ctx, r, e.offset + at, Math.min(WindowBytes, e.size - at), e.path)
+      yield* f.write(bytes, at).pipe(mapped)
+    }
+    const st = yield* f.stat.pipe(mapped)
+    if (st.uid !== e.uid || st.gid !== e.gid) yield* f.chown(e.uid, e.gid).pipe(mapped)
+    // After chown, which clears setuid and setgid.
+    yield* f.chmod(e.mode).pipe(mapped)
+    if (e.mtimeNs !== undefined) {
+      const mtime = BigInt(e.mtimeNs)
+      yield* f.setTimes(e.atimeNs === undefined ? mtime : BigInt(e.atimeNs), mtime).pipe(mapped)
+    }
+  }).pipe(Effect.scoped)
+
+/** One `syncfs` per file system touched. */
+const syncAll = (s: State) =>
+  Effect.forEach(
+    s.devices.values(),
+    (h) => s.ctx.dirs.syncFileSystem(h).pipe(Effect.mapError(fromDirectory(s.ctx, ""))),
+    { discard: true }
+  )
+
+/** Step 4: the staged files durable as one batch, then renamed over their targets. */
+const commit = (s: State, staged: ReadonlyArray<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }>) =>
+  Effect.gen(function* () {
+    if (staged.length === 0) return
+    yield* syncAll(s)
+    for (const { leaf, tmp } of staged) {
+      yield* s.ctx.dirs
+        .rename(leaf.parent, tmp, leaf.parent, leaf.name)
+        .pipe(Effect.mapError(fromDirectory(s.ctx, leaf.entry.path)))
+      s.changes++
+    }
+  })
+
+/** Step 5: directory owners and modes, deepest first, then the final batch sync. */
+const settle = (s: State) =>
+  Effect.gen(function* () {
+    const { ctx, checked } = s
+    const recorded = new Map(
+      checked.manifest.entries.filter((e) => e.type === "Directory").map((e) => [e.path, e] as const)
+    )
+    for (const { path, place } of [...s.directories].reverse()) {
+      const e = recorded.get(path)
+      if (e === undefined || e.type !== "Directory") continue
+      const st = yield* ctx.dirs.stat(place.handle).pipe(Effect.mapError(fromDirectory(ctx, path)))
+      const ownerDiffers = st.uid !== e.uid || st.gid !== e.gid
+      if (ownerDiffers) {
+        yield* ctx.dirs.chown(place.handle, undefined, e.uid, e.gid).pipe(Effect.mapError(fromDirectory(ctx, path)))
+        s.changes++
+      }
+      if (ownerDiffers || st.mode !== e.mode) {
+        yield* ctx.dirs.chmod(place.handle, e.mode).pipe(Effect.mapError(fromDirectory(ctx, path)))
+        s.changes++
+      }
+    }
+    yield* syncAll(s)
+  })
+
+/**
+ * Restores a checked snapshot whose `data` is open (its size already
+ * checked): every step of the module comment. `snapshot` is the snapshot
+ * directory's handle, for the overlap check. Returns how many changes it
+ * made.
+ */
+export const restore = (ctx: Ctx, checked: Checked, data: Directory.File, snapshot: Directory.Handle) =>
+  Effect.gen(function* () {
+    const reader: Reader = { data, window: new Uint8Array(WindowBytes), start: 0, end: 0 }
+    yield* verify(ctx, reader, checked)
+    const root = yield* ctx.dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const chain = yield* ctx.dirs.ancestors(snapshot).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const absent = new Set(checked.manifest.entries.filter((e) => e.type === "Absent").map((e) => e.path))
+    yield* checkOverlap(ctx, root, checked.manifest.paths, chain, { below: true, absent })
+    const session = yield* SafeRemove.open(ctx.root, { handle: root }).pipe(
+      provide(ctx),
+      Effect.mapError((e) => error(ctx, "Io", "", `the host root's mounts cannot be read: ${e.message}`))
+    )
+    const s: State = {
+      ctx,
+      checked,
+      root,
+      session,
+      places: new Map(),
+      directories: [],
+      leaves: [],
+      devices: new Map(),
+      changes: 0
+    }
+    yield* onDevice(s, root)
+    yield* structure(s)
+    const staged = yield* stage(s, reader)
+    yield* commit(s, staged)
+    yield* settle(s)
+    return s.changes
+  })

@@ -1,0 +1,293 @@
+/**
+ * Taking a snapshot: every recorded path is walked through directory
+ * handles from the host root's (a directory opened from its parent without
+ * following a link and, below a listed path, without entering another
+ * mount), every file opened without following and described by `fstat` of
+ * the open file, and its bytes streamed through one bounded buffer into the
+ * staging directory's `data` while they are hashed. The manifest is written
+ * beside it, both are made durable with the staging directory, and the
+ * staging directory is renamed into place: the commit point.
+ *
+ * Memory: one {@link BufferBytes} buffer, whatever the files' sizes, plus
+ * the manifest's entries.
+ *
+ * Internal to `Snapshot`.
+ *
+ * @since 0.2.0
+ */
+import { Effect, Random } from "effect"
+import * as Directory from "../../Directory.ts"
+import * as FileName from "../../FileName.ts"
+import { type Ctx, childOf, error, fail, fromDirectory, nameOf } from "./context.ts"
+import * as ManifestCodec from "./manifest.ts"
+import { DataName, type Entry, FormatVersion, type Manifest, ManifestName, type SnapshotError } from "./model.ts"
+import { checkOverlap } from "./overlap.ts"
+import * as Store from "./store.ts"
+
+/** The take's buffer between the files it reads and `data`. */
+export const BufferBytes = 4 * 1024 * 1024
+
+/** Appends to `data` through one buffer; `position` is where the next byte goes. */
+class DataWriter {
+  readonly buffer = new Uint8Array(BufferBytes)
+  readonly data: Directory.File
+  fill = 0
+  flushed = 0
+  constructor(data: Directory.File) {
+    this.data = data
+  }
+  get position() {
+    return this.flushed + this.fill
+  }
+}
+
+const flush = (ctx: Ctx, w: DataWriter) =>
+  Effect.suspend(() => {
+    if (w.fill === 0) return Effect.void
+    const at = w.flushed
+    const n = w.fill
+    w.flushed += n
+    w.fill = 0
+    return w.data.write(w.buffer.subarray(0, n), at).pipe(Effect.mapError(fromDirectory(ctx, "")))
+  })
+
+/** Reads the open file (of `size` bytes by its fstat) into `data`, hashing as it goes; the bytes read and their hash. */
+const streamFile = (ctx: Ctx, w: DataWriter, file: Directory.File, size: number, path: string) =>
+  Effect.gen(function* () {
+    const hasher = ctx.hashing.sha256()
+    let got = 0
+    // A file a concurrent writer grows meanwhile is read up to `size`, one
+    // that shrinks up to its end: a snapshot of a file being written is of some state.
+    while (got < size) {
+      if (w.fill === w.buffer.length) yield* flush(ctx, w)
+      const want = Math.min(size - got, w.buffer.length - w.fill)
+      const view = w.buffer.subarray(w.fill, w.fill + want)
+      const n = yield* file.read(view, got).pipe(Effect.mapError(fromDirectory(ctx, path)))
+      if (n === 0) break
+      hasher.update(view.subarray(0, n))
+      w.fill += n
+      got += n
+    }
+    return { size: got, sha256: hasher.digestHex() }
+  })
+
+interface Walk {
+  readonly ctx: Ctx
+  readonly writer: DataWriter
+  readonly entries: Array<Entry>
+  readonly isExcluded: (path: string) => boolean
+  /** The staging directory's identity: met in a walk, it is inside a recorded path. */
+  readonly staging: string
+}
+
+/** Records the node `name` of `dir` (host path `path`, stat `st`) and, for a directory, what is below it. */
+const record = (
+  walk: Walk,
+  dir: Directory.Handle,
+  name: FileName.Bytes,
+  path: string,
+  st: Directory.Stat,
+  top: boolean
+): Effect.Effect<void, SnapshotError> =>
+  Effect.gen(function* () {
+    const { ctx } = walk
+    // Each file and directory is closed once recorded: a take of a wide tree holds one handle per level.
+    switch (st.type) {
+      case "File": {
+        const opened = yield* Effect.result(ctx.dirs.openFile(dir, name, { mode: "read" }))
+        if (opened._tag === "Failure") {
+          if (opened.failure.reason === "WrongType" || opened.failure.reason === "SymbolicLink") {
+            return yield* fail(
+              ctx,
+              "Io",
+              path,
+              `it changed while the snapshot was taken (${opened.failure.detail}); take it again`
+            )
+          }
+          return yield* fromDirectory(ctx, path)(opened.failure)
+        }
+        const file = opened.success
+        const fst = yield* file.stat.pipe(Effect.mapError(fromDirectory(ctx, path)))
+        const offset = walk.writer.position
+        const read = yield* streamFile(ctx, walk.writer, file, fst.size, path)
+        walk.entries.push({
+          type: "File",
+          path,
+          mode: fst.mode,
+          uid: fst.uid,
+          gid: fst.gid,
+          size: read.size,
+          offset,
+          sha256: read.sha256,
+          atimeNs: fst.atimeNs.toString(),
+          mtimeNs: fst.mtimeNs.toString()
+        })
+        return
+      }
+      case "SymbolicLink": {
+        const target = yield* ctx.dirs.readLink(dir, name).pipe(Effect.mapError(fromDirectory(ctx, path)))
+        walk.entries.push({ type: "SymbolicLink", path, target: FileName.decode(target) })
+        return
+      }
+      case "Directory": {
+        const opened = yield* Effect.result(ctx.dirs.openDirectory(dir, name, { sameMount: !top }))
+        if (opened._tag === "Failure") {
+          const e = opened.failure
+          if (e.reason === "OtherMount") {
+            return yield* fail(
+              ctx,
+              "OtherMount",
+              path,
+              `${e.detail}: a snapshot does not cross mounts; exclude it, or list it as a path of its own`
+            )
+          }
+          if (e.reason === "SymbolicLink" || e.reason === "NotADirectory") {
+            return yield* fail(
+              ctx,
+              "Io",
+              path,
+              "it changed while the snapshot was taken (no longer a directory); take it again"
+            )
+          }
+          return yield* fromDirectory(ctx, path)(e)
+        }
+        const h = opened.success
+        const own = yield* ctx.dirs.stat(h).pipe(Effect.mapError(fromDirectory(ctx, path)))
+        if (Directory.identity(own) === walk.staging) {
+          return yield* fail(
+            ctx,
+            "InvalidPath",
+            path,
+            `the snapshot's staging directory is below the recorded path ${path}`
+          )
+        }
+        walk.entries.push({ type: "Directory", path, mode: own.mode, uid: own.uid, gid: own.gid })
+        const listed = yield* ctx.dirs.list(h).pipe(Effect.mapError(fromDirectory(ctx, path)))
+        const names = [...listed].sort((a, b) => FileName.compare(a.name, b.name))
+        for (const entry of names) {
+          const child = childOf(path, entry.name)
+          if (walk.isExcluded(child)) continue
+          const cst = yield* Effect.result(ctx.dirs.stat(h, entry.name))
+          if (cst._tag === "Failure") {
+            // Removed since the listing: it is not part of the state recorded.
+            if (cst.failure.reason === "NotFound") continue
+            return yield* fromDirectory(ctx, child)(cst.failure)
+          }
+          yield* record(walk, h, entry.name, child, cst.success, false)
+        }
+        return
+      }
+      default:
+        return yield* fail(ctx, "UnsupportedFileType", path, `a ${st.type} cannot be recorded and restored faithfully`)
+    }
+  }).pipe(Effect.scoped)
+
+/** Records the listed path `path`, resolved below the root (its last component not followed); absent when it is not there. */
+const recordTop = (walk: Walk, root: Directory.Handle, path: string) =>
+  Effect.gen(function* () {
+    const { ctx } = walk
+    const r = yield* Effect.result(ctx.dirs.resolve(root, path, { followFinal: false }))
+    if (r._tag === "Failure") {
+      if (r.failure.reason === "NotFound" || r.failure.reason === "NotADirectory") {
+        walk.entries.push({ type: "Absent", path })
+        return
+      }
+      return yield* fail(ctx, "Unresolvable", path, r.failure.message, { errno: r.failure.errno })
+    }
+    if (r.success.name === undefined)
+      return yield* fail(ctx, "InvalidPath", path, "it resolves to the host root itself")
+    const st = yield* Effect.result(ctx.dirs.stat(r.success.parent, r.success.name))
+    if (st._tag === "Failure") {
+      if (st.failure.reason === "NotFound") {
+        walk.entries.push({ type: "Absent", path })
+        return
+      }
+      return yield* fromDirectory(ctx, path)(st.failure)
+    }
+    yield* record(walk, r.success.parent, r.success.name, path, st.success, true)
+  })
+
+/** Writes `bytes` to a new file `name` of `dir` (exclusively, mode 0600) and syncs it. */
+const writeNew = (ctx: Ctx, dir: Directory.Handle, name: string, bytes: Uint8Array) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const f = yield* ctx.dirs.openFile(dir, FileName.encode(name), { mode: "create", permissions: 0o600 })
+      yield* f.write(bytes, 0)
+      yield* f.sync
+    })
+  ).pipe(Effect.mapError(fromDirectory(ctx, "")))
+
+/**
+ * Takes the snapshot of `paths` (checked and cleaned) into the snapshot
+ * directory in `parent`, whose lock the caller holds. A failure removes the
+ * staging directory; a crash leaves it for the next take or `recover`.
+ */
+export const take = (
+  ctx: Ctx,
+  parent: Directory.Handle,
+  paths: ReadonlyArray<string>,
+  exclude: ReadonlyArray<string>
+) =>
+  Effect.gen(function* () {
+    const { dirs } = ctx
+    const present = yield* Effect.result(dirs.stat(parent, nameOf(`/${ctx.base}`)))
+    if (present._tag === "Success") {
+      return yield* fail(
+        ctx,
+        "Exists",
+        "",
+        "a snapshot is already there (an earlier upgrade did not finish); recover or discard it first"
+      )
+    }
+    if (present.failure.reason !== "NotFound") return yield* fromDirectory(ctx, "")(present.failure)
+    yield* Store.removeLeftovers(ctx, parent)
+    const root = yield* dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const chain = yield* dirs.ancestors(parent).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    yield* checkOverlap(ctx, root, paths, chain, { below: false })
+
+    const stagingName = `${Store.stagingPrefix(ctx)}${(yield* Random.nextIntBetween(0, 0x7fffffff)).toString(36)}`
+    const stagingBytes = FileName.encode(stagingName)
+    yield* dirs.makeDirectory(parent, stagingBytes, 0o700).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const written = Effect.gen(function* () {
+      const staging = yield* dirs.openDirectory(parent, stagingBytes).pipe(Effect.mapError(fromDirectory(ctx, "")))
+      const stagingStat = yield* dirs.stat(staging).pipe(Effect.mapError(fromDirectory(ctx, "")))
+      const data = yield* dirs
+        .openFile(staging, FileName.encode(DataName), { mode: "create", permissions: 0o600 })
+        .pipe(Effect.mapError(fromDirectory(ctx, "")))
+      const walk: Walk = {
+        ctx,
+        writer: new DataWriter(data),
+        entries: [],
+        isExcluded: ManifestCodec.exclusions(exclude).isExcluded,
+        staging: Directory.identity(stagingStat)
+      }
+      for (const p of paths) yield* recordTop(walk, root, p)
+      yield* flush(ctx, walk.writer)
+      yield* data.sync.pipe(Effect.mapError(fromDirectory(ctx, "")))
+      const manifest: Manifest = {
+        format: "hostnode-snapshot",
+        version: FormatVersion,
+        hostRoot: ctx.hostRoot,
+        paths,
+        exclude,
+        dataSize: walk.writer.position,
+        entries: walk.entries
+      }
+      yield* writeNew(ctx, staging, ManifestName, yield* ManifestCodec.encode(ctx, manifest))
+      yield* dirs.sync(staging).pipe(Effect.mapError(fromDirectory(ctx, "")))
+      return manifest
+    }).pipe(Effect.scoped)
+    const removeStaging = Effect.scoped(Store.removeLeftovers(ctx, parent)).pipe(Effect.ignore)
+    const manifest = yield* written.pipe(Effect.tapError(() => removeStaging))
+    // The commit point: before the rename there is no snapshot, after it a whole one.
+    yield* dirs.rename(parent, stagingBytes, parent, FileName.encode(ctx.base), { noReplace: true }).pipe(
+      Effect.mapError((e) =>
+        e.reason === "Exists"
+          ? error(ctx, "Exists", "", "a snapshot appeared while this one was taken (a process that does not lock)")
+          : fromDirectory(ctx, "")(e)
+      ),
+      Effect.tapError(() => removeStaging)
+    )
+    yield* dirs.sync(parent).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    return manifest
+  })

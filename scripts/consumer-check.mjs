@@ -1,0 +1,286 @@
+// `npm run consumer-check`: uses the packages as a downstream Effect project
+// does. It packs every workspace package (`npm pack`, after `npm run build`),
+// then, in a new project in a temporary directory outside the workspace,
+// installs the tarballs twice: once with the lowest and once with the newest
+// versions the peer ranges allow (effect, @effect/platform-node, @effect/vitest,
+// vitest). Each install must hold exactly one copy of effect (`npm ls effect`);
+// a program composing Unmount.unmountStrictlyBelow, Repave.resetCniState and
+// Snapshot.scoped must typecheck under TypeScript 7 and under the newest 5.x;
+// and its vitest test on MemoryHost.layer must pass. The temporary directory
+// is removed at the end, whatever happened.
+//
+// Usage: npm run consumer-check [-- lowest|newest]
+import { spawnSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const packages = ["core", "node", "test", "cli"]
+const manifests = Object.fromEntries(
+  packages.map((p) => [p, JSON.parse(readFileSync(join(root, "packages", p, "package.json"), "utf8"))])
+)
+
+const scratch = mkdtempSync(join(tmpdir(), "hostnode-consumer-"))
+const cleanup = () => rmSync(scratch, { recursive: true, force: true })
+process.on("exit", cleanup)
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    cleanup()
+    process.exit(130)
+  })
+}
+
+const run = (command, args, options = {}) => {
+  const r = spawnSync(command, args, { encoding: "utf8", ...options })
+  return { status: r.status ?? 1, stdout: r.stdout ?? "", stderr: r.stderr ?? "", error: r.error }
+}
+const must = (what, r) => {
+  if (r.status !== 0) {
+    console.error(`consumer check: ${what} failed (exit ${r.status})\n${r.stdout}${r.stderr}${r.error?.message ?? ""}`)
+    process.exit(1)
+  }
+  return r
+}
+
+// The peer ranges, all packages together: each package's range of a peer must agree.
+const ranges = {}
+for (const m of Object.values(manifests)) {
+  for (const [name, range] of Object.entries(m.peerDependencies ?? {})) {
+    if (ranges[name] !== undefined && ranges[name] !== range) {
+      console.error(`consumer check: ${name} has two peer ranges (${ranges[name]} and ${range}); make them one`)
+      process.exit(1)
+    }
+    ranges[name] = range
+  }
+}
+for (const [name, range] of Object.entries(ranges)) {
+  if (!/^\^\d+\.\d+\.\d+$/.test(range)) {
+    console.error(`consumer check: ${name}'s peer range ${range} is not a caret range`)
+    process.exit(1)
+  }
+}
+
+/** The versions the registry has in `range`, oldest first. */
+const versionsIn = (name, range) => {
+  const r = must(`npm view ${name}@${range}`, run("npm", ["view", `${name}@${range}`, "version", "--json"]))
+  const v = JSON.parse(r.stdout)
+  return Array.isArray(v) ? v : [v]
+}
+const scenarios = {
+  lowest: Object.fromEntries(Object.entries(ranges).map(([n, r]) => [n, versionsIn(n, r)[0]])),
+  newest: Object.fromEntries(Object.entries(ranges).map(([n, r]) => [n, versionsIn(n, r).at(-1)]))
+}
+for (const [name, range] of Object.entries(ranges)) {
+  if (scenarios.lowest[name] !== range.slice(1)) {
+    console.error(
+      `consumer check: the lowest ${name} in ${range} is ${scenarios.lowest[name]}; the range must start at a release`
+    )
+    process.exit(1)
+  }
+}
+
+// Pack what `npm run build` produces (tsc -b: a no-op when dist/ is current).
+must("npm run build", run("npm", ["run", "build"], { cwd: root }))
+const tarballs = join(scratch, "tarballs")
+mkdirSync(tarballs)
+for (const p of packages) {
+  must(
+    `npm pack @hostnode/${p}`,
+    run("npm", ["pack", "--pack-destination", tarballs], { cwd: join(root, "packages", p) })
+  )
+}
+const tarball = (p) =>
+  join(
+    tarballs,
+    readdirSync(tarballs).find((f) => f.startsWith(`hostnode-${p}-`))
+  )
+for (const p of packages) {
+  const listing = must("tar", run("tar", ["-tzf", tarball(p)])).stdout.split("\n")
+  const unwanted = listing.filter((f) => f.endsWith(".tsbuildinfo") || f.includes("/test/"))
+  const required = [
+    "package/LICENSE",
+    "package/README.md",
+    "package/CHANGELOG.md",
+    "package/dist/index.js",
+    "package/dist/index.d.ts"
+  ]
+  const absent = required.filter((f) => !listing.includes(f))
+  if (unwanted.length > 0 || absent.length > 0) {
+    console.error(
+      `consumer check: @hostnode/${p}'s tarball ships ${unwanted.join(", ") || "nothing unwanted"}, lacks ${absent.join(", ") || "nothing"}`
+    )
+    process.exit(1)
+  }
+}
+
+// The consumer's program and its test, as a downstream agent would write them.
+const program = `import { Paths, Repave, Snapshot, Unmount } from "@hostnode/core"
+import type { Directory, Mounter, Systemd } from "@hostnode/core"
+import { Effect, type FileSystem } from "effect"
+
+/** A repave step under a snapshot of the CNI configuration: put back if anything fails. */
+export const repave = Effect.fn("repave")(function* (snapshotDir: string) {
+  yield* Snapshot.scoped({ dir: snapshotDir, hostRoot: "/", paths: [Paths.CniConfDir] })
+  const unmounted = yield* Unmount.unmountStrictlyBelow([Paths.KubeletDir])
+  const cni = yield* Repave.resetCniState()
+  return { unmounted: unmounted.unmounted.length, removed: cni.removed, kept: cni.kept }
+}, Effect.scoped)
+
+// What the program needs is exactly what these layers provide.
+export const needs: Effect.Effect<
+  unknown,
+  unknown,
+  FileSystem.FileSystem | Directory.Directories | Mounter.Mounter | Systemd.Systemd
+> = repave("/var/lib/agent/snapshot")
+`
+const test = `import { assert, describe, it } from "@effect/vitest"
+import { MemoryHost, RecordingSystemd } from "@hostnode/test"
+import { Effect, FileSystem } from "effect"
+import { repave } from "../src/program.ts"
+
+const secret = "/var/lib/kubelet/pods/p1/volumes/kubernetes.io~secret/token"
+
+describe("the consumer's repave step on MemoryHost.layer", () => {
+  it.effect("unmounts the pod volume, resets CNI state and discards its snapshot", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const host = yield* MemoryHost.MemoryHost
+      yield* host.tmpfs(secret)
+      const report = yield* repave("/var/lib/agent/snapshot")
+      assert.strictEqual(report.unmounted, 1)
+      assert.deepStrictEqual(report.kept, [])
+      assert.isFalse(yield* fs.exists("/etc/cni/net.d/10-bridge.conflist"))
+      assert.isFalse(yield* fs.exists("/var/lib/agent/snapshot"))
+      assert.deepStrictEqual(yield* RecordingSystemd.RecordingSystemd.use((r) => r.calls), [])
+    }).pipe(
+      Effect.provide(
+        MemoryHost.layer({
+          files: {
+            [secret + "/.keep"]: "",
+            "/etc/cni/net.d/10-bridge.conflist": "{}",
+            "/var/lib/cni/networks/cbr0/10.244.0.7": "c0ffee",
+            "/var/lib/agent": { directory: true }
+          }
+        })
+      )
+    )
+  )
+})
+`
+const tsconfig = {
+  compilerOptions: {
+    target: "ES2023",
+    // DOM for the WebCrypto and timer types effect's and tinybench's declarations name.
+    lib: ["ES2023", "DOM"],
+    module: "NodeNext",
+    moduleResolution: "NodeNext",
+    types: ["node"],
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    noUncheckedIndexedAccess: true,
+    allowImportingTsExtensions: true,
+    noEmit: true,
+    skipLibCheck: false
+  },
+  include: ["src", "test"]
+}
+
+const workspace = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+const wanted = process.argv.slice(2)
+const selected = wanted.length > 0 ? wanted : Object.keys(scenarios)
+let failed = false
+for (const name of selected) {
+  const versions = scenarios[name]
+  if (versions === undefined) {
+    console.error(`unknown scenario ${name}; known: ${Object.keys(scenarios).join(", ")}`)
+    process.exit(2)
+  }
+  const dir = join(scratch, name)
+  mkdirSync(join(dir, "src"), { recursive: true })
+  mkdirSync(join(dir, "test"))
+  writeFileSync(join(dir, "src", "program.ts"), program)
+  writeFileSync(join(dir, "test", "program.test.ts"), test)
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify(tsconfig, null, 2))
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify(
+      {
+        name: `hostnode-consumer-${name}`,
+        private: true,
+        type: "module",
+        dependencies: {
+          ...Object.fromEntries(packages.map((p) => [`@hostnode/${p}`, `file:${tarball(p)}`])),
+          ...versions
+        },
+        devDependencies: {
+          "@types/node": workspace.devDependencies["@types/node"],
+          typescript: "^7.0.2",
+          "typescript-5": "npm:typescript@^5",
+          vitest: versions.vitest
+        },
+        // vite 8.4.0 lists an optional dependency the registry does not serve,
+        // so npm cannot install it: the same pin as the workspace's.
+        overrides: { vite: workspace.overrides.vite }
+      },
+      null,
+      2
+    )
+  )
+  console.log(
+    `\n## consumer (${name}): ${Object.entries(versions)
+      .map(([n, v]) => `${n}@${v}`)
+      .join(" ")}`
+  )
+  must(`npm install (${name})`, run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir }))
+  const ls = run("npm", ["ls", "effect"], { cwd: dir })
+  console.log(ls.stdout.trim())
+  const lsJson = JSON.parse(run("npm", ["ls", "effect", "--all", "--json"], { cwd: dir }).stdout)
+  const copies = new Set()
+  const walk = (node, path) => {
+    for (const [dep, child] of Object.entries(node.dependencies ?? {})) {
+      if (dep === "effect") copies.add(`${child.version}${child.resolved ? ` ${child.resolved}` : ""}`)
+      walk(child, `${path}/${dep}`)
+    }
+  }
+  walk(lsJson, "")
+  const installed = run("find", [
+    join(dir, "node_modules"),
+    "-path",
+    "*/effect/package.json",
+    "-not",
+    "-path",
+    "*/effect/*/*"
+  ])
+  const physical = installed.stdout.split("\n").filter((l) => l.endsWith("/node_modules/effect/package.json"))
+  if (ls.status !== 0 || copies.size !== 1 || physical.length !== 1) {
+    console.error(
+      `consumer (${name}): expected one copy of effect, found ${physical.length} (${[...copies].join("; ")})`
+    )
+    failed = true
+    continue
+  }
+  for (const [label, tsc] of [
+    ["TypeScript 7", join(dir, "node_modules", "typescript", "bin", "tsc")],
+    ["TypeScript 5", join(dir, "node_modules", "typescript-5", "bin", "tsc")]
+  ]) {
+    const version = run(process.execPath, [tsc, "--version"], { cwd: dir }).stdout.trim()
+    const r = run(process.execPath, [tsc, "-p", "."], { cwd: dir })
+    console.log(`${r.status === 0 ? "ok  " : "FAIL"} typecheck, ${label} (${version})`)
+    if (r.status !== 0) {
+      console.error(r.stdout, r.stderr)
+      failed = true
+    }
+  }
+  const vitest = run(process.execPath, [join(dir, "node_modules", "vitest", "vitest.mjs"), "run"], {
+    cwd: dir,
+    env: { ...process.env, CI: "true", NO_COLOR: "1" }
+  })
+  console.log(`${vitest.status === 0 ? "ok  " : "FAIL"} vitest on MemoryHost.layer (vitest ${versions.vitest})`)
+  if (vitest.status !== 0) {
+    console.error(vitest.stdout, vitest.stderr)
+    failed = true
+  }
+}
+process.exit(failed ? 1 : 0)
