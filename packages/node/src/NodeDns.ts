@@ -190,7 +190,11 @@ const query = (
   })
 }
 
-/** Options of {@link makeIn}. */
+/**
+ * Options of {@link makeIn}.
+ *
+ * @since 0.2.0
+ */
 export interface InOptions {
   /** How long making the socket in the namespace may take (default 10 seconds). */
   readonly connectTimeout?: Duration.Input | undefined
@@ -208,6 +212,8 @@ export interface InOptions {
  * reasons and codes as {@link make}'s, so `DnsResolvers.isAnswer` reads them
  * alike. A socket that cannot be made makes every query of that resolver fail
  * with reason `Unknown` and the connector's words.
+ *
+ * @since 0.2.0
  */
 export const makeIn = (pid: number, options?: InOptions): DnsResolvers.DnsResolvers =>
   DnsResolvers.DnsResolvers.of({
@@ -242,6 +248,10 @@ export const makeIn = (pid: number, options?: InOptions): DnsResolvers.DnsResolv
       })
   })
 
-/** The `DnsResolvers` of the network namespace of host process `pid` (see {@link makeIn}). */
+/**
+ * The `DnsResolvers` of the network namespace of host process `pid` (see {@link makeIn}).
+ *
+ * @since 0.2.0
+ */
 export const layerIn = (pid: number, options?: InOptions): Layer.Layer<DnsResolvers.DnsResolvers> =>
   Layer.succeed(DnsResolvers.DnsResolvers, makeIn(pid, options))

@@ -75,8 +75,17 @@ export interface NodeFixture {
  */
 export const NodeFixture = Context.Service<NodeFixture>("@hostnode/test/NodeFixture")
 
-/** A fixture step that could not be done: a defect of the setup, not of the code under test. */
+/**
+ * A fixture step that could not be done: a defect of the setup, not of the code under test.
+ *
+ * @since 0.2.0
+ */
 export class NodeFixtureError extends Error {
+  /**
+   * The error's name in stack traces and logs.
+   *
+   * @since 0.2.0
+   */
   override readonly name = "NodeFixtureError"
 }
 
@@ -232,6 +241,10 @@ export const layerMemory: Layer.Layer<
   })
 )
 
-/** `path` (a host path) as this process sees it on `fixture`'s node. */
+/**
+ * `path` (a host path) as this process sees it on `fixture`'s node.
+ *
+ * @since 0.2.0
+ */
 export const full = (fixture: NodeFixture, path: string): string =>
   fixture.view === "/" ? path : `${fixture.view}${path}`

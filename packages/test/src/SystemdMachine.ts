@@ -125,7 +125,11 @@ const kill = (pid: number) =>
 
 const retrying = Schedule.spaced(Duration.millis(50))
 
-/** Options of {@link bootWith}. */
+/**
+ * Options of {@link bootWith}.
+ *
+ * @since 0.2.0
+ */
 export interface BootOptions {
   /**
    * The machine's network: `"shared"` (the default) is the namespace of the
@@ -256,7 +260,11 @@ export const bootWith = (
     return { pid, hostRoot: `/proc/${pid}/root`, nsenter, bootMillis }
   })
 
-/** {@link bootWith} with the default options: the machine shares the booting process's network. */
+/**
+ * {@link bootWith} with the default options: the machine shares the booting process's network.
+ *
+ * @since 0.2.0
+ */
 export const boot: Effect.Effect<
   SystemdMachine,
   SystemdMachineError,
