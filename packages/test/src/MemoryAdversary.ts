@@ -23,22 +23,38 @@ import * as MemoryFileSystem from "./MemoryFileSystem.ts"
 import type { HostState } from "./MemoryHost.ts"
 import { MemoryHost } from "./MemoryHost.ts"
 
-/** One thing a concurrent writer does; `undefined` when it worked, the errno code when it did not (then nothing changed). */
+/**
+ * One thing a concurrent writer does; `undefined` when it worked, the errno code when it did not (then nothing changed).
+ *
+ * @since 0.2.0
+ */
 export type Action = (state: HostState, upcoming: Upcoming) => string | undefined
 
-/** Exchanges two entries (`renameat2(RENAME_EXCHANGE)`): a directory and a link to somewhere else swap names. */
+/**
+ * Exchanges two entries (`renameat2(RENAME_EXCHANGE)`): a directory and a link to somewhere else swap names.
+ *
+ * @since 0.2.0
+ */
 export const exchange =
   (a: string, b: string): Action =>
   (state) =>
     MemoryFileSystem.foreign.exchange(state.fs, a, b, 0)
 
-/** Renames `from` to `to` (a parent moved away mid-walk). */
+/**
+ * Renames `from` to `to` (a parent moved away mid-walk).
+ *
+ * @since 0.2.0
+ */
 export const rename =
   (from: string, to: string): Action =>
   (state) =>
     MemoryFileSystem.foreign.rename(state.fs, from, to, 0)
 
-/** Bind-mounts the directory `source` at the directory `target` (a mount made after the table was read). */
+/**
+ * Bind-mounts the directory `source` at the directory `target` (a mount made after the table was read).
+ *
+ * @since 0.2.0
+ */
 export const bind =
   (source: string, target: string): Action =>
   (state) => {
@@ -46,20 +62,32 @@ export const bind =
     return r instanceof Errno ? r.code : undefined
   }
 
-/** Unmounts the top mount at `target` (a mount that goes away again). */
+/**
+ * Unmounts the top mount at `target` (a mount that goes away again).
+ *
+ * @since 0.2.0
+ */
 export const unbind =
   (target: string): Action =>
   (state) =>
     MemoryFileSystem.unmount(state, target, true)?.code
 
-/** Replaces the entry at `path` by a symbolic link to `target` (the entry moved to `aside`). */
+/**
+ * Replaces the entry at `path` by a symbolic link to `target` (the entry moved to `aside`).
+ *
+ * @since 0.2.0
+ */
 export const swapForLink =
   (path: string, aside: string, target: string): Action =>
   (state) =>
     MemoryFileSystem.foreign.rename(state.fs, path, aside, 0) ??
     MemoryFileSystem.foreign.symlink(state.fs, target, path, 0)
 
-/** Several actions in order; the first that fails stops the rest. */
+/**
+ * Several actions in order; the first that fails stops the rest.
+ *
+ * @since 0.2.0
+ */
 export const sequence =
   (...actions: ReadonlyArray<Action>): Action =>
   (state, upcoming) => {
@@ -70,7 +98,11 @@ export const sequence =
     return undefined
   }
 
-/** What an installed adversary did: how many operations it saw, and when it acted. */
+/**
+ * What an installed adversary did: how many operations it saw, and when it acted.
+ *
+ * @since 0.2.0
+ */
 export interface Record {
   readonly seen: number
   readonly acted: ReadonlyArray<{ readonly seq: number; readonly kind: string; readonly outcome: string }>
@@ -79,10 +111,16 @@ export interface Record {
 /**
  * Installs `action` to run once, right before the `n`-th operation (1-based)
  * from now; returns the record, read after the run.
+ *
+ * @since 0.2.0
  */
 export const at = (n: number, action: Action) => install((count) => count === n, action)
 
-/** Installs `action` to run before every operation from now (its failures are recorded, not raised). */
+/**
+ * Installs `action` to run before every operation from now (its failures are recorded, not raised).
+ *
+ * @since 0.2.0
+ */
 export const every = (action: Action) => install(() => true, action)
 
 const install = (when: (count: number) => boolean, action: Action) =>
