@@ -53,7 +53,11 @@ import * as DryRun from "./DryRun.ts"
 import { plural } from "./internal/text.ts"
 import * as Progress from "./Progress.ts"
 
-/** The CLI's version, printed by `hostnode --version`. */
+/**
+ * The CLI's version, printed by `hostnode --version`.
+ *
+ * @since 0.1.0
+ */
 export const version = "0.1.0"
 
 // ---------------------------------------------------------------------------
@@ -63,6 +67,8 @@ export const version = "0.1.0"
  * `--host-root DIR`: where the host's `/` is; the real host by default. A
  * relative DIR is taken relative to the working directory, and the absolute
  * root used is printed on stderr (the library itself refuses relative roots).
+ *
+ * @since 0.1.0
  */
 export const HostRoot = GlobalFlag.Setting("host-root")({
   flag: Flag.String("host-root").pipe(
@@ -93,7 +99,11 @@ export const Container = GlobalFlag.Setting("container")({
   )
 })
 
-/** `--json`: one machine-readable JSON document on stdout, errors included. */
+/**
+ * `--json`: one machine-readable JSON document on stdout, errors included.
+ *
+ * @since 0.1.0
+ */
 export const Json = GlobalFlag.Setting("json")({
   flag: Flag.Boolean("json").pipe(
     Flag.withDefault(false),
@@ -101,7 +111,11 @@ export const Json = GlobalFlag.Setting("json")({
   )
 })
 
-/** `--dry-run`: change nothing; print what would be written, removed, unmounted or run, in order. */
+/**
+ * `--dry-run`: change nothing; print what would be written, removed, unmounted or run, in order.
+ *
+ * @since 0.1.0
+ */
 export const DryRunFlag = GlobalFlag.Setting("dry-run")({
   flag: Flag.Boolean("dry-run").pipe(
     Flag.withDefault(false),
@@ -123,21 +137,34 @@ export const DryRunFlag = GlobalFlag.Setting("dry-run")({
  *   address): refused before anything was changed;
  * - 3: it ran to its end but kept paths it was to remove (a mount inside, a
  *   path that changed meanwhile); the output lists each with its reason.
+ *
+ * @since 0.2.0
  */
 export const ExitCodes = { ok: 0, failed: 1, badInput: 2, kept: 3 } as const
 
-/** One of {@link ExitCodes}, other than success. */
+/**
+ * One of {@link ExitCodes}, other than success.
+ *
+ * @since 0.2.0
+ */
 export type FailureCode = 1 | 2 | 3
 
 /**
  * How a run ends when it does not succeed: the process exit code (see
  * {@link ExitCodes}). What went wrong was already printed, so the runtime
  * does not report it again.
+ *
+ * @since 0.1.0
  */
 export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: FailureCode }> {
   override get [Runtime.errorExitCode](): number {
     return this.code
   }
+  /**
+   * Already reported: the command printed its outcome before exiting with the code.
+   *
+   * @since 0.2.0
+   */
   override readonly [Runtime.errorReported] = false
 }
 
@@ -187,7 +214,11 @@ const toPlain = (value: unknown): unknown => {
   return out
 }
 
-/** The typed error as JSON: its tag, message, fields and the hint. */
+/**
+ * The typed error as JSON: its tag, message, fields and the hint.
+ *
+ * @since 0.1.0
+ */
 export const errorJson = (error: { readonly _tag: string; readonly message: string }): Record<string, unknown> => ({
   ...(toPlain(error) as Record<string, unknown>),
   _tag: error._tag,
@@ -195,7 +226,11 @@ export const errorJson = (error: { readonly _tag: string; readonly message: stri
   hint: hints[error._tag] ?? ""
 })
 
-/** The typed error for a person: what failed (the message names the path or unit) and what to check. */
+/**
+ * The typed error for a person: what failed (the message names the path or unit) and what to check.
+ *
+ * @since 0.1.0
+ */
 export const errorText = (command: string, error: { readonly _tag: string; readonly message: string }): string => {
   const hint = hints[error._tag]
   return `hostnode ${command}: failed (${error._tag}): ${error.message}${hint === undefined ? "" : `\n  what to check: ${hint}`}`
@@ -215,6 +250,8 @@ const inputPathReasons: ReadonlySet<string> = new Set([
 /**
  * True when `error` refuses the caller's input before anything was changed:
  * the CLI exits 2 for it, as for bad usage.
+ *
+ * @since 0.2.0
  */
 export const isInputError = (error: Failure): boolean => {
   const reason = (error as { readonly reason?: unknown }).reason
@@ -233,7 +270,11 @@ export const isInputError = (error: Failure): boolean => {
   }
 }
 
-/** The exit code for a failed operation (see {@link ExitCodes}). */
+/**
+ * The exit code for a failed operation (see {@link ExitCodes}).
+ *
+ * @since 0.2.0
+ */
 export const exitCodeFor = (error: Failure): FailureCode =>
   isInputError(error) ? 2 : error._tag === "ResetError" ? 3 : 1
 
@@ -629,7 +670,11 @@ const teardownKubeletDir = Command.make("teardown-kubelet-dir", {}, () =>
   )
 ).pipe(Command.withDescription(`Unmount and remove each pod's directory below ${Repave.KubeletPodsDir}`))
 
-/** `UNIT[=changed]`: `changed` is true, yes, 1 or changed (the default), or false, no, 0 or unchanged. */
+/**
+ * `UNIT[=changed]`: `changed` is true, yes, 1 or changed (the default), or false, no, 0 or unchanged.
+ *
+ * @since 0.1.0
+ */
 export const parseChangedUnit = (word: string): RestartChanged.ChangedUnit | undefined => {
   const eq = word.indexOf("=")
   if (eq < 0) return word === "" ? undefined : { unit: word, changed: true }
@@ -833,7 +878,11 @@ const hostnode = Command.make("hostnode", {}, () =>
   Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag])
 )
 
-/** What the command tree needs: the host's services (`NodeHost.layer`, `MemoryNode.layer`) and the CLI's environment. */
+/**
+ * What the command tree needs: the host's services (`NodeHost.layer`, `MemoryNode.layer`) and the CLI's environment.
+ *
+ * @since 0.1.0
+ */
 export type Services =
   | Command.Environment
   | Directory.Directories
@@ -874,6 +923,8 @@ const presenter = (json: boolean): CliOutput.Presenter => ({
  * `CliExit` of its {@link ExitCodes}. A defect (a bug) is reported the same
  * way, as an internal error with exit code 1, so `--json` always prints
  * exactly one document.
+ *
+ * @since 0.1.0
  */
 export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, CliExit, Services> => {
   const json = flagWords(argv).includes("--json")

@@ -28,14 +28,22 @@ import { ByteSize, Context, Effect, FileSystem, Layer, Option, Ref, Schema, Sink
 import * as PlatformError from "effect/PlatformError"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
-/** One recorded step: which service was asked, what for, on which target. */
+/**
+ * One recorded step: which service was asked, what for, on which target.
+ *
+ * @since 0.1.0
+ */
 export const PlanStep = Schema.Struct({
   service: Schema.Literals(["FileSystem", "Mounter", "ChildProcessSpawner", "Systemd"]),
   action: Schema.String,
   target: Schema.String
 })
 
-/** One recorded step of a dry run. */
+/**
+ * One recorded step of a dry run.
+ *
+ * @since 0.1.0
+ */
 export type PlanStep = typeof PlanStep.Type
 
 /**
@@ -43,6 +51,8 @@ export type PlanStep = typeof PlanStep.Type
  * of all services come out in the order they were asked for. It also holds
  * the mounts the dry run pretended to detach, which the file system layer
  * hides from the mount table.
+ *
+ * @since 0.1.0
  */
 export class DryRunPlan extends Context.Service<
   DryRunPlan,
@@ -74,13 +84,21 @@ export class DryRunPlan extends Context.Service<
   )
 }
 
-/** The recorded steps so far, oldest first. */
+/**
+ * The recorded steps so far, oldest first.
+ *
+ * @since 0.1.0
+ */
 export const steps: Effect.Effect<ReadonlyArray<PlanStep>, never, DryRunPlan> = Effect.flatMap(
   Effect.service(DryRunPlan),
   (plan) => Ref.get(plan.steps)
 )
 
-/** Renders one step for a person: `FileSystem remove /etc/cni/net.d/10-x.conf`. */
+/**
+ * Renders one step for a person: `FileSystem remove /etc/cni/net.d/10-x.conf`.
+ *
+ * @since 0.1.0
+ */
 export const renderStep = (step: PlanStep): string =>
   step.target === "" ? `${step.service} ${step.action}` : `${step.service} ${step.action} ${step.target}`
 
@@ -268,6 +286,8 @@ const processIds = () => ({
 /**
  * FileSystem whose reads see the host plus what the dry run pretended to do,
  * and whose changes are recorded in order and kept in an in-memory overlay.
+ *
+ * @since 0.1.0
  */
 export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSystem.FileSystem | DryRunPlan> =
   Layer.effect(
@@ -640,6 +660,8 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
  * dry run's file system serves: the newest mount at the target goes, with
  * every mount below it (what a lazy detach does). A target where nothing is
  * mounted fails as umount2 would, with EINVAL.
+ *
+ * @since 0.1.0
  */
 export const layerMounterWith = (
   options?: TableOptions
@@ -747,6 +769,8 @@ export interface TableOptions {
  * (the deepest mount containing a path, as its `/proc/self/mountinfo`
  * shows it), names through the FileSystem's strings (a name that is not
  * UTF-8 is seen as Node decodes it).
+ *
+ * @since 0.2.0
  */
 export const layerDirectoriesWith = (
   options?: TableOptions
@@ -948,6 +972,8 @@ export const layerDirectories: Layer.Layer<Directory.Directories, never, FileSys
 /**
  * Whether a command only reads, so a dry run may run it for real: the
  * queries the operations make before they decide what to change.
+ *
+ * @since 0.1.0
  */
 export const isReadOnly = (command: string, args: ReadonlyArray<string>): boolean => {
   const name = command.split("/").pop() ?? command
@@ -1065,6 +1091,8 @@ interface ListedLink {
  * that adds a link and then inspects it sees the link; their changes are
  * recorded. Other read-only commands ({@link isReadOnly}) run for real; any
  * other command is recorded and "exits 0" with no output.
+ *
+ * @since 0.1.0
  */
 export const layerSpawner: Layer.Layer<
   ChildProcessSpawner.ChildProcessSpawner,
@@ -1100,6 +1128,8 @@ export const layerSpawner: Layer.Layer<
  * Systemd whose queries are real and whose jobs and reloads are recorded.
  * Built with `Systemd.make`, so a bad unit name fails exactly as it would in
  * a real run.
+ *
+ * @since 0.1.0
  */
 export const layerSystemd: Layer.Layer<Systemd.Systemd, never, Systemd.Systemd | DryRunPlan> = Layer.effect(
   Systemd.Systemd,
@@ -1120,7 +1150,7 @@ export const layerSystemd: Layer.Layer<Systemd.Systemd, never, Systemd.Systemd |
  * names (a container's `/proc/<pid>/mountinfo`, whose `/` is
  * `/proc/<pid>/root` here: `--container`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 export const layerWith = (
   options?: TableOptions

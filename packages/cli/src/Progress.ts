@@ -22,6 +22,8 @@ import { Clock, Context, Effect, FileSystem, Layer, Logger } from "effect"
  * before a log line is written to the same terminal, so a warning never lands
  * in the middle of a half-drawn line (loggers are synchronous, hence the
  * plain function).
+ *
+ * @since 0.1.0
  */
 export class Progress extends Context.Service<
   Progress,
@@ -32,7 +34,11 @@ export class Progress extends Context.Service<
   }
 >()("@hostnode/cli/Progress") {}
 
-/** Progress on the terminal behind stderr, one line redrawn in place (carriage return, erase line). */
+/**
+ * Progress on the terminal behind stderr, one line redrawn in place (carriage return, erase line).
+ *
+ * @since 0.1.0
+ */
 export const layerTerminal: Layer.Layer<Progress> = Layer.succeed(
   Progress,
   Progress.of({
@@ -53,6 +59,8 @@ export const layerTerminal: Layer.Layer<Progress> = Layer.succeed(
  * The loggers in context, each made to call `progress.beforeLog` first: the
  * progress line is cleared before every log line. It is drawn again at the
  * next count.
+ *
+ * @since 0.2.0
  */
 export const clearingLoggers = (progress: Progress["Service"]) =>
   Effect.map(Effect.service(Logger.CurrentLoggers), (loggers) => {
@@ -90,6 +98,8 @@ const IntervalMillis = 100
 /**
  * Wraps the Mounter and FileSystem in context so that each unmount, opened
  * file and removal is counted and shown under `label`.
+ *
+ * @since 0.1.0
  */
 export const layer = (
   label: string

@@ -39,6 +39,8 @@ import { Schema } from "effect"
  *   host's stub resolver at its listeners with one.
  * - `/etc/systemd/network`: networkd `.netdev`/`.network` files; LocalDNS's
  *   interface and its addresses are declared there.
+ *
+ * @since 0.1.0
  */
 export const DefaultPaths: ReadonlyArray<string> = [
   "/etc/systemd/system/kubelet.service",
@@ -60,6 +62,8 @@ export const DefaultPaths: ReadonlyArray<string> = [
  * A snapshot directory is no place for private keys, and certificates
  * rotated while an upgrade ran must survive its rollback. A path listed
  * explicitly is still taken; exclusion applies to what a walk finds.
+ *
+ * @since 0.1.0
  */
 export const Exclude: ReadonlyArray<string> = ["/etc/kubernetes/pki"]
 
@@ -68,10 +72,16 @@ export const Exclude: ReadonlyArray<string> = ["/etc/kubernetes/pki"]
  * stack in a systemd-nspawn machine (only the shared configuration is on the
  * host), `container` runs it in a container that uses the host's CNI
  * configuration, `none` runs it directly on the host, binaries included.
+ *
+ * @since 0.1.0
  */
 export const Mode = Schema.Literals(["nspawn", "container", "none"])
 
-/** An isolation mode. */
+/**
+ * An isolation mode.
+ *
+ * @since 0.1.0
+ */
 export type Mode = typeof Mode.Type
 
 /**
@@ -79,6 +89,8 @@ export type Mode = typeof Mode.Type
  * configuration, which the containerised stack reads from the host's
  * `/etc/cni/net.d` (a rollback must not leave a config for the new stack's
  * CNI version behind).
+ *
+ * @since 0.1.0
  */
 export const ContainerPaths: ReadonlyArray<string> = ["/etc/cni/net.d"]
 
@@ -89,6 +101,8 @@ export const ContainerPaths: ReadonlyArray<string> = ["/etc/cni/net.d"]
  * configuration with the new binaries is a mixed node), and crictl's endpoint
  * configuration. These make the snapshot as large as the binaries (a few
  * hundred MB), which is the price of rolling them back.
+ *
+ * @since 0.1.0
  */
 export const NonePaths: ReadonlyArray<string> = [
   ...ContainerPaths,
@@ -106,6 +120,8 @@ export const NonePaths: ReadonlyArray<string> = [
  * The paths to snapshot for `mode`: {@link DefaultPaths}, plus what that
  * mode's node stack writes more of the host in place. Pass the result to
  * `Snapshot.takeOf`.
+ *
+ * @since 0.1.0
  */
 export const pathsFor = (mode: Mode): ReadonlyArray<string> => {
   switch (mode) {

@@ -22,7 +22,7 @@
  * Boundary: this module is the contract (the interface, its key, the errors)
  * and {@link make}, which derives resolution from the primitives an
  * implementation writes. The real implementation (system calls) is in
- * @hostnode/node, the simulated one (over the in-memory inode tree, with an
+ * `@hostnode/node`, the simulated one (over the in-memory inode tree, with an
  * adversary seam) in @hostnode/test. What to remove or restore is decided in
  * `SafeRemove` and `Snapshot`.
  *
@@ -31,7 +31,11 @@
 import { Context, Effect, Schema, type Scope } from "effect"
 import * as FileName from "./FileName.ts"
 
-/** What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`). */
+/**
+ * What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`).
+ *
+ * @since 0.2.0
+ */
 export type Type =
   | "File"
   | "Directory"
@@ -42,7 +46,11 @@ export type Type =
   | "Socket"
   | "Unknown"
 
-/** One entry of a directory listing: its name as bytes and its type as the listing gave it. */
+/**
+ * One entry of a directory listing: its name as bytes and its type as the listing gave it.
+ *
+ * @since 0.2.0
+ */
 export interface Entry {
   readonly name: FileName.Bytes
   readonly type: Type
@@ -53,6 +61,8 @@ export interface Entry {
  * the mount the node was reached in (the first field of `/proc/*\/mountinfo`):
  * a bind mount of a directory on the same device has the device of its
  * source but a mount id of its own, which is how a walk tells it apart.
+ *
+ * @since 0.2.0
  */
 export interface Stat {
   readonly type: Type
@@ -70,7 +80,11 @@ export interface Stat {
   readonly mtimeNs: bigint
 }
 
-/** Why a handle operation failed, classified from the errno (which the error also carries). */
+/**
+ * Why a handle operation failed, classified from the errno (which the error also carries).
+ *
+ * @since 0.2.0
+ */
 export const DirectoryErrorReason = Schema.Literals([
   "NotFound",
   "NotADirectory",
@@ -91,7 +105,11 @@ export const DirectoryErrorReason = Schema.Literals([
   "Other"
 ])
 
-/** Why a handle operation failed. */
+/**
+ * Why a handle operation failed.
+ *
+ * @since 0.2.0
+ */
 export type DirectoryErrorReason = typeof DirectoryErrorReason.Type
 
 /**
@@ -99,6 +117,8 @@ export type DirectoryErrorReason = typeof DirectoryErrorReason.Type
  * operation, on which path (the handle's path and the name, in the lossless
  * string form), the errno and what it means. `OtherMount` is not an errno:
  * the child is the root of another mount than the directory it is in.
+ *
+ * @since 0.2.0
  */
 export class DirectoryError extends Schema.TaggedError<DirectoryError>()("DirectoryError", {
   reason: DirectoryErrorReason,
@@ -112,7 +132,11 @@ export class DirectoryError extends Schema.TaggedError<DirectoryError>()("Direct
   }
 }
 
-/** The reason for an errno name, as every implementation classifies it. */
+/**
+ * The reason for an errno name, as every implementation classifies it.
+ *
+ * @since 0.2.0
+ */
 export const reasonOf = (errno: string): DirectoryErrorReason => {
   switch (errno) {
     case "ENOENT":
@@ -157,6 +181,8 @@ const HandleTypeId: unique symbol = Symbol.for("@hostnode/core/Directory/Handle"
  * opened for reading). Implementations extend it with what they need (a file
  * descriptor, an inode); callers only pass it back. It closes when the scope
  * it was opened in closes.
+ *
+ * @since 0.2.0
  */
 export interface Handle {
   readonly [HandleTypeId]: typeof HandleTypeId
@@ -164,11 +190,19 @@ export interface Handle {
   readonly path: string
 }
 
-/** Marks an implementation's object as a {@link Handle}. */
+/**
+ * Marks an implementation's object as a {@link Handle}.
+ *
+ * @since 0.2.0
+ */
 export const handle = <A extends { readonly path: string }>(value: A): A & Handle =>
   Object.assign(value, { [HandleTypeId]: HandleTypeId } as const)
 
-/** A regular file opened below a handle: every call acts on the open file, never on a path. */
+/**
+ * A regular file opened below a handle: every call acts on the open file, never on a path.
+ *
+ * @since 0.2.0
+ */
 export interface File {
   readonly path: string
   readonly stat: Effect.Effect<Stat, DirectoryError>
@@ -199,7 +233,11 @@ export interface File {
   readonly holeAt: (offset: number) => Effect.Effect<number, DirectoryError>
 }
 
-/** Who the running process is, for ownership checks and for naming a lock's holder. */
+/**
+ * Who the running process is, for ownership checks and for naming a lock's holder.
+ *
+ * @since 0.2.0
+ */
 export interface Credentials {
   /** The effective user id. */
   readonly uid: number
@@ -209,14 +247,22 @@ export interface Credentials {
   readonly pid: number
 }
 
-/** How {@link Directories.openFile} opens a file; a link at the name is never followed, and opening never blocks. */
+/**
+ * How {@link Directories.openFile} opens a file; a link at the name is never followed, and opening never blocks.
+ *
+ * @since 0.2.0
+ */
 export type OpenFileOptions =
   | { readonly mode: "read" }
   | { readonly mode: "write" }
   /** Created, exclusively (`O_EXCL`): a name already there, link or not, is `Exists`. */
   | { readonly mode: "create"; readonly permissions: number }
 
-/** The result of a resolution: the directory the last component is in, and that component (none: the directory itself). */
+/**
+ * The result of a resolution: the directory the last component is in, and that component (none: the directory itself).
+ *
+ * @since 0.2.0
+ */
 export interface Resolved {
   /** The directory holding the final component, or the resolved directory itself when `name` is undefined. */
   readonly parent: Handle
@@ -226,7 +272,11 @@ export interface Resolved {
   readonly path: string
 }
 
-/** Options of {@link Directories.resolve}. */
+/**
+ * Options of {@link Directories.resolve}.
+ *
+ * @since 0.2.0
+ */
 export interface ResolveOptions {
   /** Follow a link in the last component, below the root (default false: the link itself is the result). */
   readonly followFinal?: boolean | undefined
@@ -245,6 +295,8 @@ export interface ResolveOptions {
  * `resolveDirectory` is optional: a layer with the kernel's `openat2`
  * provides it; without it (or when it returns `undefined`) {@link make}
  * walks component by component.
+ *
+ * @since 0.2.0
  */
 export interface Primitives {
   /** Opens the directory at `path` (a full path trusted once: a decoded host root) as a handle. */
@@ -338,7 +390,11 @@ export interface Primitives {
     | undefined
 }
 
-/** The service: the primitives, and resolution derived from them. */
+/**
+ * The service: the primitives, and resolution derived from them.
+ *
+ * @since 0.2.0
+ */
 export interface Directories extends Omit<Primitives, "resolveDirectory" | "unlinkAll"> {
   /** Unlinks each of `names` in `dir`, in order; for each, its error or `undefined` when it was removed. */
   readonly unlinkAll: (
@@ -373,19 +429,33 @@ export interface Directories extends Omit<Primitives, "resolveDirectory" | "unli
  * What makes a node the node it is, whatever it is called or reached
  * through: its device and inode. A bind mount of a directory shows the same
  * directory (the same identity) under another mount id.
+ *
+ * @since 0.2.0
  */
 export const identity = (st: Stat): string => `${st.device}:${st.inode}`
 
-/** The key of the {@link Directories} service. */
+/**
+ * The key of the {@link Directories} service.
+ *
+ * @since 0.2.0
+ */
 export const Directories = Context.Service<Directories>("@hostnode/core/Directory/Directories")
 
-/** Linux follows at most 40 links in one resolution (MAXSYMLINKS). */
+/**
+ * Linux follows at most 40 links in one resolution (MAXSYMLINKS).
+ *
+ * @since 0.2.0
+ */
 export const MaxSymlinks = 40
 
 const slash = 0x2f
 const dot = 0x2e
 
-/** The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk. */
+/**
+ * The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk.
+ *
+ * @since 0.2.0
+ */
 export const components = (path: FileName.Bytes): Array<FileName.Bytes> => {
   const out: Array<FileName.Bytes> = []
   let from = 0
@@ -401,7 +471,11 @@ export const components = (path: FileName.Bytes): Array<FileName.Bytes> => {
 const isDot = (c: FileName.Bytes) => c.length === 1 && c[0] === dot
 const isDotDot = (c: FileName.Bytes) => c.length === 2 && c[0] === dot && c[1] === dot
 
-/** `name` below the host path `parent` (lossless string forms). */
+/**
+ * `name` below the host path `parent` (lossless string forms).
+ *
+ * @since 0.2.0
+ */
 export const childPath = (parent: string, name: FileName.Bytes): string =>
   parent === "/" ? `/${FileName.decode(name)}` : `${parent}/${FileName.decode(name)}`
 
@@ -414,6 +488,8 @@ const fail = (reason: DirectoryErrorReason, operation: string, path: string, det
  * module comment). The walk opens every directory it passes with `O_NOFOLLOW`
  * from the handle before it, so a link swapped in meanwhile is met as a link
  * (and resolved below the root), never followed by the kernel.
+ *
+ * @since 0.2.0
  */
 export const make = (p: Primitives): Directories => {
   const walk = (

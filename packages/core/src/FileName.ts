@@ -19,7 +19,11 @@
  * @since 0.2.0
  */
 
-/** A file name or path as bytes, exactly as the kernel stores it. */
+/**
+ * A file name or path as bytes, exactly as the kernel stores it.
+ *
+ * @since 0.2.0
+ */
 export type Bytes = Uint8Array
 
 /** The part of the web platform's `TextDecoder` used here; core's library types do not declare it. */
@@ -42,6 +46,8 @@ const isContinuation = (b: number | undefined): boolean => b !== undefined && (b
 /**
  * Decodes `bytes` losslessly: valid UTF-8 sequences as their characters,
  * every other byte as U+DC80 + byte (see the module comment).
+ *
+ * @since 0.2.0
  */
 export const decode = (bytes: Bytes): string => {
   // The platform's UTF-8 decoder where there is one (every JavaScript runtime
@@ -132,6 +138,8 @@ const encodedLength = (text: string): number => {
  * A lone surrogate U+DC80..U+DCFF is the byte it escapes; any other lone
  * surrogate (which {@link decode} never produces) is encoded as U+FFFD, as
  * Node encodes it.
+ *
+ * @since 0.2.0
  */
 export const encode = (text: string): Bytes => {
   const out = new Uint8Array(encodedLength(text))
@@ -171,7 +179,11 @@ export const encode = (text: string): Bytes => {
   return out
 }
 
-/** True when `text` stands for bytes that are not valid UTF-8 (it holds an escaped byte). */
+/**
+ * True when `text` stands for bytes that are not valid UTF-8 (it holds an escaped byte).
+ *
+ * @since 0.2.0
+ */
 export const hasEscapedBytes = (text: string): boolean => {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
@@ -187,6 +199,8 @@ export const hasEscapedBytes = (text: string): boolean => {
  * `text` (a lossless string) for a person: each byte that is not valid UTF-8
  * as `\xNN` (`caf\xe9.txt`), control characters as `\xNN` too, everything
  * else as it is. For logs and reports; it is not meant to be decoded back.
+ *
+ * @since 0.2.0
  */
 export const display = (text: string): string => {
   let out = ""
@@ -205,7 +219,11 @@ export const display = (text: string): string => {
 
 const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff
 
-/** Compares two names by their bytes, as `ls` in the C locale sorts them. */
+/**
+ * Compares two names by their bytes, as `ls` in the C locale sorts them.
+ *
+ * @since 0.2.0
+ */
 export const compare = (a: Bytes, b: Bytes): number => {
   const n = Math.min(a.length, b.length)
   for (let i = 0; i < n; i++) {
@@ -215,10 +233,18 @@ export const compare = (a: Bytes, b: Bytes): number => {
   return a.length - b.length
 }
 
-/** True when `a` and `b` hold the same bytes. */
+/**
+ * True when `a` and `b` hold the same bytes.
+ *
+ * @since 0.2.0
+ */
 export const equals = (a: Bytes, b: Bytes): boolean => a.length === b.length && compare(a, b) === 0
 
-/** True when `name` is a single path component the kernel accepts: non-empty, not `.` or `..`, no `/` or NUL. */
+/**
+ * True when `name` is a single path component the kernel accepts: non-empty, not `.` or `..`, no `/` or NUL.
+ *
+ * @since 0.2.0
+ */
 export const isComponent = (name: Bytes): boolean => {
   if (name.length === 0 || name.length > 255) return false
   if (name.length === 1 && name[0] === 0x2e) return false

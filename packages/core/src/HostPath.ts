@@ -17,6 +17,8 @@ import type { PlatformError } from "effect/PlatformError"
 /**
  * Linux follows at most 40 symbolic links in one resolution (MAXSYMLINKS);
  * resolving past that is ELOOP there and an error here.
+ *
+ * @since 0.1.0
  */
 export const MaxSymlinks = 40
 
@@ -34,6 +36,8 @@ export const MaxSymlinks = 40
  * - `SymlinkLoop`, `TooManyLinks`: resolving below the root never ends, or
  *   meets more than {@link MaxSymlinks} links.
  * - `Unreadable`: a link or directory on the way could not be read.
+ *
+ * @since 0.1.0
  */
 export const HostPathErrorReason = Schema.Literals([
   "InvalidPath",
@@ -47,7 +51,11 @@ export const HostPathErrorReason = Schema.Literals([
   "Unreadable"
 ])
 
-/** Why a host path could not be resolved safely. */
+/**
+ * Why a host path could not be resolved safely.
+ *
+ * @since 0.1.0
+ */
 export type HostPathErrorReason = typeof HostPathErrorReason.Type
 
 /**
@@ -56,6 +64,8 @@ export type HostPathErrorReason = typeof HostPathErrorReason.Type
  * were given, so a person can see which input was wrong; operations decode
  * every root and prefix before they change anything, so this error always
  * means nothing was changed.
+ *
+ * @since 0.1.0
  */
 export class HostPathError extends Schema.TaggedError<HostPathError>()("HostPathError", {
   reason: HostPathErrorReason,
@@ -73,16 +83,26 @@ export class HostPathError extends Schema.TaggedError<HostPathError>()("HostPath
   }
 }
 
-/** True when `root` means the real host (`""` or `"/"`), where operations end with host-wide side effects such as a systemd reload. */
+/**
+ * True when `root` means the real host (`""` or `"/"`), where operations end with host-wide side effects such as a systemd reload.
+ *
+ * @since 0.1.0
+ */
 export const isRealRoot = (root: string): boolean => clean(root) === "/" || root === ""
 
-/** The non-empty components of a slash-separated path, `.` dropped, `..` kept. */
+/**
+ * The non-empty components of a slash-separated path, `.` dropped, `..` kept.
+ *
+ * @since 0.1.0
+ */
 export const components = (path: string): Array<string> => path.split("/").filter((c) => c !== "" && c !== ".")
 
 /**
  * The shortest absolute path equivalent to `path`, processed lexically as
  * Go's `path.Clean` does on a rooted path: repeated slashes, `.` and trailing
  * slashes go, `..` removes the previous component and never climbs above `/`.
+ *
+ * @since 0.1.0
  */
 export const clean = (path: string): string => {
   // Most paths (every mount point the kernel reports) are already clean; this
@@ -114,22 +134,36 @@ const isClean = (path: string): boolean => {
   return true
 }
 
-/** The root in canonical form: `"/"` for the real host, otherwise a cleaned absolute path without a trailing slash. */
+/**
+ * The root in canonical form: `"/"` for the real host, otherwise a cleaned absolute path without a trailing slash.
+ *
+ * @since 0.1.0
+ */
 export const normalizeRoot = (root: string): string => (root === "" ? "/" : clean(root))
 
-/** The directory a clean absolute path is in: `/a` for `/a/b`, `/` for `/a` and for `/`. */
+/**
+ * The directory a clean absolute path is in: `/a` for `/a/b`, `/` for `/a` and for `/`.
+ *
+ * @since 0.1.0
+ */
 export const dirname = (path: string): string => {
   const i = path.lastIndexOf("/")
   return i <= 0 ? "/" : path.slice(0, i)
 }
 
-/** `name` (one or more components) inside the clean absolute directory `dir`, without a doubled slash below `/`. */
+/**
+ * `name` (one or more components) inside the clean absolute directory `dir`, without a doubled slash below `/`.
+ *
+ * @since 0.1.0
+ */
 export const child = (dir: string, name: string): string => (dir === "/" ? `/${name}` : `${dir}/${name}`)
 
 /**
  * True when the clean absolute `ancestor` is `path` or a directory above it,
  * on a `/` boundary: `/var/lib/kubelet` covers itself and
  * `/var/lib/kubelet/pods/x`, not `/var/lib/kubelet2`.
+ *
+ * @since 0.1.0
  */
 export const covers = (ancestor: string, path: string): boolean =>
   ancestor === "/" || path === ancestor || path.startsWith(`${ancestor}/`)
@@ -142,12 +176,16 @@ const under = (root: string, rel: ReadonlyArray<string>): string =>
  * and can never climb above the root. Symlinks are not looked at, so use this
  * only for paths that are never followed (the name of a link being removed,
  * a path that is about to be created by rename).
+ *
+ * @since 0.1.0
  */
 export const join = (root: string, path: string): string => under(normalizeRoot(root), components(clean(path)))
 
 /**
  * `full` as a host path, when `full` is at or below `root`: the inverse of
  * {@link join}. `undefined` when it lies outside.
+ *
+ * @since 0.1.0
  */
 export const relative = (root: string, full: string): string | undefined => {
   const r = normalizeRoot(root)
@@ -157,10 +195,18 @@ export const relative = (root: string, full: string): string | undefined => {
   return f.startsWith(`${r}/`) ? f.slice(r.length) : undefined
 }
 
-/** True when `full` is `root` itself or lies below it, on path boundaries. */
+/**
+ * True when `full` is `root` itself or lies below it, on path boundaries.
+ *
+ * @since 0.1.0
+ */
 export const isWithin = (root: string, full: string): boolean => relative(root, full) !== undefined
 
-/** Options of {@link resolve}. */
+/**
+ * Options of {@link resolve}.
+ *
+ * @since 0.1.0
+ */
 export interface ResolveOptions {
   /**
    * Whether a symlink in the last component is followed (default `true`).
@@ -174,6 +220,8 @@ export interface ResolveOptions {
  * Whether a file system error means "nothing is there": ENOENT, or ENOTDIR (a
  * component is a file and more follow, so nothing below it can exist). Used
  * by resolution here and by the snapshot's walk, which must agree on it.
+ *
+ * @since 0.1.0
  */
 export const isMissing = (e: PlatformError): boolean =>
   e.reason._tag === "NotFound" ||
@@ -195,6 +243,8 @@ export const isMissing = (e: PlatformError): boolean =>
  * can still swap a component for a link (a check-then-use race no path-based
  * API avoids). Operations that remove things therefore also refuse to follow
  * links at the point of use.
+ *
+ * @since 0.1.0
  */
 export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, path: string, options?: ResolveOptions) {
   const fs = yield* FileSystem.FileSystem
@@ -291,6 +341,8 @@ const HostRootTypeId: unique symbol = Symbol.for("@hostnode/core/HostPath/HostRo
  * node sees (`/var/lib/kubelet`); a *full path* is the same place as this
  * process sees it (`/tmp/node/var/lib/kubelet`, or `/proc/42/root/var/lib/kubelet`);
  * a *table path* is how the mount table names it.
+ *
+ * @since 0.2.0
  */
 export interface HostRoot {
   readonly [HostRootTypeId]: typeof HostRootTypeId
@@ -315,10 +367,18 @@ export interface HostRoot {
   readonly isReal: boolean
 }
 
-/** True when `u` is a decoded {@link HostRoot}. */
+/**
+ * True when `u` is a decoded {@link HostRoot}.
+ *
+ * @since 0.2.0
+ */
 export const isHostRoot = (u: unknown): u is HostRoot => typeof u === "object" && u !== null && HostRootTypeId in u
 
-/** What {@link decodeRoot} takes besides a plain path: the root and, optionally, the table that describes it. */
+/**
+ * What {@link decodeRoot} takes besides a plain path: the root and, optionally, the table that describes it.
+ *
+ * @since 0.2.0
+ */
 export interface RootInput {
   /** The host root: `""` or `"/"` for the real host, otherwise an absolute directory. */
   readonly path: string
@@ -333,7 +393,11 @@ export interface RootInput {
   readonly tableRoot?: string | undefined
 }
 
-/** How an operation is told its host root: the options every operation that touches host paths takes. */
+/**
+ * How an operation is told its host root: the options every operation that touches host paths takes.
+ *
+ * @since 0.2.0
+ */
 export interface RootOptions {
   /**
    * The host root: `""` or `"/"` for the real host (the default), an absolute
@@ -345,7 +409,11 @@ export interface RootOptions {
   readonly mountInfo?: string | undefined
 }
 
-/** The mount table of this process's own mount namespace, as the Go contract's empty `mountInfo` means it. */
+/**
+ * The mount table of this process's own mount namespace, as the Go contract's empty `mountInfo` means it.
+ *
+ * @since 0.2.0
+ */
 export const DefaultMountInfo = "/proc/self/mountinfo"
 
 // `/proc/<pid>/root` is a magic link to another process's root; realpath would
@@ -371,6 +439,8 @@ const absoluteProblem = (path: string): { reason: HostPathErrorReason; detail: s
  * is canonical and matches the mount table's paths. A relative, missing or
  * non-directory root, or one outside its table's root, is a
  * {@link HostPathError} naming the value; nothing has been changed.
+ *
+ * @since 0.2.0
  */
 export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
   Effect.fn("HostPath.decodeRoot")(function* (input: string | RootInput) {
@@ -463,6 +533,8 @@ export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core
  * {@link decodeRoot}. The real host (`hostRoot` absent, `""` or `"/"`) is
  * the {@link NodeRoot} in context where one is set, decoded and marked
  * `isReal`, and this process's `/` otherwise.
+ *
+ * @since 0.2.0
  */
 export const rootOf = (options?: RootOptions): Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> => {
   const given = options?.hostRoot ?? ""
@@ -477,19 +549,39 @@ export const rootOf = (options?: RootOptions): Effect.Effect<HostRoot, HostPathE
   })
 }
 
-/** Host path `hostPath` (absolute) as a full path of this process, below `root`: lexical, for paths never followed. */
+/**
+ * Host path `hostPath` (absolute) as a full path of this process, below `root`: lexical, for paths never followed.
+ *
+ * @since 0.2.0
+ */
 export const fullPath = (root: HostRoot, hostPath: string): string => join(root.path, hostPath)
 
-/** A full path of this process as a host path of `root`, or `undefined` when it lies outside the root. */
+/**
+ * A full path of this process as a host path of `root`, or `undefined` when it lies outside the root.
+ *
+ * @since 0.2.0
+ */
 export const hostPathOf = (root: HostRoot, full: string): string | undefined => relative(root.path, full)
 
-/** A full path of this process as `root`'s mount table names it, or `undefined` when the table cannot name it. */
+/**
+ * A full path of this process as `root`'s mount table names it, or `undefined` when the table cannot name it.
+ *
+ * @since 0.2.0
+ */
 export const tablePathOf = (root: HostRoot, full: string): string | undefined => relative(root.tableRoot, full)
 
-/** A path of `root`'s mount table as a full path of this process. */
+/**
+ * A path of `root`'s mount table as a full path of this process.
+ *
+ * @since 0.2.0
+ */
 export const fromTablePath = (root: HostRoot, tablePath: string): string => join(root.tableRoot, tablePath)
 
-/** A host path decoded below a root: what was given, what it resolved to, and the names the mount table and this process use. */
+/**
+ * A host path decoded below a root: what was given, what it resolved to, and the names the mount table and this process use.
+ *
+ * @since 0.2.0
+ */
 export interface Resolved {
   /** The path exactly as the caller gave it. */
   readonly given: string
@@ -501,7 +593,11 @@ export interface Resolved {
   readonly table: string
 }
 
-/** Options of {@link decodePath}. */
+/**
+ * Options of {@link decodePath}.
+ *
+ * @since 0.2.0
+ */
 export interface DecodePathOptions {
   /** Allow `/`, or a path that resolves to the host root itself (default false: a typo must not select the whole host). */
   readonly allowRoot?: boolean | undefined
@@ -511,7 +607,11 @@ export interface DecodePathOptions {
   readonly what?: string | undefined
 }
 
-/** A host path that passed {@link checkPath}: as given, and checked. */
+/**
+ * A host path that passed {@link checkPath}: as given, and checked.
+ *
+ * @since 0.2.0
+ */
 export interface Checked {
   /** The path exactly as the caller gave it (not cleaned: `..` is resolved against what is there). */
   readonly given: string
@@ -523,6 +623,8 @@ export interface Checked {
  * be non-empty, absolute and free of NUL bytes, and not `/` (unless
  * `allowRoot`). What it resolves to is for the caller to find out, once,
  * through directory handles (`Directory.resolve`).
+ *
+ * @since 0.2.0
  */
 export const checkPath = (
   root: HostRoot,
@@ -557,6 +659,8 @@ export const checkPath = (
  * ({@link resolve}; the last component followed unless `followFinal` is
  * false) and named as the mount table names it. Anything wrong is a
  * {@link HostPathError} naming the value, before the caller changes anything.
+ *
+ * @since 0.2.0
  */
 export const decodePath: (
   root: HostRoot,

@@ -19,7 +19,11 @@
 import { Effect, FileSystem, Schema } from "effect"
 import * as FileName from "./FileName.ts"
 
-/** One entry of a mountinfo table, with the kernel's escapes decoded. */
+/**
+ * One entry of a mountinfo table, with the kernel's escapes decoded.
+ *
+ * @since 0.1.0
+ */
 export const MountEntry = Schema.Struct({
   /** Unique id of the mount (may be reused after an unmount). */
   id: Schema.Int,
@@ -42,16 +46,32 @@ export const MountEntry = Schema.Struct({
   superOptions: Schema.String
 })
 
-/** One entry of a mountinfo table. */
+/**
+ * One entry of a mountinfo table.
+ *
+ * @since 0.1.0
+ */
 export type MountEntry = typeof MountEntry.Type
 
-/** A whole table, in the kernel's order (parents before children, older before newer). */
+/**
+ * A whole table, in the kernel's order (parents before children, older before newer).
+ *
+ * @since 0.1.0
+ */
 export type MountTable = ReadonlyArray<MountEntry>
 
-/** Why a mount table could not be used. */
+/**
+ * Why a mount table could not be used.
+ *
+ * @since 0.1.0
+ */
 export const MountInfoErrorReason = Schema.Literals(["Malformed", "Unreadable", "DoesNotCover"])
 
-/** Why a mount table could not be used. */
+/**
+ * Why a mount table could not be used.
+ *
+ * @since 0.1.0
+ */
 export type MountInfoErrorReason = typeof MountInfoErrorReason.Type
 
 /**
@@ -60,6 +80,8 @@ export type MountInfoErrorReason = typeof MountInfoErrorReason.Type
  * another mount namespace). `line` is 1-based (0 when the whole table is
  * concerned); `detail` says what was wrong with it. Nothing of such a table
  * is used.
+ *
+ * @since 0.1.0
  */
 export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountInfoError", {
   reason: MountInfoErrorReason,
@@ -76,7 +98,11 @@ export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountI
   }
 }
 
-/** The table of the calling process's mount namespace. */
+/**
+ * The table of the calling process's mount namespace.
+ *
+ * @since 0.1.0
+ */
 export const DefaultPath = "/proc/self/mountinfo"
 
 const octal = (c: number): boolean => c >= 48 && c <= 55
@@ -85,6 +111,8 @@ const octal = (c: number): boolean => c >= 48 && c <= 55
  * Decodes the kernel's `\ooo` escapes. Returns `undefined` for a backslash that
  * does not start a three-digit octal escape: the kernel escapes every backslash
  * it writes, so a bare one means the text is not a mountinfo table.
+ *
+ * @since 0.1.0
  */
 export const unescapeField = (s: string): string | undefined => {
   if (s.indexOf("\\") === -1) return s
@@ -105,7 +133,11 @@ export const unescapeField = (s: string): string | undefined => {
 const needsEscape = /[ \t\n\\]/g
 const escapes: Readonly<Record<string, string>> = { " ": "\\040", "\t": "\\011", "\n": "\\012", "\\": "\\134" }
 
-/** Escapes a string field as the kernel does (space, tab, newline, backslash). */
+/**
+ * Escapes a string field as the kernel does (space, tab, newline, backslash).
+ *
+ * @since 0.1.0
+ */
 export const escapeField = (s: string): string => s.replace(needsEscape, (ch) => escapes[ch] ?? ch)
 
 const noOptionalFields: ReadonlyArray<string> = Object.freeze([])
@@ -233,6 +265,8 @@ const parseLine = (text: string, start: number, eol: number, escaped: boolean, p
  * Parses a whole table. Blank lines are skipped (a table ends with a newline).
  * The first malformed line fails the whole parse with its line number: no
  * entry of a table that is partly garbage is trusted.
+ *
+ * @since 0.1.0
  */
 export const parse = (text: string, path: string = DefaultPath): Effect.Effect<MountTable, MountInfoError> =>
   Effect.suspend(() => {
@@ -257,7 +291,11 @@ export const parse = (text: string, path: string = DefaultPath): Effect.Effect<M
     return Effect.succeed(out)
   })
 
-/** Writes `entries` back in the kernel's format, one line each, newline-terminated; `parse(render(t))` is `t`. */
+/**
+ * Writes `entries` back in the kernel's format, one line each, newline-terminated; `parse(render(t))` is `t`.
+ *
+ * @since 0.1.0
+ */
 export const render = (entries: MountTable): string => {
   let out = ""
   for (const e of entries) {
@@ -267,7 +305,11 @@ export const render = (entries: MountTable): string => {
   return out
 }
 
-/** Options of {@link read}. */
+/**
+ * Options of {@link read}.
+ *
+ * @since 0.1.0
+ */
 export interface ReadOptions {
   /** How many reads to try for two that agree (default 3). */
   readonly attempts?: number | undefined
@@ -279,6 +321,8 @@ export interface ReadOptions {
  * inconsistent (entries missing or doubled across read chunks), so it is read
  * until two consecutive reads agree; after `attempts` reads the last one is used
  * and a warning is logged.
+ *
+ * @since 0.1.0
  */
 export const read = Effect.fn("MountInfo.read")(function* (given: string = DefaultPath, options?: ReadOptions) {
   const fs = yield* FileSystem.FileSystem

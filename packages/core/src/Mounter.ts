@@ -20,6 +20,8 @@ import type * as Directory from "./Directory.ts"
  * Why one target could not be unmounted, in errno terms (`EBUSY`, `EINVAL` for
  * "not a mount point", `ENOENT`, `EPERM`, ...), so the reason survives the trip
  * through a command or an FFI call unchanged.
+ *
+ * @since 0.1.0
  */
 export const UnmountFailure = Schema.Struct({
   target: Schema.String,
@@ -27,7 +29,11 @@ export const UnmountFailure = Schema.Struct({
   message: Schema.String
 })
 
-/** Why one target could not be unmounted. */
+/**
+ * Why one target could not be unmounted.
+ *
+ * @since 0.1.0
+ */
 export type UnmountFailure = typeof UnmountFailure.Type
 
 /**
@@ -38,13 +44,23 @@ export type UnmountFailure = typeof UnmountFailure.Type
  *   where the table's path has a directory: it is not followed;
  * - `Gone`: the path no longer exists;
  * - `OutsideRoot`: the path is not below the root handle.
+ *
+ * @since 0.2.0
  */
 export const UnverifiedReason = Schema.Literals(["Moved", "LinkInPath", "Gone", "OutsideRoot"])
 
-/** Why a target could not be verified. */
+/**
+ * Why a target could not be verified.
+ *
+ * @since 0.2.0
+ */
 export type UnverifiedReason = typeof UnverifiedReason.Type
 
-/** A mount to unmount, as the table listed it. */
+/**
+ * A mount to unmount, as the table listed it.
+ *
+ * @since 0.2.0
+ */
 export interface Target {
   /** Where the table shows it, as a full path of this process, below the root handle. */
   readonly path: string
@@ -54,13 +70,21 @@ export interface Target {
   readonly tablePath: string
 }
 
-/** The outcome for one target: unmounted, refused by the kernel, or not verified (left mounted). */
+/**
+ * The outcome for one target: unmounted, refused by the kernel, or not verified (left mounted).
+ *
+ * @since 0.1.0
+ */
 export type UnmountResult =
   | { readonly _tag: "Unmounted"; readonly target: string }
   | { readonly _tag: "Failed"; readonly target: string; readonly failure: UnmountFailure }
   | { readonly _tag: "Unverified"; readonly target: string; readonly reason: UnverifiedReason; readonly detail: string }
 
-/** Options of {@link Mounter.unmount}. */
+/**
+ * Options of {@link Mounter.unmount}.
+ *
+ * @since 0.1.0
+ */
 export interface UnmountOptions {
   /**
    * Detach lazily (MNT_DETACH): the mount leaves the namespace at once and is
@@ -76,6 +100,8 @@ export interface UnmountOptions {
  * unmounts it, and never fails as a whole: each target's result says what
  * happened. On a path where several mounts are stacked, only the top one is
  * reachable; the caller lists a stack top first.
+ *
+ * @since 0.1.0
  */
 export interface Mounter {
   readonly unmount: (
@@ -85,10 +111,18 @@ export interface Mounter {
   ) => Effect.Effect<ReadonlyArray<UnmountResult>>
 }
 
-/** The key of the {@link Mounter} service. */
+/**
+ * The key of the {@link Mounter} service.
+ *
+ * @since 0.1.0
+ */
 export const Mounter = Context.Service<Mounter>("@hostnode/core/Mounter")
 
-/** Where `target` (a full path) is below `root` (a handle's full path): the components, or undefined outside. */
+/**
+ * Where `target` (a full path) is below `root` (a handle's full path): the components, or undefined outside.
+ *
+ * @since 0.2.0
+ */
 export const below = (root: string, target: string): string | undefined => {
   if (root === "/") return target
   if (target === root) return "/"

@@ -24,10 +24,16 @@ import * as Unmount from "./Unmount.ts"
 /**
  * The kubeconfig the kubelet writes after TLS bootstrapping, pointing at
  * `kubelet-client-current.pem`. While it exists the kubelet does not bootstrap.
+ *
+ * @since 0.1.0
  */
 export const KubeletKubeconfig = "/var/lib/kubelet/kubeconfig"
 
-/** The pod directories: one `<uid>` directory per pod, its volumes mounted below it. */
+/**
+ * The pod directories: one `<uid>` directory per pod, its volumes mounted below it.
+ *
+ * @since 0.1.0
+ */
 export const KubeletPodsDir = "/var/lib/kubelet/pods"
 
 /**
@@ -38,15 +44,25 @@ export const KubeletPodsDir = "/var/lib/kubelet/pods"
  * the key `kubelet-client.key.tmp` a bootstrap leaves while its request is
  * pending. The serving certificates (`kubelet.crt`, `kubelet.key`,
  * `kubelet-server-*`) and the CA are not client credentials.
+ *
+ * @since 0.1.0
  */
 export const isClientCredential = (name: string): boolean =>
   name === "kubelet-client.key.tmp" ||
   (name.startsWith("kubelet-client-") && name.endsWith(".pem") && name.length > "kubelet-client-.pem".length)
 
-/** The operations that fail with a {@link ResetError}. */
+/**
+ * The operations that fail with a {@link ResetError}.
+ *
+ * @since 0.1.0
+ */
 export const ResetOperation = Schema.Literals(["resetCniState", "resetKubeletIdentity"])
 
-/** The operations that fail with a {@link ResetError}. */
+/**
+ * The operations that fail with a {@link ResetError}.
+ *
+ * @since 0.1.0
+ */
 export type ResetOperation = typeof ResetOperation.Type
 
 /**
@@ -56,6 +72,8 @@ export type ResetOperation = typeof ResetOperation.Type
  * `kept` lists each with its reason and `removed` what did go, so a person can
  * see what state the host is in. Running the reset again after fixing the
  * cause finishes it.
+ *
+ * @since 0.1.0
  */
 export class ResetError extends Schema.TaggedError<ResetError>()("ResetError", {
   operation: ResetOperation,
@@ -97,6 +115,8 @@ const failIfKept = (
  * place, so nothing stale stays where containerd looks. What cannot be removed
  * (a mount inside, the directory itself a mount point) fails the call with a
  * {@link ResetError} after everything else was removed.
+ *
+ * @since 0.1.0
  */
 export const resetCniState: (
   options?: SafeRemove.Options
@@ -130,6 +150,8 @@ export const resetCniState: (
  * directory should be is left alone and fails the call with a
  * {@link ResetError} (`NotADirectory`), as does anything else that could not be
  * removed; the rest is removed first.
+ *
+ * @since 0.1.0
  */
 export const resetKubeletIdentity: (
   // Only the authentication mode matters here, so that is all it asks for.
@@ -165,7 +187,11 @@ export const resetKubeletIdentity: (
   return report
 }, Effect.scoped)
 
-/** Options of {@link teardownKubeletDir}. */
+/**
+ * Options of {@link teardownKubeletDir}.
+ *
+ * @since 0.1.0
+ */
 export interface TeardownOptions extends SafeRemove.Options {
   /**
    * The host paths to unmount below and remove. The default is each entry of
@@ -176,7 +202,11 @@ export interface TeardownOptions extends SafeRemove.Options {
   readonly prefixes?: ReadonlyArray<string> | undefined
 }
 
-/** What {@link teardownKubeletDir} did: the removal's report, the prefixes and the unmount failures. */
+/**
+ * What {@link teardownKubeletDir} did: the removal's report, the prefixes and the unmount failures.
+ *
+ * @since 0.1.0
+ */
 export interface TeardownReport extends SafeRemove.Report {
   /** The prefixes as the mount table shows them, in order. */
   readonly prefixes: ReadonlyArray<string>
@@ -196,6 +226,8 @@ export interface TeardownReport extends SafeRemove.Report {
  * Fails, before anything is unmounted, when the mount table cannot be read or
  * a prefix cannot be resolved below the root (a prefix that is the host root
  * itself is refused).
+ *
+ * @since 0.1.0
  */
 export const teardownKubeletDir: (
   options?: TeardownOptions

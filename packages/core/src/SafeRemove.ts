@@ -62,6 +62,8 @@ import * as MountInfo from "./MountInfo.ts"
  *   not looked at (`mountPoint` names one that remains).
  * - `Failed`: the file system refused (EACCES, EROFS, ...) or the path
  *   changed while it was being removed; `detail` says how.
+ *
+ * @since 0.1.0
  */
 export const KeptReason = Schema.Literals([
   "MountBelow",
@@ -72,10 +74,18 @@ export const KeptReason = Schema.Literals([
   "Failed"
 ])
 
-/** Why a path was left in place. */
+/**
+ * Why a path was left in place.
+ *
+ * @since 0.1.0
+ */
 export type KeptReason = typeof KeptReason.Type
 
-/** A path left in place, why, and (for the mount reasons) the mount point as the table shows it. */
+/**
+ * A path left in place, why, and (for the mount reasons) the mount point as the table shows it.
+ *
+ * @since 0.1.0
+ */
 export const Kept = Schema.Struct({
   path: Schema.String,
   reason: KeptReason,
@@ -83,26 +93,44 @@ export const Kept = Schema.Struct({
   detail: Schema.String
 })
 
-/** A path left in place. */
+/**
+ * A path left in place.
+ *
+ * @since 0.1.0
+ */
 export type Kept = typeof Kept.Type
 
 /**
  * What a removal did: the paths removed (full paths below the canonical host
  * root, in the order they went, children before their directory) and those
  * kept. A kept path's ancestors stay too and are not listed again.
+ *
+ * @since 0.1.0
  */
 export const Report = Schema.Struct({
   removed: Schema.Array(Schema.String),
   kept: Schema.Array(Kept)
 })
 
-/** What a removal did. */
+/**
+ * What a removal did.
+ *
+ * @since 0.1.0
+ */
 export type Report = typeof Report.Type
 
-/** The report of a removal that found nothing to do. */
+/**
+ * The report of a removal that found nothing to do.
+ *
+ * @since 0.1.0
+ */
 export const emptyReport: Report = { removed: [], kept: [] }
 
-/** The reports of several removals as one, in order. */
+/**
+ * The reports of several removals as one, in order.
+ *
+ * @since 0.1.0
+ */
 export const merge = (...reports: ReadonlyArray<Report>): Report => ({
   removed: reports.flatMap((r) => r.removed),
   kept: reports.flatMap((r) => r.kept)
@@ -112,6 +140,8 @@ export const merge = (...reports: ReadonlyArray<Report>): Report => ({
  * Options of every removal: the host root the paths are host paths of (the
  * real host by default) and the mount table that describes it (see
  * `HostPath.RootOptions`).
+ *
+ * @since 0.1.0
  */
 export type Options = HostPath.RootOptions
 
@@ -122,7 +152,11 @@ interface Indexed {
   readonly root: string
 }
 
-/** A mount table prepared for {@link blockers}. */
+/**
+ * A mount table prepared for {@link blockers}.
+ *
+ * @since 0.1.0
+ */
 export interface TableIndex {
   readonly entries: ReadonlyArray<Indexed>
   /** The entries of each device (`major:minor`). */
@@ -131,7 +165,11 @@ export interface TableIndex {
   readonly byMountPoint: ReadonlyMap<string, ReadonlyArray<{ readonly device: string; readonly root: string }>>
 }
 
-/** Indexes `table` for {@link blockers}: mount points and roots cleaned, entries grouped by device and mount point. */
+/**
+ * Indexes `table` for {@link blockers}: mount points and roots cleaned, entries grouped by device and mount point.
+ *
+ * @since 0.1.0
+ */
 export const indexTable = (table: MountInfo.MountTable): TableIndex => {
   const entries: Array<Indexed> = []
   const byDevice = new Map<string, Array<Indexed>>()
@@ -152,7 +190,11 @@ export const indexTable = (table: MountInfo.MountTable): TableIndex => {
   return { entries, byDevice, byMountPoint }
 }
 
-/** Why the table keeps a path: which mount, and where (a mount point, or where that mount's source shows). */
+/**
+ * Why the table keeps a path: which mount, and where (a mount point, or where that mount's source shows).
+ *
+ * @since 0.1.0
+ */
 export interface Blocker {
   readonly reason: "MountBelow" | "MountSourceBelow"
   readonly entry: MountInfo.MountEntry
@@ -177,6 +219,8 @@ const append = (base: string, rest: string): string => (rest === "" ? base : bas
  * Sources above `path` do not keep it: a bind of `/` (a container's
  * `/rootfs`) shows every file of the host, and removing anything would be
  * removing a file reachable through it.
+ *
+ * @since 0.1.0
  */
 export const blockers = (index: TableIndex, path: string): Array<Blocker> => {
   const out: Array<Blocker> = []
@@ -207,7 +251,11 @@ export const blockers = (index: TableIndex, path: string): Array<Blocker> => {
   return out
 }
 
-/** Options of {@link Session.empty}. */
+/**
+ * Options of {@link Session.empty}.
+ *
+ * @since 0.1.0
+ */
 export interface EmptyOptions {
   /** Which entries of the directory to remove, by name in the lossless string form of `FileName` (default: all). */
   readonly select?: ((name: string) => boolean) | undefined
@@ -220,7 +268,11 @@ export interface EmptyOptions {
   readonly replaceNonDirectory?: boolean | undefined
 }
 
-/** What {@link Session.children} found: the entries' names (lossless strings), or why the directory was kept. */
+/**
+ * What {@link Session.children} found: the entries' names (lossless strings), or why the directory was kept.
+ *
+ * @since 0.2.0
+ */
 export interface Children {
   readonly names: ReadonlyArray<string>
   readonly kept: ReadonlyArray<Kept>
@@ -230,6 +282,8 @@ export interface Children {
  * Removals against one host root, one handle on it and one reading of its
  * mount table. Read it again (a new session) after anything is mounted or
  * unmounted. The handle closes with the scope the session was opened in.
+ *
+ * @since 0.1.0
  */
 export interface Session {
   /** The canonical host root the reported paths start with. */
@@ -256,7 +310,11 @@ export interface Session {
   readonly removeAt: (dir: Directory.Handle, name: FileName.Bytes, path: string) => Effect.Effect<Report>
 }
 
-/** Options of {@link open}. */
+/**
+ * Options of {@link open}.
+ *
+ * @since 0.2.0
+ */
 export interface OpenOptions {
   /**
    * A handle on the root already open (its path must be `root.path`): the
@@ -269,6 +327,8 @@ export interface OpenOptions {
 /**
  * Logs a kept path as a warning with its reason (and the mount that kept it):
  * every keep, here or by the operations built on this module, reads the same.
+ *
+ * @since 0.1.0
  */
 export const logKept = (kept: Kept): Effect.Effect<void> =>
   Effect.logWarning(`kept ${FileName.display(kept.path)}: ${kept.detail}`).pipe(
@@ -289,6 +349,8 @@ interface Acc {
  * root's handle, then checks that the table lists the mount the root is on.
  * An unreadable, malformed or foreign table fails here, before anything is
  * removed.
+ *
+ * @since 0.1.0
  */
 export const open: (
   root: HostPath.HostRoot,
@@ -661,7 +723,11 @@ export const open: (
   return { root, remove, empty, children, removeAt } satisfies Session
 })
 
-/** Decodes the host root of `options` and opens a session on it (see `HostPath.rootOf` and {@link open}). */
+/**
+ * Decodes the host root of `options` and opens a session on it (see `HostPath.rootOf` and {@link open}).
+ *
+ * @since 0.1.0
+ */
 export const session = (
   options?: Options
 ): Effect.Effect<
@@ -677,6 +743,8 @@ export const session = (
  * the source of a mount below it, or on another mount is kept and reported.
  * Missing is success. Fails only when the root, a path or the mount table
  * cannot be used, before anything is removed.
+ *
+ * @since 0.1.0
  */
 export const remove = (
   paths: ReadonlyArray<string>,
@@ -692,6 +760,8 @@ export const remove = (
  * `options.select` picks) under the rules of {@link remove}; the directory
  * itself stays. A symlink at `dir` is not followed (`NotADirectory`); a mount
  * on `dir` keeps it whole.
+ *
+ * @since 0.1.0
  */
 export const empty = (
   dir: string,

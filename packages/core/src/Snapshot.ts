@@ -778,5 +778,9 @@ export const guarded = <A, E, R>(
     )
   ).pipe(Effect.withSpan("Snapshot.guarded", { attributes: { dir: options.dir } }))
 
-/** The lossless string form of a name in a manifest, for a person (bytes that are not UTF-8 as `\xNN`). */
+/**
+ * The lossless string form of a name in a manifest, for a person (bytes that are not UTF-8 as `\xNN`).
+ *
+ * @since 0.2.0
+ */
 export const displayPath = (path: string): string => FileName.display(path)

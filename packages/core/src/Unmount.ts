@@ -17,7 +17,11 @@ import * as HostPath from "./HostPath.ts"
 import { Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
-/** A mount that is still there after the unmount passes, and the last reason its unmount gave. */
+/**
+ * A mount that is still there after the unmount passes, and the last reason its unmount gave.
+ *
+ * @since 0.1.0
+ */
 export const RemainingMount = Schema.Struct({
   mountPoint: Schema.String,
   fsType: Schema.String,
@@ -26,13 +30,19 @@ export const RemainingMount = Schema.Struct({
   message: Schema.String
 })
 
-/** A mount that could not be unmounted. */
+/**
+ * A mount that could not be unmounted.
+ *
+ * @since 0.1.0
+ */
 export type RemainingMount = typeof RemainingMount.Type
 
 /**
  * Mounts at or below `prefixes` that could not be unmounted. Each names its
  * mount point, fs type and the errno the last attempt gave (`EBUSY`, `EPERM`,
  * ...), which is what a person needs to go and look.
+ *
+ * @since 0.1.0
  */
 export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountError", {
   prefixes: Schema.Array(Schema.String),
@@ -52,6 +62,8 @@ export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountErr
  * Options of the unmount operations: the host root the prefixes are host
  * paths of (the real host by default) and the mount table that describes it
  * (see `HostPath.RootOptions`).
+ *
+ * @since 0.1.0
  */
 export interface Options extends HostPath.RootOptions {
   /**
@@ -69,14 +81,22 @@ export interface Options extends HostPath.RootOptions {
   readonly followLinks?: boolean | undefined
 }
 
-/** A mount that an unmount pass detached: its mount point as the table names it, its fs type and mount id. */
+/**
+ * A mount that an unmount pass detached: its mount point as the table names it, its fs type and mount id.
+ *
+ * @since 0.2.0
+ */
 export const UnmountedMount = Schema.Struct({
   mountPoint: Schema.String,
   fsType: Schema.String,
   mountId: Schema.Int
 })
 
-/** A mount that was unmounted. */
+/**
+ * A mount that was unmounted.
+ *
+ * @since 0.2.0
+ */
 export type UnmountedMount = typeof UnmountedMount.Type
 
 /**
@@ -85,6 +105,8 @@ export type UnmountedMount = typeof UnmountedMount.Type
  * target), the mounts unmounted in order (a lazy unmount of a parent also
  * takes the mounts below it; those are not listed), and, for each given
  * prefix with mounts that remain, why.
+ *
+ * @since 0.2.0
  */
 export interface Report {
   readonly prefixes: ReadonlyArray<HostPath.Resolved>
@@ -100,6 +122,8 @@ export interface Report {
  * link followed below the root, never out of it; not the last one with
  * `followFinal: false`) and named as the mount table names it. The first bad
  * prefix fails the whole call, before anything is unmounted.
+ *
+ * @since 0.2.0
  */
 export const decodePrefixes = (
   root: HostPath.HostRoot,
@@ -157,6 +181,8 @@ export const decodePrefixes = (
  * True when `prefix` covers `mountPoint` on a path boundary (`HostPath.covers`):
  * `/var/lib/kubelet` covers itself and `/var/lib/kubelet/pods/x`, not
  * `/var/lib/kubelet2`. Both must already be clean.
+ *
+ * @since 0.1.0
  */
 export const covers: (prefix: string, mountPoint: string) => boolean = HostPath.covers
 
@@ -188,6 +214,8 @@ const depth = (path: string): number => {
  * mounts on one path appear once each, since each unmount of a path removes
  * only its top mount. At equal depth newer mounts (higher ids) go first, so a
  * stack is peeled from the top.
+ *
+ * @since 0.1.0
  */
 export const plan = (
   table: MountInfo.MountTable,
@@ -337,7 +365,11 @@ const failIfAny = (r: {
     ? Effect.succeed(r.report)
     : Effect.fail(new UnmountError({ prefixes: [...r.report.failures.keys()], remaining: r.remaining }))
 
-/** What the unmount operations can fail with: a mount that remains, an unusable table, a refused root or prefix. */
+/**
+ * What the unmount operations can fail with: a mount that remains, an unusable table, a refused root or prefix.
+ *
+ * @since 0.2.0
+ */
 export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPathError
 
 /**
@@ -345,6 +377,8 @@ export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPat
  * `options.hostRoot`), deepest first, passing over the table until nothing at
  * or below them remains or a pass makes no progress. Fails with the mounts
  * that remain; a bad root or prefix fails before anything is unmounted.
+ *
+ * @since 0.1.0
  */
 export const unmountBelow: (
   prefixes: ReadonlyArray<string>,
@@ -362,6 +396,8 @@ export const unmountBelow: (
  * call itself fails only when the mount table cannot be read or parsed, in
  * which case nothing was unmounted and no prefix can be trusted, or when the
  * root or a prefix is refused, before anything is unmounted.
+ *
+ * @since 0.1.0
  */
 export const unmountBelowByPrefix: (
   prefixes: ReadonlyArray<string>,
@@ -380,6 +416,8 @@ export const unmountBelowByPrefix: (
  * kubelet directory to clear the pod volumes while keeping the directory's own
  * mount (a shared bind, a dedicated disk) through which the next pods' mounts
  * propagate; kubeadm regressed on exactly this twice.
+ *
+ * @since 0.1.0
  */
 export const unmountStrictlyBelow: (
   prefixes: ReadonlyArray<string>,

@@ -36,6 +36,7 @@ import { HostCommand, HostPath, IsolationBackend } from "@hostnode/core"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 import * as NodeDirectory from "./NodeDirectory.ts"
 import * as NodeDns from "./NodeDns.ts"
+import * as NodeHashing from "./NodeHashing.ts"
 import type * as NodeHost from "./NodeHost.ts"
 import * as NodeMounter from "./NodeMounter.ts"
 import * as NodeSystemd from "./NodeSystemd.ts"
@@ -240,6 +241,7 @@ export const layer = (target: Target, options?: Options): Layer.Layer<Services, 
         directories,
         NodeSystemd.layerWithFallback({ pid }),
         NodeDns.layerIn(pid),
+        NodeHashing.layer,
         backend,
         Layer.succeed(HostPath.NodeRoot, nodeRoot(pid, options?.files ?? "container"))
       ).pipe(Layer.provideMerge(NodeServices.layer))

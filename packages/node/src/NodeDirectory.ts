@@ -24,7 +24,11 @@ import { Effect, Layer, Schema } from "effect"
 import type { FdHandle } from "./internal/handles.ts"
 import { constants, cString, describeErrno, emptyPath, type Libc, LibcUnavailable, load } from "./internal/libc.ts"
 
-/** The system-call layer could not be built here (no koffi binary, no libc.so.6, an unknown architecture). */
+/**
+ * The system-call layer could not be built here (no koffi binary, no libc.so.6, an unknown architecture).
+ *
+ * @since 0.2.0
+ */
 export class DirectoryUnavailable extends Schema.TaggedError<DirectoryUnavailable>()("DirectoryUnavailable", {
   reason: Schema.Literal("FfiUnavailable"),
   detail: Schema.String
@@ -34,7 +38,11 @@ export class DirectoryUnavailable extends Schema.TaggedError<DirectoryUnavailabl
   }
 }
 
-/** Options of {@link make}. */
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.2.0
+ */
 export interface Options {
   /** Use `openat2` for resolution where the kernel has it (default true); false walks from handle to handle. */
   readonly openat2?: boolean | undefined
@@ -560,17 +568,29 @@ const loadLibc = Effect.suspend(() => {
     : Effect.succeed(c)
 })
 
-/** The service over this process's system calls; fails to build with {@link DirectoryUnavailable}. */
+/**
+ * The service over this process's system calls; fails to build with {@link DirectoryUnavailable}.
+ *
+ * @since 0.2.0
+ */
 export const make = (options?: Options): Effect.Effect<Directory.Directories, DirectoryUnavailable> =>
   Effect.map(loadLibc, (c) => build(c, options))
 
-/** The real `Directories`, resolving with `openat2` where the kernel has it. */
+/**
+ * The real `Directories`, resolving with `openat2` where the kernel has it.
+ *
+ * @since 0.2.0
+ */
 export const layer: Layer.Layer<Directory.Directories, DirectoryUnavailable> = Layer.effect(
   Directory.Directories,
   make()
 )
 
-/** The real `Directories` resolving by the walk only (no `openat2`): a kernel older than 5.6, and its tests. */
+/**
+ * The real `Directories` resolving by the walk only (no `openat2`): a kernel older than 5.6, and its tests.
+ *
+ * @since 0.2.0
+ */
 export const layerWalk: Layer.Layer<Directory.Directories, DirectoryUnavailable> = Layer.effect(
   Directory.Directories,
   make({ openat2: false })

@@ -26,7 +26,11 @@ import type { ChildProcessSpawner } from "effect/process"
 import { fdOf } from "./internal/handles.ts"
 import { constants, cString, describeErrno, emptyPath, type Libc, LibcUnavailable, load } from "./internal/libc.ts"
 
-/** The FFI could not be loaded (no libc.so.6, an unsupported platform). `layerCommand` still works. */
+/**
+ * The FFI could not be loaded (no libc.so.6, an unsupported platform). `layerCommand` still works.
+ *
+ * @since 0.1.0
+ */
 export class MounterUnavailable extends Schema.TaggedError<MounterUnavailable>()("MounterUnavailable", {
   /** Why: koffi or libc's `umount2` could not be loaded (no prebuilt binary for this platform, no libc.so.6). */
   reason: Schema.Literal("FfiUnavailable"),
@@ -201,6 +205,8 @@ const loadLibc = Effect.suspend(() => {
  * loop: with MNT_DETACH the syscall does not wait for busy or unreachable
  * file systems, so the loop cannot hang on them. The root handle must be the
  * real `Directories`' (`NodeDirectory`).
+ *
+ * @since 0.1.0
  */
 export const make = Effect.map(loadLibc, (c) => {
   const statBuf = new Uint8Array(256)
@@ -220,10 +226,18 @@ export const make = Effect.map(loadLibc, (c) => {
   })
 })
 
-/** The in-process `Mounter` (see {@link make}); fails to build with {@link MounterUnavailable}. */
+/**
+ * The in-process `Mounter` (see {@link make}); fails to build with {@link MounterUnavailable}.
+ *
+ * @since 0.1.0
+ */
 export const layer: Layer.Layer<Mounter.Mounter, MounterUnavailable> = Layer.effect(Mounter.Mounter, make)
 
-/** Options of {@link layerCommand}. */
+/**
+ * Options of {@link layerCommand}.
+ *
+ * @since 0.1.0
+ */
 export interface CommandOptions {
   /**
    * The mount table of the namespace the spawner's commands run in, read to
@@ -293,6 +307,8 @@ const countByMountPoint = (table: MountInfo.MountTable): Map<string, number> => 
  * decided from the mount table: for a path given k times, as many of its
  * occurrences succeeded as its entries decreased; the others take the reason
  * umount printed for that path.
+ *
+ * @since 0.1.0
  */
 export const makeCommand = (options?: CommandOptions) =>
   Effect.gen(function* () {
@@ -387,7 +403,11 @@ export const makeCommand = (options?: CommandOptions) =>
     })
   })
 
-/** The command-based `Mounter` (see {@link makeCommand}); requires a spawner, a FileSystem and the `Directories`. */
+/**
+ * The command-based `Mounter` (see {@link makeCommand}); requires a spawner, a FileSystem and the `Directories`.
+ *
+ * @since 0.1.0
+ */
 export const layerCommand = (
   options?: CommandOptions
 ): Layer.Layer<
@@ -396,7 +416,11 @@ export const layerCommand = (
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
 > => Layer.effect(Mounter.Mounter, makeCommand(options))
 
-/** The in-process `Mounter`, or the command-based one where the FFI cannot load. */
+/**
+ * The in-process `Mounter`, or the command-based one where the FFI cannot load.
+ *
+ * @since 0.1.0
+ */
 export const layerWithFallback = (
   options?: CommandOptions
 ): Layer.Layer<

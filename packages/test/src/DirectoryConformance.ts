@@ -18,7 +18,11 @@ const enc = (s: string) => FileName.encode(s)
 /** `café` in Latin-1: not valid UTF-8. */
 const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9])
 
-/** What a host can do for the suite beyond the services (each test that needs one says so). */
+/**
+ * What a host can do for the suite beyond the services (each test that needs one says so).
+ *
+ * @since 0.2.0
+ */
 export interface Options<R = never> {
   /** Makes a FIFO at `path` (the real host: `mkfifo`); absent where the host has none. */
   readonly fifo?: ((path: string) => Effect.Effect<void, never, R>) | undefined
@@ -51,6 +55,8 @@ const reasonOf = <A, R>(effect: Effect.Effect<A, Directory.DirectoryError, R>) =
  * Registers the suite under `name`. `hostLayer` provides the `Directories`
  * under test, a `MountFixture` in the same mount namespace, and the
  * `FileSystem` that sees the same tree.
+ *
+ * @since 0.2.0
  */
 export const suite = <R = never>(
   name: string,

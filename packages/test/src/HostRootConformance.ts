@@ -39,7 +39,11 @@ import { MountFixture } from "./MountFixture.ts"
 import * as RefusingSystemd from "./RefusingSystemd.ts"
 import { differences, isUnder, nodeStarts, plant, snapshot } from "./RepaveConformance.ts"
 
-/** The sandbox of one run: the node's root, what lies beside it, and where snapshots go. */
+/**
+ * The sandbox of one run: the node's root, what lies beside it, and where snapshots go.
+ *
+ * @since 0.2.0
+ */
 export interface Sandbox {
   readonly sandbox: string
   readonly root: string
@@ -51,6 +55,8 @@ export interface Sandbox {
  * Builds the sandbox described in the module comment. Links planted in the
  * node point at `outside/` by its real absolute path (what the kernel would
  * follow) and by relative climbs; none points at a system path.
+ *
+ * @since 0.2.0
  */
 export const buildSandbox = Effect.gen(function* () {
   const fx = yield* MountFixture
@@ -85,7 +91,11 @@ export const buildSandbox = Effect.gen(function* () {
   return { sandbox, root, outside, snapshots: `${sandbox}/snapshots` } satisfies Sandbox
 })
 
-/** Root candidates, relative to the sandbox when they start with `@`: good, relative, odd, linked, missing, a file. */
+/**
+ * Root candidates, relative to the sandbox when they start with `@`: good, relative, odd, linked, missing, a file.
+ *
+ * @since 0.2.0
+ */
 export const RootCandidates = [
   "@/root",
   "@/root/",
@@ -102,7 +112,11 @@ export const RootCandidates = [
   "root/../root"
 ] as const
 
-/** Prefix candidates: empty, `/`, relative, climbing, linked out of the root, and real targets. */
+/**
+ * Prefix candidates: empty, `/`, relative, climbing, linked out of the root, and real targets.
+ *
+ * @since 0.2.0
+ */
 export const PrefixCandidates = [
   "",
   "/",
@@ -123,7 +137,11 @@ export const PrefixCandidates = [
   "/nope"
 ] as const
 
-/** The operations under test, each a function of the root as given and the prefixes. */
+/**
+ * The operations under test, each a function of the root as given and the prefixes.
+ *
+ * @since 0.2.0
+ */
 export const Operations = [
   "unmountBelow",
   "unmountStrictlyBelow",
@@ -136,7 +154,11 @@ export const Operations = [
   "Snapshot.take+restore"
 ] as const
 
-/** One of {@link Operations}. */
+/**
+ * One of {@link Operations}.
+ *
+ * @since 0.2.0
+ */
 export type Operation = (typeof Operations)[number]
 
 const rootOf = (s: Sandbox, candidate: string): string =>
@@ -145,6 +167,8 @@ const rootOf = (s: Sandbox, candidate: string): string =>
 /**
  * Runs `operation` below `hostRoot` with `prefixes`. Its typed failure is
  * returned, not raised: the property looks at what it was.
+ *
+ * @since 0.2.0
  */
 export const runOperation = (
   s: Sandbox,
@@ -189,6 +213,8 @@ export const runOperation = (
 /**
  * A `Mounter` that dies before it unmounts anything outside `allowed`: the
  * mount-side fence, as `FencedFileSystem` is for files.
+ *
+ * @since 0.2.0
  */
 export const fencedMounter = (allowed: string) =>
   Effect.map(Effect.service(Mounter.Mounter), (inner) =>
@@ -200,7 +226,11 @@ export const fencedMounter = (allowed: string) =>
     })
   )
 
-/** The errors that refuse the caller's input; after one, nothing at all may have changed. */
+/**
+ * The errors that refuse the caller's input; after one, nothing at all may have changed.
+ *
+ * @since 0.2.0
+ */
 export const isInputError = (e: { readonly _tag: string; readonly reason?: unknown }): boolean =>
   (e._tag === "HostPathError" &&
     ["InvalidPath", "NotAbsolute", "NotFound", "NotADirectory", "IsHostRoot", "OutsideTable"].includes(
@@ -214,6 +244,8 @@ const mountsIn = (table: MountInfo.MountTable, dir: string) =>
 /**
  * Registers the suite under `name`. `hostLayer` provides the `FileSystem`,
  * the `Mounter` under test and a `MountFixture` in the same mount namespace.
+ *
+ * @since 0.2.0
  */
 export const suite = (
   name: string,

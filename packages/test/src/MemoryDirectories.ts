@@ -27,7 +27,11 @@ import type { HostState } from "./MemoryHost.ts"
 
 const I = MemoryFileSystem.internals
 
-/** A handle of the simulated host: where its node was reached, and which process opened it. */
+/**
+ * A handle of the simulated host: where its node was reached, and which process opened it.
+ *
+ * @since 0.2.0
+ */
 export interface MemoryHandle extends Directory.Handle {
   readonly frame: MemoryFileSystem.Frame
   /** The node held, when it is not the frame's directory (`openPath` of a file or link). */
@@ -35,7 +39,11 @@ export interface MemoryHandle extends Directory.Handle {
   readonly generation: number
 }
 
-/** The frame and node of a handle of the simulated host, or `undefined` for another layer's handle. */
+/**
+ * The frame and node of a handle of the simulated host, or `undefined` for another layer's handle.
+ *
+ * @since 0.2.0
+ */
 export const frameOf = (h: Directory.Handle): MemoryHandle | undefined =>
   typeof (h as Partial<MemoryHandle>).frame === "object" ? (h as MemoryHandle) : undefined
 
@@ -82,7 +90,11 @@ const locksOf = (fs: MemoryFileSystem.FsState) => {
   return table
 }
 
-/** The service over `state` (see the module comment). */
+/**
+ * The service over `state` (see the module comment).
+ *
+ * @since 0.2.0
+ */
 export const make = (state: HostState): Directory.Directories => {
   const st = state.fs
 

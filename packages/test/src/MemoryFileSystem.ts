@@ -38,6 +38,8 @@ import { admit, complete, type Journal, MemoryHostCrashed } from "./internal/jou
  * how the lossless `FileName` form writes a byte that is not UTF-8) replaced
  * by U+FFFD. The FileSystem API is made of JavaScript strings, so this is
  * all of a name it can name or return; only directory handles see the bytes.
+ *
+ * @since 0.2.0
  */
 export const wellFormed = (text: string): string =>
   text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd")
@@ -51,10 +53,16 @@ export const wellFormed = (text: string): string =>
  * between Linux file systems for the same tree: ext4 reports whole 4 KiB
  * blocks and never shrinks a directory, tmpfs reports 20 bytes per entry
  * plus 40. The root file system is ext4-like, as on a typical node.
+ *
+ * @since 0.1.0
  */
 export type Flavor = "ext4" | "tmpfs"
 
-/** Metadata every inode has, as `stat(2)` reports it. Times are epoch milliseconds. */
+/**
+ * Metadata every inode has, as `stat(2)` reports it. Times are epoch milliseconds.
+ *
+ * @since 0.1.0
+ */
 export interface InodeMeta {
   readonly ino: bigint
   readonly fs: Filesystem
@@ -69,14 +77,22 @@ export interface InodeMeta {
   readonly birthtime: number
 }
 
-/** A regular file. `data` may be longer than `size` (spare capacity). */
+/**
+ * A regular file. `data` may be longer than `size` (spare capacity).
+ *
+ * @since 0.1.0
+ */
 export interface FileNode extends InodeMeta {
   readonly type: "File"
   data: Uint8Array
   size: number
 }
 
-/** A directory; `entries` never holds "." or "..". */
+/**
+ * A directory; `entries` never holds "." or "..".
+ *
+ * @since 0.1.0
+ */
 export interface DirectoryNode extends InodeMeta {
   readonly type: "Directory"
   readonly entries: Map<string, Inode>
@@ -84,16 +100,28 @@ export interface DirectoryNode extends InodeMeta {
   blocks: number
 }
 
-/** A symbolic link; its target is stored verbatim, never normalised. */
+/**
+ * A symbolic link; its target is stored verbatim, never normalised.
+ *
+ * @since 0.1.0
+ */
 export interface SymlinkNode extends InodeMeta {
   readonly type: "SymbolicLink"
   readonly target: string
 }
 
-/** Any inode of the simulated file system. */
+/**
+ * Any inode of the simulated file system.
+ *
+ * @since 0.1.0
+ */
 export type Inode = FileNode | DirectoryNode | SymlinkNode
 
-/** One file system (a "device"): its `dev` number, inode counter and root directory. */
+/**
+ * One file system (a "device"): its `dev` number, inode counter and root directory.
+ *
+ * @since 0.1.0
+ */
 export interface Filesystem {
   readonly dev: bigint
   readonly flavor: Flavor
@@ -107,6 +135,8 @@ export interface Filesystem {
  * another one's mount point is a child of that mount whose mountpoint is the
  * lower mount's root. A detached mount is no longer in its parent's
  * `children` (its own subtree goes with it).
+ *
+ * @since 0.1.0
  */
 export interface Mount {
   readonly id: number
@@ -119,7 +149,11 @@ export interface Mount {
   readonly at: string
 }
 
-/** An open file description, what an `fd` refers to. */
+/**
+ * An open file description, what an `fd` refers to.
+ *
+ * @since 0.1.0
+ */
 export interface OpenFile {
   readonly fd: number
   readonly node: Inode
@@ -137,6 +171,8 @@ export interface OpenFile {
  * All file-system state of a simulated host: the mount tree, the process's
  * working directory and umask, descriptor numbering. Part of the single host
  * state object `MemoryHost` owns.
+ *
+ * @since 0.1.0
  */
 export interface FsState {
   readonly rootMount: Mount
@@ -154,7 +190,11 @@ export interface FsState {
   nextMountId: number
 }
 
-/** The slice of the host state the file system works on: its files and the shared journal. */
+/**
+ * The slice of the host state the file system works on: its files and the shared journal.
+ *
+ * @since 0.1.0
+ */
 export interface FsHost {
   readonly fs: FsState
   readonly journal: Journal
@@ -176,7 +216,11 @@ const BLOCK = 4096
 const makeDev = (major: number, minor: number): bigint =>
   BigInt((minor & 0xff) | (major << 8) | ((minor & ~0xff) << 12))
 
-/** Major and minor of a device number made by `makeDev` (`new_decode_dev`). */
+/**
+ * Major and minor of a device number made by `makeDev` (`new_decode_dev`).
+ *
+ * @since 0.1.0
+ */
 export const devNumbers = (dev: bigint): { readonly major: number; readonly minor: number } => {
   const d = Number(dev)
   return { major: (d & 0xfff00) >> 8, minor: (d & 0xff) | ((d >> 12) & 0xfff00) }
@@ -205,6 +249,8 @@ const newDirectory = (fs: Filesystem | undefined, ino: bigint, mode: number, now
 /**
  * A new, empty file system of `flavor`. Its root directory is 0755 root:root
  * and has inode 2 like ext4's.
+ *
+ * @since 0.1.0
  */
 export const makeFilesystem = (dev: bigint, flavor: Flavor, now: number): Filesystem => {
   const root = newDirectory(undefined, 2n, 0o755, now)
@@ -218,6 +264,8 @@ export const makeFilesystem = (dev: bigint, flavor: Flavor, now: number): Filesy
  * `flavor` says otherwise) mounted at "/", containing only "/" and a
  * world-writable sticky `/tmp` (so `makeTempDirectory` works like on a real
  * host).
+ *
+ * @since 0.1.0
  */
 export const makeState = (options: {
   readonly now: number
@@ -261,6 +309,8 @@ export const makeState = (options: {
  * Frames form the walked path, so `..` is "go back one frame", which is what
  * Linux does, including at mount roots, and ancestry checks (rename into
  * itself) look along the chain.
+ *
+ * @since 0.1.0
  */
 export interface Frame {
   readonly mount: Mount
@@ -624,7 +674,11 @@ const sizeOf = (node: Inode): number =>
 
 const typeBits = (node: Inode) => (node.type === "File" ? S_IFREG : node.type === "Directory" ? S_IFDIR : S_IFLNK)
 
-/** `stat(2)` of an inode as Effect's `File.Info`, with the same field shapes NodeFileSystem produces. */
+/**
+ * `stat(2)` of an inode as Effect's `File.Info`, with the same field shapes NodeFileSystem produces.
+ *
+ * @since 0.1.0
+ */
 export const info = (node: Inode): FileSystem.File.Info => {
   const size = sizeOf(node)
   const blocks =
@@ -671,7 +725,11 @@ interface OpenFlags {
   readonly noFollow: boolean
 }
 
-/** The `open(2)` flags NodeFileSystem passes for each `OpenFlag`. */
+/**
+ * The `open(2)` flags NodeFileSystem passes for each `OpenFlag`.
+ *
+ * @since 0.1.0
+ */
 export const openFlags = (flag: FileSystem.OpenFlag, noFollow = false): OpenFlags => {
   const plus = flag.endsWith("+")
   const kind = flag[0]
@@ -953,7 +1011,11 @@ const mkdirp = (st: FsState, path: string, mode: number, now: number): string | 
   return first
 }
 
-/** Creates `path` and missing parents as root directories with `mode` (no umask); for seeding. */
+/**
+ * Creates `path` and missing parents as root directories with `mode` (no umask); for seeding.
+ *
+ * @since 0.1.0
+ */
 export const mkdirAll = (st: FsState, path: string, mode: number, now: number): DirectoryNode | undefined =>
   mkdirAllFrame(st, path, mode, now)?.dir
 
@@ -1443,7 +1505,11 @@ const defaultSyscall: Record<string, string> = {
   "File.sync": "fsync"
 }
 
-/** `path` made absolute against the working directory, `.` and `..` removed lexically. */
+/**
+ * `path` made absolute against the working directory, `.` and `..` removed lexically.
+ *
+ * @since 0.1.0
+ */
 export const absolute = (st: FsState, path: string): string => posix.resolve(st.cwd, path)
 
 const meta = (st: FsState, kind: string, first: string, ...rest: Array<string>): Meta => ({
@@ -1513,6 +1579,8 @@ const tempTemplate = (
  * `stream` and `sink` are derived by `FileSystem.make` from the methods
  * below, exactly as NodeFileSystem derives them, so they log and fail as the
  * underlying `access`, `readFile`, `writeFile` and `open` calls.
+ *
+ * @since 0.1.0
  */
 export const make = (host: FsHost): FileSystem.FileSystem => {
   const st = host.fs
@@ -1906,6 +1974,8 @@ const makeFile = (host: FsHost, handle: OpenFile): FileSystem.File => {
  * What a fixture path holds: text (a 0644 root file), bytes, a file with
  * explicit mode and owner, a symlink, or a directory. Modes are taken
  * literally (no umask), because a fixture describes a tree as it already is.
+ *
+ * @since 0.1.0
  */
 export type FixtureEntry =
   | string
@@ -1924,12 +1994,20 @@ export type FixtureEntry =
       readonly gid?: number | undefined
     }
 
-/** A tree as a flat record of absolute paths; missing parents are 0755 root directories. */
+/**
+ * A tree as a flat record of absolute paths; missing parents are 0755 root directories.
+ *
+ * @since 0.1.0
+ */
 export type Fixture = Readonly<Record<string, FixtureEntry>>
 
 const encoder = new TextEncoder()
 
-/** Why a fixture entry could not be created. */
+/**
+ * Why a fixture entry could not be created.
+ *
+ * @since 0.1.0
+ */
 export interface SeedProblem {
   readonly path: string
   readonly reason: "NotAbsolute" | "ParentNotDirectory" | "AlreadyExists" | "EmptySymlinkTarget"
@@ -1939,6 +2017,8 @@ export interface SeedProblem {
  * Writes `fixture` into the tree. Returns the first entry that cannot be
  * created (relative path, a non-directory in the way, a duplicate), or
  * undefined when all were created.
+ *
+ * @since 0.1.0
  */
 export const seed = (st: FsState, fixture: Fixture, now: number): SeedProblem | undefined => {
   for (const key of Object.keys(fixture).sort()) {
@@ -1994,6 +2074,8 @@ const applyOwner = (
 /**
  * One path of a dump: files with permission bits, owner and UTF-8 content;
  * directories with permission bits and owner; symlinks with their target.
+ *
+ * @since 0.1.0
  */
 export type DumpEntry =
   | {
@@ -2019,6 +2101,8 @@ const dumpEntry = (node: Inode): DumpEntry =>
  * The tree at `root` (itself included, not followed if it is a symlink) as a
  * flat record keyed by absolute path, in depth-first name order, so two dumps
  * of equal trees are deep-equal. A missing root gives an empty record.
+ *
+ * @since 0.1.0
  */
 export const dumpTree = (st: FsState, root = "/"): Record<string, DumpEntry> => {
   const out: Record<string, DumpEntry> = {}
@@ -2042,7 +2126,11 @@ export const dumpTree = (st: FsState, root = "/"): Record<string, DumpEntry> => 
 // Mounts (mount(2), umount2(2) and the mountinfo table)
 // ---------------------------------------------------------------------------
 
-/** True for `/proc/<anything>/mountinfo` (absolute, normalised), the table `readFile` serves. */
+/**
+ * True for `/proc/<anything>/mountinfo` (absolute, normalised), the table `readFile` serves.
+ *
+ * @since 0.1.0
+ */
 export const isProcMountinfo = (path: string): boolean => /^\/proc\/[^/]+\/mountinfo$/.test(path)
 
 /** The directory `path` names (symlinks followed) as a frame: the top-most mount's view of it. */
@@ -2070,6 +2158,8 @@ const attach = (st: FsState, parent: Frame, fs: Filesystem, root: DirectoryNode,
 /**
  * `mount -t tmpfs tmpfs target`: a new, empty tmpfs (its own file system with
  * a new device 0:N, root 1777) on top of whatever is mounted at `target`.
+ *
+ * @since 0.1.0
  */
 export const mountTmpfs = (st: FsState, target: string, now: number): Mount | Errno => {
   const at = directoryFrame(st, target, "mount")
@@ -2086,6 +2176,8 @@ export const mountTmpfs = (st: FsState, target: string, now: number): Mount | Er
  * `mount --bind source target` (not recursive): the directory `source`, as
  * the top-most mount at that path shows it, also shown at `target`. Both
  * paths then reach the same inodes.
+ *
+ * @since 0.1.0
  */
 export const bindMount = (st: FsState, source: string, target: string): Mount | Errno => {
   const from = directoryFrame(st, source, "mount")
@@ -2102,6 +2194,8 @@ export const bindMount = (st: FsState, source: string, target: string): Mount | 
  * mount has child mounts, a file of the live process open through it or the
  * working directory in it. A lazy unmount detaches the mount and its whole
  * subtree at once; their open files keep working.
+ *
+ * @since 0.1.0
  */
 export const unmount = (host: FsHost, target: string, lazy: boolean): undefined | Errno => {
   const st = host.fs
@@ -2116,6 +2210,8 @@ export const unmount = (host: FsHost, target: string, lazy: boolean): undefined 
  * Unmounts `mount` itself (what `umount2` through a descriptor of its root
  * does): EINVAL when it is detached already or is the namespace's root, EBUSY
  * when not lazy and it is in use.
+ *
+ * @since 0.2.0
  */
 export const unmountMount = (host: FsHost, mount: Mount, lazy: boolean, target: string): undefined | Errno => {
   const st = host.fs
@@ -2136,7 +2232,11 @@ export const unmountMount = (host: FsHost, mount: Mount, lazy: boolean, target: 
   return undefined
 }
 
-/** Every mount of the namespace (the root mount first, parents before children, older before newer). */
+/**
+ * Every mount of the namespace (the root mount first, parents before children, older before newer).
+ *
+ * @since 0.1.0
+ */
 export const mounts = (st: FsState): Array<Mount> => {
   const out: Array<Mount> = []
   const visit = (m: Mount) => {
@@ -2173,6 +2273,8 @@ const directoryPaths = (from: DirectoryNode): Map<DirectoryNode, string> => {
  * for a whole file system, the source's path inside its file system for a
  * bind mount; fs type and source `tmpfs`/`tmpfs` or `ext4`/`/dev/vda`; no
  * optional fields. The root mount is its own parent.
+ *
+ * @since 0.1.0
  */
 export const mountEntries = (st: FsState): MountInfo.MountTable => {
   // Each file system's tree is walked once per call, not once per mount on it.
@@ -2217,16 +2319,28 @@ export const mountEntries = (st: FsState): MountInfo.MountTable => {
   })
 }
 
-/** True when `path` resolves (following symlinks) to a directory; for messages, not journalled. */
+/**
+ * True when `path` resolves (following symlinks) to a directory; for messages, not journalled.
+ *
+ * @since 0.1.0
+ */
 export const isDirectoryAt = (st: FsState, path: string): boolean => {
   const f = lookup(st, path, true)
   return !(f instanceof Fail) && f.node.type === "Directory"
 }
 
-/** `path` made absolute against "/" with `.` and `..` removed lexically. */
+/**
+ * `path` made absolute against "/" with `.` and `..` removed lexically.
+ *
+ * @since 0.1.0
+ */
 export const normalizeAbsolute = (path: string): string => posix.resolve("/", path)
 
-/** True while `mount` is in the namespace: it and every mount above it still attached. */
+/**
+ * True while `mount` is in the namespace: it and every mount above it still attached.
+ *
+ * @since 0.2.0
+ */
 export const isAttached = (st: FsState, mount: Mount): boolean => {
   for (let m = mount; m.parent !== undefined; m = m.parent) if (!m.parent.children.includes(m)) return false
   let top = mount
@@ -2244,6 +2358,8 @@ export const isAttached = (st: FsState, mount: Mount): boolean => {
  * (`MemoryAdversary`): the simulated system calls themselves, without the
  * journal (they are another process's, not the one under test). Each returns
  * the errno code it failed with, or undefined.
+ *
+ * @since 0.2.0
  */
 export const foreign = {
   rename: (st: FsState, from: string, to: string, now: number) => sysRename(st, from, to, now)?.code,
@@ -2256,6 +2372,13 @@ export const foreign = {
   unlink: (st: FsState, path: string, now: number) => sysUnlink(st, path, now)?.code
 }
 
+/**
+ * The resolver and inode operations the sibling modules of the simulated
+ * host build on (`MemoryDirectories` walks the same frames, `MemoryMounts`
+ * the same mount tree); not for tests, which use the services.
+ *
+ * @since 0.2.0
+ */
 export const internals = {
   rootFrame,
   enterFrame,

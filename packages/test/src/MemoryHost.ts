@@ -15,46 +15,94 @@
 import { Directory, Mounter, type MountInfo, type Systemd } from "@hostnode/core"
 import { Clock, Context, Effect, FileSystem, Layer, Path, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import type { ErrnoCode } from "./internal/errno.ts"
-import {
-  type Fault,
-  type Journal,
-  MemoryHostCrashed,
-  makeJournal,
-  type Operation,
-  type Upcoming
-} from "./internal/journal.ts"
+import type * as Errno from "./internal/errno.ts"
+import * as Journal_ from "./internal/journal.ts"
 import * as MemoryCommands from "./MemoryCommands.ts"
 import * as MemoryDirectories from "./MemoryDirectories.ts"
 import * as MemoryFileSystem from "./MemoryFileSystem.ts"
 import * as MemoryMounts from "./MemoryMounts.ts"
 import * as RecordingSystemd from "./RecordingSystemd.ts"
 
-/** The journal's vocabulary, re-exported so tests need only this module. */
-export type { ErrnoCode, Fault, Operation, Upcoming }
-/** The defect of a crashed simulated process; see `crashAfter` and `isCrash`. */
-export { MemoryHostCrashed }
+/**
+ * An errno name (`ENOENT`, `EBUSY`, ...) a simulated call fails with.
+ *
+ * @since 0.1.0
+ */
+export type ErrnoCode = Errno.ErrnoCode
 
-/** Re-exported so a fixture can be written without importing MemoryFileSystem. */
+/**
+ * A fault to inject: which kind of operation, on which path, fails with which errno.
+ *
+ * @since 0.1.0
+ */
+export type Fault = Journal_.Fault
+
+/**
+ * One operation of the simulated process, as the journal logged it.
+ *
+ * @since 0.1.0
+ */
+export type Operation = Journal_.Operation
+
+/**
+ * The operation about to run, as the adversary seam shows it.
+ *
+ * @since 0.2.0
+ */
+export type Upcoming = Journal_.Upcoming
+
+/**
+ * The defect of a crashed simulated process; see `crashAfter` and `isCrash`.
+ *
+ * @since 0.1.0
+ */
+export const MemoryHostCrashed = Journal_.MemoryHostCrashed
+
+/**
+ * The defect of a crashed simulated process.
+ *
+ * @since 0.1.0
+ */
+export type MemoryHostCrashed = Journal_.MemoryHostCrashed
+
+/**
+ * Re-exported so a fixture can be written without importing MemoryFileSystem.
+ *
+ * @since 0.1.0
+ */
 export type Fixture = MemoryFileSystem.Fixture
-/** Re-exported so a fixture can be written without importing MemoryFileSystem. */
+/**
+ * Re-exported so a fixture can be written without importing MemoryFileSystem.
+ *
+ * @since 0.1.0
+ */
 export type FixtureEntry = MemoryFileSystem.FixtureEntry
-/** One path of `dump`; re-exported for assertions. */
+/**
+ * One path of `dump`; re-exported for assertions.
+ *
+ * @since 0.1.0
+ */
 export type DumpEntry = MemoryFileSystem.DumpEntry
 
 /**
  * The single state object of a simulated host. Every simulation (files
  * today; mounts, units, links later) keeps its state here so inspection,
  * faults and crashes see one consistent host.
+ *
+ * @since 0.1.0
  */
 export interface HostState {
   readonly fs: MemoryFileSystem.FsState
-  readonly journal: Journal
+  readonly journal: Journal_.Journal
   /** Targets (absolute, normalised) every unmount refuses with the errno, until cleared; see `failUnmount`. */
   readonly unmountFaults: Map<string, ErrnoCode>
 }
 
-/** How to build a host. Every field is optional: `MemoryHost.layer()` is an empty Linux root. */
+/**
+ * How to build a host. Every field is optional: `MemoryHost.layer()` is an empty Linux root.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /** Initial tree, e.g. `{ "/etc/kubernetes/kubelet.conf": "text" }`; parents are 0755 root directories. */
   readonly files?: Fixture | undefined
@@ -74,6 +122,8 @@ export interface Options {
 /**
  * Inspection and fault injection for a simulated host. None of these count
  * as operations of the simulated process, and they work after a crash.
+ *
+ * @since 0.1.0
  */
 export interface Service {
   /** The host state itself, for the simulations built on top of it. */
@@ -128,16 +178,26 @@ export interface Service {
   readonly adversary: (act: ((upcoming: Upcoming) => void) | undefined) => Effect.Effect<void>
 }
 
-/** The key of the inspection service, provided by `layer`. */
+/**
+ * The key of the inspection service, provided by `layer`.
+ *
+ * @since 0.1.0
+ */
 export class MemoryHost extends Context.Service<MemoryHost, Service>()("@hostnode/test/MemoryHost") {}
 
-/** True when `u` is the defect a crashed simulated process dies with. */
+/**
+ * True when `u` is the defect a crashed simulated process dies with.
+ *
+ * @since 0.1.0
+ */
 export const isCrash = (u: unknown): u is MemoryHostCrashed => u instanceof MemoryHostCrashed
 
 /**
  * Raised (as a defect, while building the layer) when `options.files` or
  * `options.cwd` cannot be created: a bad fixture is a bug in the test, not a
  * runtime condition the code under test should handle.
+ *
+ * @since 0.1.0
  */
 export class FixtureError extends Schema.TaggedError<FixtureError>()("MemoryHostFixtureError", {
   reason: Schema.Literals(["NotAbsolute", "ParentNotDirectory", "AlreadyExists", "EmptySymlinkTarget"]),
@@ -200,6 +260,8 @@ const makeService = (state: HostState): Service => ({
 /**
  * The `umount` and `mount` interpreters over `state`, for a `MemoryCommands`
  * spawner (a node composition adds them next to `systemctl`, `ip`, ...).
+ *
+ * @since 0.1.0
  */
 export const interpreters = (state: HostState): ReadonlyMap<string, MemoryCommands.Interpreter> =>
   new Map([
@@ -211,6 +273,8 @@ export const interpreters = (state: HostState): ReadonlyMap<string, MemoryComman
  * A spawner with only `umount` and `mount` over `state` (see `interpreters`),
  * so the command-based `Mounter` (`NodeMounter.layerCommand`) runs against
  * the simulated host. `record` sees every invocation.
+ *
+ * @since 0.1.0
  */
 export const mountCommands = (
   state: HostState,
@@ -222,6 +286,8 @@ const resolvePath = (state: HostState, path: string): string => MemoryFileSystem
 /**
  * Builds a host state: an ext4-like root with `/tmp`, the fixture, and the
  * working directory. Exposed for simulations that compose their own layer.
+ *
+ * @since 0.1.0
  */
 export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
   Effect.gen(function* () {
@@ -244,7 +310,7 @@ export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
       }
       fs.cwd = cwd
     }
-    return { fs, journal: makeJournal(), unmountFaults: new Map() }
+    return { fs, journal: Journal_.makeJournal(), unmountFaults: new Map() }
   })
 
 /**
@@ -254,6 +320,8 @@ export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
  * `Systemd` that records its calls (`RecordingSystemd`) and the
  * `MemoryHost` service. Each build of the layer is
  * a new, independent host.
+ *
+ * @since 0.1.0
  */
 export const layer = (
   options: Options = {}

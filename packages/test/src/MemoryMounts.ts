@@ -33,7 +33,11 @@ const strerror = (code: string): string =>
     ENOTDIR: "Not a directory"
   })[code] ?? (code in errnoTable ? errnoTable[code as ErrnoCode][1] : code)
 
-/** A mount a fixture or a `mount` call asked for could not be made: errno and the paths. */
+/**
+ * A mount a fixture or a `mount` call asked for could not be made: errno and the paths.
+ *
+ * @since 0.1.0
+ */
 export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMountError", {
   reason: Schema.Literals(["Tmpfs", "Bind"]),
   target: Schema.String,
@@ -49,7 +53,11 @@ export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMoun
 
 const absolute = (state: HostState, path: string): string => MemoryFileSystem.absolute(state.fs, path)
 
-/** Mounts a new empty tmpfs at `target` (setup: not an operation of the simulated process). */
+/**
+ * Mounts a new empty tmpfs at `target` (setup: not an operation of the simulated process).
+ *
+ * @since 0.1.0
+ */
 export const tmpfs = (state: HostState, target: string): Effect.Effect<void, MountError> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) =>
     Effect.suspend(() => {
@@ -60,7 +68,11 @@ export const tmpfs = (state: HostState, target: string): Effect.Effect<void, Mou
     })
   )
 
-/** Bind-mounts directory `source` at directory `target` (setup: not an operation of the simulated process). */
+/**
+ * Bind-mounts directory `source` at directory `target` (setup: not an operation of the simulated process).
+ *
+ * @since 0.1.0
+ */
 export const bind = (state: HostState, source: string, target: string): Effect.Effect<void, MountError> =>
   Effect.suspend(() => {
     const r = MemoryFileSystem.bindMount(state.fs, source, target)
@@ -127,6 +139,8 @@ const verifyAndUnmount = (
  * The in-memory `Mounter`: each target is one `umount2` of the simulated
  * process, in order, through the journal (see the module comment), verified
  * below the root handle first as `NodeMounter.layer` verifies it.
+ *
+ * @since 0.1.0
  */
 export const makeMounter = (state: HostState): Mounter.Mounter =>
   Mounter.Mounter.of({
@@ -195,6 +209,8 @@ const recursiveTargets = (state: HostState, target: string): Array<string> | und
 /**
  * `umount [-l] [-R] [-c] [--] targets...`: each target unmounted in order, a
  * failure printed as util-linux prints it, exit 32 when any failed.
+ *
+ * @since 0.1.0
  */
 export const umountInterpreter =
   (state: HostState): MemoryCommands.Interpreter =>
@@ -239,6 +255,8 @@ export const umountInterpreter =
 /**
  * `mount -t tmpfs [-o options] source target` and `mount --bind source target`
  * (also `-B`, `-o bind`); util-linux's messages and exit 32 on failure.
+ *
+ * @since 0.1.0
  */
 export const mountInterpreter =
   (state: HostState): MemoryCommands.Interpreter =>

@@ -37,6 +37,8 @@ const setup = Effect.gen(function* () {
  * Registers the suite under `name`. `hostLayer` provides the `Mounter` under
  * test, a `MountFixture` that makes mounts in the same mount namespace, the
  * `FileSystem` that sees them and the `Directories` the root handle comes from.
+ *
+ * @since 0.1.0
  */
 export const suite = (
   name: string,

@@ -44,12 +44,20 @@ import * as TreeWalk from "./TreeWalk.ts"
 // Trees: planting, hashing, comparing
 // ---------------------------------------------------------------------------
 
-/** What to plant at a path: file contents, a symlink, or an empty directory. */
+/**
+ * What to plant at a path: file contents, a symlink, or an empty directory.
+ *
+ * @since 0.1.0
+ */
 export type Plant = string | { readonly link: string } | { readonly dir: true }
 
 const parentOf = (path: string): string => path.slice(0, Math.max(1, path.lastIndexOf("/")))
 
-/** Plants `tree` (paths relative to `base`) below `base`, parents created as needed. */
+/**
+ * Plants `tree` (paths relative to `base`) below `base`, parents created as needed.
+ *
+ * @since 0.1.0
+ */
 export const plant = (base: string, tree: Readonly<Record<string, Plant>>) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
@@ -67,6 +75,8 @@ export const plant = (base: string, tree: Readonly<Record<string, Plant>>) =>
  * directory, `f <mode> <sha256>` for a file, `l <target>` for a symlink (`""`
  * is `dir` itself). Symlinks are not followed; mounts are crossed, as any
  * path walk crosses them, so a file reachable through a mount is in it.
+ *
+ * @since 0.1.0
  */
 export const snapshot = (dir: string) =>
   Effect.map(TreeWalk.walk(dir), (visited) => {
@@ -86,11 +96,19 @@ export const snapshot = (dir: string) =>
     return out
   }).pipe(Effect.orDie)
 
-/** True when `path` is `prefix` or below it (relative or absolute paths, on component boundaries). */
+/**
+ * True when `path` is `prefix` or below it (relative or absolute paths, on component boundaries).
+ *
+ * @since 0.1.0
+ */
 export const isUnder = (prefix: string, path: string): boolean =>
   prefix === "" || path === prefix || path.startsWith(`${prefix}/`)
 
-/** The keys on which two snapshots differ, except those `ignore` selects, as readable lines. */
+/**
+ * The keys on which two snapshots differ, except those `ignore` selects, as readable lines.
+ *
+ * @since 0.1.0
+ */
 export const differences = (
   before: Readonly<Record<string, string>>,
   after: Readonly<Record<string, string>>,
@@ -116,7 +134,11 @@ const mountsBelow = (table: MountInfo.MountTable, dir: string) =>
 
 const nodeBase = { nodeName: "node-a", apiServer: "https://10.0.0.1:6443" }
 
-/** A node start with each auth mode. */
+/**
+ * A node start with each auth mode.
+ *
+ * @since 0.1.0
+ */
 export const nodeStarts: Readonly<Record<NodeStart.AuthMode["_tag"], Effect.Effect<NodeStart.NodeStart>>> = {
   BootstrapToken: Effect.orDie(
     NodeStart.decode({ ...nodeBase, auth: { _tag: "BootstrapToken", token: "abcdef.0123456789abcdef" } })
@@ -345,6 +367,8 @@ const attacks: ReadonlyArray<AttackCase> = [
  * The reset suite: CNI state and kubelet identity on trees without mounts,
  * the symlink attacks, and each auth mode. `hostLayer` provides the
  * `FileSystem` and a `MountFixture` (only `sandbox` and `mountInfo` are used).
+ *
+ * @since 0.1.0
  */
 export const resets = (
   name: string,
@@ -624,7 +648,11 @@ export const resets = (
 // Teardown and removal on real mounts
 // ---------------------------------------------------------------------------
 
-/** The paths of the kubelet layout built by {@link buildKubeletLayout}. */
+/**
+ * The paths of the kubelet layout built by {@link buildKubeletLayout}.
+ *
+ * @since 0.1.0
+ */
 export interface KubeletLayout {
   readonly sandbox: string
   readonly root: string
@@ -643,6 +671,8 @@ export interface KubeletLayout {
  * inside), `b` with a CSI bind mount whose source `csi-data/` lies outside the
  * kubelet directory and a tmpfs secret, `c` with no mounts but symlinks to
  * `/`, outside and upwards, `d` with a tmpfs inside a tmpfs.
+ *
+ * @since 0.1.0
  */
 export const buildKubeletLayout = Effect.gen(function* () {
   const fx = yield* MountFixture
@@ -720,6 +750,8 @@ export const buildKubeletLayout = Effect.gen(function* () {
  * The mount suite: `teardownKubeletDir` and `SafeRemove` on real mounts.
  * `hostLayer` provides the `Mounter` under test, a `MountFixture` in the same
  * mount namespace, and the `FileSystem`.
+ *
+ * @since 0.1.0
  */
 export const mounts = (
   name: string,
@@ -1195,14 +1227,22 @@ const GeneratedMount = Schema.Struct({
   refuse: Schema.Boolean
 })
 
-/** A generated host: entries, mounts, and which well-known directories are symlinks instead. */
+/**
+ * A generated host: entries, mounts, and which well-known directories are symlinks instead.
+ *
+ * @since 0.1.0
+ */
 export const Plan = Schema.Struct({
   entries: Schema.Array(GeneratedEntry).check(Schema.isMaxLength(24)),
   mounts: Schema.Array(GeneratedMount).check(Schema.isMaxLength(5)),
   linked: Schema.Array(Schema.Literals(["cni", "pki", "p2", "netd"])).check(Schema.isMaxLength(2))
 })
 
-/** A generated host. */
+/**
+ * A generated host.
+ *
+ * @since 0.1.0
+ */
 export type Plan = typeof Plan.Type
 
 const depth = (hostPath: string): number => HostPath.components(hostPath).length
@@ -1217,7 +1257,11 @@ interface MadeMount {
   readonly source: string | undefined
 }
 
-/** Builds `plan` below a fresh sandbox; returns the paths and the mounts made. */
+/**
+ * Builds `plan` below a fresh sandbox; returns the paths and the mounts made.
+ *
+ * @since 0.1.0
+ */
 export const buildPlan = (plan: Plan) =>
   Effect.gen(function* () {
     const fx = yield* MountFixture
@@ -1332,6 +1376,8 @@ const inTargets = (rel: string, linked: ReadonlySet<string>): boolean => {
  *   pki directory is a symlink;
  * - the mounts left are exactly the refused ones and those in the CNI directories;
  * - running it all again changes nothing (idempotent).
+ *
+ * @since 0.1.0
  */
 export const properties = (
   name: string,

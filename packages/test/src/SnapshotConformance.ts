@@ -42,7 +42,11 @@ import * as TreeWalk from "./TreeWalk.ts"
 // Reading a tree
 // ---------------------------------------------------------------------------
 
-/** What a path holds, for comparing trees: permission bits, owner, bytes (base64) and link targets. */
+/**
+ * What a path holds, for comparing trees: permission bits, owner, bytes (base64) and link targets.
+ *
+ * @since 0.1.0
+ */
 export type Node =
   | {
       readonly type: "File"
@@ -61,6 +65,8 @@ const base64 = (bytes: Uint8Array): string =>
 /**
  * The tree at host path `path` below `root`, keyed by host path, without
  * following any link. A missing path gives an empty record.
+ *
+ * @since 0.1.0
  */
 export const treeOf = (
   root: string,
@@ -92,11 +98,19 @@ const treeFrom = (visited: ReadonlyArray<TreeWalk.Visited>, base: string): Recor
   return out
 }
 
-/** The entries of `tree` whose key satisfies `keep`. */
+/**
+ * The entries of `tree` whose key satisfies `keep`.
+ *
+ * @since 0.1.0
+ */
 export const pick = (tree: Record<string, Node>, keep: (path: string) => boolean): Record<string, Node> =>
   Object.fromEntries(Object.entries(tree).filter(([k]) => keep(k)))
 
-/** True when `path` is `ancestor` or below it. */
+/**
+ * True when `path` is `ancestor` or below it.
+ *
+ * @since 0.1.0
+ */
 export const atOrBelow = (ancestor: string, path: string): boolean =>
   path === ancestor || path.startsWith(`${ancestor}/`)
 
@@ -104,7 +118,11 @@ export const atOrBelow = (ancestor: string, path: string): boolean =>
 // Random trees and mutations
 // ---------------------------------------------------------------------------
 
-/** The listed snapshot paths of the generated trees; `/cfg/d` and `/cfg` itself lie outside the snapshot. */
+/**
+ * The listed snapshot paths of the generated trees; `/cfg/d` and `/cfg` itself lie outside the snapshot.
+ *
+ * @since 0.1.0
+ */
 export const SnapshotPaths: ReadonlyArray<string> = ["/cfg/a", "/cfg/b", "/cfg/c"]
 
 const Top = Schema.Literals(["a", "b", "c", "d"])
@@ -115,7 +133,11 @@ const Owner = Schema.Literals([0, 1000])
 // Relative and without "..": a link can never lead out of the sandbox.
 const Target = Schema.Literals(["a", "b/c", "missing", ".", "c/"])
 
-/** One path of a generated tree: a file, an (often empty) directory or a symlink, with mode and owner. */
+/**
+ * One path of a generated tree: a file, an (often empty) directory or a symlink, with mode and owner.
+ *
+ * @since 0.1.0
+ */
 export const NodeSpec = Schema.Struct({
   top: Top,
   rest: Rest,
@@ -126,10 +148,18 @@ export const NodeSpec = Schema.Struct({
   target: Target
 })
 
-/** One path of a generated tree. */
+/**
+ * One path of a generated tree.
+ *
+ * @since 0.1.0
+ */
 export type NodeSpec = typeof NodeSpec.Type
 
-/** One change after the take: edit, delete, create, chmod, chown, or replace a path by a directory, a link or a file. */
+/**
+ * One change after the take: edit, delete, create, chmod, chown, or replace a path by a directory, a link or a file.
+ *
+ * @since 0.1.0
+ */
 export const MutationSpec = Schema.Struct({
   top: Top,
   rest: Rest,
@@ -140,13 +170,25 @@ export const MutationSpec = Schema.Struct({
   target: Target
 })
 
-/** One change after the take. */
+/**
+ * One change after the take.
+ *
+ * @since 0.1.0
+ */
 export type MutationSpec = typeof MutationSpec.Type
 
-/** Random trees below `/cfg`. */
+/**
+ * Random trees below `/cfg`.
+ *
+ * @since 0.1.0
+ */
 export const Trees = (maxLength = 14) => Arbitrary.array(Arbitrary.schema(NodeSpec), { maxLength })
 
-/** Random mutation sequences. */
+/**
+ * Random mutation sequences.
+ *
+ * @since 0.1.0
+ */
 export const Mutations = (maxLength = 8) => Arbitrary.array(Arbitrary.schema(MutationSpec), { minLength: 1, maxLength })
 
 const lstatOption = (full: string) =>
@@ -164,7 +206,11 @@ const lstatOption = (full: string) =>
 const typeAt = (full: string) =>
   Effect.map(lstatOption(full), (o) => (Option.isSome(o) ? o.value.type : ("Missing" as const)))
 
-/** Builds the generated tree below `<root>/cfg` (`/cfg` always exists); specs that conflict with earlier ones are skipped. */
+/**
+ * Builds the generated tree below `<root>/cfg` (`/cfg` always exists); specs that conflict with earlier ones are skipped.
+ *
+ * @since 0.1.0
+ */
 export const build = (root: string, specs: ReadonlyArray<NodeSpec>) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
@@ -192,7 +238,11 @@ export const build = (root: string, specs: ReadonlyArray<NodeSpec>) =>
     }
   }).pipe(Effect.orDie)
 
-/** Applies `mutations` below `<root>/cfg`, never writing through a link. */
+/**
+ * Applies `mutations` below `<root>/cfg`, never writing through a link.
+ *
+ * @since 0.1.0
+ */
 export const mutate = (root: string, mutations: ReadonlyArray<MutationSpec>) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
@@ -245,10 +295,18 @@ export const mutate = (root: string, mutations: ReadonlyArray<MutationSpec>) =>
 
 const unexpected = (what: string) => Effect.die(new Error(`unexpected systemd call: ${what}`))
 
-/** A `Systemd` whose every call is a defect: for restores below a root that is not the real one, which must not reload. */
+/**
+ * A `Systemd` whose every call is a defect: for restores below a root that is not the real one, which must not reload.
+ *
+ * @since 0.1.0
+ */
 export const noSystemd: Systemd.Systemd = RefusingSystemd.make("the host root is not the real root")
 
-/** A `Systemd` that records daemon reloads, and fails them while `failing` is true. */
+/**
+ * A `Systemd` that records daemon reloads, and fails them while `failing` is true.
+ *
+ * @since 0.1.0
+ */
 export const recordingSystemd = Effect.gen(function* () {
   const calls = yield* Ref.make<ReadonlyArray<string>>([])
   const failing = yield* Ref.make(false)
@@ -272,7 +330,11 @@ export const recordingSystemd = Effect.gen(function* () {
   return { systemd, calls, failing }
 })
 
-/** `dirs` with `rename` failing (EACCES, changing nothing) while `failing` is true. */
+/**
+ * `dirs` with `rename` failing (EACCES, changing nothing) while `failing` is true.
+ *
+ * @since 0.1.0
+ */
 export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boolean>): Directory.Directories => ({
   ...dirs,
   rename: (from, fromName, to, toName, options) =>
@@ -291,7 +353,11 @@ export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boo
     )
 })
 
-/** The names beside the snapshot directory other than its lock file (which stays, so every process locks one inode). */
+/**
+ * The names beside the snapshot directory other than its lock file (which stays, so every process locks one inode).
+ *
+ * @since 0.2.0
+ */
 export const leftIn = (box: string) =>
   Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) =>
     Effect.map(fs.readDirectory(`${box}/snaps`), (names) => names.filter((n) => !n.endsWith(".lock")).sort())
@@ -301,7 +367,11 @@ export const leftIn = (box: string) =>
 // The suite
 // ---------------------------------------------------------------------------
 
-/** Options of {@link suite}. */
+/**
+ * Options of {@link suite}.
+ *
+ * @since 0.1.0
+ */
 export interface SuiteOptions {
   /** Cases of each property (default 100). */
   readonly runs?: number | undefined
@@ -323,12 +393,18 @@ const sandbox = Effect.gen(function* () {
   return { box, root: `${box}/root`, dir: `${box}/snaps/s`, outside: `${box}/outside` }
 })
 
-/** True for the host paths a snapshot of {@link SnapshotPaths} records. */
+/**
+ * True for the host paths a snapshot of {@link SnapshotPaths} records.
+ *
+ * @since 0.1.0
+ */
 export const inSnapshot = (k: string) => SnapshotPaths.some((p) => atOrBelow(p, k))
 
 /**
  * Asserts the tree below `<root>/cfg` is rolled back: the snapshot's paths as
  * in `original`, everything else (`/cfg` itself, `/cfg/d`) as in `mutated`.
+ *
+ * @since 0.1.0
  */
 export const assertRolledBack = (
   root: string,
@@ -372,6 +448,8 @@ const everyKind: ReadonlyArray<MutationSpec> = [
 /**
  * Registers the suite under `name`. `host` provides the `FileSystem`; it is
  * built afresh for every test and every property case.
+ *
+ * @since 0.1.0
  */
 export const suite = (
   name: string,

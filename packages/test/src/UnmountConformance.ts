@@ -16,7 +16,11 @@ import { Effect, FileSystem, type Layer } from "effect"
 import * as FaultyMounter from "./FaultyMounter.ts"
 import { MountFixture } from "./MountFixture.ts"
 
-/** The paths of the layout built by {@link buildLayout}. */
+/**
+ * The paths of the layout built by {@link buildLayout}.
+ *
+ * @since 0.1.0
+ */
 export interface Layout {
   readonly sandbox: string
   readonly kubelet: string
@@ -28,7 +32,11 @@ export interface Layout {
   readonly outside: string
 }
 
-/** Builds the layout below a fresh sandbox (see the module comment). */
+/**
+ * Builds the layout below a fresh sandbox (see the module comment).
+ *
+ * @since 0.1.0
+ */
 export const buildLayout = Effect.gen(function* () {
   const fx = yield* MountFixture
   const fs = yield* FileSystem.FileSystem
@@ -79,6 +87,8 @@ const ids = (table: MountInfo.MountTable) => table.map((e) => e.id).sort((a, b) 
 /**
  * Registers the suite under `name`. `hostLayer` provides the `Mounter` under
  * test, a `MountFixture` in the same mount namespace, and the `FileSystem`.
+ *
+ * @since 0.1.0
  */
 export const suite = (
   name: string,
