@@ -737,7 +737,11 @@ export const layerMounterWith = (
     })
   )
 
-/** {@link layerMounterWith} for this process's own mount table. */
+/**
+ * {@link layerMounterWith} for this process's own mount table.
+ *
+ * @since 0.1.0
+ */
 export const layerMounter: Layer.Layer<Mounter.Mounter, never, FileSystem.FileSystem | DryRunPlan> = layerMounterWith()
 
 /** The major and minor of a `dev` number as stat reports it (the kernel's `new_decode_dev`). */
@@ -966,7 +970,11 @@ export const layerDirectoriesWith = (
     })
   )
 
-/** {@link layerDirectoriesWith} for this process's own mount table. */
+/**
+ * {@link layerDirectoriesWith} for this process's own mount table.
+ *
+ * @since 0.2.0
+ */
 export const layerDirectories: Layer.Layer<Directory.Directories, never, FileSystem.FileSystem> = layerDirectoriesWith()
 
 /**
@@ -1174,5 +1182,7 @@ export const layerWith = (
  * All four wrappers over the real services in context, sharing the
  * {@link DryRunPlan} in context ({@link layerWith} for this process's own
  * mount table: the real host, or a `--host-root` below it).
+ *
+ * @since 0.1.0
  */
 export const layer = layerWith()

@@ -429,7 +429,11 @@ export const layerWithFallback = (
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
 > => Layer.catch(layer, () => layerCommand(options))
 
-/** Options of {@link layerIn}. */
+/**
+ * Options of {@link layerIn}.
+ *
+ * @since 0.2.0
+ */
 export interface InOptions {
   /** Most targets one helper process is given (default 256: one descriptor each, well below the open-file limit). */
   readonly maxTargets?: number | undefined
@@ -473,6 +477,8 @@ const mountIds = (path: string) =>
  * rounds of one helper each, since only its top is reachable. A non-lazy
  * unmount cannot go through a descriptor (the descriptor keeps the mount
  * busy): it is given `/proc/<pid>/root<path>` after the check, a path.
+ *
+ * @since 0.2.0
  */
 export const makeIn = (pid: number, options?: InOptions) =>
   Effect.gen(function* () {
@@ -611,6 +617,8 @@ export const makeIn = (pid: number, options?: InOptions) =>
  * FFI cannot load. Requires this host's spawner (not one wrapped with
  * `nsenter`: the layer enters the namespace itself), a FileSystem and the
  * real `Directories`.
+ *
+ * @since 0.2.0
  */
 export const layerIn = (
   pid: number,
