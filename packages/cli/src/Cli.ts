@@ -1,6 +1,6 @@
 /**
- * The `hostnode` command tree: global flags (`--host-root`, `--json`,
- * `--dry-run`, and effect's `--log-level`) and one subcommand per operation
+ * The `hostnode` command tree: global flags (`--host-root`, `--container`,
+ * `--json`, `--dry-run`, and effect's `--log-level`) and one subcommand per operation
  * of @hostnode/core. This module only describes commands and how their
  * outcome is shown; the entry point (`bin.ts`) provides the real host's
  * layers, tests provide `MemoryNode`'s.
@@ -31,6 +31,7 @@ import {
   type Systemd,
   Unmount
 } from "@hostnode/core"
+import { NodeContainer } from "@hostnode/node"
 import {
   Console,
   Data,
@@ -75,6 +76,25 @@ export const HostRoot = GlobalFlag.Setting("host-root")({
     Flag.withMetavar("DIR"),
     Flag.withDescription(
       "The directory that is the host's / (default: /, the real host; a relative DIR is taken from the working directory)"
+    )
+  )
+})
+
+/**
+ * `--container PID`: run the operation on the node stack of the container
+ * whose init is host process PID (`NodeContainer.layer`): its files (its root
+ * `/proc/PID/root`), its mount table and mount namespace, its systemd, its
+ * network. Not a pid, or a process that is gone: exit 2 before anything is
+ * done. `--host-root` cannot be given with it: the container's root is its own.
+ *
+ * @since 0.2.0
+ */
+export const Container = GlobalFlag.Setting("container")({
+  flag: Flag.String("container").pipe(
+    Flag.withDefault(""),
+    Flag.withMetavar("PID"),
+    Flag.withDescription(
+      "Work on the node stack of the container whose init is host process PID: its files, mounts, systemd and network"
     )
   )
 })
@@ -169,7 +189,9 @@ const hints: Record<string, string> = {
   LocalDnsNetworkError:
     "Check `ip -j addr show` and `iptables -t raw -S`, and that this process may change links and rules (CAP_NET_ADMIN).",
   LocalDnsTimeout: "Check that the LocalDNS resolver runs and listens on the addresses above.",
-  IsolationError: "Check that systemd answers: `systemctl is-active containerd.service kubelet.service`."
+  IsolationError: "Check that systemd answers: `systemctl is-active containerd.service kubelet.service`.",
+  ContainerError:
+    "Give --container the host pid of the container's init (e.g. `docker inspect -f '{{.State.Pid}}' NAME`), as root, while it runs."
 }
 
 /** A value as plain JSON: Maps become objects, Errors their name and message, effects and functions are dropped. */
@@ -241,6 +263,8 @@ export const isInputError = (error: Failure): boolean => {
       return typeof reason === "string" && inputPathReasons.has(reason)
     case "SnapshotError":
       return reason === "InvalidPath" || reason === "HostRootMismatch"
+    case "ContainerError":
+      return reason === "InvalidPid" || reason === "NotFound" || reason === "NoContainer"
     default:
       return false
   }
@@ -299,15 +323,30 @@ const operate = <A, E extends Failure, R>(
             )
           })
       })
+    // With --container, the container's services replace the host's (a dry run wraps those);
+    // a bad --container is the run's failure, shown and exited with like any bad input.
+    const container = yield* Effect.result(containerOf)
+    const pid = container._tag === "Success" ? container.success : undefined
+    const inContainer = NodeContainer.layer(pid ?? 0)
+    const table = pid === undefined ? {} : { mountInfo: `/proc/${pid}/mountinfo`, tableRoot: `/proc/${pid}/root` }
+    const dryShown = shown.pipe(Effect.provide(DryRun.layerWith(table)), Effect.annotateLogs({ dryRun: true }))
+    // With --container, the container's services replace the host's (a dry run wraps those);
+    // a bad --container is the run's failure, shown and exited with like any bad input.
+    const where = <A2, E2, R2>(
+      effect: Effect.Effect<A2, E2, R2>
+    ): Effect.Effect<A2, E2 | NodeContainer.ContainerError | HostPath.HostPathError, R2> => {
+      if (container._tag === "Failure") return Effect.fail(container.failure)
+      if (pid === undefined) return effect
+      // The container's services are provided over the host's; what they do not provide stays required.
+      return Effect.provide(effect, inContainer) as Effect.Effect<A2, E2 | NodeContainer.ContainerError, R2>
+    }
     const outcome = dryRun
       ? yield* Effect.gen(function* () {
           // The operation's own logs say "removed", "restarted": mark them as a dry run's.
-          const result = yield* Effect.result(
-            shown.pipe(Effect.provide(DryRun.layer), Effect.annotateLogs({ dryRun: true }))
-          )
+          const result = yield* Effect.result(where(dryShown))
           return { result, plan: yield* DryRun.steps }
         }).pipe(Effect.provide(DryRun.DryRunPlan.layer))
-      : { result: yield* Effect.result(shown), plan: undefined }
+      : { result: yield* Effect.result(where(shown)), plan: undefined }
     const { result, plan } = outcome
     const planJson = plan === undefined ? {} : { dryRun: true, plan }
     const warnings = result._tag === "Success" ? (options.warnings?.(result.success) ?? []) : []
@@ -351,6 +390,36 @@ const operate = <A, E extends Failure, R>(
   })
 
 /**
+ * `--container`, decoded: `undefined` without it, else the pid (a positive
+ * integer; anything else is a `ContainerError` the command exits 2 with).
+ * `--host-root` given with it is refused the same way.
+ */
+const containerOf = Effect.gen(function* () {
+  const given = yield* Container
+  if (given === "") return undefined
+  if (!/^[1-9][0-9]*$/.test(given)) {
+    return yield* Effect.fail(
+      new NodeContainer.ContainerError({
+        reason: "InvalidPid",
+        detail: `--container takes the host pid of the container's init, not ${JSON.stringify(given)}`
+      })
+    )
+  }
+  const root = yield* HostRoot
+  if (root !== "/") {
+    return yield* Effect.fail(
+      new HostPath.HostPathError({
+        reason: "InvalidPath",
+        root,
+        path: "/",
+        detail: "--host-root cannot be given with --container: the container's root is its own"
+      })
+    )
+  }
+  return Number(given)
+})
+
+/**
  * `--host-root`, decoded for an operation that works below it: a relative
  * value is taken from the working directory (and the root used is said on
  * stderr), then `HostPath.decodeRoot` checks it is an existing directory and
@@ -364,7 +433,8 @@ const withRoot = <A, E, R>(name: string, body: (root: HostPath.HostRoot) => Effe
     if (absolute !== given) {
       yield* Console.error(`hostnode ${name}: --host-root ${JSON.stringify(given)} is taken as ${absolute}`)
     }
-    const root = yield* HostPath.decodeRoot(absolute)
+    // The real host is the node's: with --container, the container's root (`HostPath.NodeRoot`).
+    const root = yield* HostPath.rootOf({ hostRoot: absolute })
     return yield* body(root)
   })
 
@@ -805,7 +875,7 @@ const hostnode = Command.make("hostnode", {}, () =>
     running,
     demo
   ]),
-  Command.withGlobalFlags([HostRoot, Json, DryRunFlag])
+  Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag])
 )
 
 /**

@@ -663,73 +663,86 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
  *
  * @since 0.1.0
  */
-export const layerMounter: Layer.Layer<Mounter.Mounter, never, FileSystem.FileSystem | DryRunPlan> = Layer.effect(
-  Mounter.Mounter,
-  Effect.gen(function* () {
-    const fs = yield* FileSystem.FileSystem
-    const plan = yield* DryRunPlan
-    const table = fs.readFileString(MountInfo.DefaultPath).pipe(
-      Effect.flatMap((text) => MountInfo.parse(text)),
-      Effect.map((t) => withoutDetached(t, plan.detached)),
-      Effect.orElseSucceed((): MountInfo.MountTable => [])
-    )
-    /** Detaches the newest mount at `target` (and every mount below it) from `entries`; false when none is there. */
-    const detach = (entries: Array<MountInfo.MountEntry>, target: string): boolean => {
-      const top = entries.findLast((e) => e.mountPoint === target)
-      if (top === undefined) return false
-      // A lazy detach takes the whole subtree: every mount whose parent chain reaches `top`.
-      const gone = new Set([top.id])
-      for (let grew = true; grew; ) {
-        grew = false
-        for (const e of entries) {
-          if (!gone.has(e.id) && gone.has(e.parentId)) {
-            gone.add(e.id)
-            grew = true
+export const layerMounterWith = (
+  options?: TableOptions
+): Layer.Layer<Mounter.Mounter, never, FileSystem.FileSystem | DryRunPlan> =>
+  Layer.effect(
+    Mounter.Mounter,
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const plan = yield* DryRunPlan
+      const tableRoot = options?.tableRoot ?? "/"
+      const table = fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
+        Effect.flatMap((text) => MountInfo.parse(text)),
+        Effect.map((t) => withoutDetached(t, plan.detached)),
+        Effect.orElseSucceed((): MountInfo.MountTable => [])
+      )
+      /** Detaches the newest mount at `target` (and every mount below it) from `entries`; false when none is there. */
+      const detach = (entries: Array<MountInfo.MountEntry>, target: string): boolean => {
+        const top = entries.findLast((e) => e.mountPoint === target)
+        if (top === undefined) return false
+        // A lazy detach takes the whole subtree: every mount whose parent chain reaches `top`.
+        const gone = new Set([top.id])
+        for (let grew = true; grew; ) {
+          grew = false
+          for (const e of entries) {
+            if (!gone.has(e.id) && gone.has(e.parentId)) {
+              gone.add(e.id)
+              grew = true
+            }
           }
         }
+        for (const id of gone) plan.detached.add(id)
+        // The file system sees this process's paths: the table's, below the table's root.
+        const full = HostPath.join(tableRoot, target)
+        for (const point of plan.uncovered.keys())
+          if (point !== full && HostPath.covers(full, point)) plan.uncovered.delete(point)
+        const left = entries.filter((e) => !gone.has(e.id))
+        entries.splice(0, entries.length, ...left)
+        // What shows at the mount point now: the next mount of a stack, or the
+        // directory of the mount it sits in.
+        const covering = left.filter((e) => HostPath.covers(e.mountPoint, target))
+        const under = covering.findLast((e) => e.mountPoint === target) ?? longestPrefix(covering)
+        if (under !== undefined) plan.uncovered.set(full, deviceNumber(under.major, under.minor))
+        return true
       }
-      for (const id of gone) plan.detached.add(id)
-      for (const point of plan.uncovered.keys())
-        if (point !== target && HostPath.covers(target, point)) plan.uncovered.delete(point)
-      const left = entries.filter((e) => !gone.has(e.id))
-      entries.splice(0, entries.length, ...left)
-      // What shows at the mount point now: the next mount of a stack, or the
-      // directory of the mount it sits in.
-      const covering = left.filter((e) => HostPath.covers(e.mountPoint, target))
-      const under = covering.findLast((e) => e.mountPoint === target) ?? longestPrefix(covering)
-      if (under !== undefined) plan.uncovered.set(target, deviceNumber(under.major, under.minor))
-      return true
-    }
-    return Mounter.Mounter.of({
-      unmount: (_root, targets, options) =>
-        Effect.gen(function* () {
-          // One read per call, kept up to date as the targets are detached.
-          const entries = [...(yield* table)]
-          return yield* Effect.forEach(targets, (t): Effect.Effect<Mounter.UnmountResult> => {
-            // Verified against the table a real run would read: the path must lead to the listed mount.
-            const top = entries.findLast((e) => e.mountPoint === t.tablePath)
-            if (top !== undefined && top.id !== t.mountId) {
-              return Effect.succeed({
-                _tag: "Unverified" as const,
-                target: t.path,
-                reason: "Moved" as const,
-                detail: `the path leads to mount ${top.id}, not to mount ${t.mountId} (dry run)`
-              })
-            }
-            return detach(entries, t.tablePath)
-              ? plan
-                  .record({ service: "Mounter", action: options.lazy ? "unmount (lazy)" : "unmount", target: t.path })
-                  .pipe(Effect.as({ _tag: "Unmounted" as const, target: t.path }))
-              : Effect.succeed({
-                  _tag: "Failed" as const,
+      return Mounter.Mounter.of({
+        unmount: (_root, targets, options) =>
+          Effect.gen(function* () {
+            // One read per call, kept up to date as the targets are detached.
+            const entries = [...(yield* table)]
+            return yield* Effect.forEach(targets, (t): Effect.Effect<Mounter.UnmountResult> => {
+              // Verified against the table a real run would read: the path must lead to the listed mount.
+              const top = entries.findLast((e) => e.mountPoint === t.tablePath)
+              if (top !== undefined && top.id !== t.mountId) {
+                return Effect.succeed({
+                  _tag: "Unverified" as const,
                   target: t.path,
-                  failure: { target: t.path, errno: "EINVAL", message: "not mounted (dry run)" }
+                  reason: "Moved" as const,
+                  detail: `the path leads to mount ${top.id}, not to mount ${t.mountId} (dry run)`
                 })
+              }
+              return detach(entries, t.tablePath)
+                ? plan
+                    .record({ service: "Mounter", action: options.lazy ? "unmount (lazy)" : "unmount", target: t.path })
+                    .pipe(Effect.as({ _tag: "Unmounted" as const, target: t.path }))
+                : Effect.succeed({
+                    _tag: "Failed" as const,
+                    target: t.path,
+                    failure: { target: t.path, errno: "EINVAL", message: "not mounted (dry run)" }
+                  })
+            })
           })
-        })
+      })
     })
-  })
-)
+  )
+
+/**
+ * {@link layerMounterWith} for this process's own mount table.
+ *
+ * @since 0.1.0
+ */
+export const layerMounter: Layer.Layer<Mounter.Mounter, never, FileSystem.FileSystem | DryRunPlan> = layerMounterWith()
 
 /** The major and minor of a `dev` number as stat reports it (the kernel's `new_decode_dev`). */
 const devNumbers = (dev: number): string => {
@@ -737,6 +750,18 @@ const devNumbers = (dev: number): string => {
   const major = Number(((d >> 8n) & 0xfffn) | ((d >> 32n) & ~0xfffn))
   const minor = Number((d & 0xffn) | ((d >> 12n) & ~0xffn))
   return `${major}:${minor}`
+}
+
+/**
+ * Which mount table a dry run reads to decide what is mounted where, and
+ * where that table's `/` is in this process (default: this process's own,
+ * `/proc/self/mountinfo` and `/`).
+ *
+ * @since 0.2.0
+ */
+export interface TableOptions {
+  readonly mountInfo?: string | undefined
+  readonly tableRoot?: string | undefined
 }
 
 /**
@@ -751,192 +776,206 @@ const devNumbers = (dev: number): string => {
  *
  * @since 0.2.0
  */
-export const layerDirectories: Layer.Layer<Directory.Directories, never, FileSystem.FileSystem> = Layer.effect(
-  Directory.Directories,
-  Effect.gen(function* () {
-    const fs = yield* FileSystem.FileSystem
-    type PathHandle = Directory.Handle & { readonly table: MountInfo.MountTable }
-    const asPath = (h: Directory.Handle) => h as PathHandle
-    const child = (dir: string, name: Uint8Array) =>
-      dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
-    const error = (operation: string, path: string) => (e: PlatformError.PlatformError) => {
-      const code = (e.reason.cause as { readonly code?: unknown } | undefined)?.code
-      const errno =
-        typeof code === "string"
-          ? code
-          : e.reason._tag === "NotFound"
-            ? "ENOENT"
-            : e.reason._tag === "AlreadyExists"
-              ? "EEXIST"
-              : "EIO"
-      return new Directory.DirectoryError({
-        reason: Directory.reasonOf(errno),
-        operation,
-        path,
-        errno,
-        detail: e.message
-      })
-    }
-    const readTable = fs.readFileString(MountInfo.DefaultPath).pipe(
-      Effect.flatMap((text) => MountInfo.parse(text)),
-      Effect.orElseSucceed((): MountInfo.MountTable => [])
-    )
-    const mountIdOf = (table: MountInfo.MountTable, path: string): number =>
-      longestPrefix(table.filter((e) => HostPath.covers(HostPath.clean(e.mountPoint), path)))?.id ?? -1
-    const statPath = (table: MountInfo.MountTable, path: string) =>
-      Effect.map(
-        fs.lstat(path).pipe(Effect.mapError(error("statx", path))),
-        (info): Directory.Stat => ({
-          type: info.type === "Unknown" ? "Unknown" : info.type,
-          mode: info.mode & 0o7777,
-          uid: Option.getOrElse(info.uid, () => 0),
-          gid: Option.getOrElse(info.gid, () => 0),
-          size: Number(info.size),
-          nlink: Number(Option.getOrElse(info.nlink, () => 1n)),
-          device: devNumbers(Number(info.dev)),
-          inode: BigInt(Option.getOrElse(info.ino, () => 0)),
-          mountId: mountIdOf(table, path),
-          atimeNs:
-            BigInt(
-              Option.getOrElse(
-                Option.map(info.atime, (d) => d.getTime()),
-                () => 0
-              )
-            ) * 1_000_000n,
-          mtimeNs:
-            BigInt(
-              Option.getOrElse(
-                Option.map(info.mtime, (d) => d.getTime()),
-                () => 0
-              )
-            ) * 1_000_000n
+export const layerDirectoriesWith = (
+  options?: TableOptions
+): Layer.Layer<Directory.Directories, never, FileSystem.FileSystem> =>
+  Layer.effect(
+    Directory.Directories,
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const tableRoot = options?.tableRoot ?? "/"
+      type PathHandle = Directory.Handle & { readonly table: MountInfo.MountTable }
+      const asPath = (h: Directory.Handle) => h as PathHandle
+      const child = (dir: string, name: Uint8Array) =>
+        dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
+      const error = (operation: string, path: string) => (e: PlatformError.PlatformError) => {
+        const code = (e.reason.cause as { readonly code?: unknown } | undefined)?.code
+        const errno =
+          typeof code === "string"
+            ? code
+            : e.reason._tag === "NotFound"
+              ? "ENOENT"
+              : e.reason._tag === "AlreadyExists"
+                ? "EEXIST"
+                : "EIO"
+        return new Directory.DirectoryError({
+          reason: Directory.reasonOf(errno),
+          operation,
+          path,
+          errno,
+          detail: e.message
         })
+      }
+      const readTable = fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
+        Effect.flatMap((text) => MountInfo.parse(text)),
+        Effect.orElseSucceed((): MountInfo.MountTable => [])
       )
-    const openAt = (table: MountInfo.MountTable, path: string): PathHandle =>
-      Object.assign(Directory.handle({ path }), { table })
-    return Directory.make({
-      openRoot: (path) => Effect.map(readTable, (table) => openAt(table, path)),
-      openDirectory: (dir, name, options) =>
-        Effect.gen(function* () {
-          const path = child(dir.path, name)
-          const { table } = asPath(dir)
-          const st = yield* statPath(table, path).pipe(
-            Effect.mapError((e) => ({ ...e, operation: "openat" }) as typeof e)
-          )
-          if (st.type === "SymbolicLink")
-            return yield* new Directory.DirectoryError({
-              reason: "SymbolicLink",
-              operation: "openat",
-              path,
-              errno: "ELOOP",
-              detail: "a link"
-            })
-          if (st.type !== "Directory")
-            return yield* new Directory.DirectoryError({
-              reason: "NotADirectory",
-              operation: "openat",
-              path,
-              errno: "ENOTDIR",
-              detail: "not a directory"
-            })
-          if (options?.sameMount === true && st.mountId !== mountIdOf(table, dir.path)) {
-            return yield* new Directory.DirectoryError({
-              reason: "OtherMount",
-              operation: "openat",
-              path,
-              errno: "",
-              detail: `the root of mount ${st.mountId} (dry run)`
-            })
-          }
-          return openAt(table, path)
-        }),
-      openPath: (dir, name) => Effect.succeed(openAt(asPath(dir).table, child(dir.path, name))),
-      // Through the overlay's readDirectory, which knows what the dry run removed, wrote and
-      // renamed; types are looked up by whoever needs them (a listing may say DT_UNKNOWN).
-      list: (dir) =>
-        fs.readDirectory(dir.path).pipe(
-          Effect.map((names) =>
-            names.map((name): Directory.Entry => ({ name: FileName.encode(name), type: "Unknown" }))
-          ),
-          Effect.mapError(error("getdents64", dir.path))
-        ),
-      stat: (dir, name) => statPath(asPath(dir).table, name === undefined ? dir.path : child(dir.path, name)),
-      readLink: (dir, name) =>
-        fs
-          .readLink(child(dir.path, name))
-          .pipe(Effect.map(FileName.encode), Effect.mapError(error("readlinkat", child(dir.path, name)))),
-      unlink: (dir, name, options) => {
-        const path = child(dir.path, name)
-        return fs
-          .remove(path, options?.directory === true ? { recursive: true } : {})
-          .pipe(Effect.mapError(error("unlinkat", path)))
-      },
-      makeDirectory: (dir, name, permissions) =>
-        fs
-          .makeDirectory(child(dir.path, name), { mode: permissions })
-          .pipe(Effect.mapError(error("mkdirat", child(dir.path, name)))),
-      symlink: (dir, name, target) =>
-        fs
-          .symlink(FileName.decode(target), child(dir.path, name))
-          .pipe(Effect.mapError(error("symlinkat", child(dir.path, name)))),
-      rename: (from, fromName, to, toName) =>
-        fs
-          .rename(child(from.path, fromName), child(to.path, toName))
-          .pipe(Effect.mapError(error("renameat2", child(from.path, fromName)))),
-      chown: (dir, name, uid, gid) => {
-        const path = name === undefined ? dir.path : child(dir.path, name)
-        return fs.chown(path, uid, gid).pipe(Effect.mapError(error("fchownat", path)))
-      },
-      chmod: (dir, mode) => fs.chmod(dir.path, mode).pipe(Effect.mapError(error("fchmod", dir.path))),
-      openFile: (dir, name, options) =>
-        Effect.gen(function* () {
-          const path = child(dir.path, name)
-          const file = yield* fs
-            .open(
-              path,
-              options.mode === "read"
-                ? { flag: "r" }
-                : options.mode === "write"
-                  ? { flag: "r+" }
-                  : { flag: "wx", mode: options.permissions }
+      const mountIdOf = (table: MountInfo.MountTable, full: string): number => {
+        const path = HostPath.relative(tableRoot, full)
+        if (path === undefined) return -1
+        return longestPrefix(table.filter((e) => HostPath.covers(HostPath.clean(e.mountPoint), path)))?.id ?? -1
+      }
+      const statPath = (table: MountInfo.MountTable, path: string) =>
+        Effect.map(
+          fs.lstat(path).pipe(Effect.mapError(error("statx", path))),
+          (info): Directory.Stat => ({
+            type: info.type === "Unknown" ? "Unknown" : info.type,
+            mode: info.mode & 0o7777,
+            uid: Option.getOrElse(info.uid, () => 0),
+            gid: Option.getOrElse(info.gid, () => 0),
+            size: Number(info.size),
+            nlink: Number(Option.getOrElse(info.nlink, () => 1n)),
+            device: devNumbers(Number(info.dev)),
+            inode: BigInt(Option.getOrElse(info.ino, () => 0)),
+            mountId: mountIdOf(table, path),
+            atimeNs:
+              BigInt(
+                Option.getOrElse(
+                  Option.map(info.atime, (d) => d.getTime()),
+                  () => 0
+                )
+              ) * 1_000_000n,
+            mtimeNs:
+              BigInt(
+                Option.getOrElse(
+                  Option.map(info.mtime, (d) => d.getTime()),
+                  () => 0
+                )
+              ) * 1_000_000n
+          })
+        )
+      const openAt = (table: MountInfo.MountTable, path: string): PathHandle =>
+        Object.assign(Directory.handle({ path }), { table })
+      return Directory.make({
+        openRoot: (path) => Effect.map(readTable, (table) => openAt(table, path)),
+        openDirectory: (dir, name, options) =>
+          Effect.gen(function* () {
+            const path = child(dir.path, name)
+            const { table } = asPath(dir)
+            const st = yield* statPath(table, path).pipe(
+              Effect.mapError((e) => ({ ...e, operation: "openat" }) as typeof e)
             )
-            .pipe(Effect.mapError(error("openat", path)))
-          const e = error("file", path)
-          const statOf = statPath(asPath(dir).table, path)
-          return {
-            path,
-            stat: statOf,
-            read: (buffer, position) =>
-              file.read(buffer, { position: BigInt(position) }).pipe(Effect.map(Number), Effect.mapError(e)),
-            write: (bytes, position) =>
-              Effect.asVoid(
-                file.seek(BigInt(position), "start").pipe(Effect.andThen(file.writeAll(bytes)), Effect.mapError(e))
-              ),
-            truncate: (size) => file.truncate(size).pipe(Effect.mapError(e)),
-            chmod: (mode) => fs.chmod(path, mode).pipe(Effect.mapError(e)),
-            chown: (uid, gid) => fs.chown(path, uid, gid).pipe(Effect.mapError(e)),
-            setTimes: (atimeNs, mtimeNs) =>
-              fs
-                .utimes(path, new Date(Number(atimeNs / 1_000_000n)), new Date(Number(mtimeNs / 1_000_000n)))
-                .pipe(Effect.mapError(e)),
-            sync: file.sync.pipe(Effect.mapError(e)),
-            // Nothing else runs against a dry run's overlay: every lock is free.
-            tryLock: Effect.succeed(true),
-            lockHolder: Effect.succeed(undefined),
-            holeAt: (offset) => Effect.map(statOf, (st) => Math.max(offset, st.size))
-          } satisfies Directory.File
-        }),
-      openParent: (dir) => Effect.succeed(openAt(asPath(dir).table, HostPath.dirname(dir.path))),
-      credentials: Effect.sync(() => ({
-        uid: process.geteuid?.() ?? 0,
-        gid: process.getegid?.() ?? 0,
-        pid: process.pid
-      })),
-      sync: () => Effect.void,
-      syncFileSystem: () => Effect.void
+            if (st.type === "SymbolicLink")
+              return yield* new Directory.DirectoryError({
+                reason: "SymbolicLink",
+                operation: "openat",
+                path,
+                errno: "ELOOP",
+                detail: "a link"
+              })
+            if (st.type !== "Directory")
+              return yield* new Directory.DirectoryError({
+                reason: "NotADirectory",
+                operation: "openat",
+                path,
+                errno: "ENOTDIR",
+                detail: "not a directory"
+              })
+            if (options?.sameMount === true && st.mountId !== mountIdOf(table, dir.path)) {
+              return yield* new Directory.DirectoryError({
+                reason: "OtherMount",
+                operation: "openat",
+                path,
+                errno: "",
+                detail: `the root of mount ${st.mountId} (dry run)`
+              })
+            }
+            return openAt(table, path)
+          }),
+        openPath: (dir, name) => Effect.succeed(openAt(asPath(dir).table, child(dir.path, name))),
+        // Through the overlay's readDirectory, which knows what the dry run removed, wrote and
+        // renamed; types are looked up by whoever needs them (a listing may say DT_UNKNOWN).
+        list: (dir) =>
+          fs.readDirectory(dir.path).pipe(
+            Effect.map((names) =>
+              names.map((name): Directory.Entry => ({ name: FileName.encode(name), type: "Unknown" }))
+            ),
+            Effect.mapError(error("getdents64", dir.path))
+          ),
+        stat: (dir, name) => statPath(asPath(dir).table, name === undefined ? dir.path : child(dir.path, name)),
+        readLink: (dir, name) =>
+          fs
+            .readLink(child(dir.path, name))
+            .pipe(Effect.map(FileName.encode), Effect.mapError(error("readlinkat", child(dir.path, name)))),
+        unlink: (dir, name, options) => {
+          const path = child(dir.path, name)
+          return fs
+            .remove(path, options?.directory === true ? { recursive: true } : {})
+            .pipe(Effect.mapError(error("unlinkat", path)))
+        },
+        makeDirectory: (dir, name, permissions) =>
+          fs
+            .makeDirectory(child(dir.path, name), { mode: permissions })
+            .pipe(Effect.mapError(error("mkdirat", child(dir.path, name)))),
+        symlink: (dir, name, target) =>
+          fs
+            .symlink(FileName.decode(target), child(dir.path, name))
+            .pipe(Effect.mapError(error("symlinkat", child(dir.path, name)))),
+        rename: (from, fromName, to, toName) =>
+          fs
+            .rename(child(from.path, fromName), child(to.path, toName))
+            .pipe(Effect.mapError(error("renameat2", child(from.path, fromName)))),
+        chown: (dir, name, uid, gid) => {
+          const path = name === undefined ? dir.path : child(dir.path, name)
+          return fs.chown(path, uid, gid).pipe(Effect.mapError(error("fchownat", path)))
+        },
+        chmod: (dir, mode) => fs.chmod(dir.path, mode).pipe(Effect.mapError(error("fchmod", dir.path))),
+        openFile: (dir, name, options) =>
+          Effect.gen(function* () {
+            const path = child(dir.path, name)
+            const file = yield* fs
+              .open(
+                path,
+                options.mode === "read"
+                  ? { flag: "r" }
+                  : options.mode === "write"
+                    ? { flag: "r+" }
+                    : { flag: "wx", mode: options.permissions }
+              )
+              .pipe(Effect.mapError(error("openat", path)))
+            const e = error("file", path)
+            const statOf = statPath(asPath(dir).table, path)
+            return {
+              path,
+              stat: statOf,
+              read: (buffer, position) =>
+                file.read(buffer, { position: BigInt(position) }).pipe(Effect.map(Number), Effect.mapError(e)),
+              write: (bytes, position) =>
+                Effect.asVoid(
+                  file.seek(BigInt(position), "start").pipe(Effect.andThen(file.writeAll(bytes)), Effect.mapError(e))
+                ),
+              truncate: (size) => file.truncate(size).pipe(Effect.mapError(e)),
+              chmod: (mode) => fs.chmod(path, mode).pipe(Effect.mapError(e)),
+              chown: (uid, gid) => fs.chown(path, uid, gid).pipe(Effect.mapError(e)),
+              setTimes: (atimeNs, mtimeNs) =>
+                fs
+                  .utimes(path, new Date(Number(atimeNs / 1_000_000n)), new Date(Number(mtimeNs / 1_000_000n)))
+                  .pipe(Effect.mapError(e)),
+              sync: file.sync.pipe(Effect.mapError(e)),
+              // Nothing else runs against a dry run's overlay: every lock is free.
+              tryLock: Effect.succeed(true),
+              lockHolder: Effect.succeed(undefined),
+              holeAt: (offset) => Effect.map(statOf, (st) => Math.max(offset, st.size))
+            } satisfies Directory.File
+          }),
+        openParent: (dir) => Effect.succeed(openAt(asPath(dir).table, HostPath.dirname(dir.path))),
+        credentials: Effect.sync(() => ({
+          uid: process.geteuid?.() ?? 0,
+          gid: process.getegid?.() ?? 0,
+          pid: process.pid
+        })),
+        sync: () => Effect.void,
+        syncFileSystem: () => Effect.void
+      })
     })
-  })
-)
+  )
+
+/**
+ * {@link layerDirectoriesWith} for this process's own mount table.
+ *
+ * @since 0.2.0
+ */
+export const layerDirectories: Layer.Layer<Directory.Directories, never, FileSystem.FileSystem> = layerDirectoriesWith()
 
 /**
  * Whether a command only reads, so a dry run may run it for real: the
@@ -1115,11 +1154,15 @@ export const layerSystemd: Layer.Layer<Systemd.Systemd, never, Systemd.Systemd |
 
 /**
  * All four wrappers over the real services in context, sharing the
- * {@link DryRunPlan} in context.
+ * {@link DryRunPlan} in context, deciding mounts from the table `options`
+ * names (a container's `/proc/<pid>/mountinfo`, whose `/` is
+ * `/proc/<pid>/root` here: `--container`).
  *
  * @since 0.1.0
  */
-export const layer: Layer.Layer<
+export const layerWith = (
+  options?: TableOptions
+): Layer.Layer<
   | FileSystem.FileSystem
   | Directory.Directories
   | Mounter.Mounter
@@ -1127,4 +1170,19 @@ export const layer: Layer.Layer<
   | Systemd.Systemd,
   never,
   FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner | Systemd.Systemd | DryRunPlan
-> = Layer.mergeAll(Layer.provideMerge(layerDirectories, layerFileSystem), layerMounter, layerSpawner, layerSystemd)
+> =>
+  Layer.mergeAll(
+    Layer.provideMerge(layerDirectoriesWith(options), layerFileSystem),
+    layerMounterWith(options),
+    layerSpawner,
+    layerSystemd
+  )
+
+/**
+ * All four wrappers over the real services in context, sharing the
+ * {@link DryRunPlan} in context ({@link layerWith} for this process's own
+ * mount table: the real host, or a `--host-root` below it).
+ *
+ * @since 0.1.0
+ */
+export const layer = layerWith()

@@ -3,10 +3,13 @@
  * (`MemoryNode`): what it prints, the exit codes, and that `--dry-run`
  * changes nothing.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Mounter } from "@hostnode/core"
-import { MemoryHost, MemoryNode } from "@hostnode/test"
-import { Effect, Layer } from "effect"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { HostCommand, Mounter, MountInfo } from "@hostnode/core"
+import { NodeHost } from "@hostnode/node"
+import { Gate, MemoryHost, MemoryNode, SystemdMachine } from "@hostnode/test"
+import { Effect, FileSystem, Layer } from "effect"
+import { TestConsole } from "effect/testing"
 import { cliEnvironment, runCli, runJson } from "./harness.ts"
 
 const seeded = {
@@ -75,6 +78,32 @@ describe("Cli", () => {
       const missing = yield* runOn(["unmount-below"])
       assert.strictEqual(missing.code, 2)
     })
+  )
+
+  it.effect("--container: not a pid, a process that is gone, or with --host-root: exit 2, one line, nothing done", () =>
+    Effect.gen(function* () {
+      for (const [argv, says] of [
+        [["--container", "web-1", "reset-cni"], 'not "web-1"'],
+        [["--container", "0", "reset-cni"], 'not "0"'],
+        // pid_max is at most 2^22: no process has this pid
+        [["--container", "99999999", "reset-cni"], "container process 99999999: NotFound"],
+        [["--container", "1", "--host-root", "/srv", "reset-cni"], "cannot be given with --container"]
+      ] as const) {
+        const { code, stderr } = yield* runCli(argv)
+        assert.strictEqual(code, 2, argv.join(" "))
+        assert.strictEqual(stderr.length, 1, stderr.join("\n"))
+        assert.include(stderr[0], says)
+      }
+      const { code, doc } = yield* runJson(["--container", "99999999", "--dry-run", "teardown-kubelet-dir"])
+      assert.strictEqual(code, 2)
+      assert.strictEqual(doc.ok, false)
+      assert.strictEqual(doc.error._tag, "ContainerError")
+      assert.strictEqual(doc.error.reason, "NotFound")
+      assert.strictEqual(doc.error.pid, 99999999)
+      // nothing was touched on the node in context
+      const host = yield* MemoryHost.MemoryHost
+      assert.isDefined((yield* host.dump())["/etc/cni/net.d/10-flannel.conflist"])
+    }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: seeded }), cliEnvironment)))
   )
 
   it.effect("--dry-run records the removals and removes nothing", () =>
@@ -233,4 +262,70 @@ describe("Cli", () => {
       for (const name of ["setup", "cleanup", "await"]) assert.match(localdns, new RegExp(`^  ${name} `, "m"))
     }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer(), cliEnvironment)))
   )
+})
+
+const containerGate = Gate.check("hostnode --container on a real systemd machine", [
+  "root",
+  "pid-namespace",
+  "private-mount-namespace",
+  { command: "nsenter" },
+  { command: "systemctl" }
+])
+
+// What bin.ts runs on (NodeHost.layer), and a container beside it: a SystemdMachine.
+const withMachine = Layer.mergeAll(
+  SystemdMachine.layer.pipe(Layer.provide(NodeServices.layer), Layer.orDie),
+  NodeHost.layer,
+  cliEnvironment
+)
+
+describe.skipIf(containerGate.skip)("Cli --container", () => {
+  layer(withMachine, { timeout: "120 seconds", excludeTestServices: true })("on a SystemdMachine", (it) => {
+    it.effect("--dry-run plans the container's unmounts and removals and changes nothing; the real run does them", () =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        const fs = yield* FileSystem.FileSystem
+        const volume = "/var/lib/kubelet/pods/4b2c/volumes/kubernetes.io~secret/token"
+        yield* fs.makeDirectory(`${m.hostRoot}${volume}`, { recursive: true })
+        yield* HostCommand.run("nsenter", ["-t", String(m.pid), "-m", "--", "mount", "-t", "tmpfs", "t", volume])
+        yield* fs
+          .writeFileString(`${m.hostRoot}/etc/cni/net.d/10-bridge.conflist`, "{}")
+          .pipe(
+            Effect.catch(() =>
+              fs
+                .makeDirectory(`${m.hostRoot}/etc/cni/net.d`, { recursive: true })
+                .pipe(Effect.andThen(fs.writeFileString(`${m.hostRoot}/etc/cni/net.d/10-bridge.conflist`, "{}")))
+            )
+          )
+        const mounted = () =>
+          Effect.map(MountInfo.read(`/proc/${m.pid}/mountinfo`), (t) => t.some((e) => e.mountPoint === volume))
+        const pid = String(m.pid)
+
+        const dry = yield* runJson(["--container", pid, "--dry-run", "unmount-below", "--strict", "/var/lib/kubelet"])
+        assert.strictEqual(dry.code, 0, JSON.stringify(dry.doc))
+        assert.deepStrictEqual(
+          dry.doc.plan.map((s: { readonly service: string; readonly target: string }) => `${s.service} ${s.target}`),
+          [`Mounter ${m.hostRoot}${volume}`]
+        )
+        const dryTeardown = yield* runJson(["--container", pid, "--dry-run", "teardown-kubelet-dir"])
+        assert.strictEqual(dryTeardown.code, 0, JSON.stringify(dryTeardown.doc))
+        const dryCni = yield* runJson(["--container", pid, "--dry-run", "reset-cni"])
+        assert.include(dryCni.doc.result.removed, `${m.hostRoot}/etc/cni/net.d/10-bridge.conflist`)
+        // nothing happened
+        assert.isTrue(yield* mounted())
+        assert.isTrue(yield* fs.exists(`${m.hostRoot}/etc/cni/net.d/10-bridge.conflist`))
+        assert.isTrue(yield* fs.exists(`${m.hostRoot}/var/lib/kubelet/pods/4b2c`))
+
+        const real = yield* runJson(["--container", pid, "unmount-below", "--strict", "/var/lib/kubelet"])
+        assert.strictEqual(real.code, 0)
+        assert.isFalse(yield* mounted())
+        assert.strictEqual((yield* runJson(["--container", pid, "teardown-kubelet-dir"])).code, 0)
+        assert.isFalse(yield* fs.exists(`${m.hostRoot}/var/lib/kubelet/pods/4b2c`))
+        assert.strictEqual((yield* runJson(["--container", pid, "reset-cni"])).code, 0)
+        assert.isFalse(yield* fs.exists(`${m.hostRoot}/etc/cni/net.d/10-bridge.conflist`))
+        const running = yield* runJson(["--container", pid, "running"])
+        assert.strictEqual(running.doc.result.running, false, "no containerd or kubelet in the machine")
+      }).pipe(Effect.provide(TestConsole.layer))
+    )
+  })
 })

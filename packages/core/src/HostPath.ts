@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Schema } from "effect"
+import { Context, Effect, FileSystem, Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 
 /**
@@ -358,8 +358,11 @@ export interface HostRoot {
    */
   readonly tableRoot: string
   /**
-   * True when the root is this process's own `/`: operations then end with
-   * host-wide side effects (a restore reloads systemd).
+   * True when the root is the node's real root: this process's own `/`, or
+   * the root a composition in context names as the node's ({@link NodeRoot},
+   * a container's `/proc/<pid>/root`). Operations then end with node-wide
+   * side effects: a restore reloads the systemd in context, which is that
+   * node's.
    */
   readonly isReal: boolean
 }
@@ -509,9 +512,27 @@ export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, 
   })
 
 /**
+ * Where the node's real root is, when it is not this process's own `/`: the
+ * root an operation works below when its options name none (or name `""` or
+ * `"/"`, the Go contract's "the real host"). A composition whose node stack
+ * runs in another mount namespace provides it (`NodeContainer.layer` in
+ * @hostnode/node: the container's `/proc/<pid>/root` and its
+ * `/proc/<pid>/mountinfo`, or the same-path host locations the container
+ * shares), so a program written for the host runs unchanged against the
+ * container. Unset (the default), the real root is this process's `/`.
+ *
+ * @since 0.2.0
+ */
+export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core/HostPath/NodeRoot", {
+  defaultValue: () => undefined
+})
+
+/**
  * The host root of an operation's options: the decoded root as given (with
  * `mountInfo` replacing its table when non-empty), or `hostRoot` decoded with
- * {@link decodeRoot}; the real host when neither is given.
+ * {@link decodeRoot}. The real host (`hostRoot` absent, `""` or `"/"`) is
+ * the {@link NodeRoot} in context where one is set, decoded and marked
+ * `isReal`, and this process's `/` otherwise.
  *
  * @since 0.2.0
  */
@@ -519,7 +540,13 @@ export const rootOf = (options?: RootOptions): Effect.Effect<HostRoot, HostPathE
   const given = options?.hostRoot ?? ""
   const mountInfo = options?.mountInfo ?? ""
   if (isHostRoot(given)) return Effect.succeed(mountInfo === "" ? given : { ...given, mountInfo })
-  return decodeRoot({ path: given, mountInfo })
+  if (!isRealRoot(given)) return decodeRoot({ path: given, mountInfo })
+  return Effect.gen(function* () {
+    const node = yield* NodeRoot
+    if (node === undefined) return yield* decodeRoot({ path: given, mountInfo })
+    const root = yield* decodeRoot(mountInfo === "" ? node : { ...node, mountInfo })
+    return { ...root, isReal: true }
+  })
 }
 
 /**

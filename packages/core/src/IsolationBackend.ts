@@ -3,12 +3,17 @@
  * about. Isolation modes differ in where the node stack runs (directly on the
  * host, in a container, in a machine); operations that only need to know
  * whether it is up ask this service, not systemd, so they work in every mode.
+ * Two modes are here: the host (`layerHost`: the units of this host's
+ * systemd) and the container (`layerContainer`: a container's init alive and
+ * the units of its own systemd active).
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, FileSystem, Layer, Schema } from "effect"
+import { ChildProcessSpawner } from "effect/process"
 import { DefaultUnits } from "./AgentConfig.ts"
-import { Systemd } from "./Systemd.ts"
+import * as HostCommand from "./HostCommand.ts"
+import { makeCommand, Systemd } from "./Systemd.ts"
 
 /**
  * Names the node root (the slot) whose stack is asked about. A mode with one
@@ -115,3 +120,117 @@ export const makeHost = (options?: HostOptions) =>
  */
 export const layerHost = (options?: HostOptions): Layer.Layer<IsolationBackend, never, Systemd> =>
   Layer.effect(IsolationBackend, makeHost(options))
+
+// ---------------------------------------------------------------------------
+// The container mode
+
+/**
+ * A process as the kernel reports it in `/proc/<pid>/stat`: its state letter
+ * and its start time (clock ticks after boot). The pair (pid, start time)
+ * names one process for its whole life: a pid the kernel reused for another
+ * process has another start time.
+ *
+ * @since 0.2.0
+ */
+export interface ProcessStat {
+  readonly pid: number
+  readonly state: string
+  readonly startTime: string
+}
+
+/**
+ * Host process `pid` as `/proc/<pid>/stat` says it is, or `undefined` when
+ * there is no such process (or only its zombie, which has no namespaces
+ * left to run anything in). How the container mode tells a gone container
+ * from a live one without asking anything inside it.
+ *
+ * @since 0.2.0
+ */
+export const processStat = (pid: number): Effect.Effect<ProcessStat | undefined, never, FileSystem.FileSystem> =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(`/proc/${pid}/stat`).pipe(Effect.orElseSucceed(() => ""))
+    // `pid (comm) state ppid ...`: comm may hold blanks and parentheses, so fields count from the last `)`.
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
+    const [state, startTime] = [fields[0], fields[19]]
+    if (state === undefined || startTime === undefined || state === "" || state === "Z" || state === "X") {
+      return undefined
+    }
+    return { pid, state, startTime }
+  })
+
+/**
+ * How the container mode finds a slot's container: the host pid of its init
+ * (the process whose namespaces the node stack runs in), or `undefined` when
+ * the slot has no container now. A failure is for a resolver that cannot
+ * tell (its own state unreadable), not for a container that is gone.
+ *
+ * @since 0.2.0
+ */
+export type ContainerResolver = (slot: SlotRef) => Effect.Effect<number | undefined, IsolationError>
+
+/**
+ * Options of {@link makeContainer}.
+ *
+ * @since 0.2.0
+ */
+export interface ContainerOptions {
+  /** The slot's container (see {@link ContainerResolver}). */
+  readonly resolve: ContainerResolver
+  /** The units that must all be active inside the container (default {@link DefaultHostUnits}). */
+  readonly units?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * The backend of the mode that runs the node stack in a container: a slot's
+ * stack is up when its container's init is alive and every node unit is
+ * active in the container's own systemd (asked with `systemctl` through
+ * `nsenter -t <pid> -m -p`, on the spawner in context, which must be this
+ * host's). A slot whose container is gone, before the question or while it
+ * is asked, is `false`, not an error: that is the answer a caller deciding
+ * whether to start it needs. A live container whose systemd cannot be asked
+ * is an {@link IsolationError} naming the slot and the pid.
+ *
+ * @since 0.2.0
+ */
+export const makeContainer = (options: ContainerOptions) =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner>()
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+    const units = options.units ?? DefaultHostUnits
+    const running = (slot: SlotRef) =>
+      Effect.gen(function* () {
+        const pid = yield* options.resolve(slot)
+        if (pid === undefined) return false
+        const before = yield* processStat(pid)
+        if (before === undefined) return false
+        const systemd = yield* makeCommand().pipe(
+          Effect.provideService(
+            ChildProcessSpawner.ChildProcessSpawner,
+            HostCommand.wrapSpawner(spawner, HostCommand.nsenterPrefix(pid))
+          )
+        )
+        const states = yield* Effect.result(Effect.forEach(units, (u) => systemd.isActive(u)))
+        if (states._tag === "Success") return states.success.every((s) => s === "active")
+        // Gone while it was asked (the same process no longer there): not up, not an error.
+        const after = yield* processStat(pid)
+        if (after === undefined || after.startTime !== before.startTime) return false
+        return yield* new IsolationError({
+          slot,
+          reason: `the systemd of container process ${pid} cannot be asked: ${states.failure.message}`,
+          cause: states.failure
+        })
+      }).pipe(Effect.provide(context))
+    return IsolationBackend.of({ name: "container", running })
+  })
+
+/**
+ * The container-mode backend as a layer (see {@link makeContainer});
+ * requires a FileSystem that sees this host's `/proc` and this host's spawner.
+ *
+ * @since 0.2.0
+ */
+export const layerContainer = (
+  options: ContainerOptions
+): Layer.Layer<IsolationBackend, never, FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner> =>
+  Layer.effect(IsolationBackend, makeContainer(options))

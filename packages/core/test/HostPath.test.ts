@@ -247,6 +247,32 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         )
       }).pipe(Effect.scoped)
     )
+    it.effect("the real host is the NodeRoot in context where a composition sets one; any other root is as given", () =>
+      Effect.gen(function* () {
+        const { root } = yield* makeLayout({})
+        const node = { path: root, tableRoot: root, mountInfo: `${root}/mi` }
+        const inNode = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+          Effect.provideService(effect, HostPath.NodeRoot, node)
+        for (const hostRoot of [undefined, "", "/"]) {
+          const r = yield* inNode(HostPath.rootOf(hostRoot === undefined ? undefined : { hostRoot }))
+          assert.strictEqual(r.path, root, String(hostRoot))
+          assert.strictEqual(r.tableRoot, root)
+          assert.strictEqual(r.mountInfo, `${root}/mi`)
+          // the node's real root: a restore reloads the systemd in context (the node's)
+          assert.isTrue(r.isReal)
+        }
+        // an explicit table replaces the node's; an explicit root is not the node's
+        assert.strictEqual((yield* inNode(HostPath.rootOf({ mountInfo: "/x/mi" }))).mountInfo, "/x/mi")
+        const other = yield* inNode(HostPath.rootOf({ hostRoot: `${root}/a` }))
+        assert.strictEqual(other.tableRoot, "/")
+        assert.isFalse(other.isReal)
+        // without one, the real host is this process's `/`
+        const own = yield* HostPath.rootOf()
+        assert.strictEqual(own.path, "/")
+        assert.strictEqual(own.mountInfo, "/proc/self/mountinfo")
+        assert.isTrue(own.isReal)
+      }).pipe(Effect.scoped)
+    )
     it.effect("a root in another mount namespace is resolved below its table's root, never with realpath", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/up": "/c" })

@@ -21,7 +21,7 @@
  */
 import { readFileSync } from "node:fs"
 import { Directory, FileName, HostCommand, Mounter, MountInfo } from "@hostnode/core"
-import { Effect, type FileSystem, Layer, Schema } from "effect"
+import { Effect, FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { fdOf } from "./internal/handles.ts"
 import { constants, cString, describeErrno, emptyPath, type Libc, LibcUnavailable, load } from "./internal/libc.ts"
@@ -48,22 +48,26 @@ const unverified = (target: string, reason: Mounter.UnverifiedReason, detail: st
   detail
 })
 
+/** A target whose path led to its mount: `fd` holds that mount (an `O_PATH` descriptor at its root) until closed. */
+interface Verified {
+  readonly _tag: "Verified"
+  readonly fd: number
+}
+
 /**
- * Verifies and unmounts one target below `rootFd` (see the module comment);
- * synchronous, so a whole pass is one tight loop of system calls.
+ * Verifies one target below `rootFd` (see the module comment): `rel` is its
+ * path below the root. Returns the open descriptor of the very mount the
+ * table listed, or the result to report when the path no longer leads there.
  */
-const unmountOne = (
+const verifyOne = (
   c: Libc,
   rootFd: number,
-  rootPath: string,
+  rel: string,
   target: Mounter.Target,
-  flags: number,
   statBuf: Uint8Array,
   state: { openat2: boolean }
-): Mounter.UnmountResult => {
+): Verified | Mounter.UnmountResult => {
   const k = constants as NonNullable<typeof constants>
-  const rel = Mounter.below(rootPath, target.path)
-  if (rel === undefined) return unverified(target.path, "OutsideRoot", `not below the host root ${rootPath}`)
   const names = Directory.components(FileName.encode(rel))
   let fd = -1
   if (names.length === 0) {
@@ -125,6 +129,32 @@ const unmountOne = (
     (view.getUint32(0, true) & k.STATX_MNT_ID) !== 0 ? Number(view.getBigUint64(144, true)) : fdinfoMountId(fd)
   if (mountId !== target.mountId) {
     return close(unverified(target.path, "Moved", `the path leads to mount ${mountId}, not to mount ${target.mountId}`))
+  }
+  return { _tag: "Verified", fd }
+}
+
+/**
+ * Verifies and unmounts one target below `rootFd` (see the module comment);
+ * synchronous, so a whole pass is one tight loop of system calls.
+ */
+const unmountOne = (
+  c: Libc,
+  rootFd: number,
+  rootPath: string,
+  target: Mounter.Target,
+  flags: number,
+  statBuf: Uint8Array,
+  state: { openat2: boolean }
+): Mounter.UnmountResult => {
+  const k = constants as NonNullable<typeof constants>
+  const rel = Mounter.below(rootPath, target.path)
+  if (rel === undefined) return unverified(target.path, "OutsideRoot", `not below the host root ${rootPath}`)
+  const verified = verifyOne(c, rootFd, rel, target, statBuf, state)
+  if (verified._tag !== "Verified") return verified
+  const fd = verified.fd
+  const close = (r: Mounter.UnmountResult) => {
+    c.close(fd)
+    return r
   }
   // Through the descriptor: the mount just verified, whatever the path says now.
   // A non-lazy unmount cannot go that way (the descriptor itself keeps the
@@ -398,3 +428,203 @@ export const layerWithFallback = (
   never,
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
 > => Layer.catch(layer, () => layerCommand(options))
+
+/**
+ * Options of {@link layerIn}.
+ *
+ * @since 0.2.0
+ */
+export interface InOptions {
+  /** Most targets one helper process is given (default 256: one descriptor each, well below the open-file limit). */
+  readonly maxTargets?: number | undefined
+}
+
+/** The mount ids in a table, or `undefined` when it cannot be read (the process is gone). */
+const mountIds = (path: string) =>
+  MountInfo.read(path).pipe(
+    Effect.map((table) => new Set(table.map((e) => e.id))),
+    Effect.orElseSucceed(() => undefined)
+  )
+
+/**
+ * The `Mounter` of another mount namespace: the one host process `pid` (a
+ * container's init) is in. A process can only unmount in its own mount
+ * namespace (the kernel refuses a mount of another one with EINVAL, even
+ * through a descriptor), and a process with threads, as Node is, cannot
+ * enter another. So the work is split, and the guarantee of the in-process
+ * {@link layer} kept:
+ *
+ * - Verification, here, in-process: each target's path *as the container's
+ *   table names it* is resolved below a handle on the container's root
+ *   (`/proc/<pid>/root`, opened for each call) with `openat2(RESOLVE_BENEATH
+ *   | RESOLVE_NO_SYMLINKS)`, and the mount id it reaches compared with the
+ *   table's (`statx`). What passes is held open as an `O_PATH` descriptor of
+ *   that very mount; what fails is `Unverified` and left mounted. The root
+ *   the operation passes is not resolved in: whatever host root the caller's files
+ *   are below, a mount is only ever looked for in the container (a target
+ *   must still lie below that root, as for every `Mounter`).
+ * - The unmount, in a helper: `nsenter -t <pid> -m --root=/ -- umount -l -c
+ *   -- /proc/<self>/fd/N...`, a single-threaded process entered into the
+ *   container's mount namespace, its root set back to this process's `/` (so
+ *   `umount` and `/proc` are this host's, whatever the container's image
+ *   has), that detaches each mount through this process's descriptor of it.
+ *   A descriptor names a mount, not a path, so a link swapped into a parent
+ *   after the check cannot redirect the unmount, and since the helper is in
+ *   the container's namespace the kernel cannot detach anything outside it.
+ *
+ * Which targets went is read from the container's table afterwards (mount
+ * ids are unique), not from umount's text. A stack is unmounted top down in
+ * rounds of one helper each, since only its top is reachable. A non-lazy
+ * unmount cannot go through a descriptor (the descriptor keeps the mount
+ * busy): it is given `/proc/<pid>/root<path>` after the check, a path.
+ *
+ * @since 0.2.0
+ */
+export const makeIn = (pid: number, options?: InOptions) =>
+  Effect.gen(function* () {
+    const c = yield* loadLibc
+    const context = yield* Effect.context<
+      ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
+    >()
+    const fs = yield* FileSystem.FileSystem
+    // This process as its own /proc names it: what the helper, its root set
+    // to this process's `/`, reaches the descriptors through.
+    const self = yield* fs.readLink("/proc/self").pipe(Effect.orElseSucceed(() => String(process.pid)))
+    const rootPath = `/proc/${pid}/root`
+    const tablePath = `/proc/${pid}/mountinfo`
+    const maxTargets = Math.max(1, options?.maxTargets ?? 256)
+    const statBuf = new Uint8Array(256)
+    const state = { openat2: true }
+    const runHelper = (args: ReadonlyArray<string>, lazy: boolean) =>
+      HostCommand.run("nsenter", [
+        "-t",
+        String(pid),
+        "-m",
+        "--root=/",
+        "--",
+        "umount",
+        ...(lazy ? ["-l"] : []),
+        "-c",
+        "--",
+        ...args
+      ])
+
+    const unmount = Effect.fnUntraced(function* (
+      root: Directory.Handle,
+      targets: ReadonlyArray<Mounter.Target>,
+      opts: Mounter.UnmountOptions
+    ) {
+      const results: Array<Mounter.UnmountResult | undefined> = targets.map(() => undefined)
+      if (targets.length === 0) return []
+      const dirs = yield* Directory.Directories
+      const container = yield* dirs.openRoot(rootPath).pipe(Effect.result)
+      const handle = container._tag === "Success" ? fdOf(container.success) : undefined
+      if (handle === undefined) {
+        const why = container._tag === "Failure" ? container.failure.message : "not a NodeDirectory handle"
+        return targets.map(
+          (t): Mounter.UnmountResult => ({
+            _tag: "Failed",
+            target: t.path,
+            failure: { target: t.path, errno: "ESRCH", message: `the container's root ${rootPath}: ${why}` }
+          })
+        )
+      }
+      let pending = targets.map((_, i) => i)
+      while (pending.length > 0) {
+        const verified: Array<{ readonly i: number; readonly fd: number }> = []
+        for (const i of pending) {
+          const t = targets[i] as Mounter.Target
+          // The caller's contract still holds: a target is below the root it passed.
+          if (Mounter.below(root.path, t.path) === undefined) {
+            results[i] = unverified(t.path, "OutsideRoot", `not below the host root ${root.path}`)
+            continue
+          }
+          const v = verifyOne(c, handle.fd, t.tablePath, t, statBuf, state)
+          if (v._tag === "Verified") verified.push({ i, fd: v.fd })
+          else results[i] = v
+        }
+        if (verified.length === 0) break
+        const stderr: Array<string> = []
+        let spawnFailure: string | undefined
+        yield* Effect.gen(function* () {
+          for (let at = 0; at < verified.length; at += maxTargets) {
+            const part = verified.slice(at, at + maxTargets)
+            const args = part.map(({ i, fd }) =>
+              opts.lazy ? `/proc/${self}/fd/${fd}` : `${rootPath}${(targets[i] as Mounter.Target).tablePath}`
+            )
+            if (!opts.lazy) for (const { fd } of part) c.close(fd)
+            const r = yield* Effect.result(runHelper(args, opts.lazy))
+            if (r._tag === "Failure") spawnFailure ??= r.failure.detail
+            else stderr.push(r.success.stderr)
+          }
+        }).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              if (opts.lazy) for (const { fd } of verified) c.close(fd)
+            })
+          )
+        )
+        const after = yield* mountIds(tablePath)
+        const said = stderr.join("\n").split("\n")
+        const unmountedAt = new Set<string>()
+        for (const { i, fd } of verified) {
+          const t = targets[i] as Mounter.Target
+          if (after !== undefined && !after.has(t.mountId)) {
+            results[i] = { _tag: "Unmounted", target: t.path }
+            unmountedAt.add(t.tablePath)
+            continue
+          }
+          const arg = opts.lazy ? `/proc/${self}/fd/${fd}` : `${rootPath}${t.tablePath}`
+          const line = said.find((l) => l.startsWith(`umount: ${arg}: `))
+          const why =
+            line !== undefined
+              ? classify(line)
+              : spawnFailure !== undefined
+                ? { errno: "ENOEXEC", message: `the unmount helper could not run: ${spawnFailure}` }
+                : after === undefined
+                  ? { errno: "ESRCH", message: `the container's mount table ${tablePath} is gone` }
+                  : classify(said.join(" ").trim())
+          results[i] = { _tag: "Failed", target: t.path, failure: { target: t.path, ...why } }
+        }
+        // Only the top of a stack was reachable: the rest is tried again once it is on top.
+        pending = pending.filter((i) => {
+          const r = results[i]
+          return (
+            r?._tag === "Unverified" &&
+            r.reason === "Moved" &&
+            unmountedAt.has((targets[i] as Mounter.Target).tablePath)
+          )
+        })
+      }
+      return results.map(
+        (r, i): Mounter.UnmountResult =>
+          r ?? {
+            _tag: "Unverified",
+            target: (targets[i] as Mounter.Target).path,
+            reason: "Moved",
+            detail: "not reached"
+          }
+      )
+    }, Effect.scoped)
+    return Mounter.Mounter.of({
+      unmount: (root, targets, opts) => unmount(root, targets, opts).pipe(Effect.provide(context))
+    })
+  })
+
+/**
+ * The `Mounter` of the mount namespace of host process `pid` (see
+ * {@link makeIn}); fails to build with {@link MounterUnavailable} where the
+ * FFI cannot load. Requires this host's spawner (not one wrapped with
+ * `nsenter`: the layer enters the namespace itself), a FileSystem and the
+ * real `Directories`.
+ *
+ * @since 0.2.0
+ */
+export const layerIn = (
+  pid: number,
+  options?: InOptions
+): Layer.Layer<
+  Mounter.Mounter,
+  MounterUnavailable,
+  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
+> => Layer.effect(Mounter.Mounter, makeIn(pid, options))

@@ -5,6 +5,12 @@
  */
 
 /**
+ * The container composition: every service, for a node stack in a container whose init is a given process.
+ *
+ * @since 0.2.0
+ */
+export * as NodeContainer from "./NodeContainer.ts"
+/**
  * The real `Directory.Directories`: directory handles over system calls (openat, statx, getdents64, ...).
  *
  * @since 0.2.0
@@ -34,7 +40,6 @@ export * as NodeHost from "./NodeHost.ts"
  * @since 0.1.0
  */
 export * as NodeMounter from "./NodeMounter.ts"
-
 /**
  * The real `Systemd`: D-Bus to systemd's manager, or systemctl through the spawner, here or in another machine.
  *

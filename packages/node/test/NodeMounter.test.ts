@@ -15,4 +15,10 @@ const host = <E>(mounter: Layer.Layer<Mounter.Mounter, E, NodeServices.NodeServi
 describe.skipIf(gate.skip)("NodeMounter", () => {
   MounterConformance.suite("NodeMounter.layer (umount2 through koffi)", host(NodeMounter.layer))
   MounterConformance.suite("NodeMounter.layerCommand (umount -l)", host(NodeMounter.layerCommand()))
+  // Another namespace's mounter pointed at this process's own: the helper enters
+  // the namespace the fixture mounts in, so the very suite applies.
+  MounterConformance.suite(
+    "NodeMounter.layerIn (verified descriptors, nsenter umount)",
+    host(NodeMounter.layerIn(process.pid))
+  )
 })

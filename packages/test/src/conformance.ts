@@ -44,6 +44,12 @@ export * as LocalDnsConformance from "./LocalDnsConformance.ts"
  */
 export * as MounterConformance from "./MounterConformance.ts"
 /**
+ * The scenarios every composition shares (upgrade rollback, repave, LocalDNS, restarts, running), on any composition.
+ *
+ * @since 0.2.0
+ */
+export * as NodeScenarios from "./NodeScenarios.ts"
+/**
  * The conformance suites of the repave resets, the kubelet teardown and SafeRemove, with properties.
  *
  * @since 0.1.0

@@ -97,6 +97,12 @@ export * as MemorySystemd from "./MemorySystemd.ts"
  */
 export * as MountFixture from "./MountFixture.ts"
 /**
+ * A node for the scenarios every composition shares: its files, mounts, mount table and LocalDNS fixture.
+ *
+ * @since 0.2.0
+ */
+export * as NodeFixture from "./NodeFixture.ts"
+/**
  * A `Systemd` that records its calls and succeeds, the one `MemoryHost.layer` provides.
  *
  * @since 0.2.0
