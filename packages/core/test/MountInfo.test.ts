@@ -84,7 +84,9 @@ describe("MountInfo.parse", () => {
 
 // Strings built from an alphabet rich in what the kernel escapes, and in what
 // looks like an escape without being one, so the round trip meets every case.
-const Chars = Schema.Array(Schema.Literals(["a", "/", " ", "\t", "\n", "\\", "0", "4", "1", "-", "é", "\u0001", ":"]))
+const Chars = Schema.Array(
+  Schema.Literals(["a", "/", " ", "\t", "\n", "\r", "\\", "0", "4", "1", "-", "é", "\udce9", "\u0001", ":"])
+)
 const NonEmptyChars = Chars.check(Schema.isMinLength(1))
 const EntryInput = Schema.Struct({
   id: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000 })),
@@ -119,6 +121,92 @@ describe("MountInfo round trip", () => {
       }),
     { arbitrary: { runs: 500 } }
   )
+  // Every field of any entry the MountEntry Schema accepts: options and
+  // optional fields with spaces, a "-" optional field, a CR at the end of the
+  // super options, ids up to the largest safe integer.
+  const Id = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
+  const AnyEntry = Schema.Struct({
+    id: Id,
+    parentId: Id,
+    major: Id,
+    minor: Id,
+    root: NonEmptyChars,
+    mountPoint: NonEmptyChars,
+    mountOptions: NonEmptyChars,
+    optionalFields: Schema.Array(NonEmptyChars).check(Schema.isMaxLength(4)),
+    fsType: NonEmptyChars,
+    source: Chars,
+    superOptions: Chars
+  })
+  it.effect.prop(
+    "parse(render(t)) equals t for every entry the MountEntry Schema accepts",
+    { table: Schema.Array(AnyEntry).check(Schema.isMaxLength(8)) },
+    ({ table }) =>
+      Effect.gen(function* () {
+        const entries: MountInfo.MountTable = table.map((e) => ({
+          ...e,
+          root: e.root.join(""),
+          mountPoint: e.mountPoint.join(""),
+          mountOptions: e.mountOptions.join(""),
+          optionalFields: e.optionalFields.map((o) => o.join("")),
+          fsType: e.fsType.join(""),
+          source: e.source.join(""),
+          superOptions: e.superOptions.join("")
+        }))
+        for (const e of entries) assert.isTrue(Schema.is(MountInfo.MountEntry)(e))
+        const parsed = yield* MountInfo.parse(MountInfo.render(entries))
+        assert.deepStrictEqual(parsed, entries)
+      }),
+    { arbitrary: { runs: 500 } }
+  )
+
+  it.effect("render escapes what would otherwise break the line", () =>
+    Effect.gen(function* () {
+      const e: MountInfo.MountEntry = {
+        id: 1,
+        parentId: 1,
+        major: 0,
+        minor: 1,
+        root: "/",
+        mountPoint: "/m",
+        mountOptions: "rw,x=a b",
+        optionalFields: ["-", "a b", "shared:1"],
+        fsType: "t",
+        source: "s",
+        superOptions: "o\r"
+      }
+      const text = MountInfo.render([e])
+      assert.strictEqual(text, "1 1 0:1 / /m rw,x=a\\040b \\055 a\\040b shared:1 - t s o\\015\n")
+      assert.deepStrictEqual(yield* MountInfo.parse(text), [e])
+    })
+  )
+
+  it("the MountEntry Schema is render's domain: what no line can hold is no entry", () => {
+    const ok: MountInfo.MountEntry = {
+      id: 1,
+      parentId: 1,
+      major: 0,
+      minor: 1,
+      root: "/",
+      mountPoint: "/m",
+      mountOptions: "rw",
+      optionalFields: [],
+      fsType: "t",
+      source: "",
+      superOptions: ""
+    }
+    const is = Schema.is(MountInfo.MountEntry)
+    assert.isTrue(is(ok))
+    assert.isTrue(is({ ...ok, id: Number.MAX_SAFE_INTEGER }))
+    assert.isFalse(is({ ...ok, id: -1 }))
+    assert.isFalse(is({ ...ok, major: 1.5 }))
+    assert.isFalse(is({ ...ok, minor: 2 ** 53 }))
+    assert.isFalse(is({ ...ok, root: "" }))
+    assert.isFalse(is({ ...ok, mountPoint: "" }))
+    assert.isFalse(is({ ...ok, mountOptions: "" }))
+    assert.isFalse(is({ ...ok, optionalFields: [""] }))
+    assert.isFalse(is({ ...ok, fsType: "" }))
+  })
 })
 
 // A table that changes under the reader: each read returns the next text.
@@ -196,4 +284,248 @@ describe("MountInfo.read with an empty path", () => {
       assert.isTrue(empty.some((e) => e.mountPoint === "/k"))
     }).pipe(Effect.provide(MemoryHost.layer({ files: { "/k/.keep": "" } })))
   )
+})
+
+// Cases from the kernel's format (proc(5)) and from peers' suites (moby/sys
+// mountinfo, util-linux libmount, kubernetes mount-utils), written anew.
+const entry = (text: string) => Effect.map(MountInfo.parse(text), (t) => t[0] as MountInfo.MountEntry)
+const failure = (text: string) => Effect.flip(MountInfo.parse(text, "/proc/9/mountinfo"))
+
+describe("MountInfo.parse, peers' cases", () => {
+  it.effect("zero, one or several optional fields, in their order", () =>
+    Effect.gen(function* () {
+      const base = "251 15 0:3573 / /mnt/point rw,relatime"
+      const tail = "- aufs none rw"
+      assert.deepStrictEqual((yield* entry(`${base} ${tail}`)).optionalFields, [])
+      assert.deepStrictEqual((yield* entry(`${base} shared:123 ${tail}`)).optionalFields, ["shared:123"])
+      const several = yield* entry(`${base} shared:123 master:7 propagate_from:2 unbindable extra:tag ${tail}`)
+      assert.deepStrictEqual(several.optionalFields, [
+        "shared:123",
+        "master:7",
+        "propagate_from:2",
+        "unbindable",
+        "extra:tag"
+      ])
+      assert.strictEqual(several.fsType, "aufs")
+      assert.strictEqual(several.source, "none")
+      assert.strictEqual(several.superOptions, "rw")
+    })
+  )
+
+  it.effect("escapes in root, mount point and source; quotes are plain characters", () =>
+    Effect.gen(function* () {
+      const odd = "/tmp/newline\\012tab\\011space\\040backslash\\134quote1'quote2\""
+      const e = yield* entry(`649 94 259:5 ${odd} ${odd} rw,relatime shared:47 - ext4 /dev/nvme0n1p5 rw,seclabel`)
+      assert.strictEqual(e.root, "/tmp/newline\ntab\tspace backslash\\quote1'quote2\"")
+      assert.strictEqual(e.mountPoint, e.root)
+      const cifs = yield* entry("31 21 0:23 / /DATA/x rw,relatime - cifs //foo/BLA\\040BLA\\040BLA/ rw,sec=ntlm")
+      assert.strictEqual(cifs.source, "//foo/BLA BLA BLA/")
+      const deleted = yield* entry("1 0 0:1 / /a/dir\\040(deleted) rw - tmpfs tmpfs rw")
+      assert.strictEqual(deleted.mountPoint, "/a/dir (deleted)")
+      const hash = yield* entry("1 0 0:1 / /a\\043b rw - tmpfs tmpfs rw")
+      assert.strictEqual(hash.mountPoint, "/a#b")
+    })
+  )
+
+  it.effect("an empty source field (tmpfs mounted with an empty source, kernels before 5.1)", () =>
+    Effect.gen(function* () {
+      const e = yield* entry("279 23 0:108 / /tmp/bb rw,relatime shared:212 - tmpfs  rw")
+      assert.strictEqual(e.fsType, "tmpfs")
+      assert.strictEqual(e.source, "")
+      assert.strictEqual(e.superOptions, "rw")
+      assert.strictEqual(MountInfo.render([e]), "279 23 0:108 / /tmp/bb rw,relatime shared:212 - tmpfs  rw\n")
+    })
+  )
+
+  it.effect("a source of '-' is the source, not a second separator", () =>
+    Effect.gen(function* () {
+      const e = yield* entry("5 1 0:9 / /m rw shared:1 - tmpfs - rw")
+      assert.deepStrictEqual([e.optionalFields, e.fsType, e.source, e.superOptions], [["shared:1"], "tmpfs", "-", "rw"])
+    })
+  )
+
+  it.effect("super options are the file system's text: a backslash that starts no escape is kept", () =>
+    Effect.gen(function* () {
+      // util-linux's libmount fixture: cifs wrote its unc= option unescaped
+      const e = yield* entry(
+        "47 20 0:38 / /mnt/sounds rw,relatime - cifs //foo.home/bar/ rw,unc=\\\\foo.home\\bar,username=kzak,uid=0"
+      )
+      assert.strictEqual(e.superOptions, "rw,unc=\\\\foo.home\\bar,username=kzak,uid=0")
+      assert.strictEqual(e.source, "//foo.home/bar/")
+      assert.deepStrictEqual(yield* MountInfo.parse(MountInfo.render([e])), [e])
+      assert.strictEqual((yield* entry("1 0 0:1 / /m rw - t s a\\054b\\075c")).superOptions, "a,b=c")
+    })
+  )
+
+  it.effect("a table with a trailing newline, without one, and with blank lines", () =>
+    Effect.gen(function* () {
+      const a = "1 0 0:1 / / rw - ext4 /dev/sda rw"
+      const b = "2 1 0:2 / /p rw - proc proc rw"
+      for (const text of [`${a}\n${b}`, `${a}\n${b}\n`, `\n${a}\n\n${b}\n\n`]) {
+        const t = yield* MountInfo.parse(text)
+        assert.deepStrictEqual(
+          t.map((e) => e.mountPoint),
+          ["/", "/p"],
+          JSON.stringify(text)
+        )
+      }
+      assert.deepStrictEqual(yield* MountInfo.parse(""), [])
+    })
+  )
+
+  it.effect("CRLF line ends: the CR is not part of the super options", () =>
+    Effect.gen(function* () {
+      const t = yield* MountInfo.parse("1 0 0:1 / / rw - ext4 /dev/sda rw\r\n2 1 0:2 / /p rw - proc proc rw,x\r\n\r\n")
+      assert.deepStrictEqual(
+        t.map((e) => e.superOptions),
+        ["rw", "rw,x"]
+      )
+      assert.strictEqual((yield* entry("1 0 0:1 / / rw - ext4 /dev/sda rw\r")).superOptions, "rw")
+      // a CR inside a field is the field's: the kernel does not escape it
+      assert.strictEqual((yield* entry("1 0 0:1 / /a\rb rw - ext4 /dev/sda rw\r\n")).mountPoint, "/a\rb")
+      const e = (yield* entry("1 0 0:1 / /m rw - ext4 /dev/sda rw\\015")).superOptions
+      assert.strictEqual(e, "rw\r")
+    })
+  )
+
+  it.effect("mount ids beyond 2^31 and 2^32, large device numbers, up to the largest safe integer", () =>
+    Effect.gen(function* () {
+      const e = yield* entry("2147483648 4294967296 4095:1048575 / /m rw - t s o")
+      assert.deepStrictEqual([e.id, e.parentId, e.major, e.minor], [2147483648, 4294967296, 4095, 1048575])
+      const big = yield* entry("9007199254740991 9007199254740991 4294967295:4294967295 / /m rw - t s o")
+      assert.deepStrictEqual([big.id, big.major, big.minor], [9007199254740991, 4294967295, 4294967295])
+    })
+  )
+
+  const numbers: ReadonlyArray<readonly [string, string, string, string]> = [
+    ["9007199254740992 1 0:1 / /m rw - t s o", "mount id", "9007199254740992", "beyond"],
+    ["1 18446744073709551616 0:1 / /m rw - t s o", "parent id", "18446744073709551616", "beyond"],
+    ["1 1 99999999999999999999:1 / /m rw - t s o", "major", "99999999999999999999", "beyond"],
+    ["1 1 0:9007199254740993 / /m rw - t s o", "minor", "9007199254740993", "beyond"],
+    ["01 1 0:1 / /m rw - t s o", "mount id", "01", "leading zero"],
+    ["1 1 08:1 / /m rw - t s o", "major", "08", "leading zero"],
+    ["+1 1 0:1 / /m rw - t s o", "mount id", "+1", "not a number"],
+    ["1 1 0x8:1 / /m rw - t s o", "device", "0x8:1", "not major:minor"]
+  ]
+  for (const [line, field, value, why] of numbers) {
+    it.effect(`a number the kernel cannot have written: ${field} ${value}`, () =>
+      Effect.gen(function* () {
+        const e = yield* failure(line)
+        assert.strictEqual(e.reason, "Malformed")
+        assert.strictEqual(e.line, 1)
+        assert.strictEqual(e.field, field)
+        assert.strictEqual(e.value, value)
+        assert.include(e.detail, why)
+      })
+    )
+  }
+
+  // kubernetes mount-utils' bad major:minor vectors
+  for (const device of ["/var/lib/docker", ":0", "253:", "foo:0", "253:bar", "253:0:1", "-1:0"]) {
+    it.effect(`device ${JSON.stringify(device)} is not major:minor`, () =>
+      Effect.gen(function* () {
+        const e = yield* failure(`224 62 ${device} /shared /shared rw,relatime master:1 shared:44 - ext4 /dev/x rw`)
+        assert.strictEqual(e.field, "device")
+        assert.strictEqual(e.value, device)
+        assert.include(e.detail, "major:minor")
+      })
+    )
+  }
+
+  const lines: ReadonlyArray<readonly [string, string, string]> = [
+    ["251 15 0:3573 / /mnt/point rw,relatime aufs none rw", "separator", "no '-' separator"],
+    ["251 15 0:3573 / /mnt/point rw,relatime - aufs none", "super options", "has 2 fields after '-'"],
+    ["251 15 0:3573 / /mnt/point rw,relatime shared:1 aufs none rw", "separator", "no '-' separator"],
+    ["251 15 0:3573 / /mnt/point rw,relatime some extra fields - aufs none", "super options", "has 2 fields"],
+    ["251 15 0:3573 / /mnt/point rw,relatime -", "fs type", "has 0 fields after '-'"],
+    ["251 15 0:3573 / /mnt/point rw,relatime - aufs", "source", "has 1 fields after '-'"],
+    ["251 15 0:3573 / /mnt/point rw,relatime - aufs none rw x", "super options", "has 4 fields after '-'"],
+    ["251 15 0:3573 / /mnt/point", "mount options", "has 5 fields"],
+    ["251 15 0:3573 / /mnt/point rw", "separator", "has 6 fields"],
+    ["251", "parent id", "has 1 field,"],
+    ["251 15 0:3573 / /mnt/point rw -  none rw", "fs type", "fs type is empty"],
+    ["251 15 0:3573 / /mnt/point rw - a\\x none rw", "fs type", "invalid escape"],
+    ["251 15 0:3573 / /mnt/point rw - aufs no\\ne rw", "source", "invalid escape"],
+    ["251 15 0:3573 / /mnt/point rw sh\\ared:1 - aufs none rw", "optional field", "invalid escape"],
+    ["251 15 0:3573 / /mnt/point r\\w - aufs none rw", "mount options", "invalid escape"],
+    ["251 15 0:3573 /\\12 /mnt/point rw - aufs none rw", "root", "invalid escape"],
+    ["251 15 0:3573 / /mnt/\\400 rw - aufs none rw", "mount point", "invalid escape"],
+    ["251 15 0:3573 / /mnt/\\8 rw - aufs none rw", "mount point", "invalid escape"]
+  ]
+  for (const [line, field, why] of lines) {
+    it.effect(`a malformed line names its line and field: ${field}, ${why}`, () =>
+      Effect.gen(function* () {
+        const e = yield* failure(`1 0 0:1 / / rw - ext4 /dev/sda rw\r\n${line}\r\n`)
+        assert.strictEqual(e._tag, "MountInfoError")
+        assert.strictEqual(e.reason, "Malformed")
+        assert.strictEqual(e.line, 2)
+        assert.strictEqual(e.field, field)
+        assert.include(e.detail, why)
+        assert.include(e.message, "/proc/9/mountinfo, line 2")
+      })
+    )
+  }
+
+  it.effect("a very long line parses; a bad field in one is reported clipped, not whole", () =>
+    Effect.gen(function* () {
+      const long = `/${"d/".repeat(100_000)}x`
+      const e = yield* entry(`1 0 0:1 ${long} ${long}\\040y rw shared:1 - ext4 /dev/sda rw,${"o".repeat(50_000)}`)
+      assert.strictEqual(e.mountPoint, `${long} y`)
+      assert.strictEqual(e.superOptions.length, 50_003)
+      const bad = yield* failure(`1 0 0:1 / ${long}\\9 rw - ext4 /dev/sda rw`)
+      assert.strictEqual(bad.field, "mount point")
+      assert.strictEqual(bad.value, long.slice(0, 256))
+      assert.isBelow(bad.detail.length, 400)
+      assert.include(bad.detail, `(${long.length + 2} characters)`)
+    })
+  )
+})
+
+describe("MountInfo.unescapeField", () => {
+  // moby/sys's unescape vectors, with this module's answer: a backslash that
+  // starts no escape of a byte is no mountinfo text (undefined), and an escape
+  // is a byte, decoded as FileName decodes bytes.
+  const cases: ReadonlyArray<readonly [string, string | undefined]> = [
+    ["", ""],
+    ["/", "/"],
+    ["/some/longer/path", "/some/longer/path"],
+    ["/path\\040with\\040spaces", "/path with spaces"],
+    ["/path/with\\134backslash", "/path/with\\backslash"],
+    ["/tab\\011in/path", "/tab\tin/path"],
+    ["/path/\"with'quotes,\\040space,\\011tab", "/path/\"with'quotes, space,\ttab"],
+    ["\\12", undefined],
+    ["\\134", "\\"],
+    ["/\\1345", "/\\5"],
+    ["/\\12x", undefined],
+    ["\\0", undefined],
+    ["\\000\\000", "\u0000\u0000"],
+    ["\\x", undefined],
+    ["\\\\", undefined],
+    ["\\177", "\u007f"],
+    ["\\222", "\udc92"],
+    ["\\377", "\udcff"],
+    ["\\400", undefined],
+    ["\\777", undefined],
+    ["/caf\\351", "/caf\udce9"],
+    ["/\\303\\251t\\303\\251", "/été"],
+    ["/\\303\\251\\040x", "/é x"],
+    ["Это\\040комон\\040какой-то", "Это комон какой-то"]
+  ]
+  it("decodes escapes as bytes and refuses what is no escape", () => {
+    for (const [input, output] of cases) assert.strictEqual(MountInfo.unescapeField(input), output, input)
+  })
+
+  it.effect("an escaped byte >= 0x80 names the same file as the byte read raw", () =>
+    Effect.gen(function* () {
+      const e = yield* entry("1 0 0:1 / /caf\\351\\040x rw - tmpfs t rw")
+      assert.deepStrictEqual(
+        [...FileName.encode(e.mountPoint)],
+        [...new TextEncoder().encode("/caf"), 0xe9, 0x20, 0x78]
+      )
+    })
+  )
+
+  it("escapeField escapes what the kernel escapes, and a CR", () => {
+    assert.strictEqual(MountInfo.escapeField("a b\tc\nd\\e\rf#-"), "a\\040b\\011c\\012d\\134e\\015f#-")
+  })
 })

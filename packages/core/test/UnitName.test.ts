@@ -85,3 +85,80 @@ describe("UnitName", () => {
     assert.include(String(result), "not a unit type")
   })
 })
+
+describe("UnitName against systemd's and go-systemd's vectors", () => {
+  const moreValid = [
+    // every unit type systemd knows, and only as it spells them
+    ...UnitName.UnitTypes.map((t) => `x.${t}`),
+    // go-systemd's dbus tests
+    "woof@woof.service",
+    "systemd-journald.service",
+    "account_db.service",
+    // names systemd itself makes (unit_name_from_path, unit_name_mangle): `\xNN` escapes
+    "wa--ldo@\\x2d\\x2d.mount",
+    "waldo@-.mount",
+    "dev-sda5.device",
+    "home-lennart.mount",
+    "foobar-meh...waldi.service",
+    "-..-.-dev-...service",
+    "_____\\x23\\x23\\x23\\x23----.....service",
+    "\\xc3\\xbcxkn\\xc3\\xbcrz.service",
+    // every backslash is a valid character, not only one that starts `\x`
+    "xxx@@@@-----\\\\\\\\\\yyy.service",
+    "foo\\bar.service",
+    // only the first `@` separates; the instance may be `@` itself
+    "a@@.service",
+    // the last `.` starts the type
+    "foo.service.service",
+    // UNIT_NAME_MAX: 255 characters and the NUL
+    `${"a".repeat(246)}@.service`,
+    `${"a".repeat(200)}@${"b".repeat(45)}.service`
+  ]
+
+  const moreInvalid: ReadonlyArray<readonly [string, string]> = [
+    ["foo@%%i.service", "contains"],
+    ["foo@%%i%f.service", "contains"],
+    ["foo@%F.service", "contains"],
+    ["testing-transient-%d.scope", "contains"],
+    ["foo*.service", "contains"],
+    ["foo.Service", "not a unit type"],
+    ["foo.SERVICE", "not a unit type"],
+    ["foo.service ", "not a unit type"],
+    [" foo.service", "contains"],
+    ["foo.service\u0000", "not a unit type"],
+    ["fo\u0000o.service", "contains"],
+    ["foo.waldi", "not a unit type"],
+    ["foo.conf", "not a unit type"],
+    ["foo@bar", "no type suffix"],
+    ["@", "no type suffix"],
+    [".mount", "nothing before its type suffix"],
+    ["@@.service", "empty template name"],
+    ["@-.mount", "empty template name"],
+    ["foo\u00a0.service", "contains"],
+    ["foo\u200b.service", "contains"],
+    [`${"a".repeat(247)}@.service`, "more than systemd's 255"],
+    [`${"a".repeat(300)}.service`, "more than systemd's 255"]
+  ]
+
+  it("accepts what unit_name_is_valid(UNIT_NAME_ANY) accepts", () => {
+    for (const name of moreValid) {
+      assert.isUndefined(UnitName.problem(name), name)
+      assert.isTrue(UnitName.isUnitName(name), name)
+      assert.strictEqual(Schema.decodeUnknownSync(UnitName.UnitName)(name), name)
+    }
+  })
+
+  it("rejects what unit_name_is_valid(UNIT_NAME_ANY) rejects, saying why", () => {
+    for (const [name, why] of moreInvalid) {
+      assert.include(UnitName.problem(name), why, JSON.stringify(name))
+      assert.isFalse(UnitName.isUnitName(name), JSON.stringify(name))
+      assert.throws(() => Schema.decodeUnknownSync(UnitName.UnitName)(name))
+    }
+  })
+
+  it("the Schema refuses what is not a string", () => {
+    for (const v of [undefined, null, 42, ["a.service"], { name: "a.service" }]) {
+      assert.throws(() => Schema.decodeUnknownSync(UnitName.UnitName)(v))
+    }
+  })
+})
