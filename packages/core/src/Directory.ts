@@ -405,7 +405,13 @@ export interface Directories extends Omit<Primitives, "resolveDirectory" | "unli
    * Resolves the host path `path` below `root` as though `root` were `/`:
    * `..` never climbs above it, an absolute link target starts again at it,
    * at most 40 links (then `TooManyLinks`); a missing or non-directory
-   * component before the last is `NotFound` or `NotADirectory`. The result is
+   * component before the last is `NotFound` or `NotADirectory`. A trailing
+   * `/` (in the path, or in the target of a link that ends it) means the last
+   * component must be a directory, as the kernel reads it: a link there is
+   * followed, a file is `NotADirectory`, a missing name stays a name. A path
+   * of {@link PathMax} bytes or more, a component longer than
+   * {@link NameMax} bytes (`ENAMETOOLONG`) or a NUL byte (`EINVAL`) is
+   * `InvalidName` before anything is looked at. The result is
    * the directory holding the last component, opened (in the caller's
    * scope), and that component's name: the caller acts on `(parent, name)`
    * and nothing is resolved again.
@@ -448,6 +454,31 @@ export const Directories = Context.Service<Directories>("@hostnode/core/Director
  */
 export const MaxSymlinks = 40
 
+/**
+ * Linux refuses a path of this many bytes or more (PATH_MAX, with its NUL): `ENAMETOOLONG`.
+ *
+ * @since 0.2.0
+ */
+export const PathMax = 4096
+
+/**
+ * Linux refuses a component longer than this many bytes (NAME_MAX): `ENAMETOOLONG`.
+ *
+ * @since 0.2.0
+ */
+export const NameMax = 255
+
+/**
+ * Why `name` cannot be one component of a directory, as the kernel says it,
+ * or `undefined` when it can: longer than {@link NameMax} bytes is
+ * `ENAMETOOLONG`; empty, `.`, `..`, or with a `/` or a NUL byte is `EINVAL`
+ * (a NUL would end the name early at a system call, a `/` would make it a path).
+ *
+ * @since 0.2.0
+ */
+export const nameProblem = (name: FileName.Bytes): "ENAMETOOLONG" | "EINVAL" | undefined =>
+  name.length > NameMax ? "ENAMETOOLONG" : FileName.isComponent(name) ? undefined : "EINVAL"
+
 const slash = 0x2f
 const dot = 0x2e
 
@@ -470,6 +501,26 @@ export const components = (path: FileName.Bytes): Array<FileName.Bytes> => {
 
 const isDot = (c: FileName.Bytes) => c.length === 1 && c[0] === dot
 const isDotDot = (c: FileName.Bytes) => c.length === 2 && c[0] === dot && c[1] === dot
+const endsInSlash = (path: FileName.Bytes) => path.length > 0 && path[path.length - 1] === slash
+
+/** Why a path cannot be resolved at all, before anything is looked at: too long, a component too long, a NUL byte. */
+const pathProblem = (path: string, bytes: FileName.Bytes, names: ReadonlyArray<FileName.Bytes>) => {
+  if (bytes.includes(0)) return fail("InvalidName", "resolve", path, "the path contains a NUL byte", "EINVAL")
+  if (bytes.length >= PathMax) {
+    return fail("InvalidName", "resolve", path, `the path is ${bytes.length} bytes, ${PathMax} or more`, "ENAMETOOLONG")
+  }
+  const long = names.find((c) => c.length > NameMax)
+  if (long !== undefined) {
+    return fail(
+      "InvalidName",
+      "resolve",
+      path,
+      `a component is ${long.length} bytes, more than ${NameMax}`,
+      "ENAMETOOLONG"
+    )
+  }
+  return undefined
+}
 
 /**
  * `name` below the host path `parent` (lossless string forms).
@@ -495,11 +546,14 @@ export const make = (p: Primitives): Directories => {
   const walk = (
     start: ReadonlyArray<{ readonly handle: Handle; readonly path: string }>,
     names: ReadonlyArray<FileName.Bytes>,
-    options: ResolveOptions
+    options: ResolveOptions,
+    trailingSlash: boolean
   ): Effect.Effect<Resolved, DirectoryError, Scope.Scope> =>
     Effect.gen(function* () {
       const followFinal = options.followFinal ?? false
       const noSymlinks = options.noSymlinks ?? false
+      // A trailing slash: the last component must be a directory (a link there is followed).
+      let mustDir = trailingSlash
       const stack = [...start]
       let pending = [...names]
       let links = 0
@@ -515,7 +569,7 @@ export const make = (p: Primitives): Directories => {
         }
         const here = top()
         const last = pending.length === 0
-        if (last && !followFinal) return { parent: here.handle, name: c, path: childPath(here.path, c) }
+        if (last && !followFinal && !mustDir) return { parent: here.handle, name: c, path: childPath(here.path, c) }
         const st = yield* Effect.result(p.stat(here.handle, c))
         if (st._tag === "Failure") {
           if (last && st.failure.reason === "NotFound")
@@ -546,11 +600,18 @@ export const make = (p: Primitives): Directories => {
           }
           const target = yield* p.readLink(here.handle, c)
           if (target.length === 0) return yield* fail("NotFound", "resolve", childPath(here.path, c), "an empty link")
+          // A link that ends the path and whose target ends in a slash: what it leads to must be a directory.
+          if (last && endsInSlash(target)) mustDir = true
           if (target[0] === slash) stack.length = 1
           pending = [...components(target), ...pending]
           continue
         }
-        if (last) return { parent: here.handle, name: c, path: childPath(here.path, c) }
+        if (last) {
+          if (mustDir && st.success.type !== "Directory") {
+            return yield* fail("NotADirectory", "resolve", childPath(here.path, c), "not a directory", "ENOTDIR")
+          }
+          return { parent: here.handle, name: c, path: childPath(here.path, c) }
+        }
         if (st.success.type !== "Directory") {
           return yield* fail("NotADirectory", "resolve", childPath(here.path, c), "not a directory", "ENOTDIR")
         }
@@ -573,7 +634,11 @@ export const make = (p: Primitives): Directories => {
 
   const resolve: Directories["resolve"] = (root, path, options = {}) =>
     Effect.gen(function* () {
-      const names = components(FileName.encode(path))
+      const bytes = FileName.encode(path)
+      const names = components(bytes)
+      const problem = pathProblem(path, bytes, names)
+      if (problem !== undefined) return yield* problem
+      const trailingSlash = endsInSlash(bytes)
       const base = [{ handle: root, path: "/" }]
       const last = names[names.length - 1]
       const fast = p.resolveDirectory
@@ -591,15 +656,22 @@ export const make = (p: Primitives): Directories => {
               : yield* fastResult.failure
         if (dir !== undefined) {
           const found = { parent: dir.handle, name: last, path: childPath(dir.path, last) }
-          if (!(options.followFinal ?? false)) return found
+          if (!(options.followFinal ?? false) && !trailingSlash) return found
           const st = yield* Effect.result(p.stat(dir.handle, last))
-          if (st._tag === "Failure" ? st.failure.reason === "NotFound" : st.success.type !== "SymbolicLink")
+          if (st._tag === "Failure") {
+            if (st.failure.reason === "NotFound") return found
+            return yield* st.failure
+          }
+          if (st.success.type !== "SymbolicLink") {
+            if (trailingSlash && st.success.type !== "Directory") {
+              return yield* fail("NotADirectory", "resolve", childPath(dir.path, last), "not a directory", "ENOTDIR")
+            }
             return found
-          if (st._tag === "Failure") return yield* st.failure
+          }
           // A link to follow: its `..` needs the directories on the way, which the walk keeps.
         }
       }
-      return yield* walk(base, names, options)
+      return yield* walk(base, names, options, trailingSlash)
     })
 
   const unlinkAll: Directories["unlinkAll"] =

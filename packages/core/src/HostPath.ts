@@ -13,6 +13,8 @@
  */
 import { Context, Effect, FileSystem, Schema } from "effect"
 import type { PlatformError } from "effect/PlatformError"
+import { NameMax, PathMax } from "./Directory.ts"
+import * as FileName from "./FileName.ts"
 
 /**
  * Linux follows at most 40 symbolic links in one resolution (MAXSYMLINKS);
@@ -227,17 +229,26 @@ export const isMissing = (e: PlatformError): boolean =>
   e.reason._tag === "NotFound" ||
   // ENOTDIR: a component is a file and more follow. Like a missing one, nothing
   // below it can exist, so the rest is joined lexically.
-  (e.reason._tag === "BadResource" &&
-    typeof e.reason.cause === "object" &&
-    e.reason.cause !== null &&
-    (e.reason.cause as { readonly code?: unknown }).code === "ENOTDIR")
+  (e.reason._tag === "BadResource" && errnoOf(e) === "ENOTDIR")
+
+/** The errno name a file system error carries (Node's `code`), when it carries one. */
+const errnoOf = (e: PlatformError): string | undefined => {
+  const cause = e.reason.cause
+  const code = typeof cause === "object" && cause !== null ? (cause as { readonly code?: unknown }).code : undefined
+  return typeof code === "string" ? code : undefined
+}
 
 /**
  * Resolves `path` below `root`, following every symlink it meets as though
  * `root` were `/`: an absolute target is taken relative to the root and `..`
  * never climbs above it, so the result is always `root` or below it. What does
- * not exist is joined lexically. A symlink loop, more than {@link MaxSymlinks}
- * links, or a link that cannot be read is a {@link HostPathError}.
+ * not exist is joined lexically. A trailing slash (in the path, or in the
+ * target of a link that ends it) follows a link in the last component even
+ * when `followFinal` is false, as the kernel does. A symlink loop, more than
+ * {@link MaxSymlinks} links, or a link that cannot be read is a
+ * {@link HostPathError}; so is, before anything is looked at
+ * (`InvalidPath`), a NUL byte, a path of `PathMax` (4096) bytes or more, or
+ * a component longer than `NameMax` (255) bytes.
  *
  * The result is a path at the time of the call: a tree that changes afterwards
  * can still swap a component for a link (a check-then-use race no path-based
@@ -255,6 +266,26 @@ export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, pa
   const followFinal = options?.followFinal ?? true
   const current: Array<string> = []
   let pending = components(path)
+  const size = FileName.encode(path).length
+  if (size >= PathMax) {
+    return yield* new HostPathError({
+      reason: "InvalidPath",
+      root,
+      path,
+      detail: `the path is ${size} bytes, ${PathMax} or more (PATH_MAX)`
+    })
+  }
+  const long = pending.find((c) => FileName.encode(c).length > NameMax)
+  if (long !== undefined) {
+    return yield* new HostPathError({
+      reason: "InvalidPath",
+      root,
+      path,
+      detail: `a component is ${FileName.encode(long).length} bytes, more than ${NameMax} (NAME_MAX)`
+    })
+  }
+  // A trailing slash: a link in the last component is followed whatever `followFinal` says.
+  let mustDir = path.endsWith("/")
   let links = 0
   // A resolution is deterministic in (the link being expanded, what remains to
   // resolve after it): meeting the same pair twice means it can never end.
@@ -267,7 +298,7 @@ export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, pa
       continue
     }
     const candidate = under(base, [...current, part])
-    if (rest.length === 0 && !followFinal) {
+    if (rest.length === 0 && !followFinal && !mustDir) {
       current.push(part)
       break
     }
@@ -318,6 +349,7 @@ export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, pa
           (e) => new HostPathError({ reason: "Unreadable", root, path, detail: `readlink ${candidate}: ${e.message}` })
         )
       )
+    if (rest.length === 0 && target.endsWith("/")) mustDir = true
     if (target.startsWith("/")) current.length = 0
     pending = [...components(target), ...rest]
   }
@@ -476,8 +508,8 @@ export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, 
       path = yield* fs.realPath(cleaned).pipe(
         Effect.map(clean),
         Effect.catchTag("PlatformError", (e) =>
-          // realpath's ELOOP is a loop in the root's own links.
-          e.reason._tag === "Unknown" && /ELOOP/.test(e.message)
+          // realpath's ELOOP is a loop in the root's own links (Node's layer calls it a BadResource).
+          errnoOf(e) === "ELOOP" || /ELOOP/.test(e.message)
             ? Effect.fail(rootError(given, "SymlinkLoop", `the host root's links never end: ${e.message}`))
             : Effect.fail(failed("the host root")(e))
         )

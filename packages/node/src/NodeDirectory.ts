@@ -5,7 +5,9 @@
  * opened `O_DIRECTORY | O_NOFOLLOW`, files `O_NOFOLLOW | O_NONBLOCK` (a FIFO
  * planted at a name cannot hang an open), nodes held for their identity
  * `O_PATH`. Mount ids come from `statx(STATX_MNT_ID)`, or from
- * `/proc/self/fdinfo/<fd>` on kernels older than 5.8.
+ * `/proc/self/fdinfo/<fd>` on kernels older than 5.8. A name that is not one
+ * component (`.`, `..`, a `/` or a NUL in it, more than 255 bytes) is refused
+ * before the system call (`InvalidName`), as the simulated host refuses it.
  *
  * `layer` resolves paths with `openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`
  * where the kernel has it (5.6 and later), and learns where the result is
@@ -153,6 +155,40 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
 
   const fdOf = (h: Directory.Handle): FdHandle => h as FdHandle
 
+  /**
+   * A name that is not one component is refused before the system call, as
+   * the simulated host does: a NUL would end it early (`a\0b` is `a` to the
+   * kernel), a `/`, `.` or `..` would make it a path, walked by the kernel
+   * without `O_NOFOLLOW` on the way and out of the directory.
+   */
+  const badName = (operation: string, path: string, name: Uint8Array): Directory.DirectoryError | undefined => {
+    const errno = Directory.nameProblem(name)
+    if (errno === undefined) return undefined
+    return new Directory.DirectoryError({
+      reason: Directory.reasonOf(errno),
+      operation,
+      path,
+      errno,
+      detail:
+        errno === "ENAMETOOLONG"
+          ? `a name of ${name.length} bytes, more than ${Directory.NameMax}`
+          : "not a single path component (empty, `.`, `..`, or with a `/` or NUL byte)"
+    })
+  }
+
+  /** `body` when every name is one component, else the error for the first that is not. */
+  const named = <A, E, R>(
+    operation: string,
+    names: ReadonlyArray<readonly [string, Uint8Array]>,
+    body: () => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | Directory.DirectoryError, R> => {
+    for (const [path, name] of names) {
+      const e = badName(operation, path, name)
+      if (e !== undefined) return Effect.fail(e)
+    }
+    return body()
+  }
+
   /** A handle for the descriptor `fd`, closed with the scope. */
   const own = (fd: number, path: string, operation: string) =>
     Effect.acquireRelease(
@@ -182,6 +218,8 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
     Effect.suspend(() => {
       const d = fdOf(dir)
       const path = childFull(dir.path, name)
+      const bad = badName("openat", path, name)
+      if (bad !== undefined) return Effect.fail(bad)
       const fd = c.openat(d.fd, cString(name), k.O_RDONLY | k.O_DIRECTORY | k.O_NOFOLLOW | k.O_CLOEXEC, 0)
       if (fd < 0) return Effect.fail(error("openat", path))
       return Effect.flatMap(own(fd, path, "openat"), (h) =>
@@ -217,6 +255,8 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
   const openPath: Directory.Primitives["openPath"] = (dir, name) =>
     Effect.suspend(() => {
       const path = childFull(dir.path, name)
+      const bad = badName("openat", path, name)
+      if (bad !== undefined) return Effect.fail(bad)
       const fd = c.openat(fdOf(dir).fd, cString(name), k.O_PATH | k.O_NOFOLLOW | k.O_CLOEXEC, 0)
       return fd < 0 ? Effect.fail(error("openat", path)) : own(fd, path, "openat")
     })
@@ -248,6 +288,8 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
 
   const stat: Directory.Primitives["stat"] = (dir, name) =>
     Effect.suspend(() => {
+      const bad = name === undefined ? undefined : badName("statx", childFull(dir.path, name), name)
+      if (bad !== undefined) return Effect.fail(bad)
       const st = statAt(fdOf(dir).fd, name === undefined ? undefined : cString(name))
       return st === undefined
         ? Effect.fail(error("statx", name === undefined ? dir.path : childFull(dir.path, name)))
@@ -256,6 +298,8 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
 
   const readLink: Directory.Primitives["readLink"] = (dir, name) =>
     Effect.suspend(() => {
+      const bad = badName("readlinkat", childFull(dir.path, name), name)
+      if (bad !== undefined) return Effect.fail(bad)
       const n = c.readlinkat(fdOf(dir).fd, cString(name), linkBuf, linkBuf.length)
       return n < 0 ? Effect.fail(error("readlinkat", childFull(dir.path, name))) : Effect.succeed(linkBuf.slice(0, n))
     })
@@ -265,10 +309,12 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
 
   const unlink: Directory.Primitives["unlink"] = (dir, name, opts) =>
     Effect.suspend(() =>
-      check(
-        c.unlinkat(fdOf(dir).fd, cString(name), opts?.directory === true ? k.AT_REMOVEDIR : 0),
-        "unlinkat",
-        childFull(dir.path, name)
+      named("unlinkat", [[childFull(dir.path, name), name]], () =>
+        check(
+          c.unlinkat(fdOf(dir).fd, cString(name), opts?.directory === true ? k.AT_REMOVEDIR : 0),
+          "unlinkat",
+          childFull(dir.path, name)
+        )
       )
     )
 
@@ -277,44 +323,71 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
       const fd = fdOf(dir).fd
       const out: Array<Directory.DirectoryError | undefined> = []
       for (const name of names) {
-        out.push(c.unlinkat(fd, cString(name), 0) < 0 ? error("unlinkat", childFull(dir.path, name)) : undefined)
+        const bad = badName("unlinkat", childFull(dir.path, name), name)
+        if (bad !== undefined) out.push(bad)
+        else out.push(c.unlinkat(fd, cString(name), 0) < 0 ? error("unlinkat", childFull(dir.path, name)) : undefined)
       }
       return out
     })
 
   const makeDirectory: Directory.Primitives["makeDirectory"] = (dir, name, permissions) =>
     Effect.suspend(() =>
-      check(c.mkdirat(fdOf(dir).fd, cString(name), permissions), "mkdirat", childFull(dir.path, name))
+      named("mkdirat", [[childFull(dir.path, name), name]], () =>
+        check(c.mkdirat(fdOf(dir).fd, cString(name), permissions), "mkdirat", childFull(dir.path, name))
+      )
     )
 
   const symlink: Directory.Primitives["symlink"] = (dir, name, target) =>
     Effect.suspend(() =>
-      check(c.symlinkat(cString(target), fdOf(dir).fd, cString(name)), "symlinkat", childFull(dir.path, name))
+      named("symlinkat", [[childFull(dir.path, name), name]], () =>
+        // A NUL in the target would end it early: the link would lead somewhere else than asked.
+        target.includes(0)
+          ? Effect.fail(
+              new Directory.DirectoryError({
+                reason: "InvalidName",
+                operation: "symlinkat",
+                path: childFull(dir.path, name),
+                errno: "EINVAL",
+                detail: "the link's target contains a NUL byte"
+              })
+            )
+          : check(c.symlinkat(cString(target), fdOf(dir).fd, cString(name)), "symlinkat", childFull(dir.path, name))
+      )
     )
 
   const rename: Directory.Primitives["rename"] = (from, fromName, to, toName, opts) =>
     Effect.suspend(() =>
-      check(
-        c.renameat2(
-          fdOf(from).fd,
-          cString(fromName),
-          fdOf(to).fd,
-          cString(toName),
-          opts?.noReplace === true ? k.RENAME_NOREPLACE : 0
-        ),
+      named(
         "renameat2",
-        childFull(from.path, fromName)
+        [
+          [childFull(from.path, fromName), fromName],
+          [childFull(to.path, toName), toName]
+        ],
+        () =>
+          check(
+            c.renameat2(
+              fdOf(from).fd,
+              cString(fromName),
+              fdOf(to).fd,
+              cString(toName),
+              opts?.noReplace === true ? k.RENAME_NOREPLACE : 0
+            ),
+            "renameat2",
+            childFull(from.path, fromName)
+          )
       )
     )
 
   const chown: Directory.Primitives["chown"] = (dir, name, uid, gid) =>
     Effect.suspend(() =>
-      check(
-        name === undefined
-          ? c.fchownat(fdOf(dir).fd, emptyPath, uid, gid, k.AT_EMPTY_PATH)
-          : c.fchownat(fdOf(dir).fd, cString(name), uid, gid, k.AT_SYMLINK_NOFOLLOW),
-        "fchownat",
-        name === undefined ? dir.path : childFull(dir.path, name)
+      named("fchownat", name === undefined ? [] : [[childFull(dir.path, name), name]], () =>
+        check(
+          name === undefined
+            ? c.fchownat(fdOf(dir).fd, emptyPath, uid, gid, k.AT_EMPTY_PATH)
+            : c.fchownat(fdOf(dir).fd, cString(name), uid, gid, k.AT_SYMLINK_NOFOLLOW),
+          "fchownat",
+          name === undefined ? dir.path : childFull(dir.path, name)
+        )
       )
     )
 
@@ -427,6 +500,8 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
   const openFile: Directory.Primitives["openFile"] = (dir, name, opts) =>
     Effect.suspend(() => {
       const path = childFull(dir.path, name)
+      const bad = badName("openat", path, name)
+      if (bad !== undefined) return Effect.fail(bad)
       // Never follows a link at the name; O_NONBLOCK: a FIFO planted there cannot hang the open.
       const base = k.O_NOFOLLOW | k.O_CLOEXEC | k.O_NOCTTY | k.O_NONBLOCK
       const flags =

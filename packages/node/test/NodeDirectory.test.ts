@@ -3,15 +3,18 @@
  * namespace on a tmpfs sandbox with real tmpfs and bind mounts: once with
  * `openat2` resolution and once walking handle to handle (the fallback for
  * kernels without `openat2`), a real FIFO, the process's open descriptors
- * counted, and a real concurrent swapper (`fixtures/racer.c`).
+ * counted, and a real concurrent swapper (`fixtures/racer.c`). Then what
+ * the simulated host has no counterpart of: a real procfs mounted below the
+ * root, whose magic links (`/proc/self/root`, `/proc/1/root`) must not take
+ * a resolution out of it.
  */
 import { readdirSync } from "node:fs"
-import { describe } from "@effect/vitest"
-import { HostCommand } from "@hostnode/core"
+import { assert, describe, layer } from "@effect/vitest"
+import { Directory, HostCommand, HostPath } from "@hostnode/core"
 import { NodeDirectory } from "@hostnode/node"
-import { Gate } from "@hostnode/test"
+import { Gate, MountFixture } from "@hostnode/test"
 import { DirectoryConformance } from "@hostnode/test/conformance"
-import { Effect, type FileSystem } from "effect"
+import { Effect, FileSystem } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as Racer from "./racer.ts"
 import { realHost } from "./realHost.ts"
@@ -47,3 +50,62 @@ describe.skipIf(gate.skip)("NodeDirectory", () => {
     options
   )
 })
+
+// Resolutions through procfs's magic links, on both resolvers (and HostPath's over the FileSystem).
+for (const [name, directories] of [
+  ["openat2", NodeDirectory.layer],
+  ["walk", NodeDirectory.layerWalk]
+] as const) {
+  describe.skipIf(gate.skip)(`NodeDirectory.${name === "openat2" ? "layer" : "layerWalk"}: magic links`, () => {
+    layer(realHost({ directories }), { excludeTestServices: true })((it) => {
+      it.effect("a component that is a procfs magic link to a root leads back to the root, never out of it", () =>
+        Effect.gen(function* () {
+          const fx = yield* MountFixture.MountFixture
+          const fs = yield* FileSystem.FileSystem
+          const dirs = yield* Directory.Directories
+          const box = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
+          const rootPath = `${box}/root`
+          yield* fs.makeDirectory(`${rootPath}/a`, { recursive: true })
+          yield* fs.makeDirectory(`${rootPath}/proc`)
+          yield* fs.makeDirectory(`${box}/outside`)
+          yield* fs.writeFileString(`${box}/outside/secret`, "must survive")
+          // A procfs of this namespace's processes, below the root (gone with the sandbox's mounts).
+          yield* HostCommand.run("mount", ["-t", "proc", "proc", `${rootPath}/proc`]).pipe(Effect.orDie)
+          const root = yield* dirs.openRoot(rootPath)
+          const rootId = Directory.identity(yield* dirs.stat(root))
+          const at = (path: string, o?: Directory.ResolveOptions) =>
+            Effect.gen(function* () {
+              const r = yield* Effect.result(dirs.resolve(root, path, o))
+              if (r._tag === "Failure") return `!${r.failure.reason}`
+              const above = (yield* dirs.ancestors(r.success.parent)).map(Directory.identity)
+              assert.include(above, rootId, `${path} ended outside the root`)
+              return r.success.name === undefined ? `${r.success.path}/` : r.success.path
+            })
+          const follow = { followFinal: true }
+          assert.deepStrictEqual(
+            [
+              yield* at("/proc/self/root/a/x"),
+              yield* at("/proc/self/root", follow),
+              yield* at("/proc/self/root/"),
+              yield* at("/proc/thread-self/root/a/x"),
+              yield* at(`/proc/${process.pid}/root/a`, follow),
+              yield* at("/proc/self/root/../../a/x"),
+              // The real cwd, resolved below the root, where it is not.
+              yield* at("/proc/self/cwd/x/y"),
+              yield* at("/proc/self/root/a", { noSymlinks: true })
+            ],
+            ["/a/x", "//", "//", "/a/x", "/a", "/a/x", "!NotFound", "!SymbolicLink"]
+          )
+          const hostRoot = yield* HostPath.decodeRoot(rootPath)
+          assert.strictEqual(yield* HostPath.resolve(hostRoot.path, "/proc/self/root/a/x"), `${rootPath}/a/x`)
+          assert.strictEqual(yield* HostPath.resolve(hostRoot.path, `/proc/${process.pid}/root`), rootPath)
+          assert.strictEqual(
+            (yield* Effect.flip(HostPath.decodePath(hostRoot, "/proc/self/root/"))).reason,
+            "IsHostRoot"
+          )
+          assert.strictEqual(yield* fs.readFileString(`${box}/outside/secret`), "must survive")
+        }).pipe(Effect.scoped)
+      )
+    })
+  })
+}

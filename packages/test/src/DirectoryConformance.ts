@@ -5,14 +5,20 @@
  * Names that are not UTF-8, links where directories were, mounts of the same
  * device, files created exclusively, the chroot semantics of resolution, and
  * a concurrent swapper (a real process on the real host, the adversary seam
- * on the simulated one) that never gets a resolution out of the root.
+ * on the simulated one) that never gets a resolution out of the root. The
+ * resolution vectors follow the peers' suites (filepath-securejoin's
+ * `OpenInRoot`, Go's `os.Root`, runc's): climbing `..`, absolute, relative,
+ * chained, dangling and looping links, trailing slashes, NAME_MAX, PATH_MAX
+ * and NUL; every layer must give the same answer for each.
  *
  * @since 0.2.0
  */
 import { assert, layer } from "@effect/vitest"
 import { Directory, FileName } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, type Scope } from "effect"
+import { peerTree } from "./internal/peerTree.ts"
 import { MountFixture } from "./MountFixture.ts"
+import { plant } from "./RepaveConformance.ts"
 
 const enc = (s: string) => FileName.encode(s)
 /** `café` in Latin-1: not valid UTF-8. */
@@ -191,6 +197,226 @@ export const suite = <R = never>(
         const r = yield* dirs.resolve(root, "/a/abs/new")
         assert.strictEqual(r.parent.path, `${box}/c`)
         assert.deepStrictEqual([...(r.name ?? [])], [...enc("new")])
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("a name that is not one component is refused by every call (InvalidName), never walked as a path", () =>
+      Effect.gen(function* () {
+        const { fs, dirs, box, root } = yield* setup
+        yield* fs.makeDirectory(`${box}/a/b`, { recursive: true })
+        yield* fs.writeFileString(`${box}/a/f`, "")
+        const a = yield* dirs.openDirectory(root, enc("a"))
+        const bad: ReadonlyArray<Uint8Array> = [
+          enc(""),
+          enc("."),
+          enc(".."),
+          enc("b/.."),
+          enc("../a"),
+          // The kernel would stop at the NUL and act on `f`.
+          new Uint8Array([0x66, 0x00, 0x78]),
+          enc("x".repeat(256))
+        ]
+        const reasons: Array<string> = []
+        for (const name of bad) {
+          reasons.push(
+            yield* reasonOf(dirs.stat(a, name)),
+            yield* reasonOf(dirs.openDirectory(a, name)),
+            yield* reasonOf(dirs.openPath(a, name)),
+            yield* reasonOf(dirs.readLink(a, name)),
+            yield* reasonOf(dirs.unlink(a, name)),
+            yield* reasonOf(dirs.unlink(a, name, { directory: true })),
+            yield* reasonOf(dirs.makeDirectory(a, name, 0o755)),
+            yield* reasonOf(dirs.symlink(a, name, enc("f"))),
+            yield* reasonOf(dirs.rename(a, enc("f"), a, name)),
+            yield* reasonOf(dirs.rename(a, name, a, enc("g"))),
+            yield* reasonOf(dirs.chown(a, name, 1, 1)),
+            yield* reasonOf(Effect.scoped(dirs.openFile(a, name, { mode: "read" }))),
+            yield* reasonOf(Effect.scoped(dirs.openFile(a, name, { mode: "create", permissions: 0o600 })))
+          )
+          const all = yield* dirs.unlinkAll(a, [name])
+          reasons.push(all[0]?.reason ?? "ok")
+        }
+        assert.deepStrictEqual(
+          reasons,
+          reasons.map(() => "InvalidName")
+        )
+        // A link's target is a C string too.
+        assert.strictEqual(yield* reasonOf(dirs.symlink(a, enc("l"), new Uint8Array([0x66, 0x00]))), "InvalidName")
+        // Nothing changed.
+        assert.deepStrictEqual((yield* fs.readDirectory(`${box}/a`)).sort(), ["b", "f"])
+        assert.deepStrictEqual(yield* fs.readDirectory(`${box}/a/b`), [])
+        assert.deepStrictEqual((yield* fs.readDirectory(box)).sort(), ["a"])
+        // Nor did any owner: not of the directory, nor of the one above it.
+        for (const st of [yield* dirs.stat(a, enc("f")), yield* dirs.stat(a), yield* dirs.stat(root)]) {
+          assert.deepStrictEqual([st.uid, st.gid], [0, 0])
+        }
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("resolve: the peers' vectors (filepath-securejoin, os.Root, runc), the same on every layer", () =>
+      Effect.gen(function* () {
+        const { fs, dirs, box } = yield* setup
+        const outside = `${box}/outside`
+        yield* plant(`${box}/root`, peerTree(outside))
+        yield* plant(box, { "outside/secret": "must survive", rootlink: { link: "root" } })
+        const root = yield* dirs.openRoot(`${box}/root`)
+        // A directory whose name is not UTF-8, with a file in it, and a link to it whose target is not UTF-8.
+        yield* dirs.makeDirectory(root, latin1, 0o755)
+        const sub = yield* dirs.openDirectory(root, latin1)
+        yield* Effect.scoped(dirs.openFile(sub, enc("inside"), { mode: "create", permissions: 0o644 }))
+        yield* dirs.symlink(root, enc("lat"), latin1)
+        const rootId = Directory.identity(yield* dirs.stat(root))
+        const cafe = FileName.decode(latin1)
+        // Where a resolution ends (a trailing `/` when it is the directory itself, not a name in it), or why not.
+        const at = (path: string, o?: Directory.ResolveOptions, base: Directory.Handle = root) =>
+          Effect.gen(function* () {
+            const r = yield* Effect.result(dirs.resolve(base, path, o))
+            if (r._tag === "Failure") return `!${r.failure.reason}`
+            // Never out of the root: the directory it ended in is the root or below it, by `..` from the handle.
+            const above = (yield* dirs.ancestors(r.success.parent)).map(Directory.identity)
+            assert.include(above, rootId, `${JSON.stringify(path)} ended outside the root`)
+            return r.success.name === undefined ? `${r.success.path}/` : r.success.path
+          })
+        const follow = { followFinal: true }
+        const vectors: ReadonlyArray<readonly [string, Directory.ResolveOptions | undefined, string]> = [
+          // Complete paths, with repeated slashes, `.` and empty components.
+          ["a", undefined, "/a"],
+          ["/b/c/d/e/f", undefined, "/b/c/d/e/f"],
+          ["b///././c////.//d/./././///e////.//./f//././././", undefined, "/b/c/d/e/f/"],
+          ["//b//c//file", undefined, "/b/c/file"],
+          ["", undefined, "//"],
+          [".", undefined, "//"],
+          ["b-file", follow, "/b/c/file"],
+          ["b-file", undefined, "/b-file"],
+          ["e/f", undefined, "/b/c/d/e/f"],
+          // A trailing slash: the last component must be a directory, and a link there is followed.
+          ["target/", undefined, "/target"],
+          ["target//", undefined, "/target"],
+          ["new/", undefined, "/new"],
+          ["b/c/file/", undefined, "!NotADirectory"],
+          ["b/c/file//", undefined, "!NotADirectory"],
+          ["b/c/file/.", undefined, "!NotADirectory"],
+          ["b/c/file/..", undefined, "!NotADirectory"],
+          ["b/c/file/../foo/bar", undefined, "!NotADirectory"],
+          ["b-file/", undefined, "!NotADirectory"],
+          ["b-file/.", undefined, "!NotADirectory"],
+          ["b-file/../foo", undefined, "!NotADirectory"],
+          ["link1/target_abs/", undefined, "/target"],
+          ["link1/target_abs", undefined, "/link1/target_abs"],
+          // Non-lexical: `..` after a link climbs from where the link led.
+          ["link1/target_abs", follow, "/target"],
+          ["link1/target_rel", follow, "/target"],
+          ["link1/target_rel/foo", undefined, "/target/foo"],
+          ["link1/target_rel/../target/foo/bar/../baz", undefined, "!NotFound"],
+          ["link2/link1_abs/target_abs/", undefined, "/target"],
+          ["link2/link1_rel/target_rel//", undefined, "/target"],
+          ["link2/link1_abs/../target", follow, "/target"],
+          ["link2/link1_rel/../target/x", undefined, "/target/x"],
+          ["link3/target_abs", follow, "/target"],
+          ["link3/target_rel/foo", undefined, "/target/foo"],
+          ["subdir/cousin_rel/test", undefined, "/cousinparent/cousin/test"],
+          ["subdir/cousin_abs/test", undefined, "/cousinparent/cousin/test"],
+          ["subdir/cousin_deep/test", undefined, "/cousinparent/cousin/test"],
+          ["subdir/cousin_rel/../test", undefined, "/cousinparent/test"],
+          ["subdir/cousin_deep/../test", undefined, "/cousinparent/test"],
+          ["subdir/../test", undefined, "/test"],
+          // Dangling links: the last component may be missing (something can be made there), nothing before it.
+          ["a-fake1", undefined, "/a-fake1"],
+          ["a-fake1", follow, "/a/fake"],
+          ["c/a-fake1", follow, "!NotFound"],
+          ["a-fake1/foo", undefined, "!NotFound"],
+          ["a-fake1/../bar/baz", undefined, "!NotFound"],
+          ["a-fake2", follow, "!NotFound"],
+          ["a-fake3", follow, "!NotFound"],
+          ["link3/deep_dangling1", follow, "/target/nonexist"],
+          ["link3/deep_dangling1/..", undefined, "!NotFound"],
+          ["dangling/a", follow, "/dangling/h/i/j/nonexistent"],
+          ["dangling/b/c", follow, "/dangling/h/i/j/nonexistent"],
+          ["dangling/e", follow, "/dangling/h/i/j/nonexistent"],
+          ["dangling/a/x", undefined, "!NotFound"],
+          ["dangling-file/a", follow, "!NotADirectory"],
+          ["dangling-file/g", follow, "!NotADirectory"],
+          ["dangling-file/d/e", follow, "!NotADirectory"],
+          // Loops: at most 40 links, then a typed error, never a hang.
+          ["loop/link", follow, "!TooManyLinks"],
+          ["loop/link", undefined, "/loop/link"],
+          ["loop/link/x", undefined, "!TooManyLinks"],
+          ["loop/basic-loop1", follow, "!TooManyLinks"],
+          ["loop/basic-loop2/", undefined, "!TooManyLinks"],
+          ["loop/basic-loop3/x", undefined, "!TooManyLinks"],
+          ["self", follow, "!TooManyLinks"],
+          ["self/..", undefined, "!TooManyLinks"],
+          ["/../../../../../../../../self/..", undefined, "!TooManyLinks"],
+          ["/self/././..", undefined, "!TooManyLinks"],
+          ["chain/l0", follow, "/target"],
+          ["chain/l0/x", undefined, "/target/x"],
+          ["chain/l0/", undefined, "/target"],
+          ["chain/m0", follow, "!TooManyLinks"],
+          ["chain/m0/x", undefined, "!TooManyLinks"],
+          // Climbing: `..` clamps at the root, lexically and through links.
+          ["../../../../a", undefined, "/a"],
+          ["/../../b/../../a/..", undefined, "//"],
+          ["up", follow, "//"],
+          ["up/a", undefined, "/a"],
+          ["up/../../up/../a/x", undefined, "/a/x"],
+          ["b/c/d/out", follow, "/outside"],
+          ["b/c/d/out/secret", undefined, "!NotFound"],
+          ["rel-out", follow, "/outside"],
+          ["rel-out/secret", undefined, "!NotFound"],
+          // An absolute link to the sibling directory by its real path: resolved below the root, where it is not.
+          ["abs-out", follow, "!NotFound"],
+          ["abs-out/secret", undefined, "!NotFound"],
+          ["abs-out-file", follow, "!NotFound"],
+          // `/proc/self/root` and `/proc/self/cwd` stand-ins lead back to the root.
+          ["proc/self/root/a", undefined, "/a"],
+          ["proc/self/root", follow, "//"],
+          ["proc/self/root/../../..", undefined, "//"],
+          ["proc/self/cwd/x", undefined, "/a/x"],
+          ["proc/self/cwd/../../../b/c", undefined, "/b/c"],
+          // Names that are not UTF-8, in the path and in a link's target.
+          [`/${cafe}/inside`, undefined, `/${cafe}/inside`],
+          ["lat/inside", undefined, `/${cafe}/inside`],
+          ["lat", follow, `/${cafe}`],
+          ["lat/", undefined, `/${cafe}`],
+          // NAME_MAX, PATH_MAX and NUL: typed errors before anything is looked at.
+          [`/${"x".repeat(255)}`, undefined, `/${"x".repeat(255)}`],
+          [`/a/${"x".repeat(255)}`, follow, `/a/${"x".repeat(255)}`],
+          [`/${"x".repeat(256)}`, undefined, "!InvalidName"],
+          [`/a/${"x".repeat(256)}`, undefined, "!InvalidName"],
+          [`/${"x".repeat(256)}/../a`, undefined, "!InvalidName"],
+          [`/${"./".repeat(2046)}zz`, undefined, "/zz"],
+          [`/${"./".repeat(2046)}zzz`, undefined, "!InvalidName"],
+          [`/a${"/.".repeat(3000)}/x`, undefined, "!InvalidName"],
+          ["/a\u0000b", undefined, "!InvalidName"],
+          ["/a/b\u0000/c", undefined, "!InvalidName"],
+          // No links where none may be.
+          ["e/f", { noSymlinks: true }, "!SymbolicLink"],
+          ["up/a", { noSymlinks: true }, "!SymbolicLink"],
+          ["../../b/c/../c/file", { noSymlinks: true }, "/b/c/file"]
+        ]
+        const got: Array<string> = []
+        for (const [path, o] of vectors) got.push(yield* at(path, o))
+        assert.deepStrictEqual(
+          vectors.map(([path, o, _], i) => `${JSON.stringify(path)} ${JSON.stringify(o ?? {})} -> ${got[i]}`),
+          vectors.map(([path, o, want]) => `${JSON.stringify(path)} ${JSON.stringify(o ?? {})} -> ${want}`)
+        )
+        // A root that is itself a link: resolution works below where it leads.
+        const viaLink = yield* dirs.openRoot(`${box}/rootlink`)
+        assert.strictEqual(Directory.identity(yield* dirs.stat(viaLink)), rootId)
+        assert.strictEqual(yield* at("up/link1/target_rel/x", undefined, viaLink), "/target/x")
+        assert.strictEqual(yield* at("rel-out", follow, viaLink), "/outside")
+        // Making what is missing, through dangling links: always below the root.
+        const make = { makeMissing: 0o755 }
+        assert.strictEqual(yield* at("a-fake1/foo", make), "/a/fake/foo")
+        assert.strictEqual(yield* at("rel-out/x/y", make), "/outside/x/y")
+        assert.strictEqual(yield* at("abs-out/x", make), `${outside}/x`)
+        assert.strictEqual(yield* at("dangling-file/g/x", make), "!NotADirectory")
+        assert.strictEqual(yield* at("b/c/file/x/y", make), "!NotADirectory")
+        assert.isTrue(yield* fs.exists(`${box}/root/a/fake`))
+        assert.isTrue(yield* fs.exists(`${box}/root/outside/x`))
+        assert.isTrue(yield* fs.exists(`${box}/root${outside}`))
+        assert.deepStrictEqual((yield* fs.readDirectory(outside)).sort(), ["secret"])
+        assert.strictEqual(yield* fs.readFileString(`${outside}/secret`), "must survive")
       }).pipe(Effect.scoped)
     )
 

@@ -35,6 +35,7 @@ import {
 } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 import * as Fence from "./FencedFileSystem.ts"
+import { peerTree } from "./internal/peerTree.ts"
 import { MountFixture } from "./MountFixture.ts"
 import * as RefusingSystemd from "./RefusingSystemd.ts"
 import { differences, isUnder, nodeStarts, plant, snapshot } from "./RepaveConformance.ts"
@@ -365,6 +366,167 @@ export const suite = (
         assert.deepStrictEqual(mountsIn(yield* fx.table, s.root), [])
         assert.strictEqual(mountsIn(yield* fx.table, s.outside).length, 1)
       }).pipe(Effect.scoped)
+    )
+
+    it.effect(
+      "HostPath.resolve and decodeRoot: the peers' vectors (filepath-securejoin's SecureJoin), the same on every layer",
+      () =>
+        Effect.gen(function* () {
+          const fx = yield* MountFixture
+          const fs = yield* FileSystem.FileSystem
+          const sandbox = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
+          const outside = `${sandbox}/outside`
+          const vroot = `${sandbox}/vroot`
+          yield* plant(vroot, {
+            ...peerTree(outside),
+            notdir: "I am not a directory",
+            "subdir/notdir_link": { link: "/../../../notdir/somechild" }
+          })
+          yield* plant(sandbox, {
+            "outside/secret": "must survive",
+            vlink: { link: "vroot" },
+            looproot: { link: "looproot" },
+            dangroot: { link: "nowhere" }
+          })
+          const root = yield* HostPath.decodeRoot(vroot)
+          assert.strictEqual(root.path, vroot)
+          const at = (path: string, options?: HostPath.ResolveOptions) =>
+            HostPath.resolve(root.path, path, options).pipe(
+              Effect.map((full) => {
+                const rel = HostPath.relative(root.path, full)
+                assert.isDefined(rel, `${JSON.stringify(path)} resolved outside the root: ${full}`)
+                return rel ?? full
+              }),
+              Effect.catchTag("HostPathError", (e) =>
+                Effect.succeed(e.reason === "SymlinkLoop" || e.reason === "TooManyLinks" ? "!Loop" : `!${e.reason}`)
+              )
+            )
+          const last = { followFinal: false }
+          const vectors: ReadonlyArray<readonly [string, HostPath.ResolveOptions | undefined, string]> = [
+            ["a", undefined, "/a"],
+            ["b///././c////.//d/./././///e////.//./f//././././", undefined, "/b/c/d/e/f"],
+            ["also/a/../path/././/with/some/./.././junk", undefined, "/also/path/with/junk"],
+            [
+              "yetanother/../path/././/with/some/./.././junk../../../../../../../../../../../../etc/passwd",
+              undefined,
+              "/etc/passwd"
+            ],
+            ["/../../../../../../../../../../../../../../../../etc/passwd", undefined, "/etc/passwd"],
+            ["../../../../../../../../../../../../../../../../", undefined, "/"],
+            ["./../../.././././../../../../../../../../../../../../../../../../etc passwd", undefined, "/etc passwd"],
+            ["b-file", undefined, "/b/c/file"],
+            ["b-file", last, "/b-file"],
+            // A trailing slash follows a link in the last component, as the kernel does.
+            ["b-file/", last, "/b/c/file"],
+            ["link1/target_abs/", last, "/target"],
+            ["a/", last, "/a"],
+            // Nothing below a file or a missing name exists: the rest is joined, `..` still climbs back.
+            ["b/c/file/x", undefined, "/b/c/file/x"],
+            ["b/c/file/../x", undefined, "/b/c/x"],
+            ["notdir/child", undefined, "/notdir/child"],
+            ["subdir/notdir_link", undefined, "/notdir/somechild"],
+            // Non-lexical.
+            ["subdir/cousin_rel/test", undefined, "/cousinparent/cousin/test"],
+            ["subdir/cousin_abs/test", undefined, "/cousinparent/cousin/test"],
+            ["subdir/cousin_deep/test", undefined, "/cousinparent/cousin/test"],
+            ["subdir/../test", undefined, "/test"],
+            ["subdir/cousin_rel/../test", undefined, "/cousinparent/test"],
+            ["subdir/cousin_abs/../test", undefined, "/cousinparent/test"],
+            ["subdir/cousin_deep/../test", undefined, "/cousinparent/test"],
+            ["link1/target_abs/../x", undefined, "/x"],
+            ["link3/target_rel/foo", undefined, "/target/foo"],
+            ["link2/link1_abs/../target", undefined, "/target"],
+            // Dangling links.
+            ["a-fake1", undefined, "/a/fake"],
+            ["a-fake1", last, "/a-fake1"],
+            ["a-fake1/foo", undefined, "/a/fake/foo"],
+            ["a-fake1/../bar", undefined, "/a/bar"],
+            ["a-fake2", undefined, "/a/fake/foo"],
+            ["a-fake3", undefined, "/b"],
+            ["dangling/a", undefined, "/dangling/h/i/j/nonexistent"],
+            ["dangling-file/a", undefined, "/dangling-file/h/i/j/file/foo"],
+            ["link3/deep_dangling1", undefined, "/target/nonexist"],
+            // Loops: a typed error, never a hang.
+            ["loop/link", undefined, "!Loop"],
+            ["loop/link", last, "/loop/link"],
+            ["loop/link/x", last, "!Loop"],
+            ["loop/basic-loop1", undefined, "!Loop"],
+            ["loop/basic-loop2/x", undefined, "!Loop"],
+            ["loop/basic-loop3", undefined, "!Loop"],
+            ["self", undefined, "!Loop"],
+            ["self/..", undefined, "!Loop"],
+            ["/../../../../../../../../../../../../../../../../self/..", undefined, "!Loop"],
+            ["/self/././..", undefined, "!Loop"],
+            // Exactly 40 links, and one too many.
+            ["chain/l0", undefined, "/target"],
+            ["chain/l0/x", undefined, "/target/x"],
+            ["chain/m0", undefined, "!Loop"],
+            ["chain/m0", last, "/chain/m0"],
+            // Climbing out, lexically and through links.
+            ["../../../../a", undefined, "/a"],
+            ["up/a", undefined, "/a"],
+            ["up", undefined, "/"],
+            ["b/c/d/out/secret", undefined, "/outside/secret"],
+            ["rel-out/secret", undefined, "/outside/secret"],
+            ["abs-out/secret", undefined, `${outside}/secret`],
+            ["abs-out-file", undefined, `${outside}/secret`],
+            // `/proc/self/root` and `/proc/self/cwd` stand-ins.
+            ["proc/self/root/a", undefined, "/a"],
+            ["proc/self/root", undefined, "/"],
+            ["proc/self/root/../../../x", undefined, "/x"],
+            ["proc/self/cwd/x", undefined, "/a/x"],
+            // NAME_MAX and PATH_MAX in bytes, NUL: refused before anything is looked at.
+            [`/${"x".repeat(255)}`, undefined, `/${"x".repeat(255)}`],
+            [`/${"x".repeat(256)}`, undefined, "!InvalidPath"],
+            [`/a/${"é".repeat(128)}`, undefined, "!InvalidPath"],
+            [`/a/${"é".repeat(127)}`, undefined, `/a/${"é".repeat(127)}`],
+            [`/${"./".repeat(2046)}zz`, undefined, "/zz"],
+            [`/${"./".repeat(2046)}zzz`, undefined, "!InvalidPath"],
+            ["/a\u0000b", undefined, "!InvalidPath"]
+          ]
+          const got: Array<string> = []
+          for (const [path, o] of vectors) got.push(yield* at(path, o))
+          assert.deepStrictEqual(
+            vectors.map(([path, o, _], i) => `${JSON.stringify(path)} ${JSON.stringify(o ?? {})} -> ${got[i]}`),
+            vectors.map(([path, o, want]) => `${JSON.stringify(path)} ${JSON.stringify(o ?? {})} -> ${want}`)
+          )
+          // Roots: through a link, a loop, a dangling link, a file.
+          const rootReason = (given: string) =>
+            HostPath.decodeRoot(given).pipe(
+              Effect.map((r) => r.path),
+              Effect.catchTag("HostPathError", (e) => Effect.succeed(`!${e.reason}`))
+            )
+          assert.deepStrictEqual(
+            [
+              yield* rootReason(`${sandbox}/vlink`),
+              yield* rootReason(`${sandbox}/vlink/`),
+              yield* rootReason(`${sandbox}/vlink/link1/target_rel`),
+              yield* rootReason(`${sandbox}/looproot`),
+              yield* rootReason(`${sandbox}/dangroot`),
+              yield* rootReason(`${vroot}/b/c/file`),
+              yield* rootReason(`${vroot}/b-file`),
+              yield* rootReason(`${vroot}/b/c/file/x`)
+            ],
+            [
+              vroot,
+              vroot,
+              `${vroot}/target`,
+              "!SymlinkLoop",
+              "!NotFound",
+              "!NotADirectory",
+              "!NotADirectory",
+              "!NotFound"
+            ]
+          )
+          // A path that resolves to the root itself, through a climbing link or the `/proc/self/root` stand-in.
+          for (const p of ["/up", "/proc/self/root", "/proc/self/root/..", "/a/.."]) {
+            const e = yield* Effect.flip(HostPath.decodePath(root, p))
+            assert.strictEqual(e.reason, "IsHostRoot", p)
+          }
+          const viaLink = yield* HostPath.decodeRoot(`${sandbox}/vlink`)
+          assert.strictEqual((yield* HostPath.decodePath(viaLink, "/rel-out/secret")).full, `${vroot}/outside/secret`)
+          assert.strictEqual(yield* fs.readFileString(`${outside}/secret`), "must survive")
+        }).pipe(Effect.scoped)
     )
 
     it.effect.prop(

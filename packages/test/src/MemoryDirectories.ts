@@ -149,8 +149,10 @@ export const make = (state: HostState): Directory.Directories => {
       return Effect.andThen(checkGeneration(m), body(m))
     })
 
-  const key = (name: Uint8Array): string | Refused =>
-    name.length > 255 ? no("ENAMETOOLONG") : !FileName.isComponent(name) ? no("EINVAL") : FileName.decode(name)
+  const key = (name: Uint8Array): string | Refused => {
+    const problem = Directory.nameProblem(name)
+    return problem === undefined ? FileName.decode(name) : no(problem)
+  }
 
   const makeHandle = (
     path: string,
@@ -334,6 +336,8 @@ export const make = (state: HostState): Directory.Directories => {
         const e = entry(m, name)
         if (e instanceof Refused) return e
         if (target.length === 0) return no("ENOENT")
+        // The kernel gets the target as a C string: a NUL in it is refused before the call (as the real layer does).
+        if (target.includes(0)) return no("EINVAL")
         if (e.node !== undefined) return no("EEXIST")
         I.createSymlink(m.frame, e.k, FileName.decode(target), now)
         return undefined
