@@ -145,6 +145,9 @@ export type Manifest = typeof Manifest.Type
  *   the one it is being restored below (a mistyped `--host-root` would
  *   otherwise remove every recorded path that is missing there); pass
  *   `allowHostRootMismatch` when the same tree really has another name.
+ * - `NotASnapshot`: what is at the snapshot's directory is not one (a file,
+ *   or a directory holding more than a take writes: `--dir /etc` typed for
+ *   `--dir /etc/snap`); a discard refuses it and removes nothing.
  * - `Io`: the file system refused an operation; `errno` and `detail` say
  *   which and where.
  */
@@ -163,6 +166,7 @@ export const SnapshotErrorReason = Schema.Literals([
   "Kept",
   "Unresolvable",
   "HostRootMismatch",
+  "NotASnapshot",
   "Io"
 ])
 

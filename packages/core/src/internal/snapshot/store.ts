@@ -16,6 +16,7 @@ import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
 import { type Ctx, error, fail, fromDirectory } from "./context.ts"
+import { DataName, ManifestName } from "./model.ts"
 
 /** The lock file's name, beside the snapshot directory; it stays, so every process locks the same inode. */
 export const lockName = (ctx: Ctx) => `${ctx.base}.lock`
@@ -238,6 +239,32 @@ export const removeLeftovers = (ctx: Ctx, parent: Directory.Handle) =>
   })
 
 /**
+ * Fails `NotASnapshot` unless the node `st` at the snapshot's name is a
+ * directory holding nothing but what a take writes (`manifest.json`,
+ * `data`, either possibly missing in a damaged snapshot). A discard removes
+ * the whole directory, so `--dir /etc` typed for `--dir /etc/snap` must be
+ * refused, not emptied.
+ */
+const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Directory.Stat) =>
+  Effect.gen(function* () {
+    if (st.type !== "Directory") {
+      return yield* fail(ctx, "NotASnapshot", "", `it is a ${st.type}, not a snapshot directory; nothing was removed`)
+    }
+    const dir = yield* ctx.dirs.openDirectory(parent, bytes(ctx.base)).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const listed = yield* ctx.dirs.list(dir).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const foreign = listed.map((e) => FileName.decode(e.name)).filter((n) => n !== ManifestName && n !== DataName)
+    if (foreign.length === 0) return
+    const shown = foreign.slice(0, 3).map((n) => FileName.display(n))
+    const more = foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""
+    return yield* fail(
+      ctx,
+      "NotASnapshot",
+      "",
+      `it holds ${shown.join(", ")}${more}, which no take writes (a snapshot holds only ${ManifestName} and ${DataName}); nothing was removed`
+    )
+  }).pipe(Effect.scoped)
+
+/**
  * Discards the snapshot in `parent`: renamed aside first (a crash while
  * removing leaves a name `recover` removes, never a half-deleted snapshot it
  * would try to restore), the rename made durable, then removed. True when
@@ -251,6 +278,7 @@ export const discard = (ctx: Ctx, parent: Directory.Handle) =>
       if (present.failure.reason === "NotFound") return false
       return yield* fromDirectory(ctx, "")(present.failure)
     }
+    yield* checkIsSnapshot(ctx, parent, present.success)
     yield* ctx.dirs
       .rename(parent, bytes(ctx.base), parent, bytes(discardingName(ctx)), { noReplace: true })
       .pipe(Effect.mapError(fromDirectory(ctx, "")))
