@@ -795,6 +795,11 @@ const resetKubeletIdentity = Command.make(
     bootstrapKubeconfig: Flag.String("bootstrap-kubeconfig").pipe(
       Flag.withDefault(NodeStart.DefaultBootstrapKubeconfig),
       Flag.withMetavar("FILE"),
+      // The file kept is compared as a host path: a relative one would match nothing and keep nothing.
+      Flag.filter(
+        (file) => file.startsWith("/"),
+        (file) => `an absolute host path (as seen from the host's /), not ${JSON.stringify(file)}`
+      ),
       Flag.withDescription(
         `The bootstrap kubeconfig (kept) in bootstrap-token mode (default: ${NodeStart.DefaultBootstrapKubeconfig})`
       )
@@ -1129,6 +1134,61 @@ const flagWords = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
 }
 
 /**
+ * `--help` after a subcommand that does not exist (`hostnode bogus --help`,
+ * `hostnode help bogus`) would print the parent's help and exit 0, hiding
+ * the typo: without `--help`, the parser names the unknown subcommand (and
+ * the one meant), exit 2.
+ */
+const helpOfKnown = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const words = flagWords(argv)
+  if (!words.some((w) => w === "--help" || w === "-h")) return argv
+  let node: Command.Command.Any = hostnode
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i] ?? ""
+    if (word.startsWith("-")) {
+      if (valueFlags.has(word)) i++
+      continue
+    }
+    const children = node.subcommands.flatMap((group) => group.commands)
+    // A command without subcommands: the rest are its arguments.
+    if (children.length === 0) return argv
+    const child = children.find((c) => c.name === word)
+    if (child === undefined) {
+      return [...words.filter((w) => w !== "--help" && w !== "-h"), ...argv.slice(words.length)]
+    }
+    node = child
+  }
+  return argv
+}
+
+/** The words effect/cli reads as a boolean flag's value (`--json=on`, `--json false`). */
+const trueWords: ReadonlySet<string> = new Set(["true", "1", "y", "yes", "on"])
+const falseWords: ReadonlySet<string> = new Set(["false", "0", "n", "no", "off"])
+
+/**
+ * Whether `argv` asks for JSON as effect/cli will read it (`--json`,
+ * `--json=on`, `--json true`; not `--json=false` or `--json false`), so a
+ * usage error, which the parser reports before `--json` reaches the command,
+ * is printed the way the command would print its outcome.
+ *
+ * @since 0.2.0
+ */
+export const wantsJson = (argv: ReadonlyArray<string>): boolean => {
+  const words = flagWords(argv)
+  let json = false
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i] ?? ""
+    if (word.startsWith("--json=")) json = trueWords.has(word.slice("--json=".length).toLowerCase())
+    else if (word === "--json") {
+      const next = (words[i + 1] ?? "").toLowerCase()
+      json = !falseWords.has(next)
+      if (trueWords.has(next) || falseWords.has(next)) i++
+    }
+  }
+  return json
+}
+
+/**
  * Help and version go to stdout as effect/cli renders them; an invalid
  * invocation is one line on stderr (what was wrong, and where to read more)
  * instead of the whole help text; with `--json` nothing is presented, since
@@ -1192,8 +1252,8 @@ export const helpAsFlag = (argv: ReadonlyArray<string>): ReadonlyArray<string> =
  * @since 0.1.0
  */
 export const run = (given: ReadonlyArray<string>): Effect.Effect<void, CliExit, Services> => {
-  const argv = helpAsFlag(given)
-  const json = flagWords(argv).includes("--json")
+  const argv = helpOfKnown(helpAsFlag(given))
+  const json = wantsJson(argv)
   return Command.runWith(hostnode, { version })(argv).pipe(
     Effect.catch((error) =>
       error instanceof CliExit

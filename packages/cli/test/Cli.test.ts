@@ -372,6 +372,18 @@ describe("Cli, as a newcomer uses it", () => {
       assert.strictEqual(json.doc.command, "help")
       assert.strictEqual(json.doc.result.command, "hostnode reset-cni")
       assert.include(json.doc.result.help, "USAGE\n  hostnode reset-cni")
+      // Help for a subcommand that does not exist is the unknown subcommand's error, not the parent's help.
+      for (const argv of [
+        ["help", "reset-cnii"],
+        ["reset-cnii", "--help"],
+        ["snapshot", "tak", "-h"]
+      ]) {
+        const typo = yield* runCli(argv)
+        assert.strictEqual(typo.code, 2, argv.join(" "))
+        assert.deepStrictEqual(typo.stdout, [], argv.join(" "))
+        assert.include(typo.stderr[0], "did you mean", argv.join(" "))
+      }
+      assert.strictEqual((yield* runCli(["unmount-below", "/x", "--help"])).code, 0)
       assert.deepStrictEqual(Cli.helpAsFlag(["--host-root", "help", "reset-cni"]), ["--host-root", "help", "reset-cni"])
       assert.deepStrictEqual(Cli.helpAsFlag(["--json", "help"]), ["--json", "--help"])
     }).pipe(Effect.provide(node))
@@ -396,6 +408,34 @@ describe("Cli, as a newcomer uses it", () => {
       assert.strictEqual(group.doc.error._tag, "UsageError")
       assert.include(group.doc.error.message, "take, restore, recover or discard")
     }).pipe(Effect.provide(node))
+  )
+
+  it.effect(
+    "a usage error is JSON exactly when the command would print JSON: --json=on, --json true, not --json false",
+    () =>
+      Effect.gen(function* () {
+        for (const argv of [
+          ["--json=on", "reset-cni", "--bogus"],
+          ["--json", "true", "reset-cni", "--bogus"],
+          ["reset-cni", "--json=yes", "--bogus"]
+        ]) {
+          const { code, stdout, stderr } = yield* runCli(argv)
+          assert.strictEqual(code, 2, argv.join(" "))
+          assert.strictEqual(stdout.length, 1, argv.join(" "))
+          assert.strictEqual(JSON.parse(stdout[0] ?? "").error._tag, "UsageError")
+          assert.deepStrictEqual(stderr, [], argv.join(" "))
+        }
+        for (const argv of [
+          ["--json", "false", "reset-cni", "--bogus"],
+          ["--json=false", "reset-cni", "--bogus"],
+          ["unmount-below", "--bogus", "--", "--json"]
+        ]) {
+          const { code, stdout, stderr } = yield* runCli(argv)
+          assert.strictEqual(code, 2, argv.join(" "))
+          assert.deepStrictEqual(stdout, [], argv.join(" "))
+          assert.strictEqual(stderr.length, 1, argv.join(" "))
+        }
+      }).pipe(Effect.provide(node))
   )
 
   it.effect("a group without its subcommand is bad usage: exit 2, one line naming the subcommands", () =>
@@ -538,6 +578,17 @@ describe("Cli, as a newcomer uses it", () => {
       assert.strictEqual(maybe.code, 2)
       assert.include(maybe.stderr[0], "UNIT=true|false (also yes|no, 1|0, changed|unchanged)")
       assert.notInclude(maybe.stderr[0], "Expected: expected")
+      for (const file of ["var/lib/kubelet/pki/bootstrap.pem", ""]) {
+        const bootstrap = yield* runCli([
+          "reset-kubelet-identity",
+          "--auth",
+          "bootstrap-token",
+          "--bootstrap-kubeconfig",
+          file
+        ])
+        assert.strictEqual(bootstrap.code, 2, file)
+        assert.include(bootstrap.stderr[0], "an absolute host path")
+      }
       const lock = yield* runCli(["snapshot", "take", "--dir", "/srv/s", "--lock-timeout", "-1"])
       assert.strictEqual(lock.code, 2)
       assert.include(lock.stderr[0], "zero or a positive whole number of seconds, not -1")
