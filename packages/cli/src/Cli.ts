@@ -623,6 +623,47 @@ const restoreFlags = {
   )
 }
 
+/**
+ * Refuses a `--dir` that is there but no take wrote: a file, or a directory
+ * holding anything but a snapshot's own two files (for a take, also one
+ * without a manifest: an existing directory the take would call a snapshot
+ * "already there"). `Snapshot.discard` removes the whole directory whatever it
+ * holds (a damaged snapshot too), so a mistyped `--dir /etc` would otherwise
+ * remove `/etc`. None there passes: the operation then decides.
+ */
+const snapshotLike = (dir: string, use: "discard" | "take") =>
+  Effect.gen(function* () {
+    // A relative one is refused by the operation itself (InvalidPath).
+    if (!dir.startsWith("/")) return
+    const fs = yield* FileSystem.FileSystem
+    // A path that cannot be read is left to the operation, which says why.
+    const info = yield* Effect.option(fs.stat(dir))
+    if (Option.isNone(info)) return
+    const notSnapshot = (what: string) =>
+      Effect.fail(
+        new UsageError({
+          reason: "NotASnapshot",
+          detail: `--dir ${JSON.stringify(dir)} is not a snapshot: ${what}; nothing was ${use === "take" ? "written" : "removed"}`,
+          fix:
+            use === "take"
+              ? "give --dir a directory that does not exist yet: `hostnode snapshot take` makes it"
+              : "give --dir the directory `hostnode snapshot take --dir DIR` wrote"
+        })
+      )
+    if (info.value.type !== "Directory") return yield* notSnapshot(`it is a ${info.value.type}, not a directory`)
+    const names: ReadonlyArray<string> = Option.getOrElse(yield* Effect.option(fs.readDirectory(dir)), () => [])
+    const foreign = names.filter((name) => name !== Snapshot.ManifestName && name !== Snapshot.DataName)
+    if (foreign.length > 0) {
+      const shown = foreign.slice(0, 3).map((n) => JSON.stringify(n))
+      return yield* notSnapshot(
+        `it holds ${shown.join(", ")}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""}, which no take writes (a snapshot holds only ${Snapshot.ManifestName} and ${Snapshot.DataName})`
+      )
+    }
+    if (use === "take" && !names.includes(Snapshot.ManifestName)) {
+      return yield* notSnapshot(`it is an existing directory without ${Snapshot.ManifestName}`)
+    }
+  })
+
 const handleJson = (s: Snapshot.Snapshot) => ({ dir: s.dir, hostRoot: s.hostRoot, paths: s.paths, absent: s.absent })
 
 const snapshotTake = Command.make(
@@ -639,12 +680,17 @@ const snapshotTake = Command.make(
     operate(
       "snapshot take",
       withRoot("snapshot take", (hostRoot) =>
-        Snapshot.takeOf({
-          dir,
-          hostRoot,
-          paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths,
-          lockTimeout: Duration.seconds(lockTimeout)
-        }).pipe(Effect.map(handleJson))
+        snapshotLike(dir, "take").pipe(
+          Effect.andThen(
+            Snapshot.takeOf({
+              dir,
+              hostRoot,
+              paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths,
+              lockTimeout: Duration.seconds(lockTimeout)
+            })
+          ),
+          Effect.map(handleJson)
+        )
       ),
       (s) =>
         `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")} below ${s.hostRoot}:\n${s.paths.map((p) => `  ${p}${s.absent.includes(p) ? " (absent)" : ""}`).join("\n")}`,
@@ -701,48 +747,12 @@ const snapshotRecover = Command.make("recover", restoreFlags, ({ dir, allowRootM
   )
 ).pipe(Command.withDescription("Restore a snapshot an earlier process left, then remove it"))
 
-/**
- * Refuses a `--dir` that no take wrote: a file, or a directory holding
- * anything but a snapshot's own two files. `Snapshot.discard` removes the
- * whole directory whatever it holds (a damaged snapshot too), so a mistyped
- * `--dir /etc` would otherwise remove `/etc`. None there passes: the discard
- * then says there was nothing to do.
- */
-const discardable = (dir: string) =>
-  Effect.gen(function* () {
-    // A relative one is refused by the discard itself (InvalidPath).
-    if (!dir.startsWith("/")) return
-    const fs = yield* FileSystem.FileSystem
-    // A path that cannot be read is left to the discard, which says why.
-    const info = yield* Effect.option(fs.stat(dir))
-    if (Option.isNone(info)) return
-    const notSnapshot = (what: string) =>
-      Effect.fail(
-        new UsageError({
-          reason: "NotASnapshot",
-          detail: `--dir ${JSON.stringify(dir)} is not a snapshot: ${what}; nothing was removed`,
-          fix: "give --dir the directory `hostnode snapshot take --dir DIR` wrote"
-        })
-      )
-    if (info.value.type !== "Directory") return yield* notSnapshot(`it is a ${info.value.type}, not a directory`)
-    const names = yield* Effect.option(fs.readDirectory(dir))
-    const foreign = Option.getOrElse(names, () => []).filter(
-      (name) => name !== Snapshot.ManifestName && name !== Snapshot.DataName
-    )
-    if (foreign.length > 0) {
-      const shown = foreign.slice(0, 3).map((n) => JSON.stringify(n))
-      return yield* notSnapshot(
-        `it holds ${shown.join(", ")}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""}, which no take writes (a snapshot holds only ${Snapshot.ManifestName} and ${Snapshot.DataName})`
-      )
-    }
-  })
-
 const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir, lockTimeout }) =>
   operate(
     "snapshot discard",
     withRoot("snapshot discard", (hostRoot) =>
       // A discard restores nothing: the root it was taken below does not matter, and a damaged snapshot goes too.
-      discardable(dir).pipe(
+      snapshotLike(dir, "discard").pipe(
         Effect.andThen(Snapshot.discard({ dir, hostRoot, lockTimeout: Duration.seconds(lockTimeout) })),
         Effect.map((removed) => ({ dir, removed }))
       )

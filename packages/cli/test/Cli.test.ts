@@ -549,6 +549,30 @@ describe("Cli, as a newcomer uses it", () => {
     }).pipe(Effect.provide(node))
   )
 
+  it.effect(
+    "snapshot take into an existing directory that is not a snapshot: exit 2, not 'a snapshot is already there'",
+    () =>
+      Effect.gen(function* () {
+        const host = yield* MemoryHost.MemoryHost
+        for (const dir of ["/srv/not-a-snapshot", "/srv/file", "/var/lib/cni"]) {
+          const { code, doc } = yield* runJson(["snapshot", "take", "--dir", dir, "--path", "/etc/kubernetes"])
+          assert.strictEqual(code, 2, dir)
+          assert.strictEqual(doc.error.reason, "NotASnapshot", dir)
+          assert.include(doc.error.hint, "a directory that does not exist yet", dir)
+        }
+        assert.deepInclude((yield* host.dump())["/srv/not-a-snapshot/notes.txt"], { content: "mine" })
+        // A snapshot really there is still `Exists`, with what to do about it.
+        assert.strictEqual(
+          (yield* runJson(["snapshot", "take", "--dir", "/srv/s1", "--path", "/etc/kubernetes"])).code,
+          0
+        )
+        const again = yield* runJson(["snapshot", "take", "--dir", "/srv/s1", "--path", "/etc/kubernetes"])
+        assert.strictEqual(again.code, 1)
+        assert.strictEqual(again.doc.error.reason, "Exists")
+        assert.include(again.doc.error.hint, "snapshot recover --dir DIR")
+      }).pipe(Effect.provide(node))
+  )
+
   it.effect("snapshot restore of a directory that is not a snapshot says so, not 'recover can try again'", () =>
     Effect.gen(function* () {
       const { code, stderr } = yield* runCli(["snapshot", "restore", "--dir", "/srv/not-a-snapshot"])
