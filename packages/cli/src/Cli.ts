@@ -37,7 +37,7 @@ import {
   Data,
   Duration,
   Effect,
-  type FileSystem,
+  FileSystem,
   Layer,
   Logger,
   Option,
@@ -54,11 +54,12 @@ import { plural } from "./internal/text.ts"
 import * as Progress from "./Progress.ts"
 
 /**
- * The CLI's version, printed by `hostnode --version`.
+ * The CLI's version, printed by `hostnode --version`: the version of the
+ * `@hostnode/cli` package (a test keeps the two equal).
  *
  * @since 0.1.0
  */
-export const version = "0.1.0"
+export const version = "0.2.0"
 
 // ---------------------------------------------------------------------------
 // global flags
@@ -168,6 +169,29 @@ export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: Failur
   override readonly [Runtime.errorReported] = false
 }
 
+/**
+ * Bad usage found by the command itself rather than by the parser (a group
+ * such as `snapshot` without its subcommand, a slot this node does not have,
+ * a `--dir` that is not a snapshot): exit 2, nothing was done. `fix` says
+ * what to do instead.
+ *
+ * @since 0.2.0
+ */
+export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
+  reason: Schema.Literals(["MissingSubcommand", "UnknownSlot", "NotASnapshot"]),
+  detail: Schema.String,
+  fix: Schema.String
+}) {
+  /**
+   * What was wrong, and where.
+   *
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return this.detail
+  }
+}
+
 /** What to check, per error tag: the advice printed under a failure. */
 const hints: Record<string, string> = {
   UnmountError:
@@ -214,17 +238,41 @@ const toPlain = (value: unknown): unknown => {
   return out
 }
 
+/** A snapshot error's advice, by its reason: what went wrong differs too much for one sentence. */
+const snapshotHints: Record<string, string> = {
+  Missing:
+    "There is no snapshot in that directory: check --dir (the directory `hostnode snapshot take --dir DIR` was given); a snapshot that was restored or discarded is gone.",
+  Exists:
+    "A snapshot is already in --dir (an earlier run did not finish): `hostnode snapshot recover --dir DIR` restores it, `hostnode snapshot discard --dir DIR` drops it; or take the new one in another directory.",
+  InvalidManifest:
+    "The directory is not a snapshot `hostnode snapshot take` wrote, or it is damaged: check --dir; a damaged snapshot cannot be restored, `hostnode snapshot discard --dir DIR` removes it.",
+  UnsupportedVersion: "The snapshot was written by a newer hostnode: restore it with that version.",
+  Corrupt:
+    "The snapshot's data does not match its manifest (damaged, or not written by a take): it cannot be restored; `hostnode snapshot discard --dir DIR` removes it.",
+  Busy: "Another process works on this snapshot (its pid is above where known): wait for it, or raise --lock-timeout.",
+  Unsafe:
+    "The snapshot directory or its files are not as a take makes them (a link, another owner, writable by others): check who wrote them before using it."
+}
+
+/** The advice for `error`: what to check or do next ("" when there is none). */
+const hintFor = (error: Failure): string => {
+  if (error instanceof UsageError) return error.fix
+  const reason = (error as { readonly reason?: unknown }).reason
+  if (error._tag === "SnapshotError" && typeof reason === "string" && snapshotHints[reason] !== undefined) {
+    return snapshotHints[reason]
+  }
+  return hints[error._tag] ?? ""
+}
+
 /**
  * The typed error as JSON: its tag, message, fields and the hint.
  *
  * @since 0.1.0
  */
-export const errorJson = (error: { readonly _tag: string; readonly message: string }): Record<string, unknown> => ({
-  ...(toPlain(error) as Record<string, unknown>),
-  _tag: error._tag,
-  message: error.message,
-  hint: hints[error._tag] ?? ""
-})
+export const errorJson = (error: { readonly _tag: string; readonly message: string }): Record<string, unknown> => {
+  const { fix: _, ...plain } = toPlain(error) as Record<string, unknown>
+  return { ...plain, _tag: error._tag, message: error.message, hint: hintFor(error) }
+}
 
 /**
  * The typed error for a person: what failed (the message names the path or unit) and what to check.
@@ -232,8 +280,8 @@ export const errorJson = (error: { readonly _tag: string; readonly message: stri
  * @since 0.1.0
  */
 export const errorText = (command: string, error: { readonly _tag: string; readonly message: string }): string => {
-  const hint = hints[error._tag]
-  return `hostnode ${command}: failed (${error._tag}): ${error.message}${hint === undefined ? "" : `\n  what to check: ${hint}`}`
+  const hint = hintFor(error)
+  return `hostnode ${command}: failed (${error._tag}): ${error.message}${hint === "" ? "" : `\n  what to check: ${hint}`}`
 }
 
 type Failure = { readonly _tag: string; readonly message: string }
@@ -256,6 +304,7 @@ const inputPathReasons: ReadonlySet<string> = new Set([
 export const isInputError = (error: Failure): boolean => {
   const reason = (error as { readonly reason?: unknown }).reason
   switch (error._tag) {
+    case "UsageError":
     case "UnitNameError":
     case "LocalDnsListenerError":
       return true
@@ -325,13 +374,11 @@ const operate = <A, E extends Failure, R>(
       })
     // With --container, the container's services replace the host's (a dry run wraps those);
     // a bad --container is the run's failure, shown and exited with like any bad input.
-    const container = yield* Effect.result(containerOf)
+    const container = yield* Effect.result(Effect.andThen(rootGiven, containerOf))
     const pid = container._tag === "Success" ? container.success : undefined
     const inContainer = NodeContainer.layer(pid ?? 0)
     const table = pid === undefined ? {} : { mountInfo: `/proc/${pid}/mountinfo`, tableRoot: `/proc/${pid}/root` }
     const dryShown = shown.pipe(Effect.provide(DryRun.layerWith(table)), Effect.annotateLogs({ dryRun: true }))
-    // With --container, the container's services replace the host's (a dry run wraps those);
-    // a bad --container is the run's failure, shown and exited with like any bad input.
     const where = <A2, E2, R2>(
       effect: Effect.Effect<A2, E2, R2>
     ): Effect.Effect<A2, E2 | NodeContainer.ContainerError | HostPath.HostPathError, R2> => {
@@ -366,11 +413,13 @@ const operate = <A, E extends Failure, R>(
         )
       )
     } else {
-      if (plan !== undefined) {
+      // A dry run that failed planned only what came before the failure: say so, and print no plan
+      // at all for one refused before anything (bad input), which would read as a run that succeeded.
+      if (plan !== undefined && (result._tag === "Success" || plan.length > 0)) {
         yield* Console.log(
           plan.length === 0
             ? "dry run: nothing would be changed"
-            : `dry run: the plan, in order (nothing was changed):\n${plan.map((s, i) => `  ${i + 1}. ${DryRun.renderStep(s)}`).join("\n")}`
+            : `dry run: the plan${result._tag === "Success" ? "" : " up to the failure below"}, in order (nothing was changed):\n${plan.map((s, i) => `  ${i + 1}. ${DryRun.renderStep(s)}`).join("\n")}`
         )
       }
       if (result._tag === "Success") {
@@ -381,13 +430,67 @@ const operate = <A, E extends Failure, R>(
             : `what the operation would report (dry run, nothing was changed):\n${describe(result.success)}`
         )
       } else if (isInputError(result.failure)) {
-        // Bad input: one line saying what and where; nothing was changed.
-        yield* Console.error(`hostnode ${name}: ${result.failure.message}`)
+        // Bad input: one line saying what and where, and what to do; nothing was changed.
+        yield* Console.error(inputErrorLine(name, result.failure))
       } else yield* Console.error(errorText(name, result.failure))
     }
     if (result._tag === "Failure") return yield* new CliExit({ code: exitCodeFor(result.failure) })
     if (kept > 0) return yield* new CliExit({ code: ExitCodes.kept })
   })
+
+/** The library's option names in a refusal's message, as the flags a person types. */
+const asFlags = (message: string): string =>
+  message
+    .replace("pass allowHostRootMismatch (--allow-root-mismatch)", "pass --allow-root-mismatch")
+    .replace("pass allowRoot to mean the whole host", "pass --allow-root to mean every mount below the host root")
+
+/** What to do about a refused input, where the message itself does not say it. */
+const inputFix = (error: Failure): string => {
+  if (error instanceof UsageError) return error.fix
+  const fields = error as { readonly reason?: unknown; readonly unit?: unknown; readonly path?: unknown }
+  if (error._tag === "UnitNameError" && typeof fields.unit === "string" && String(fields.reason).includes("suffix")) {
+    return /^[A-Za-z0-9:_.\\@-]+$/.test(fields.unit)
+      ? `did you mean ${fields.unit}.service?`
+      : "a unit name is ASCII letters, digits and :-_.\\@ with a type suffix such as .service"
+  }
+  if (error._tag === "HostPathError" && (fields.reason === "NotAbsolute" || fields.reason === "InvalidPath")) {
+    return fields.path === "/" ? "" : "give absolute host paths, as seen from the host's /, e.g. /var/lib/kubelet"
+  }
+  if (error._tag === "HostPathError" && (fields.reason === "NotFound" || fields.reason === "NotADirectory")) {
+    return fields.path === "/" ? "give --host-root an existing directory, or leave it out for the real host" : ""
+  }
+  return ""
+}
+
+/**
+ * The one line a refused input prints on stderr: the command, what was
+ * wrong and where, and what to do when the message does not already say it.
+ *
+ * @since 0.2.0
+ */
+export const inputErrorLine = (command: string, error: { readonly _tag: string; readonly message: string }): string => {
+  const fix = inputFix(error)
+  return `hostnode ${command}: ${asFlags(error.message)}${fix === "" ? "" : ` (${fix})`}`
+}
+
+/**
+ * `--host-root` given empty (`--host-root "$ROOT"` with ROOT unset) is
+ * refused: the library reads an empty root as the real host, which is never
+ * what an empty value meant.
+ */
+const rootGiven = Effect.gen(function* () {
+  const root = yield* HostRoot
+  if (root !== "") return
+  return yield* Effect.fail(
+    new HostPath.HostPathError({
+      reason: "InvalidPath",
+      root,
+      path: "/",
+      detail:
+        "--host-root is empty (an unset variable?): give the directory that is the host's /, or leave the flag out for the real host"
+    })
+  )
+})
 
 /**
  * `--container`, decoded: `undefined` without it, else the pid (a positive
@@ -495,14 +598,14 @@ const unmountBelow = Command.make(
 const snapshotFlags = {
   dir: Flag.String("dir").pipe(
     Flag.withMetavar("DIR"),
-    Flag.withDescription("The snapshot directory (a real path, not below --host-root)")
+    Flag.withDescription("Required: the snapshot directory (a real path, not below --host-root)")
   ),
   lockTimeout: Flag.Int("lock-timeout").pipe(
     Flag.withDefault(60),
     Flag.withMetavar("SECONDS"),
     Flag.filter(
       (n) => n >= 0,
-      (n) => `--lock-timeout must be zero or a positive number of seconds, got ${n}`
+      (n) => `zero or a positive whole number of seconds, not ${n}`
     ),
     Flag.withDescription(
       "How long to wait for another process working on this snapshot (an agent's recover) before failing Busy (default: 60)"
@@ -520,6 +623,47 @@ const restoreFlags = {
   )
 }
 
+/**
+ * Refuses a `--dir` that is there but no take wrote: a file, or a directory
+ * holding anything but a snapshot's own two files (for a take, also one
+ * without a manifest: an existing directory the take would call a snapshot
+ * "already there"). `Snapshot.discard` removes the whole directory whatever it
+ * holds (a damaged snapshot too), so a mistyped `--dir /etc` would otherwise
+ * remove `/etc`. None there passes: the operation then decides.
+ */
+const snapshotLike = (dir: string, use: "discard" | "take") =>
+  Effect.gen(function* () {
+    // A relative one is refused by the operation itself (InvalidPath).
+    if (!dir.startsWith("/")) return
+    const fs = yield* FileSystem.FileSystem
+    // A path that cannot be read is left to the operation, which says why.
+    const info = yield* Effect.option(fs.stat(dir))
+    if (Option.isNone(info)) return
+    const notSnapshot = (what: string) =>
+      Effect.fail(
+        new UsageError({
+          reason: "NotASnapshot",
+          detail: `--dir ${JSON.stringify(dir)} is not a snapshot: ${what}; nothing was ${use === "take" ? "written" : "removed"}`,
+          fix:
+            use === "take"
+              ? "give --dir a directory that does not exist yet: `hostnode snapshot take` makes it"
+              : "give --dir the directory `hostnode snapshot take --dir DIR` wrote"
+        })
+      )
+    if (info.value.type !== "Directory") return yield* notSnapshot(`it is a ${info.value.type}, not a directory`)
+    const names: ReadonlyArray<string> = Option.getOrElse(yield* Effect.option(fs.readDirectory(dir)), () => [])
+    const foreign = names.filter((name) => name !== Snapshot.ManifestName && name !== Snapshot.DataName)
+    if (foreign.length > 0) {
+      const shown = foreign.slice(0, 3).map((n) => JSON.stringify(n))
+      return yield* notSnapshot(
+        `it holds ${shown.join(", ")}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""}, which no take writes (a snapshot holds only ${Snapshot.ManifestName} and ${Snapshot.DataName})`
+      )
+    }
+    if (use === "take" && !names.includes(Snapshot.ManifestName)) {
+      return yield* notSnapshot(`it is an existing directory without ${Snapshot.ManifestName}`)
+    }
+  })
+
 const handleJson = (s: Snapshot.Snapshot) => ({ dir: s.dir, hostRoot: s.hostRoot, paths: s.paths, absent: s.absent })
 
 const snapshotTake = Command.make(
@@ -536,12 +680,17 @@ const snapshotTake = Command.make(
     operate(
       "snapshot take",
       withRoot("snapshot take", (hostRoot) =>
-        Snapshot.takeOf({
-          dir,
-          hostRoot,
-          paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths,
-          lockTimeout: Duration.seconds(lockTimeout)
-        }).pipe(Effect.map(handleJson))
+        snapshotLike(dir, "take").pipe(
+          Effect.andThen(
+            Snapshot.takeOf({
+              dir,
+              hostRoot,
+              paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths,
+              lockTimeout: Duration.seconds(lockTimeout)
+            })
+          ),
+          Effect.map(handleJson)
+        )
       ),
       (s) =>
         `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")} below ${s.hostRoot}:\n${s.paths.map((p) => `  ${p}${s.absent.includes(p) ? " (absent)" : ""}`).join("\n")}`,
@@ -603,7 +752,8 @@ const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir, lockTimeo
     "snapshot discard",
     withRoot("snapshot discard", (hostRoot) =>
       // A discard restores nothing: the root it was taken below does not matter, and a damaged snapshot goes too.
-      Snapshot.discard({ dir, hostRoot, lockTimeout: Duration.seconds(lockTimeout) }).pipe(
+      snapshotLike(dir, "discard").pipe(
+        Effect.andThen(Snapshot.discard({ dir, hostRoot, lockTimeout: Duration.seconds(lockTimeout) })),
         Effect.map((removed) => ({ dir, removed }))
       )
     ),
@@ -611,7 +761,28 @@ const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir, lockTimeo
   )
 ).pipe(Command.withDescription("Remove a snapshot without restoring it (a damaged one too); none there is success"))
 
-const snapshot = Command.make("snapshot").pipe(
+/**
+ * The handler of a group run without its subcommand (`hostnode snapshot`):
+ * bad usage, exit 2, with the subcommands it takes.
+ */
+const missingSubcommand = (group: string, names: ReadonlyArray<string>) => () =>
+  Effect.gen(function* () {
+    const error = new UsageError({
+      reason: "MissingSubcommand",
+      detail: `missing subcommand: ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`,
+      fix: `see \`hostnode ${group} --help\``
+    })
+    yield* (yield* Json)
+      ? Console.log(JSON.stringify({ ok: false, command: group, error: errorJson(error) }))
+      : Console.error(inputErrorLine(group, error))
+    return yield* new CliExit({ code: ExitCodes.badInput })
+  })
+
+const snapshot = Command.make(
+  "snapshot",
+  {},
+  missingSubcommand("snapshot", ["take", "restore", "recover", "discard"])
+).pipe(
   Command.withDescription("Take, restore, recover or discard a snapshot of the node's configuration"),
   Command.withSubcommands([snapshotTake, snapshotRestore, snapshotRecover, snapshotDiscard])
 )
@@ -629,10 +800,16 @@ const resetKubeletIdentity = Command.make(
   {
     auth: Flag.Literals("auth", ["bootstrap-token", "kubeconfig", "exec-credential"]).pipe(
       Flag.withMetavar("MODE"),
-      Flag.withDescription("How the kubelet authenticates; only bootstrap-token removes anything")
+      Flag.withDescription("Required: how the kubelet authenticates; only bootstrap-token removes anything")
     ),
     bootstrapKubeconfig: Flag.String("bootstrap-kubeconfig").pipe(
       Flag.withDefault(NodeStart.DefaultBootstrapKubeconfig),
+      Flag.withMetavar("FILE"),
+      // The file kept is compared as a host path: a relative one would match nothing and keep nothing.
+      Flag.filter(
+        (file) => file.startsWith("/"),
+        (file) => `an absolute host path (as seen from the host's /), not ${JSON.stringify(file)}`
+      ),
       Flag.withDescription(
         `The bootstrap kubeconfig (kept) in bootstrap-token mode (default: ${NodeStart.DefaultBootstrapKubeconfig})`
       )
@@ -696,7 +873,7 @@ const restartChanged = Command.make(
     units: Argument.String("UNIT[=changed]").pipe(
       Argument.filterMap(
         (w) => Option.fromNullishOr(parseChangedUnit(w)),
-        (w) => `expected UNIT or UNIT=true|false, got ${JSON.stringify(w)}`
+        () => "UNIT, or UNIT=true|false (also yes|no, 1|0, changed|unchanged)"
       ),
       Argument.atLeast(1),
       Argument.withDescription("Units in restart order; UNIT=false marks one whose configuration did not change")
@@ -713,7 +890,7 @@ const restartChanged = Command.make(
       ),
       (r) =>
         !r.wasRunning
-          ? "the node was not running: nothing restarted"
+          ? "the node was not running (no --was-running): nothing restarted; pass --was-running to restart the changed units"
           : r.restarted.length === 0
             ? "no unit's configuration changed: nothing restarted"
             : `restarted, in order: ${r.restarted.join(", ")}`
@@ -786,7 +963,7 @@ const localDnsAwait = Command.make(
       Flag.withMetavar("SECONDS"),
       Flag.filter(
         (n) => n > 0,
-        (n) => `--timeout must be a positive number of seconds, got ${n}`
+        (n) => `a positive whole number of seconds, not ${n}`
       ),
       Flag.withDescription("How long to keep probing, in seconds (default: 120)")
     )
@@ -801,26 +978,38 @@ const localDnsAwait = Command.make(
     )
 ).pipe(Command.withDescription("Wait until both LocalDNS listeners answer"))
 
-const localdns = Command.make("localdns").pipe(
+const localdns = Command.make("localdns", {}, missingSubcommand("localdns", ["setup", "cleanup", "await"])).pipe(
   Command.withDescription("Set up, clean up or wait for the LocalDNS network"),
   Command.withSubcommands([localDnsSetup, localDnsCleanup, localDnsAwait])
 )
+
+/** The one slot of the host and the container compositions. */
+const HostSlot = "host"
 
 const running = Command.make(
   "running",
   {
     slot: Argument.String("SLOT").pipe(
-      Argument.withDefault("host"),
-      Argument.withDescription("The node root to ask about (host mode has one)")
+      Argument.withDefault(HostSlot),
+      Argument.withDescription(`The node root to ask about: this node has one, "${HostSlot}" (the default)`)
     )
   },
   ({ slot }) =>
     operate(
       "running",
-      // Any string names a slot; the backend says whether it knows it.
-      Effect.suspend(() => IsolationBackend.running(Schema.decodeSync(IsolationBackend.SlotRef)(slot))).pipe(
-        Effect.map((up) => ({ slot, running: up }))
-      ),
+      // The host and the container compositions have one node root each: any other slot would be
+      // answered about that one root, under a name that is not its own.
+      slot !== HostSlot
+        ? Effect.fail<UsageError | IsolationBackend.IsolationError>(
+            new UsageError({
+              reason: "UnknownSlot",
+              detail: `unknown slot ${JSON.stringify(slot)}: this node has one node root, slot "${HostSlot}"`,
+              fix: "leave SLOT out: `hostnode running`"
+            })
+          )
+        : Effect.suspend(() => IsolationBackend.running(Schema.decodeSync(IsolationBackend.SlotRef)(slot))).pipe(
+            Effect.map((up) => ({ slot, running: up }))
+          ),
       (r) => (r.running ? `the node stack of ${r.slot} is running` : `the node stack of ${r.slot} is not running`)
     )
 ).pipe(Command.withDescription("Say whether the node stack is up (its units are active)"))
@@ -854,27 +1043,38 @@ const demo = Command.make("demo", {}, () =>
   )
 )
 
+const subcommands = [
+  unmountBelow,
+  snapshot,
+  resetCni,
+  resetKubeletIdentity,
+  teardownKubeletDir,
+  restartChanged,
+  localdns,
+  running,
+  demo
+] as const
+
+const subcommandNames = subcommands.map((c) => c.name)
+
 /**
  * The root command. Run with no subcommand it says where to go next instead
  * of failing.
  */
 const hostnode = Command.make("hostnode", {}, () =>
-  Console.log("hostnode: host-side operations of a Kubernetes node agent. Run `hostnode --help` for the commands.")
+  Effect.gen(function* () {
+    const hint = "Run `hostnode --help` (or `hostnode help SUBCOMMAND`) for the commands."
+    yield* (yield* Json)
+      ? Console.log(JSON.stringify({ ok: true, command: null, result: { subcommands: subcommandNames, hint } }))
+      : Console.log(
+          `hostnode: host-side operations of a Kubernetes node agent.\nsubcommands: ${subcommandNames.join(", ")}\n${hint}`
+        )
+  })
 ).pipe(
   Command.withDescription(
     "Host-side operations of a Kubernetes node agent: unmount pod volumes, snapshot and roll back configuration, restart changed units, reset CNI state and kubelet identity, prepare LocalDNS."
   ),
-  Command.withSubcommands([
-    unmountBelow,
-    snapshot,
-    resetCni,
-    resetKubeletIdentity,
-    teardownKubeletDir,
-    restartChanged,
-    localdns,
-    running,
-    demo
-  ]),
+  Command.withSubcommands(subcommands),
   Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag])
 )
 
@@ -891,13 +1091,111 @@ export type Services =
   | DnsResolvers.DnsResolvers
   | IsolationBackend.IsolationBackend
 
-const usageText = (error: CliError.CliError): string =>
-  error._tag === "ShowHelp" ? error.errors.map((e) => e.message).join("; ") : error.message
+/**
+ * A parse error on one line: effect/cli puts a suggestion on lines of its
+ * own ("Did you mean this?"); here it ends the sentence instead.
+ */
+const parseErrorLine = (error: CliError.CliError): string => {
+  const suggestions = suggestionsFor(error)
+  const [first = ""] = error.message.split("\n\n")
+  return suggestions.length === 0 ? first : `${first}; did you mean ${suggestions.join(" or ")}?`
+}
+
+/** The global flags a person types, for suggestions: effect/cli suggests only the subcommand's own flags. */
+const globalFlagNames = ["--help", "--version", "--log-level", "--host-root", "--container", "--json", "--dry-run"]
+
+/** The edit distance between two words (insertions, deletions, substitutions). */
+const distance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (row[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      )
+    }
+    previous = row
+  }
+  return previous[b.length] ?? 0
+}
+
+/** What a parse error suggests instead: effect/cli's own, else a global flag within two edits of an unknown one. */
+const suggestionsFor = (error: CliError.CliError): ReadonlyArray<string> => {
+  const own = "suggestions" in error ? error.suggestions : []
+  if (own.length > 0 || error._tag !== "UnrecognizedOption") return own
+  const [given = ""] = error.option.split("=")
+  return globalFlagNames.filter((name) => distance(name, given) <= 2)
+}
+
+const parseErrors = (error: CliError.CliError): ReadonlyArray<CliError.CliError> =>
+  error._tag === "ShowHelp" ? error.errors : [error]
+
+const usageText = (error: CliError.CliError): string => parseErrors(error).map(parseErrorLine).join("; ")
+
+/** A parse error's suggestions, for the JSON document. */
+const suggestionsOf = (error: CliError.CliError): ReadonlyArray<string> => parseErrors(error).flatMap(suggestionsFor)
 
 /** The arguments before `--`: the only place a global flag such as `--json` can be. */
 const flagWords = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   const end = argv.indexOf("--")
   return end === -1 ? argv : argv.slice(0, end)
+}
+
+/**
+ * `--help` after a subcommand that does not exist (`hostnode bogus --help`,
+ * `hostnode help bogus`) would print the parent's help and exit 0, hiding
+ * the typo: without `--help`, the parser names the unknown subcommand (and
+ * the one meant), exit 2.
+ */
+const helpOfKnown = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const words = flagWords(argv)
+  if (!words.some((w) => w === "--help" || w === "-h")) return argv
+  let node: Command.Command.Any = hostnode
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i] ?? ""
+    if (word.startsWith("-")) {
+      if (valueFlags.has(word)) i++
+      continue
+    }
+    const children = node.subcommands.flatMap((group) => group.commands)
+    // A command without subcommands: the rest are its arguments.
+    if (children.length === 0) return argv
+    const child = children.find((c) => c.name === word)
+    if (child === undefined) {
+      return [...words.filter((w) => w !== "--help" && w !== "-h"), ...argv.slice(words.length)]
+    }
+    node = child
+  }
+  return argv
+}
+
+/** The words effect/cli reads as a boolean flag's value (`--json=on`, `--json false`). */
+const trueWords: ReadonlySet<string> = new Set(["true", "1", "y", "yes", "on"])
+const falseWords: ReadonlySet<string> = new Set(["false", "0", "n", "no", "off"])
+
+/**
+ * Whether `argv` asks for JSON as effect/cli will read it (`--json`,
+ * `--json=on`, `--json true`; not `--json=false` or `--json false`), so a
+ * usage error, which the parser reports before `--json` reaches the command,
+ * is printed the way the command would print its outcome.
+ *
+ * @since 0.2.0
+ */
+export const wantsJson = (argv: ReadonlyArray<string>): boolean => {
+  const words = flagWords(argv)
+  let json = false
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i] ?? ""
+    if (word.startsWith("--json=")) json = trueWords.has(word.slice("--json=".length).toLowerCase())
+    else if (word === "--json") {
+      const next = (words[i + 1] ?? "").toLowerCase()
+      json = !falseWords.has(next)
+      if (trueWords.has(next) || falseWords.has(next)) i++
+    }
+  }
+  return json
 }
 
 /**
@@ -908,12 +1206,49 @@ const flagWords = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
  */
 const presenter = (json: boolean): CliOutput.Presenter => ({
   present: (event) => {
-    if (json) return Effect.void
+    if (json) {
+      // Help and the version are a run's result too: one document. An invalid invocation's is printed by `run`.
+      if (event._tag === "Version") {
+        return Console.log(
+          JSON.stringify({ ok: true, command: "version", result: { name: event.name, version: event.version } })
+        )
+      }
+      if (event._tag === "Help" && event.reason === "Requested") {
+        const help = CliOutput.defaultFormatter({ colors: false }).formatHelpDoc(event.helpDoc)
+        return Console.log(
+          JSON.stringify({ ok: true, command: "help", result: { command: event.commandPath.join(" "), help } })
+        )
+      }
+      return Effect.void
+    }
     if (event._tag !== "InvalidInvocation") return CliOutput.defaultPresenter.present(event)
     const path = event.commandPath.join(" ")
-    return Console.error(`${path}: ${event.errors.map((e) => e.message).join("; ")} (see \`${path} --help\`)`)
+    return Console.error(`${path}: ${event.errors.map(parseErrorLine).join("; ")} (see \`${path} --help\`)`)
   }
 })
+
+/** The global flags that take a value in the next word. */
+const valueFlags: ReadonlySet<string> = new Set(["--host-root", "--container", "--log-level", "--completions"])
+
+/**
+ * `hostnode help [SUBCOMMAND...]` as `hostnode [SUBCOMMAND...] --help`: the
+ * word a newcomer tries first. Only `help` in the subcommand's place counts
+ * (not the value of a flag, not an argument after a subcommand).
+ *
+ * @since 0.2.0
+ */
+export const helpAsFlag = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  for (let i = 0; i < argv.length; i++) {
+    const word = argv[i] ?? ""
+    if (word === "--") return argv
+    if (word.startsWith("-")) {
+      if (valueFlags.has(word)) i++
+      continue
+    }
+    return word === "help" ? [...argv.slice(0, i), ...argv.slice(i + 1), "--help"] : argv
+  }
+  return argv
+}
 
 /**
  * Parses `argv` (without node and script) and runs the selected command.
@@ -926,8 +1261,9 @@ const presenter = (json: boolean): CliOutput.Presenter => ({
  *
  * @since 0.1.0
  */
-export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, CliExit, Services> => {
-  const json = flagWords(argv).includes("--json")
+export const run = (given: ReadonlyArray<string>): Effect.Effect<void, CliExit, Services> => {
+  const argv = helpOfKnown(helpAsFlag(given))
+  const json = wantsJson(argv)
   return Command.runWith(hostnode, { version })(argv).pipe(
     Effect.catch((error) =>
       error instanceof CliExit
@@ -939,7 +1275,13 @@ export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, CliExit, S
                   JSON.stringify({
                     ok: false,
                     command: null,
-                    error: { _tag: "UsageError", cause: error._tag, message: usageText(error), hint: "see --help" }
+                    error: {
+                      _tag: "UsageError",
+                      cause: error._tag === "ShowHelp" ? (error.errors[0]?._tag ?? error._tag) : error._tag,
+                      message: usageText(error),
+                      ...(suggestionsOf(error).length === 0 ? {} : { suggestions: suggestionsOf(error) }),
+                      hint: `see \`${error._tag === "ShowHelp" ? error.commandPath.join(" ") : "hostnode"} --help\``
+                    }
                   })
                 )
               : Effect.void

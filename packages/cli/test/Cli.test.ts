@@ -3,8 +3,10 @@
  * (`MemoryNode`): what it prints, the exit codes, and that `--dry-run`
  * changes nothing.
  */
+import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
+import { Cli } from "@hostnode/cli"
 import { HostCommand, Mounter, MountInfo } from "@hostnode/core"
 import { NodeHost } from "@hostnode/node"
 import { Gate, MemoryHost, MemoryNode, SystemdMachine } from "@hostnode/test"
@@ -328,4 +330,292 @@ describe.skipIf(containerGate.skip)("Cli --container", () => {
       }).pipe(Effect.provide(TestConsole.layer))
     )
   })
+})
+
+describe("Cli, as a newcomer uses it", () => {
+  const node = Layer.mergeAll(
+    MemoryNode.layer({
+      files: {
+        ...seeded,
+        "/srv/not-a-snapshot/notes.txt": "mine",
+        "/srv/file": "a file"
+      }
+    }),
+    cliEnvironment
+  )
+
+  it.effect("--version prints the version of the @hostnode/cli package", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const pkg = JSON.parse(yield* fs.readFileString(fileURLToPath(new URL("../package.json", import.meta.url))))
+      const text = yield* runCli(["--version"]).pipe(Effect.provide(node))
+      assert.deepStrictEqual(text.stdout, [`hostnode v${pkg.version}`])
+      const json = yield* runJson(["--version"]).pipe(Effect.provide(node))
+      assert.strictEqual(json.code, 0)
+      assert.deepStrictEqual(json.doc, {
+        ok: true,
+        command: "version",
+        result: { name: "hostnode", version: pkg.version }
+      })
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("`hostnode help [SUBCOMMAND...]` is `--help`; `help` as a flag's value is left alone", () =>
+    Effect.gen(function* () {
+      assert.deepStrictEqual(yield* runCli(["help"]), yield* runCli(["--help"]))
+      const take = yield* runCli(["help", "snapshot", "take"])
+      assert.strictEqual(take.code, 0)
+      assert.deepStrictEqual(take, yield* runCli(["snapshot", "take", "--help"]))
+      assert.include(take.stdout.join("\n"), "--dir DIR")
+      const json = yield* runJson(["help", "reset-cni"])
+      assert.strictEqual(json.code, 0)
+      assert.strictEqual(json.doc.command, "help")
+      assert.strictEqual(json.doc.result.command, "hostnode reset-cni")
+      assert.include(json.doc.result.help, "USAGE\n  hostnode reset-cni")
+      // Help for a subcommand that does not exist is the unknown subcommand's error, not the parent's help.
+      for (const argv of [
+        ["help", "reset-cnii"],
+        ["reset-cnii", "--help"],
+        ["snapshot", "tak", "-h"]
+      ]) {
+        const typo = yield* runCli(argv)
+        assert.strictEqual(typo.code, 2, argv.join(" "))
+        assert.deepStrictEqual(typo.stdout, [], argv.join(" "))
+        assert.include(typo.stderr[0], "did you mean", argv.join(" "))
+      }
+      assert.strictEqual((yield* runCli(["unmount-below", "/x", "--help"])).code, 0)
+      assert.deepStrictEqual(Cli.helpAsFlag(["--host-root", "help", "reset-cni"]), ["--host-root", "help", "reset-cni"])
+      assert.deepStrictEqual(Cli.helpAsFlag(["--json", "help"]), ["--json", "--help"])
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect("--json prints exactly one document for help, the version and no subcommand too", () =>
+    Effect.gen(function* () {
+      for (const [argv, code] of [
+        [["--help"], 0],
+        [["snapshot", "--help"], 0],
+        [[], 0],
+        [["snapshot"], 2],
+        [["localdns"], 2]
+      ] as const) {
+        const { code: got, doc } = yield* runJson(argv)
+        assert.strictEqual(got, code, argv.join(" "))
+        assert.strictEqual(doc.ok, code === 0, argv.join(" "))
+      }
+      const none = yield* runJson([])
+      assert.include(none.doc.result.subcommands, "reset-cni")
+      const group = yield* runJson(["snapshot"])
+      assert.strictEqual(group.doc.error._tag, "UsageError")
+      assert.include(group.doc.error.message, "take, restore, recover or discard")
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect(
+    "a usage error is JSON exactly when the command would print JSON: --json=on, --json true, not --json false",
+    () =>
+      Effect.gen(function* () {
+        for (const argv of [
+          ["--json=on", "reset-cni", "--bogus"],
+          ["--json", "true", "reset-cni", "--bogus"],
+          ["reset-cni", "--json=yes", "--bogus"]
+        ]) {
+          const { code, stdout, stderr } = yield* runCli(argv)
+          assert.strictEqual(code, 2, argv.join(" "))
+          assert.strictEqual(stdout.length, 1, argv.join(" "))
+          assert.strictEqual(JSON.parse(stdout[0] ?? "").error._tag, "UsageError")
+          assert.deepStrictEqual(stderr, [], argv.join(" "))
+        }
+        for (const argv of [
+          ["--json", "false", "reset-cni", "--bogus"],
+          ["--json=false", "reset-cni", "--bogus"],
+          ["unmount-below", "--bogus", "--", "--json"]
+        ]) {
+          const { code, stdout, stderr } = yield* runCli(argv)
+          assert.strictEqual(code, 2, argv.join(" "))
+          assert.deepStrictEqual(stdout, [], argv.join(" "))
+          assert.strictEqual(stderr.length, 1, argv.join(" "))
+        }
+      }).pipe(Effect.provide(node))
+  )
+
+  it.effect("a group without its subcommand is bad usage: exit 2, one line naming the subcommands", () =>
+    Effect.gen(function* () {
+      const { code, stdout, stderr } = yield* runCli(["snapshot"])
+      assert.strictEqual(code, 2)
+      assert.deepStrictEqual(stdout, [])
+      assert.deepStrictEqual(stderr, [
+        "hostnode snapshot: missing subcommand: take, restore, recover or discard (see `hostnode snapshot --help`)"
+      ])
+      const none = yield* runCli([])
+      assert.strictEqual(none.code, 0)
+      assert.include(none.stdout.join("\n"), "subcommands: unmount-below, snapshot,")
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect("a typo'd subcommand is one line that suggests the right one", () =>
+    Effect.gen(function* () {
+      const { code, stderr } = yield* runCli(["reset-cnii"])
+      assert.strictEqual(code, 2)
+      assert.deepStrictEqual(stderr, [
+        'hostnode: Unknown subcommand "reset-cnii" for "hostnode"; did you mean reset-cni? (see `hostnode --help`)'
+      ])
+      const json = yield* runJson(["snapshot", "tak"])
+      assert.strictEqual(json.code, 2)
+      assert.deepStrictEqual(json.doc.error.suggestions, ["take"])
+      assert.strictEqual(json.doc.error.cause, "UnknownSubcommand")
+      assert.notInclude(json.doc.error.message, "\n")
+      assert.strictEqual(json.doc.error.hint, "see `hostnode snapshot --help`")
+      // A mistyped global flag: effect/cli suggests only the subcommand's own flags.
+      const flag = yield* runCli(["--dry-runn", "reset-cni"])
+      assert.strictEqual(flag.code, 2)
+      assert.strictEqual(flag.stderr.length, 1)
+      assert.include(flag.stderr[0], "Unrecognized flag: --dry-runn in command hostnode; did you mean --dry-run?")
+      const after = yield* runJson(["reset-cni", "--hostroot", "/x"])
+      assert.deepStrictEqual(after.doc.error.suggestions, ["--host-root"])
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect('--host-root "" (an unset variable) is refused, not taken as the real host', () =>
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      const { code, stdout, stderr } = yield* runCli(["--host-root", "", "reset-cni"])
+      assert.strictEqual(code, 2)
+      assert.deepStrictEqual(stdout, [])
+      assert.strictEqual(stderr.length, 1)
+      assert.include(stderr[0], "--host-root is empty")
+      assert.isDefined((yield* host.dump())["/etc/cni/net.d/10-flannel.conflist"])
+      const json = yield* runJson(["--host-root", "", "restart-changed", "--was-running", "kubelet.service"])
+      assert.strictEqual(json.code, 2)
+      assert.strictEqual(json.doc.error._tag, "HostPathError")
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect("a dry run refused before anything prints no plan (not 'nothing would be changed')", () =>
+    Effect.gen(function* () {
+      for (const argv of [
+        ["--dry-run", "unmount-below", "relative/path"],
+        ["--dry-run", "restart-changed", "kubelet"],
+        ["--dry-run", "localdns", "setup", "--node-listener", "10.0.0.1"]
+      ]) {
+        const { code, stdout, stderr } = yield* runCli(argv)
+        assert.strictEqual(code, 2, argv.join(" "))
+        assert.deepStrictEqual(stdout, [], argv.join(" "))
+        assert.strictEqual(stderr.length, 1, argv.join(" "))
+      }
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect("running: a slot this node does not have is bad input (exit 2), not answered about the host", () =>
+    Effect.gen(function* () {
+      for (const slot of ["other", "", "bad slot/"]) {
+        const { code, doc } = yield* runJson(["running", slot])
+        assert.strictEqual(code, 2, slot)
+        assert.strictEqual(doc.error._tag, "UsageError")
+        assert.include(doc.error.message, `unknown slot ${JSON.stringify(slot)}`)
+      }
+      const text = yield* runCli(["running", "other"])
+      assert.deepStrictEqual(text.stderr, [
+        'hostnode running: unknown slot "other": this node has one node root, slot "host" (leave SLOT out: `hostnode running`)'
+      ])
+      assert.strictEqual((yield* runJson(["running"])).code, 0)
+      assert.strictEqual((yield* runJson(["running", "host"])).code, 0)
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect("snapshot discard refuses a --dir that is not a snapshot (it would remove it whole)", () =>
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      for (const dir of ["/srv/not-a-snapshot", "/srv/file", "/etc"]) {
+        const { code, doc } = yield* runJson(["snapshot", "discard", "--dir", dir])
+        assert.strictEqual(code, 2, dir)
+        assert.strictEqual(doc.error._tag, "UsageError")
+        assert.include(doc.error.message, "is not a snapshot")
+        const dry = yield* runJson(["--dry-run", "snapshot", "discard", "--dir", dir])
+        assert.strictEqual(dry.code, 2, dir)
+      }
+      const tree = yield* host.dump()
+      assert.deepInclude(tree["/srv/not-a-snapshot/notes.txt"], { content: "mine" })
+      assert.deepInclude(tree["/srv/file"], { content: "a file" })
+      assert.isDefined(tree["/etc/kubernetes/kubelet.conf"])
+      // A real snapshot still goes, and none there is still success.
+      assert.strictEqual(
+        (yield* runJson(["snapshot", "take", "--dir", "/srv/snap", "--path", "/etc/kubernetes"])).code,
+        0
+      )
+      const discard = yield* runJson(["snapshot", "discard", "--dir", "/srv/snap"])
+      assert.strictEqual(discard.code, 0)
+      assert.isTrue(discard.doc.result.removed)
+      assert.isFalse((yield* runJson(["snapshot", "discard", "--dir", "/srv/snap"])).doc.result.removed)
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect(
+    "snapshot take into an existing directory that is not a snapshot: exit 2, not 'a snapshot is already there'",
+    () =>
+      Effect.gen(function* () {
+        const host = yield* MemoryHost.MemoryHost
+        for (const dir of ["/srv/not-a-snapshot", "/srv/file", "/var/lib/cni"]) {
+          const { code, doc } = yield* runJson(["snapshot", "take", "--dir", dir, "--path", "/etc/kubernetes"])
+          assert.strictEqual(code, 2, dir)
+          assert.strictEqual(doc.error.reason, "NotASnapshot", dir)
+          assert.include(doc.error.hint, "a directory that does not exist yet", dir)
+        }
+        assert.deepInclude((yield* host.dump())["/srv/not-a-snapshot/notes.txt"], { content: "mine" })
+        // A snapshot really there is still `Exists`, with what to do about it.
+        assert.strictEqual(
+          (yield* runJson(["snapshot", "take", "--dir", "/srv/s1", "--path", "/etc/kubernetes"])).code,
+          0
+        )
+        const again = yield* runJson(["snapshot", "take", "--dir", "/srv/s1", "--path", "/etc/kubernetes"])
+        assert.strictEqual(again.code, 1)
+        assert.strictEqual(again.doc.error.reason, "Exists")
+        assert.include(again.doc.error.hint, "snapshot recover --dir DIR")
+      }).pipe(Effect.provide(node))
+  )
+
+  it.effect("snapshot restore of a directory that is not a snapshot says so, not 'recover can try again'", () =>
+    Effect.gen(function* () {
+      const { code, stderr } = yield* runCli(["snapshot", "restore", "--dir", "/srv/not-a-snapshot"])
+      assert.strictEqual(code, 1)
+      const text = stderr.join("\n")
+      assert.include(text, "InvalidManifest")
+      assert.include(text, "not a snapshot `hostnode snapshot take` wrote")
+      assert.notInclude(text, "can try again")
+      const missing = yield* runJson(["snapshot", "restore", "--dir", "/srv/none"])
+      assert.include(missing.doc.error.hint, "check --dir")
+    }).pipe(Effect.provide(node))
+  )
+
+  it.effect("messages name the flag to use: --was-running, --allow-root, UNIT.service, UNIT=true|false", () =>
+    Effect.gen(function* () {
+      const restart = yield* runCli(["restart-changed", "kubelet.service"])
+      assert.strictEqual(restart.code, 0)
+      assert.include(restart.stdout.join("\n"), "pass --was-running to restart")
+      const root = yield* runCli(["unmount-below", "/"])
+      assert.strictEqual(root.code, 2)
+      assert.include(root.stderr[0], "pass --allow-root")
+      assert.notInclude(root.stderr[0], "allowRoot")
+      const unit = yield* runCli(["restart-changed", "--was-running", "kubelet"])
+      assert.strictEqual(unit.code, 2)
+      assert.include(unit.stderr[0], "did you mean kubelet.service?")
+      const maybe = yield* runCli(["restart-changed", "kubelet.service=maybe"])
+      assert.strictEqual(maybe.code, 2)
+      assert.include(maybe.stderr[0], "UNIT=true|false (also yes|no, 1|0, changed|unchanged)")
+      assert.notInclude(maybe.stderr[0], "Expected: expected")
+      for (const file of ["var/lib/kubelet/pki/bootstrap.pem", ""]) {
+        const bootstrap = yield* runCli([
+          "reset-kubelet-identity",
+          "--auth",
+          "bootstrap-token",
+          "--bootstrap-kubeconfig",
+          file
+        ])
+        assert.strictEqual(bootstrap.code, 2, file)
+        assert.include(bootstrap.stderr[0], "an absolute host path")
+      }
+      const lock = yield* runCli(["snapshot", "take", "--dir", "/srv/s", "--lock-timeout", "-1"])
+      assert.strictEqual(lock.code, 2)
+      assert.include(lock.stderr[0], "zero or a positive whole number of seconds, not -1")
+    }).pipe(Effect.provide(node))
+  )
 })
