@@ -249,6 +249,8 @@ const snapshotHints: Record<string, string> = {
   UnsupportedVersion: "The snapshot was written by a newer hostnode: restore it with that version.",
   Corrupt:
     "The snapshot's data does not match its manifest (damaged, or not written by a take): it cannot be restored; `hostnode snapshot discard --dir DIR` removes it.",
+  NotASnapshot:
+    "--dir names something that is not a snapshot (a file, or a directory of other files): give the directory `hostnode snapshot take --dir DIR` wrote.",
   Busy: "Another process works on this snapshot (its pid is above where known): wait for it, or raise --lock-timeout.",
   Unsafe:
     "The snapshot directory or its files are not as a take makes them (a link, another owner, writable by others): check who wrote them before using it."
@@ -311,7 +313,7 @@ export const isInputError = (error: Failure): boolean => {
     case "HostPathError":
       return typeof reason === "string" && inputPathReasons.has(reason)
     case "SnapshotError":
-      return reason === "InvalidPath" || reason === "HostRootMismatch"
+      return reason === "InvalidPath" || reason === "HostRootMismatch" || reason === "NotASnapshot"
     case "ContainerError":
       return reason === "InvalidPid" || reason === "NotFound" || reason === "NoContainer"
     default:
