@@ -22,9 +22,11 @@
  *
  * @since 0.1.0
  */
+import { tmpdir } from "node:os"
+import { posix } from "node:path"
 import { Directory, FileName, HostCommand, HostPath, LocalDns, Mounter, MountInfo, Systemd } from "@hostnode/core"
-import { MemoryCommands, MemoryNetwork } from "@hostnode/test"
-import { ByteSize, Context, Effect, FileSystem, Layer, Option, Ref, Schema, Sink, Stream } from "effect"
+import { MemoryCommands, MemoryFileSystem, MemoryNetwork } from "@hostnode/test"
+import { ByteSize, Context, Effect, FileSystem, Layer, Option, Random, Ref, Schema, Sink, Stream } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
@@ -108,9 +110,25 @@ export const renderStep = (step: PlanStep): string =>
 /** What the overlay knows of one path; a path it does not know is the host's. */
 type Node =
   | { readonly kind: "gone" }
-  | { readonly kind: "file"; data: Uint8Array; mode: number; uid: number; gid: number }
-  | { readonly kind: "dir"; mode: number; uid: number; gid: number; readonly dev?: bigint }
-  | { readonly kind: "link"; readonly target: string }
+  | {
+      readonly kind: "file"
+      data: Uint8Array
+      mode: number
+      uid: number
+      gid: number
+      /** Names of this file: a hard link made in the dry run shares the node. */
+      nlink?: number
+      times?: { readonly atime: Date; readonly mtime: Date }
+    }
+  | {
+      readonly kind: "dir"
+      mode: number
+      uid: number
+      gid: number
+      readonly dev?: bigint
+      times?: { readonly atime: Date; readonly mtime: Date }
+    }
+  | { readonly kind: "link"; readonly target: string; nlink?: number }
   /** The host's path `from` (a file or a whole tree) now appears here: it was renamed. */
   | { readonly kind: "moved"; readonly from: string }
 
@@ -133,26 +151,23 @@ const parentOf = (path: string): string | undefined => {
 
 const TypeBits = { file: 0o100000, dir: 0o040000, link: 0o120000 } as const
 
-const errnoTag: Record<string, PlatformError.SystemErrorTag> = {
-  ENOENT: "NotFound",
-  ENOTDIR: "NotFound",
-  EEXIST: "AlreadyExists",
-  ENOTEMPTY: "Unknown",
-  EISDIR: "Unknown",
-  ELOOP: "Unknown",
-  EINVAL: "BadResource"
-}
+/**
+ * A PlatformError as the host's file system would report it for `syscall`
+ * failing with `code` in `method(path)`, errno code included (the operations
+ * look at it). The reason for each code is the simulated host's, which is
+ * Node's (`MemoryFileSystem.systemError`): one table, so the dry run, the
+ * simulated host and the real layer agree (ENOTDIR is a BadResource).
+ */
+const fsError = (
+  method: string,
+  syscall: string,
+  path: string,
+  code: Parameters<typeof MemoryFileSystem.systemError>[0]
+) => MemoryFileSystem.systemError(code, method, syscall, path)
 
-/** A PlatformError as the host's file system would report it, errno code included (the operations look at it). */
-const fsError = (method: string, path: string, code: string) =>
-  PlatformError.systemError({
-    _tag: errnoTag[code] ?? "Unknown",
-    module: "FileSystem",
-    method,
-    pathOrDescriptor: path,
-    description: `${code}: dry run`,
-    cause: { code }
-  })
+/** The times `utimes` set on an overlay node, if it did. */
+const timesOf = (node: { readonly times?: { readonly atime: Date; readonly mtime: Date } }) =>
+  node.times === undefined ? {} : { atime: Option.some(node.times.atime), mtime: Option.some(node.times.mtime) }
 
 const infoOf = (node: Exclude<Node, { kind: "gone" | "moved" }>): FileSystem.File.Info => {
   const common = {
@@ -170,6 +185,8 @@ const infoOf = (node: Exclude<Node, { kind: "gone" | "moved" }>): FileSystem.Fil
     case "file":
       return {
         ...common,
+        ...timesOf(node),
+        nlink: Option.some(BigInt(node.nlink ?? 1)),
         type: "File",
         mode: TypeBits.file | node.mode,
         uid: Option.some(node.uid),
@@ -179,6 +196,7 @@ const infoOf = (node: Exclude<Node, { kind: "gone" | "moved" }>): FileSystem.Fil
     case "dir":
       return {
         ...common,
+        ...timesOf(node),
         dev: node.dev ?? 0n,
         type: "Directory",
         mode: TypeBits.dir | node.mode,
@@ -189,6 +207,7 @@ const infoOf = (node: Exclude<Node, { kind: "gone" | "moved" }>): FileSystem.Fil
     case "link":
       return {
         ...common,
+        nlink: Option.some(BigInt(node.nlink ?? 1)),
         type: "SymbolicLink",
         mode: TypeBits.link | 0o777,
         uid: Option.some(0),
@@ -198,58 +217,98 @@ const infoOf = (node: Exclude<Node, { kind: "gone" | "moved" }>): FileSystem.Fil
   }
 }
 
-/** An open file of the overlay: reads and writes its bytes in memory; `sync` has nothing to do. */
-const memoryFile = (node: { data: Uint8Array }, info: () => FileSystem.File.Info, append: boolean): FileSystem.File => {
-  let position = append ? node.data.length : 0
+/** How an overlay file was opened: what its descriptor allows (the kernel checks these, with EBADF/EINVAL/EISDIR). */
+interface Access {
+  readonly readable: boolean
+  readonly writable: boolean
+  readonly append: boolean
+  readonly directory: boolean
+}
+
+/**
+ * An open file of the overlay: reads and writes its bytes in memory; `sync`
+ * has nothing to do. The cursor is the File's own, as in Node's layer: an
+ * append does not move it, a truncate clamps it.
+ */
+const memoryFile = (node: { data: Uint8Array }, info: () => FileSystem.File.Info, access: Access): FileSystem.File => {
+  let position = 0
+  const badf = (method: string, syscall: string) => fsError(method, syscall, "<file>", "EBADF")
   const readAt = (buffer: Uint8Array, at: number) => {
     const n = Math.max(0, Math.min(buffer.length, node.data.length - at))
     if (n > 0) buffer.set(node.data.subarray(at, at + n))
     return n
   }
-  const write = (buffer: Uint8Array) =>
-    Effect.sync(() => {
-      const end = position + buffer.length
-      if (end > node.data.length) {
-        const grown = new Uint8Array(end)
-        grown.set(node.data)
-        node.data = grown
-      }
-      node.data.set(buffer, position)
-      position = end
-      return buffer.length
-    })
+  const canRead = (method: string) =>
+    access.directory
+      ? Effect.fail(fsError(method, "read", "<file>", "EISDIR"))
+      : access.readable
+        ? Effect.void
+        : Effect.fail(badf(method, "read"))
+  const negative = (method: string, description: string) =>
+    Effect.fail(PlatformError.badArgument({ module: "FileSystem", method, description }))
+  const write = (method: string) => (buffer: Uint8Array) =>
+    access.writable
+      ? Effect.sync(() => {
+          const at = access.append ? node.data.length : position
+          const end = at + buffer.length
+          if (end > node.data.length) {
+            const grown = new Uint8Array(end)
+            grown.set(node.data)
+            node.data = grown
+          }
+          node.data.set(buffer, at)
+          if (!access.append) position = end
+          return buffer.length
+        })
+      : Effect.fail(badf(method, "write"))
   return {
     [FileSystem.FileTypeId]: FileSystem.FileTypeId,
     stat: Effect.sync(info),
-    seek: (offset, from) =>
-      Effect.sync(() => {
-        position = from === "start" ? Number(offset) : position + Number(offset)
-        return BigInt(position)
-      }),
+    seek: (offset, from) => {
+      const next = from === "start" ? Number(offset) : position + Number(offset)
+      return next < 0
+        ? negative("seek", "negative offset")
+        : Effect.sync(() => {
+            position = next
+            return BigInt(position)
+          })
+    },
     sync: Effect.void,
     read: (buffer, options) =>
-      Effect.sync(() => {
-        if (options?.position !== undefined) return readAt(buffer, Number(options.position))
-        const n = readAt(buffer, position)
-        position += n
-        return n
-      }),
+      options?.position !== undefined && options.position < 0
+        ? negative("read", "negative position")
+        : Effect.andThen(
+            canRead("read"),
+            Effect.sync(() => {
+              if (options?.position !== undefined) return readAt(buffer, Number(options.position))
+              const n = readAt(buffer, position)
+              position += n
+              return n
+            })
+          ),
     readAlloc: (size, options) =>
-      Effect.sync(() => {
-        const buffer = new Uint8Array(size)
-        const at = options?.position === undefined ? position : Number(options.position)
-        const n = readAt(buffer, at)
-        if (options?.position === undefined) position += n
-        return n === 0 ? Option.none() : Option.some(buffer.subarray(0, n))
-      }),
+      Effect.andThen(
+        canRead("readAlloc"),
+        Effect.sync(() => {
+          const buffer = new Uint8Array(Number(size))
+          const at = options?.position === undefined ? position : Number(options.position)
+          const n = readAt(buffer, at)
+          if (options?.position === undefined) position += n
+          return n === 0 ? Option.none() : Option.some(buffer.subarray(0, n))
+        })
+      ),
     truncate: (length = 0) =>
-      Effect.sync(() => {
-        const next = new Uint8Array(length)
-        next.set(node.data.subarray(0, Math.min(length, node.data.length)))
-        node.data = next
-      }),
-    write,
-    writeAll: (buffer) => Effect.asVoid(write(buffer))
+      access.writable
+        ? Effect.sync(() => {
+            const size = Number(length)
+            const next = new Uint8Array(size)
+            next.set(node.data.subarray(0, Math.min(size, node.data.length)))
+            node.data = next
+            position = Math.min(position, size)
+          })
+        : Effect.fail(fsError("truncate", "ftruncate", "<file>", "EINVAL")),
+    write: write("write"),
+    writeAll: (buffer) => Effect.asVoid(write("writeAll")(buffer))
   }
 }
 
@@ -272,6 +331,9 @@ const longestPrefix = (entries: MountInfo.MountTable): MountInfo.MountEntry | un
   return best
 }
 
+/** The alphabet of mkdtemp(3)'s six random characters. */
+const TempAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
 const MountInfoPath = /^\/proc\/(?:self|thread-self|\d+)\/mountinfo$/
 
 /** The table without the mounts a dry run detached. */
@@ -287,6 +349,16 @@ const processIds = () => ({
  * FileSystem whose reads see the host plus what the dry run pretended to do,
  * and whose changes are recorded in order and kept in an in-memory overlay.
  *
+ * Built with `FileSystem.make` from primitives over the overlay, so that the
+ * methods Effect derives from them (`exists`, `readFileString`, `stream`,
+ * `sink`, `writeFileString`, `glob`) see the overlay too; nothing of the real
+ * service is passed through unwrapped. Its failures are Node's layer's (the
+ * same reason for each errno, the same syscall names), and the shared
+ * FileSystem conformance suite runs over it. Boundaries: `utimes` of a
+ * host path is only recorded (the overlay keeps times of its own files),
+ * a hard link to a host file copies it into the overlay, and `watch` sees
+ * the host's events only.
+ *
  * @since 0.1.0
  */
 export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSystem.FileSystem | DryRunPlan> =
@@ -297,7 +369,6 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
       const plan = yield* DryRunPlan
       const overlay = new Map<string, Node>()
       const owner = processIds()
-      let temps = 0
       const record = (action: string, target: string) => plan.record({ service: "FileSystem", action, target })
 
       /** Where `path`'s truth lies: its own entry, else the nearest ancestor's, else the host. */
@@ -327,6 +398,14 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
         return names
       }
 
+      /** `infoOf`, with a directory's link count: its own two names and the ".." of each subdirectory. */
+      const nodeInfo = (path: string, node: Exclude<Node, { kind: "gone" | "moved" }>): FileSystem.File.Info => {
+        if (node.kind !== "dir") return infoOf(node)
+        let subdirectories = 0
+        for (const [p, child] of overlay) if (child.kind === "dir" && parentOf(p) === path) subdirectories++
+        return { ...infoOf(node), nlink: Option.some(BigInt(2 + subdirectories)) }
+      }
+
       /** Removes every overlay entry at or below `path` and returns them, keyed relative to it. */
       const detach = (path: string) => {
         const taken: Array<readonly [string, Node]> = []
@@ -339,77 +418,171 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
         return taken
       }
 
-      const exists = (path: string): Effect.Effect<boolean, PlatformError.PlatformError> => {
-        const at = place(path)
-        return at._tag === "Absent"
-          ? Effect.succeed(false)
-          : at._tag === "Overlay"
-            ? Effect.succeed(true)
-            : real.exists(at.path)
+      /** ENOTDIR when a proper ancestor of `path` is a file the dry run made, else ENOENT: why an Absent path is absent. */
+      const absentCode = (raw: string): "ENOENT" | "ENOTDIR" => {
+        const path = normalize(raw)
+        for (let p = parentOf(path); p !== undefined; p = parentOf(p)) {
+          const node = overlay.get(p)
+          if (node !== undefined) return node.kind === "file" ? "ENOTDIR" : "ENOENT"
+        }
+        return "ENOENT"
       }
+      const absent = (method: string, syscall: string, path: string) => fsError(method, syscall, path, absentCode(path))
 
-      const lstat = (path: string): Effect.Effect<FileSystem.File.Info, PlatformError.PlatformError> => {
-        const at = place(path)
-        return at._tag === "Absent"
-          ? Effect.fail(fsError("lstat", path, "ENOENT"))
-          : at._tag === "Overlay"
-            ? Effect.succeed(infoOf(at.node))
-            : real.lstat(at.path)
-      }
+      /** `path` with the trailing slash of `raw`, which the host must see (it demands a directory). */
+      const mustDirSuffix = (raw: string, path: string) =>
+        raw.length > 1 && raw.endsWith("/") && path !== "/" ? `${path}/` : path
 
-      /** Follows overlay links (the host's own links are the host's business). */
-      const follow = (path: string, method: string, depth = 0): Effect.Effect<string, PlatformError.PlatformError> => {
-        const at = place(path)
-        if (at._tag !== "Overlay" || at.node.kind !== "link") return Effect.succeed(path)
-        if (depth >= 40) return Effect.fail(fsError(method, path, "ELOOP"))
-        const target = at.node.target.startsWith("/")
-          ? at.node.target
-          : HostPath.child(parentOf(normalize(path)) ?? "/", at.node.target)
-        return follow(target, method, depth + 1)
-      }
+      /** A path with a trailing slash names a directory: anything else there is ENOTDIR, as in a lookup. */
+      const mustBeDirectory = (path: string, info: FileSystem.File.Info, method: string, syscall: string) =>
+        path.length > 1 && path.endsWith("/") && info.type !== "Directory"
+          ? Effect.fail(fsError(method, syscall, path, "ENOTDIR"))
+          : Effect.succeed(info)
 
-      const stat = (path: string) =>
-        Effect.flatMap(follow(path, "stat"), (p) => {
+      const access = (path: string, options?: Options<"access">): Effect.Effect<void, PlatformError.PlatformError> =>
+        Effect.flatMap(follow(path, "access", "access"), (p) => {
           const at = place(p)
           return at._tag === "Absent"
-            ? Effect.fail(fsError("stat", path, "ENOENT"))
+            ? Effect.fail(absent("access", "access", path))
             : at._tag === "Overlay"
-              ? Effect.succeed(infoOf(at.node))
-              : real.stat(at.path)
+              ? mustBeDirectory(path, infoOf(at.node), "access", "access").pipe(Effect.asVoid)
+              : real.access(at.path, options)
         })
 
-      const readDirectory = (path: string, options?: Options<"readDirectory">) => {
-        const dir = normalize(path)
-        const at = place(dir)
-        if (at._tag === "Absent") return Effect.fail(fsError("readDirectory", path, "ENOENT"))
-        if (at._tag === "Overlay") {
-          return at.node.kind === "dir"
-            ? Effect.succeed(overlayChildren(dir))
-            : Effect.fail(fsError("readDirectory", path, "ENOTDIR"))
-        }
-        return real.readDirectory(at.path, options).pipe(
-          Effect.map((names) => {
+      // `exists` as FileSystem.make derives it: `access`, false only for NotFound.
+      const exists = (path: string): Effect.Effect<boolean, PlatformError.PlatformError> =>
+        access(path).pipe(
+          Effect.as(true),
+          Effect.catchTag("PlatformError", (e) =>
+            e.reason._tag === "NotFound" ? Effect.succeed(false) : Effect.fail(e)
+          )
+        )
+
+      const lstat = (path: string): Effect.Effect<FileSystem.File.Info, PlatformError.PlatformError> =>
+        Effect.flatMap(noFollow(path, "lstat", "lstat"), (p) => {
+          const at = place(p)
+          return at._tag === "Absent"
+            ? Effect.fail(absent("lstat", "lstat", path))
+            : at._tag === "Overlay"
+              ? mustBeDirectory(path, nodeInfo(p, at.node), "lstat", "lstat")
+              : real.lstat(mustDirSuffix(path, at.path))
+        })
+
+      /**
+       * Resolves `raw` through the overlay's links, component by component as
+       * a lookup does (a link in the middle of a path is followed; "." and
+       * ".." are taken on the resolved path; at most 40 links), to the
+       * literal path `place` understands. The final link is followed when
+       * `followLast` or when the path ends in a slash. The host's own links
+       * are the host's business: a host path is handed to it as it is.
+       * Suspended, as every read of the overlay is: an operation may build a
+       * read once and run it after the dry run changed what it reads.
+       */
+      const resolve = (
+        raw: string,
+        followLast: boolean,
+        method: string,
+        syscall: string
+      ): Effect.Effect<string, PlatformError.PlatformError> =>
+        Effect.suspend(() => {
+          const mustDir = raw.length > 1 && raw.endsWith("/")
+          const absolutePath = raw.startsWith("/") ? raw : `${process.cwd()}/${raw}`
+          let names = absolutePath.split("/").filter((n) => n !== "")
+          let done: Array<string> = []
+          let links = 0
+          while (names.length > 0) {
+            const name = names[0] as string
+            names = names.slice(1)
+            if (name === ".") continue
+            if (name === "..") {
+              done.pop()
+              continue
+            }
+            done.push(name)
+            const at = place(`/${done.join("/")}`)
+            if (at._tag !== "Overlay") continue
+            const last = names.length === 0
+            if (at.node.kind === "link" && (!last || followLast || mustDir)) {
+              if (++links > 40) return Effect.fail(fsError(method, syscall, raw, "ELOOP"))
+              done.pop()
+              if (at.node.target.startsWith("/")) done = []
+              names = [...at.node.target.split("/").filter((n) => n !== ""), ...names]
+              continue
+            }
+            if (at.node.kind === "file" && !last) return Effect.fail(fsError(method, syscall, raw, "ENOTDIR"))
+          }
+          return Effect.succeed(`/${done.join("/")}`)
+        })
+      const follow = (path: string, method: string, syscall: string) => resolve(path, true, method, syscall)
+      const noFollow = (path: string, method: string, syscall: string) => resolve(path, false, method, syscall)
+
+      const statAs = (method: string, syscall: string) => (path: string) =>
+        Effect.flatMap(follow(path, method, syscall), (p) => {
+          const at = place(p)
+          return at._tag === "Absent"
+            ? Effect.fail(absent(method, syscall, path))
+            : at._tag === "Overlay"
+              ? mustBeDirectory(path, nodeInfo(p, at.node), method, syscall)
+              : real.stat(mustDirSuffix(path, at.path))
+        })
+      const stat = statAs("stat", "stat")
+
+      const readDirectory = (
+        path: string,
+        options?: Options<"readDirectory">,
+        method = "readDirectory"
+      ): Effect.Effect<Array<string>, PlatformError.PlatformError> => {
+        const listed = (dir: string): Effect.Effect<Array<string>, PlatformError.PlatformError> => {
+          const at = place(dir)
+          if (at._tag === "Absent") return Effect.fail(absent(method, "scandir", path))
+          if (at._tag === "Overlay") {
+            return at.node.kind === "dir"
+              ? Effect.succeed(overlayChildren(dir))
+              : Effect.fail(fsError(method, "scandir", path, "ENOTDIR"))
+          }
+          return Effect.map(real.readDirectory(at.path), (names) => {
             const shown = names.filter((name) => place(HostPath.child(dir, name))._tag !== "Absent")
             const added = overlayChildren(dir).filter((name) => !shown.includes(name))
             return [...shown, ...added]
           })
+        }
+        return follow(path, method, "scandir").pipe(
+          Effect.flatMap((dir) => Effect.map(listed(dir), (names) => ({ dir, names }))),
+          Effect.flatMap(({ dir, names }) =>
+            options?.recursive !== true
+              ? Effect.succeed(names)
+              : Effect.map(
+                  Effect.forEach(names, (name) =>
+                    stat(HostPath.child(dir, name)).pipe(
+                      Effect.flatMap((info) =>
+                        info.type === "Directory"
+                          ? Effect.map(readDirectory(HostPath.child(dir, name), options), (below) => [
+                              name,
+                              ...below.map((b) => `${name}/${b}`)
+                            ])
+                          : Effect.succeed([name])
+                      ),
+                      Effect.orElseSucceed(() => [name])
+                    )
+                  ),
+                  (lists) => lists.flat()
+                )
+          )
         )
       }
 
-      const readBytes = (path: string): Effect.Effect<Uint8Array, PlatformError.PlatformError> =>
-        Effect.flatMap(follow(path, "readFile"), (p) => {
-          const at = place(p)
-          if (at._tag === "Absent") return Effect.fail(fsError("readFile", path, "ENOENT"))
-          if (at._tag === "Overlay") {
-            return at.node.kind === "file"
-              ? Effect.succeed(at.node.data.slice())
-              : Effect.fail(fsError("readFile", path, "EISDIR"))
-          }
-          return real.readFile(at.path)
-        })
+      const readDirectoryEntries = (path: string) =>
+        Effect.flatMap(readDirectory(path, undefined, "readDirectoryEntries"), (names) =>
+          Effect.forEach(names, (name) =>
+            Effect.map(
+              lstat(HostPath.child(normalize(path), name)),
+              (info): FileSystem.DirectoryEntry => ({ name, type: info.type })
+            )
+          )
+        )
 
       /** The host's mount table read through the dry run: detached mounts are gone. */
-      const mountTableText = (path: string) =>
+      const mountTable = (path: string): Effect.Effect<Uint8Array, PlatformError.PlatformError> =>
         real.readFileString(path).pipe(
           Effect.flatMap((text) =>
             plan.detached.size === 0
@@ -419,135 +592,241 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
                   // An unparsable table is returned as read: the operation reports it.
                   Effect.orElseSucceed(() => text)
                 )
-          )
+          ),
+          Effect.map(FileName.encode)
         )
 
-      const readFileString = (path: string, encoding?: string) =>
-        MountInfoPath.test(normalize(path))
-          ? mountTableText(path)
-          : Effect.map(readBytes(path), (bytes) => new TextDecoder(encoding ?? "utf-8").decode(bytes))
-
-      const readFile = (path: string) =>
-        MountInfoPath.test(normalize(path)) ? Effect.map(mountTableText(path), FileName.encode) : readBytes(path)
-
-      const readLink = (path: string) => {
-        const at = place(path)
-        return at._tag === "Absent"
-          ? Effect.fail(fsError("readLink", path, "ENOENT"))
-          : at._tag === "Overlay"
-            ? at.node.kind === "link"
-              ? Effect.succeed(at.node.target)
-              : Effect.fail(fsError("readLink", path, "EINVAL"))
-            : real.readLink(at.path)
+      const readBytes = (path: string): Effect.Effect<Uint8Array, PlatformError.PlatformError> => {
+        if (MountInfoPath.test(normalize(path))) return mountTable(path)
+        return Effect.flatMap(follow(path, "readFile", "open"), (p) => {
+          const at = place(p)
+          if (at._tag === "Absent") return Effect.fail(absent("readFile", "open", path))
+          if (at._tag === "Overlay") {
+            return at.node.kind === "file"
+              ? path.endsWith("/")
+                ? Effect.fail(fsError("readFile", "open", path, "ENOTDIR"))
+                : Effect.succeed(at.node.data.slice())
+              : Effect.fail(fsError("readFile", "read", path, "EISDIR"))
+          }
+          return real.readFile(at.path)
+        })
       }
 
-      const realPath = (path: string) => {
-        const at = place(path)
-        return at._tag === "Absent"
-          ? Effect.fail(fsError("realPath", path, "ENOENT"))
-          : at._tag === "Overlay"
-            ? Effect.succeed(normalize(path))
-            : at.path === normalize(path)
-              ? real.realPath(path)
-              : Effect.succeed(normalize(path))
-      }
+      const readLink = (path: string) =>
+        Effect.flatMap(noFollow(path, "readLink", "readlink"), (p) => {
+          const at = place(p)
+          return at._tag === "Absent"
+            ? Effect.fail(absent("readLink", "readlink", path))
+            : at._tag === "Overlay"
+              ? at.node.kind === "link"
+                ? Effect.succeed(at.node.target)
+                : Effect.fail(fsError("readLink", "readlink", path, "EINVAL"))
+              : real.readLink(at.path)
+        })
+
+      const realPath = (path: string) =>
+        Effect.flatMap(follow(path, "realPath", "realpath"), (p) => {
+          const at = place(p)
+          return at._tag === "Absent"
+            ? Effect.fail(absent("realPath", "realpath", path))
+            : at._tag === "Overlay"
+              ? Effect.as(mustBeDirectory(path, infoOf(at.node), "realPath", "realpath"), p)
+              : at.path === p
+                ? real.realPath(p)
+                : Effect.succeed(p)
+        })
 
       /** Fails unless the parent of `path` is an existing directory (as open, mkdir and symlink would). */
-      const parentIsDirectory = (path: string, method: string) => {
+      const parentIsDirectory = (path: string, method: string, syscall: string) => {
         const parent = parentOf(normalize(path))
         if (parent === undefined) return Effect.void
         return stat(parent).pipe(
-          Effect.catchTag("PlatformError", () => Effect.fail(fsError(method, path, "ENOENT"))),
+          Effect.catchTag("PlatformError", (e) =>
+            Effect.fail(fsError(method, syscall, path, e.reason._tag === "BadResource" ? "ENOTDIR" : absentCode(path)))
+          ),
           Effect.flatMap((info) =>
-            info.type === "Directory" ? Effect.void : Effect.fail(fsError(method, path, "ENOTDIR"))
+            info.type === "Directory" ? Effect.void : Effect.fail(fsError(method, syscall, path, "ENOTDIR"))
           )
         )
       }
 
-      const isWriteFlag = (flag: FileSystem.OpenFlag | undefined): boolean => flag !== undefined && flag !== "r"
+      /** The group of a new entry in `path`'s directory: the directory's own when it is setgid, as on Linux. */
+      const inherited = (path: string) =>
+        Effect.map(Effect.option(stat(parentOf(normalize(path)) ?? "/")), (parent) =>
+          Option.isSome(parent) && (parent.value.mode & 0o2000) !== 0
+            ? { gid: Option.getOrElse(parent.value.gid, () => owner.gid), setgid: true }
+            : { gid: owner.gid, setgid: false }
+        )
 
-      const open = (path: string, options?: Options<"open">) =>
+      /** What a descriptor opened with `flag` may do. */
+      const accessOf = (flag: FileSystem.OpenFlag, directory: boolean): Access => ({
+        readable: flag === "r" || flag.endsWith("+"),
+        writable: flag !== "r",
+        append: flag.startsWith("a"),
+        directory
+      })
+
+      /**
+       * The overlay's own copy of the file at `target`, made on the first
+       * write (the host's bytes, mode and owner, or a new empty file).
+       */
+      const materialize = (target: string, keep: boolean, mode: number | undefined) =>
+        Effect.gen(function* () {
+          const at = place(target)
+          if (at._tag === "Overlay" && at.node.kind === "file") {
+            if (!keep) at.node.data = new Uint8Array(0)
+            return at.node
+          }
+          const before = at._tag === "Host" ? yield* stat(target).pipe(Effect.option) : Option.none()
+          const group = yield* inherited(target)
+          const node: Extract<Node, { kind: "file" }> = Option.isNone(before)
+            ? {
+                kind: "file",
+                data: new Uint8Array(0),
+                mode: (mode ?? 0o666) & 0o7777 & ~0o022,
+                ...owner,
+                gid: group.gid
+              }
+            : {
+                kind: "file",
+                data: keep ? yield* readBytes(target) : new Uint8Array(0),
+                mode: before.value.mode & 0o7777,
+                uid: Option.getOrElse(before.value.uid, () => owner.uid),
+                gid: Option.getOrElse(before.value.gid, () => owner.gid)
+              }
+          overlay.set(normalize(target), node)
+          return node
+        })
+
+      const openAs = (method: string) => (path: string, options?: Options<"open">) =>
         Effect.gen(function* () {
           const flag = options?.flag ?? "r"
-          const at0 = place(path)
-          if (options?.noFollow === true && at0._tag === "Overlay" && at0.node.kind === "link") {
-            return yield* fsError("open", path, "ELOOP")
+          if (MountInfoPath.test(normalize(path)) && flag === "r") {
+            // The mount table as the dry run sees it, for every reader (`stream` too).
+            const data = yield* readBytes(path)
+            const node = { kind: "file" as const, data, mode: 0o444, uid: 0, gid: 0 }
+            return memoryFile(node, () => infoOf(node), accessOf(flag, false))
           }
-          const target = normalize(yield* follow(path, "open"))
+          const at0 = place(yield* noFollow(path, method, "open"))
+          if (options?.noFollow === true && at0._tag === "Overlay" && at0.node.kind === "link") {
+            return yield* fsError(method, "open", path, "ELOOP")
+          }
+          // O_EXCL does not follow a final link: the link itself exists.
+          if (flag.includes("x") && Option.isSome(yield* lstat(path).pipe(Effect.option))) {
+            return yield* fsError(method, "open", path, "EEXIST")
+          }
+          const target = yield* follow(path, method, "open")
           const at = place(target)
-          if (!isWriteFlag(flag)) {
-            if (at._tag === "Absent") return yield* fsError("open", path, "ENOENT")
-            if (at._tag === "Host") return yield* real.open(at.path, options)
+          if (flag === "r") {
+            if (at._tag === "Absent") return yield* absent(method, "open", path)
+            if (at._tag === "Host") return yield* real.open(mustDirSuffix(path, at.path), options)
             const node = at.node
-            if (node.kind === "link") return yield* fsError("open", path, "ELOOP")
+            if (node.kind === "link") return yield* fsError(method, "open", path, "ELOOP")
+            if (node.kind === "file" && path.endsWith("/")) return yield* fsError(method, "open", path, "ENOTDIR")
             const bytes = node.kind === "file" ? node : { data: new Uint8Array(0) }
-            return memoryFile(bytes, () => infoOf(node), false)
+            return memoryFile(bytes, () => infoOf(node), accessOf(flag, node.kind === "dir"))
           }
           // Opened for writing: from here on the file lives in the overlay.
           const present = yield* exists(target)
-          if (present && flag.includes("x")) return yield* fsError("open", path, "EEXIST")
-          if (!present && !(flag.startsWith("w") || flag.startsWith("a"))) return yield* fsError("open", path, "ENOENT")
-          if (!present) yield* parentIsDirectory(target, "open")
+          if (!present && !(flag.startsWith("w") || flag.startsWith("a"))) return yield* absent(method, "open", path)
+          if (path.endsWith("/")) return yield* fsError(method, "open", path, "EISDIR")
+          if (!present) yield* parentIsDirectory(target, method, "open")
           const before = present ? yield* stat(target) : undefined
-          if (before?.type === "Directory") return yield* fsError("open", path, "EISDIR")
-          const keep = present && !flag.startsWith("w")
-          const node: Extract<Node, { kind: "file" }> = {
-            kind: "file",
-            data: keep ? yield* readBytes(target) : new Uint8Array(0),
-            mode: before === undefined ? (options?.mode ?? 0o666) & 0o7777 & ~0o022 : before.mode & 0o7777,
-            uid: before === undefined ? owner.uid : Option.getOrElse(before.uid, () => owner.uid),
-            gid: before === undefined ? owner.gid : Option.getOrElse(before.gid, () => owner.gid)
-          }
-          overlay.set(target, node)
+          if (before?.type === "Directory") return yield* fsError(method, "open", path, "EISDIR")
+          const node = yield* materialize(target, present && !flag.startsWith("w"), options?.mode)
           yield* record(present ? "write" : "create and write", target)
-          return memoryFile(node, () => infoOf(node), flag.startsWith("a"))
+          return memoryFile(node, () => infoOf(node), accessOf(flag, false))
         })
+      const open = openAs("open")
+
+      const writeFile = (path: string, data: Uint8Array, options?: Options<"open">) =>
+        Effect.scoped(
+          Effect.flatMap(openAs("writeFile")(path, { flag: options?.flag ?? "w", mode: options?.mode }), (f) =>
+            f.writeAll(data)
+          )
+        )
+
+      /** One name of an overlay file fewer (what an open descriptor's stat shows). */
+      const unlinked = (path: string) => {
+        const node = overlay.get(path)
+        if (node?.kind === "file" || node?.kind === "link") node.nlink = (node.nlink ?? 1) - 1
+      }
 
       const remove = (path: string, options?: Options<"remove">) =>
         Effect.gen(function* () {
-          const target = normalize(path)
-          const info = yield* lstat(target).pipe(Effect.option)
-          if (Option.isNone(info)) {
-            return options?.force === true ? undefined : yield* fsError("remove", path, "ENOENT")
+          const target = yield* noFollow(path, "remove", "lstat")
+          const info = yield* Effect.result(lstat(target))
+          if (info._tag === "Failure") {
+            const code = absentCode(target)
+            return options?.force === true && code === "ENOENT"
+              ? undefined
+              : yield* fsError("remove", "lstat", path, code)
           }
-          if (info.value.type === "Directory" && options?.recursive !== true) {
-            const children = yield* readDirectory(target)
-            if (children.length > 0) return yield* fsError("remove", path, "ENOTEMPTY")
+          // Node's fs.rm refuses any directory without `recursive`, empty or not.
+          if (info.success.type === "Directory" && options?.recursive !== true) {
+            return yield* fsError("remove", "rm", path, "ERR_FS_EISDIR")
           }
+          unlinked(target)
           detach(target)
           overlay.set(target, { kind: "gone" })
           yield* record(
-            info.value.type === "Directory" && options?.recursive === true ? "remove recursively" : "remove",
+            info.success.type === "Directory" && options?.recursive === true ? "remove recursively" : "remove",
             target
           )
         })
 
       const makeDirectory = (path: string, options?: Options<"makeDirectory">) =>
         Effect.gen(function* () {
-          const target = normalize(path)
-          const info = yield* stat(target).pipe(Effect.option)
-          if (Option.isSome(info)) {
-            if (options?.recursive === true && info.value.type === "Directory") return
-            return yield* fsError("makeDirectory", path, "EEXIST")
+          const target = yield* noFollow(path, "makeDirectory", "mkdir")
+          if (Option.isSome(yield* lstat(target).pipe(Effect.option))) {
+            const info = yield* stat(target).pipe(Effect.option)
+            if (options?.recursive === true && Option.isSome(info) && info.value.type === "Directory") return
+            return yield* fsError("makeDirectory", "mkdir", path, "EEXIST")
           }
           const missing: Array<string> = [target]
           if (options?.recursive === true) {
             for (let p = parentOf(target); p !== undefined && !(yield* exists(p)); p = parentOf(p)) missing.unshift(p)
           }
-          yield* parentIsDirectory(missing[0] ?? target, "makeDirectory")
+          yield* parentIsDirectory(missing[0] ?? target, "makeDirectory", "mkdir")
           for (const p of missing) {
-            overlay.set(p, { kind: "dir", mode: (options?.mode ?? 0o777) & 0o7777 & ~0o022, ...owner })
+            const group = yield* inherited(p)
+            const mode = ((options?.mode ?? 0o777) & 0o1777 & ~0o022) | (group.setgid ? 0o2000 : 0)
+            overlay.set(p, { kind: "dir", mode, ...owner, gid: group.gid })
             yield* record("make directory", p)
           }
         })
 
       const rename = (from: string, to: string) =>
         Effect.gen(function* () {
-          const source = normalize(from)
-          const target = normalize(to)
+          const source = yield* noFollow(from, "rename", "rename")
+          const target = yield* noFollow(to, "rename", "rename")
           const at = place(source)
-          if (at._tag === "Absent") return yield* fsError("rename", from, "ENOENT")
-          yield* parentIsDirectory(target, "rename")
+          if (at._tag === "Absent") return yield* absent("rename", "rename", from)
+          const info = yield* lstat(from).pipe(
+            Effect.mapError((e) =>
+              fsError("rename", "rename", from, e.reason._tag === "BadResource" ? "ENOTDIR" : "ENOENT")
+            )
+          )
+          if (source !== target && HostPath.covers(source, target)) {
+            return yield* fsError("rename", "rename", from, "EINVAL")
+          }
+          yield* parentIsDirectory(target, "rename", "rename")
+          const existing = yield* lstat(target).pipe(Effect.option)
+          if (Option.isSome(existing)) {
+            const here = place(target)
+            // Two names of one inode: rename(2) does nothing.
+            if (source === target || (at._tag === "Overlay" && here._tag === "Overlay" && here.node === at.node)) return
+            if (info.type === "Directory" && existing.value.type !== "Directory") {
+              return yield* fsError("rename", "rename", from, "ENOTDIR")
+            }
+            if (info.type !== "Directory" && existing.value.type === "Directory") {
+              return yield* fsError("rename", "rename", from, "EISDIR")
+            }
+            if (existing.value.type === "Directory" && (yield* readDirectory(target)).length > 0) {
+              return yield* fsError("rename", "rename", from, "ENOTEMPTY")
+            }
+            unlinked(target)
+          }
           const moved = detach(source)
           detach(target)
           if (at._tag === "Host" && !moved.some(([rel]) => rel === "")) {
@@ -560,94 +839,314 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
 
       const symlink = (target: string, path: string) =>
         Effect.gen(function* () {
-          const at = normalize(path)
-          if (yield* exists(at)) return yield* fsError("symlink", path, "EEXIST")
-          yield* parentIsDirectory(at, "symlink")
+          const at = yield* noFollow(path, "symlink", "symlink")
+          if (Option.isSome(yield* lstat(at).pipe(Effect.option))) {
+            return yield* fsError("symlink", "symlink", path, "EEXIST")
+          }
+          yield* parentIsDirectory(at, "symlink", "symlink")
           overlay.set(at, { kind: "link", target })
           yield* record(`symlink to ${target} at`, at)
         })
 
+      /** A hard link: the overlay's node gets a second name (a host file is copied into the overlay first). */
+      const link = (from: string, to: string) =>
+        Effect.gen(function* () {
+          const source = yield* noFollow(from, "link", "link")
+          const info = yield* lstat(source).pipe(Effect.mapError(() => absent("link", "link", from)))
+          if (info.type === "Directory") return yield* fsError("link", "link", from, "EPERM")
+          const target = yield* noFollow(to, "link", "link")
+          if (Option.isSome(yield* lstat(target).pipe(Effect.option))) {
+            return yield* fsError("link", "link", to, "EEXIST")
+          }
+          yield* parentIsDirectory(target, "link", "link")
+          const at = place(source)
+          const node: Node =
+            info.type === "SymbolicLink"
+              ? at._tag === "Overlay"
+                ? at.node
+                : { kind: "link", target: yield* readLink(source) }
+              : yield* materialize(source, true, undefined)
+          if (node.kind !== "dir") node.nlink = (node.nlink ?? 1) + 1
+          overlay.set(target, node)
+          yield* record(`hard-link ${source} at`, target)
+        })
+
       /** chmod/chown: an overlay node changes; a host path only gets the step recorded. */
       const setAttributes = (
+        method: string,
         action: string,
         path: string,
-        change: (node: { mode: number; uid: number; gid: number }) => void
+        change: (node: Extract<Node, { kind: "file" | "dir" }>) => void
       ) =>
-        Effect.flatMap(follow(path, action), (p) => {
+        Effect.flatMap(follow(path, method, method), (p) => {
           const at = place(p)
-          if (at._tag === "Absent") return Effect.fail(fsError(action, path, "ENOENT"))
+          if (at._tag === "Absent") return Effect.fail(absent(method, method, path))
           if (at._tag === "Overlay" && at.node.kind !== "link") change(at.node)
           return record(action, normalize(p))
         })
 
-      const tempName = (options?: { readonly directory?: string | undefined; readonly prefix?: string | undefined }) =>
-        `${normalize(options?.directory ?? "/tmp")}/${options?.prefix ?? ""}hostnode-dry-run-${++temps}`
+      /** `prefix` followed by six random letters and digits, as mkdtemp(3) names. */
+      const tempName = (directory: string, prefix: string) =>
+        Effect.map(
+          Effect.forEach(Array.from({ length: 6 }), () =>
+            Random.nextIntBetween(0, TempAlphabet.length, { halfOpen: true })
+          ),
+          (picks) => `${directory}/${prefix}${picks.map((i) => TempAlphabet[i]).join("")}`
+        )
 
-      const makeTemp =
-        (kind: "dir" | "file") =>
+      const makeTempDirectoryAs =
+        (method: string) =>
         (options?: { readonly directory?: string | undefined; readonly prefix?: string | undefined }) =>
           Effect.gen(function* () {
-            const name = tempName(options)
-            overlay.set(
-              name,
-              kind === "dir"
-                ? { kind: "dir", mode: 0o700, ...owner }
-                : { kind: "file", data: new Uint8Array(0), mode: 0o600, ...owner }
-            )
-            yield* record(kind === "dir" ? "make temporary directory" : "make temporary file", name)
+            const directory = normalize(options?.directory ?? tmpdir())
+            const dir = yield* stat(directory).pipe(Effect.option)
+            if (Option.isNone(dir) || dir.value.type !== "Directory") {
+              return yield* absent(method, "mkdtemp", `${directory}/${options?.prefix ?? ""}XXXXXX`)
+            }
+            let name = yield* tempName(directory, options?.prefix ?? "")
+            while (yield* exists(name)) name = yield* tempName(directory, options?.prefix ?? "")
+            overlay.set(name, { kind: "dir", mode: 0o700, ...owner })
+            yield* record("make temporary directory", name)
             return name
           })
 
-      const writeBytes = (path: string, data: Uint8Array) =>
-        Effect.scoped(Effect.flatMap(open(path, { flag: "w" }), (f) => f.writeAll(data)))
+      const makeTempFileAs =
+        (method: string) =>
+        (options?: {
+          readonly directory?: string | undefined
+          readonly prefix?: string | undefined
+          readonly suffix?: string | undefined
+        }) =>
+          Effect.gen(function* () {
+            // As Node's layer does: a fresh directory holding one empty file.
+            const dir = yield* makeTempDirectoryAs(method)(options)
+            const name = yield* tempName(dir, "")
+            const file = `${name}${options?.suffix ?? ""}`
+            overlay.set(file, { kind: "file", data: new Uint8Array(0), mode: 0o644, ...owner })
+            yield* record("make temporary file", file)
+            return file
+          })
 
-      return FileSystem.FileSystem.of({
-        ...real,
-        access: (path, options) =>
-          Effect.flatMap(exists(path), (present) =>
-            present
-              ? place(path)._tag === "Host"
-                ? real.access(path, options)
-                : Effect.void
-              : Effect.fail(fsError("access", path, "ENOENT"))
-          ),
-        exists,
+      const removeScoped = (path: string) => Effect.orDie(remove(path, { recursive: true, force: true }))
+
+      const truncate = (path: string, length?: number) =>
+        Effect.gen(function* () {
+          const target = normalize(yield* follow(path, "truncate", "open"))
+          const info = yield* statAs("truncate", "open")(target)
+          if (info.type === "Directory") return yield* fsError("truncate", "open", path, "EISDIR")
+          const node = yield* materialize(target, true, undefined)
+          const size = length ?? 0
+          const next = new Uint8Array(size)
+          next.set(node.data.subarray(0, Math.min(size, node.data.length)))
+          node.data = next
+          yield* record("truncate", target)
+        })
+
+      const copyFile = (from: string, to: string) =>
+        Effect.gen(function* () {
+          const info = yield* statAs("copyFile", "copyfile")(from)
+          if (info.type === "Directory") return yield* fsError("copyFile", "copyfile", from, "EISDIR")
+          const data = yield* readBytes(from)
+          const target = normalize(yield* follow(to, "copyFile", "copyfile"))
+          const existing = yield* stat(target).pipe(Effect.option)
+          if (Option.isSome(existing) && existing.value.type === "Directory") {
+            return yield* fsError("copyFile", "copyfile", to, "EISDIR")
+          }
+          if (Option.isNone(existing)) yield* parentIsDirectory(target, "copyFile", "copyfile")
+          const node = yield* materialize(target, false, undefined)
+          node.data = data
+          node.mode = info.mode & 0o7777
+          node.uid = Option.getOrElse(info.uid, () => owner.uid)
+          node.gid = Option.getOrElse(info.gid, () => owner.gid)
+          yield* record(`copy ${normalize(from)} to`, target)
+        })
+
+      const chmod = (path: string, mode: number) =>
+        mode < 0 || !Number.isInteger(mode)
+          ? Effect.fail(
+              PlatformError.badArgument({ module: "FileSystem", method: "chmod", description: "invalid mode" })
+            )
+          : setAttributes("chmod", `chmod ${mode.toString(8)}`, path, (n) => {
+              n.mode = mode & 0o7777
+            })
+      const chown = (path: string, uid: number, gid: number) =>
+        setAttributes("chown", `chown ${uid}:${gid}`, path, (n) => {
+          // -1 keeps the id, as chown(2) does; chown of a file that is not a
+          // directory clears setuid, and setgid when the group may execute.
+          if (uid !== -1) n.uid = uid
+          if (gid !== -1) n.gid = gid
+          if (n.kind === "file") {
+            n.mode &= (n.mode & 0o010) !== 0 ? ~0o6000 : ~0o4000
+          }
+        })
+
+      const utimes = (path: string, atime: Date | number, mtime: Date | number) =>
+        Effect.gen(function* () {
+          const target = yield* follow(path, "utime", "utime")
+          yield* statAs("utime", "utime")(path)
+          const at = place(target)
+          // A number is seconds, as Node's utimes takes it. The host's own files keep their times.
+          const date = (t: Date | number) => (typeof t === "number" ? new Date(t * 1000) : t)
+          if (at._tag === "Overlay" && at.node.kind !== "link")
+            at.node.times = { atime: date(atime), mtime: date(mtime) }
+          yield* record("set times of", target)
+        })
+
+      /**
+       * What makes two names one file: the overlay's node itself, or the
+       * host's device and inode numbers.
+       */
+      const identity = (path: string, followLast: boolean) =>
+        Effect.gen(function* () {
+          const at = place(yield* resolve(path, followLast, "copy", followLast ? "stat" : "lstat"))
+          if (at._tag === "Overlay") return at.node as unknown
+          const info = yield* followLast ? stat(path) : lstat(path)
+          return Option.isSome(info.ino) ? `${info.dev}:${info.ino.value}` : (Symbol() as unknown)
+        })
+
+      /** Whether `dest` is `src` or below it, component by component. */
+      const isSubdirectory = (src: string, dest: string) => {
+        const d = dest.split("/").filter((n) => n !== "")
+        return src
+          .split("/")
+          .filter((n) => n !== "")
+          .every((c, i) => d[i] === c)
+      }
+
+      const cpError = (
+        code:
+          | "ERR_FS_CP_EINVAL"
+          | "ERR_FS_CP_DIR_TO_NON_DIR"
+          | "ERR_FS_CP_NON_DIR_TO_DIR"
+          | "ERR_FS_CP_SYMLINK_TO_SUBDIRECTORY",
+        path: string
+      ) => fsError("copy", "cp", path, code)
+
+      /** Node's checkPaths: the source exists; a destination of another kind, the same file or the source's own subtree is refused. */
+      const cpCheckPaths = (src: string, dest: string) =>
+        Effect.gen(function* () {
+          const s = yield* lstat(src)
+          const d = yield* Effect.result(lstat(dest))
+          if (d._tag === "Failure" && d.failure.reason._tag !== "NotFound") return yield* d.failure
+          const destInfo = d._tag === "Success" ? d.success : undefined
+          if (destInfo !== undefined) {
+            if ((yield* identity(src, false)) === (yield* identity(dest, false)))
+              return yield* cpError("ERR_FS_CP_EINVAL", dest)
+            if (s.type === "Directory" && destInfo.type !== "Directory")
+              return yield* cpError("ERR_FS_CP_DIR_TO_NON_DIR", dest)
+            if (s.type !== "Directory" && destInfo.type === "Directory")
+              return yield* cpError("ERR_FS_CP_NON_DIR_TO_DIR", dest)
+          }
+          if (s.type === "Directory" && isSubdirectory(src, dest)) return yield* cpError("ERR_FS_CP_EINVAL", dest)
+          return destInfo
+        })
+
+      const cpLink = (destInfo: FileSystem.File.Info | undefined, src: string, dest: string) =>
+        Effect.gen(function* () {
+          const target = yield* readLink(src)
+          // Node makes a relative link target absolute (verbatimSymlinks is false).
+          const resolvedSrc = posix.isAbsolute(target) ? target : posix.resolve(posix.dirname(src), target)
+          if (destInfo === undefined) return yield* symlink(resolvedSrc, dest)
+          const destTarget = yield* Effect.result(readLink(dest))
+          if (destTarget._tag === "Failure") return yield* symlink(resolvedSrc, dest)
+          const resolvedDest = posix.isAbsolute(destTarget.success)
+            ? destTarget.success
+            : posix.resolve(posix.dirname(dest), destTarget.success)
+          if (isSubdirectory(resolvedSrc, resolvedDest)) return yield* cpError("ERR_FS_CP_EINVAL", dest)
+          const srcInfo = yield* stat(src)
+          if (srcInfo.type === "Directory" && isSubdirectory(resolvedDest, resolvedSrc)) {
+            return yield* cpError("ERR_FS_CP_SYMLINK_TO_SUBDIRECTORY", dest)
+          }
+          yield* remove(dest)
+          yield* symlink(resolvedSrc, dest)
+        })
+
+      const cpEntry = (
+        destInfo: FileSystem.File.Info | undefined,
+        src: string,
+        dest: string,
+        options: Parameters<FileSystem.FileSystem["copy"]>[2]
+      ): Effect.Effect<void, PlatformError.PlatformError> =>
+        Effect.gen(function* () {
+          const s = yield* lstat(src)
+          if (s.type === "SymbolicLink") return yield* cpLink(destInfo, src, dest)
+          if (s.type !== "Directory") {
+            if (destInfo !== undefined) {
+              // Without `overwrite` an existing file is silently left alone (errorOnExist is false).
+              if (options?.overwrite !== true) return
+              yield* remove(dest)
+            }
+            yield* copyFile(src, dest)
+            if (options?.preserveTimestamps === true && Option.isSome(s.atime) && Option.isSome(s.mtime)) {
+              yield* utimes(dest, s.atime.value, s.mtime.value)
+            }
+            return yield* chmod(dest, s.mode & 0o7777)
+          }
+          if (destInfo === undefined) yield* makeDirectory(dest)
+          for (const name of yield* readDirectory(src)) {
+            const from = HostPath.child(src, name)
+            const to = HostPath.child(dest, name)
+            yield* cpEntry(yield* cpCheckPaths(from, to), from, to, options)
+          }
+          // A directory the copy made gets the source's mode once its entries are done, as Node does.
+          if (destInfo === undefined) yield* chmod(dest, s.mode & 0o7777)
+        })
+
+      /**
+       * Node's `fs.cp` (recursive, no dereference, errorOnExist false), made
+       * of the overlay's own steps, so each is recorded and reads back.
+       */
+      const copy = (from: string, to: string, options?: Parameters<FileSystem.FileSystem["copy"]>[2]) =>
+        Effect.gen(function* () {
+          const src = posix.resolve(from)
+          const dest = posix.resolve(to)
+          const destInfo = yield* cpCheckPaths(src, dest)
+          const srcIdentity = yield* identity(src, false)
+          // checkParentPaths: the destination must not be inside the source through a link.
+          for (let p = posix.dirname(dest); p !== posix.dirname(src) && p !== "/"; p = posix.dirname(p)) {
+            const up = yield* Effect.result(identity(p, true))
+            if (up._tag === "Failure") {
+              if (up.failure.reason._tag === "NotFound") break
+              return yield* up.failure
+            }
+            if (up.success === srcIdentity) return yield* cpError("ERR_FS_CP_EINVAL", dest)
+          }
+          if (!(yield* exists(posix.dirname(dest)))) yield* makeDirectory(posix.dirname(dest), { recursive: true })
+          yield* cpEntry(destInfo, src, dest, options)
+        })
+
+      return FileSystem.make({
+        access,
         lstat,
         stat,
         readDirectory,
-        readFile,
-        readFileString,
+        readDirectoryEntries,
+        readFile: readBytes,
         readLink,
         realPath,
         open,
+        writeFile,
         remove,
         makeDirectory,
         rename,
         symlink,
-        chmod: (path, mode) =>
-          setAttributes(`chmod ${mode.toString(8)}`, path, (n) => {
-            n.mode = mode & 0o7777
-          }),
-        chown: (path, uid, gid) =>
-          setAttributes(`chown ${uid}:${gid}`, path, (n) => {
-            n.uid = uid
-            n.gid = gid
-          }),
-        makeTempDirectory: makeTemp("dir"),
-        makeTempDirectoryScoped: makeTemp("dir"),
-        makeTempFile: makeTemp("file"),
-        makeTempFileScoped: makeTemp("file"),
-        writeFile: (path, data) => writeBytes(path, data),
-        writeFileString: (path, data) => writeBytes(path, new TextEncoder().encode(data)),
-        copy: (from, to) => Effect.andThen(stat(from), record(`copy ${normalize(from)} to`, normalize(to))),
-        copyFile: (from, to) =>
-          Effect.flatMap(readBytes(from), (data) =>
-            Effect.andThen(writeBytes(to, data), record(`(that write is a copy of ${normalize(from)})`, normalize(to)))
+        chmod,
+        chown,
+        makeTempDirectory: makeTempDirectoryAs("makeTempDirectory"),
+        makeTempDirectoryScoped: (options) =>
+          Effect.acquireRelease(makeTempDirectoryAs("makeTempDirectoryScoped")(options), removeScoped),
+        makeTempFile: makeTempFileAs("makeTempFile"),
+        makeTempFileScoped: (options) =>
+          Effect.acquireRelease(makeTempFileAs("makeTempFileScoped")(options), (file) =>
+            removeScoped(HostPath.dirname(file))
           ),
-        link: (from, to) => Effect.andThen(stat(from), record(`hard-link ${normalize(from)} at`, normalize(to))),
-        truncate: (path) => record("truncate", normalize(path)),
-        utimes: (path) => record("set times of", normalize(path)),
-        sink: (path) => Sink.drain.pipe(Sink.mapEffect(() => record("write", normalize(path))))
+        truncate,
+        copyFile,
+        copy,
+        link,
+        utimes,
+        // Events of the host only: nothing happens on the overlay's own files.
+        watch: (path, options) => real.watch(path, options)
       })
     })
   )

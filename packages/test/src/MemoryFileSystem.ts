@@ -34,6 +34,22 @@ import {
 import { admit, complete, type Journal, MemoryHostCrashed } from "./internal/journal.ts"
 
 /**
+ * The `PlatformError` Node's FileSystem layer reports when `syscall` fails
+ * with errno `code` in `method(path)`. The reason for each errno is the one
+ * table the simulated host uses (a copy of platform-node-shared's
+ * `handleErrnoException`, which that package does not export), so that other
+ * stand-ins for the real file system (the CLI's dry run) report the same.
+ *
+ * @since 0.2.0
+ */
+export const systemError = (
+  code: ErrnoCode | NodeErrorCode,
+  method: string,
+  syscall: string,
+  path: string
+): PlatformError.PlatformError => toPlatformError(errno(code, syscall, path), method, path)
+
+/**
  * `text` as Node's UTF-8 encoding sees it: every lone surrogate (which is
  * how the lossless `FileName` form writes a byte that is not UTF-8) replaced
  * by U+FFFD. The FileSystem API is made of JavaScript strings, so this is
