@@ -37,7 +37,7 @@ import {
   Data,
   Duration,
   Effect,
-  FileSystem,
+  type FileSystem,
   Layer,
   Logger,
   Option,
@@ -171,14 +171,14 @@ export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: Failur
 
 /**
  * Bad usage found by the command itself rather than by the parser (a group
- * such as `snapshot` without its subcommand, a slot this node does not have,
- * a `--dir` that is not a snapshot): exit 2, nothing was done. `fix` says
+ * such as `snapshot` without its subcommand, a slot this node does not have):
+ * exit 2, nothing was done. `fix` says
  * what to do instead.
  *
  * @since 0.2.0
  */
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
-  reason: Schema.Literals(["MissingSubcommand", "UnknownSlot", "NotASnapshot"]),
+  reason: Schema.Literals(["MissingSubcommand", "UnknownSlot"]),
   detail: Schema.String,
   fix: Schema.String
 }) {
@@ -250,7 +250,7 @@ const snapshotHints: Record<string, string> = {
   Corrupt:
     "The snapshot's data does not match its manifest (damaged, or not written by a take): it cannot be restored; `hostnode snapshot discard --dir DIR` removes it.",
   NotASnapshot:
-    "--dir names something that is not a snapshot (a file, or a directory of other files): give the directory `hostnode snapshot take --dir DIR` wrote.",
+    "--dir names something that is not a snapshot (a file, or a directory of other files): to take one, give a directory that does not exist yet (the take makes it); to restore, recover or discard, the directory `hostnode snapshot take --dir DIR` wrote.",
   Busy: "Another process works on this snapshot (its pid is above where known): wait for it, or raise --lock-timeout.",
   Unsafe:
     "The snapshot directory or its files are not as a take makes them (a link, another owner, writable by others): check who wrote them before using it."
@@ -625,47 +625,6 @@ const restoreFlags = {
   )
 }
 
-/**
- * Refuses a `--dir` that is there but no take wrote: a file, or a directory
- * holding anything but a snapshot's own two files (for a take, also one
- * without a manifest: an existing directory the take would call a snapshot
- * "already there"). `Snapshot.discard` removes the whole directory whatever it
- * holds (a damaged snapshot too), so a mistyped `--dir /etc` would otherwise
- * remove `/etc`. None there passes: the operation then decides.
- */
-const snapshotLike = (dir: string, use: "discard" | "take") =>
-  Effect.gen(function* () {
-    // A relative one is refused by the operation itself (InvalidPath).
-    if (!dir.startsWith("/")) return
-    const fs = yield* FileSystem.FileSystem
-    // A path that cannot be read is left to the operation, which says why.
-    const info = yield* Effect.option(fs.stat(dir))
-    if (Option.isNone(info)) return
-    const notSnapshot = (what: string) =>
-      Effect.fail(
-        new UsageError({
-          reason: "NotASnapshot",
-          detail: `--dir ${JSON.stringify(dir)} is not a snapshot: ${what}; nothing was ${use === "take" ? "written" : "removed"}`,
-          fix:
-            use === "take"
-              ? "give --dir a directory that does not exist yet: `hostnode snapshot take` makes it"
-              : "give --dir the directory `hostnode snapshot take --dir DIR` wrote"
-        })
-      )
-    if (info.value.type !== "Directory") return yield* notSnapshot(`it is a ${info.value.type}, not a directory`)
-    const names: ReadonlyArray<string> = Option.getOrElse(yield* Effect.option(fs.readDirectory(dir)), () => [])
-    const foreign = names.filter((name) => name !== Snapshot.ManifestName && name !== Snapshot.DataName)
-    if (foreign.length > 0) {
-      const shown = foreign.slice(0, 3).map((n) => JSON.stringify(n))
-      return yield* notSnapshot(
-        `it holds ${shown.join(", ")}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""}, which no take writes (a snapshot holds only ${Snapshot.ManifestName} and ${Snapshot.DataName})`
-      )
-    }
-    if (use === "take" && !names.includes(Snapshot.ManifestName)) {
-      return yield* notSnapshot(`it is an existing directory without ${Snapshot.ManifestName}`)
-    }
-  })
-
 const handleJson = (s: Snapshot.Snapshot) => ({ dir: s.dir, hostRoot: s.hostRoot, paths: s.paths, absent: s.absent })
 
 const snapshotTake = Command.make(
@@ -682,17 +641,12 @@ const snapshotTake = Command.make(
     operate(
       "snapshot take",
       withRoot("snapshot take", (hostRoot) =>
-        snapshotLike(dir, "take").pipe(
-          Effect.andThen(
-            Snapshot.takeOf({
-              dir,
-              hostRoot,
-              paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths,
-              lockTimeout: Duration.seconds(lockTimeout)
-            })
-          ),
-          Effect.map(handleJson)
-        )
+        Snapshot.takeOf({
+          dir,
+          hostRoot,
+          paths: paths.length === 0 ? ConfSnap.DefaultPaths : paths,
+          lockTimeout: Duration.seconds(lockTimeout)
+        }).pipe(Effect.map(handleJson))
       ),
       (s) =>
         `snapshot taken in ${s.dir} of ${plural(s.paths.length, "path")} below ${s.hostRoot}:\n${s.paths.map((p) => `  ${p}${s.absent.includes(p) ? " (absent)" : ""}`).join("\n")}`,
@@ -753,9 +707,9 @@ const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir, lockTimeo
   operate(
     "snapshot discard",
     withRoot("snapshot discard", (hostRoot) =>
-      // A discard restores nothing: the root it was taken below does not matter, and a damaged snapshot goes too.
-      snapshotLike(dir, "discard").pipe(
-        Effect.andThen(Snapshot.discard({ dir, hostRoot, lockTimeout: Duration.seconds(lockTimeout) })),
+      // A discard restores nothing: the root it was taken below does not matter, and a damaged snapshot goes too;
+      // what is not a snapshot is refused by Snapshot.discard itself (NotASnapshot), on the directory's handle.
+      Snapshot.discard({ dir, hostRoot, lockTimeout: Duration.seconds(lockTimeout) }).pipe(
         Effect.map((removed) => ({ dir, removed }))
       )
     ),

@@ -528,8 +528,10 @@ describe("Cli, as a newcomer uses it", () => {
       for (const dir of ["/srv/not-a-snapshot", "/srv/file", "/etc"]) {
         const { code, doc } = yield* runJson(["snapshot", "discard", "--dir", dir])
         assert.strictEqual(code, 2, dir)
-        assert.strictEqual(doc.error._tag, "UsageError")
-        assert.include(doc.error.message, "is not a snapshot")
+        assert.strictEqual(doc.error._tag, "SnapshotError")
+        assert.strictEqual(doc.error.reason, "NotASnapshot", dir)
+        assert.include(doc.error.message, "nothing was changed")
+        assert.include(doc.error.hint, "the directory `hostnode snapshot take --dir DIR` wrote")
         const dry = yield* runJson(["--dry-run", "snapshot", "discard", "--dir", dir])
         assert.strictEqual(dry.code, 2, dir)
       }

@@ -858,7 +858,7 @@ export const suite = (
       )
     )
 
-    it.effect("discard refuses what is not a snapshot (a file, a directory of other things) and removes nothing", () =>
+    it.effect("discard and take refuse what is not a snapshot (a file, a directory of other things) and change nothing", () =>
       onHost(
         Effect.gen(function* () {
           const fs = yield* FileSystem.FileSystem
@@ -872,6 +872,10 @@ export const suite = (
           const e = yield* Effect.flip(Snapshot.discard({ dir: notOne }))
           assert.strictEqual(e._tag === "SnapshotError" && e.reason, "NotASnapshot")
           assert.include(e.message, "kubernetes")
+          assert.deepStrictEqual(yield* treeOf(s.box, "/snaps/s"), before)
+          // A take into it is told the same, not that a snapshot is there, and writes nothing.
+          const t = yield* Effect.flip(Snapshot.takeOf({ dir: notOne, hostRoot: s.root, paths: SnapshotPaths }))
+          assert.strictEqual(t._tag === "SnapshotError" && t.reason, "NotASnapshot")
           assert.deepStrictEqual(yield* treeOf(s.box, "/snaps/s"), before)
           // A file at the snapshot's name.
           yield* fs.remove(notOne, { recursive: true })

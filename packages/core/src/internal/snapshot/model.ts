@@ -147,7 +147,8 @@ export type Manifest = typeof Manifest.Type
  *   `allowHostRootMismatch` when the same tree really has another name.
  * - `NotASnapshot`: what is at the snapshot's directory is not one (a file,
  *   or a directory holding more than a take writes: `--dir /etc` typed for
- *   `--dir /etc/snap`); a discard refuses it and removes nothing.
+ *   `--dir /etc/snap`); a discard refuses it and removes nothing, a take
+ *   writes nothing.
  * - `Io`: the file system refused an operation; `errno` and `detail` say
  *   which and where.
  */

@@ -240,28 +240,35 @@ export const removeLeftovers = (ctx: Ctx, parent: Directory.Handle) =>
 
 /**
  * Fails `NotASnapshot` unless the node `st` at the snapshot's name is a
- * directory holding nothing but what a take writes (`manifest.json`,
- * `data`, either possibly missing in a damaged snapshot). A discard removes
- * the whole directory, so `--dir /etc` typed for `--dir /etc/snap` must be
- * refused, not emptied.
+ * directory holding nothing but what a take writes (`manifest.json` and
+ * `data`; `complete`: both, else either may be missing, as in a damaged
+ * snapshot). A discard removes the whole directory, so `--dir /etc` typed
+ * for `--dir /etc/snap` must be refused, not emptied; a take into such a
+ * directory is told it is not a snapshot rather than that one is there.
  */
-const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Directory.Stat) =>
+export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Directory.Stat, complete: boolean) =>
   Effect.gen(function* () {
     if (st.type !== "Directory") {
-      return yield* fail(ctx, "NotASnapshot", "", `it is a ${st.type}, not a snapshot directory; nothing was removed`)
+      return yield* fail(ctx, "NotASnapshot", "", `it is a ${st.type}, not a snapshot directory; nothing was changed`)
     }
     const dir = yield* ctx.dirs.openDirectory(parent, bytes(ctx.base)).pipe(Effect.mapError(fromDirectory(ctx, "")))
-    const listed = yield* ctx.dirs.list(dir).pipe(Effect.mapError(fromDirectory(ctx, "")))
-    const foreign = listed.map((e) => FileName.decode(e.name)).filter((n) => n !== ManifestName && n !== DataName)
-    if (foreign.length === 0) return
-    const shown = foreign.slice(0, 3).map((n) => FileName.display(n))
-    const more = foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""
-    return yield* fail(
-      ctx,
-      "NotASnapshot",
-      "",
-      `it holds ${shown.join(", ")}${more}, which no take writes (a snapshot holds only ${ManifestName} and ${DataName}); nothing was removed`
+    const names = (yield* ctx.dirs.list(dir).pipe(Effect.mapError(fromDirectory(ctx, "")))).map((e) =>
+      FileName.decode(e.name)
     )
+    const foreign = names.filter((n) => n !== ManifestName && n !== DataName)
+    if (foreign.length > 0) {
+      const shown = foreign.slice(0, 3).map((n) => FileName.display(n))
+      const more = foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""
+      return yield* fail(
+        ctx,
+        "NotASnapshot",
+        "",
+        `it holds ${shown.join(", ")}${more}, which no take writes (a snapshot holds only ${ManifestName} and ${DataName}); nothing was changed`
+      )
+    }
+    if (complete && !names.includes(ManifestName)) {
+      return yield* fail(ctx, "NotASnapshot", "", `it is a directory without ${ManifestName}; nothing was changed`)
+    }
   }).pipe(Effect.scoped)
 
 /**
@@ -278,7 +285,7 @@ export const discard = (ctx: Ctx, parent: Directory.Handle) =>
       if (present.failure.reason === "NotFound") return false
       return yield* fromDirectory(ctx, "")(present.failure)
     }
-    yield* checkIsSnapshot(ctx, parent, present.success)
+    yield* checkIsSnapshot(ctx, parent, present.success, false)
     yield* ctx.dirs
       .rename(parent, bytes(ctx.base), parent, bytes(discardingName(ctx)), { noReplace: true })
       .pipe(Effect.mapError(fromDirectory(ctx, "")))

@@ -232,6 +232,7 @@ export const take = (
     const { dirs } = ctx
     const present = yield* Effect.result(dirs.stat(parent, nameOf(`/${ctx.base}`)))
     if (present._tag === "Success") {
+      yield* Store.checkIsSnapshot(ctx, parent, present.success, true)
       return yield* fail(
         ctx,
         "Exists",
