@@ -858,39 +858,41 @@ export const suite = (
       )
     )
 
-    it.effect("discard and take refuse what is not a snapshot (a file, a directory of other things) and change nothing", () =>
-      onHost(
-        Effect.gen(function* () {
-          const fs = yield* FileSystem.FileSystem
-          const s = yield* sandbox
-          // `--dir /etc` typed for `--dir /etc/snap`: a directory of the operator's files.
-          const notOne = `${s.box}/snaps/s`
-          yield* fs.makeDirectory(`${notOne}/kubernetes`, { recursive: true })
-          yield* fs.writeFileString(`${notOne}/kubernetes/admin.conf`, "keep me")
-          yield* fs.writeFileString(`${notOne}/${Snapshot.ManifestName}`, "{}")
-          const before = yield* treeOf(s.box, "/snaps/s")
-          const e = yield* Effect.flip(Snapshot.discard({ dir: notOne }))
-          assert.strictEqual(e._tag === "SnapshotError" && e.reason, "NotASnapshot")
-          assert.include(e.message, "kubernetes")
-          assert.deepStrictEqual(yield* treeOf(s.box, "/snaps/s"), before)
-          // A take into it is told the same, not that a snapshot is there, and writes nothing.
-          const t = yield* Effect.flip(Snapshot.takeOf({ dir: notOne, hostRoot: s.root, paths: SnapshotPaths }))
-          assert.strictEqual(t._tag === "SnapshotError" && t.reason, "NotASnapshot")
-          assert.deepStrictEqual(yield* treeOf(s.box, "/snaps/s"), before)
-          // A file at the snapshot's name.
-          yield* fs.remove(notOne, { recursive: true })
-          yield* fs.writeFileString(notOne, "a file")
-          const f = yield* Effect.flip(Snapshot.discard({ dir: notOne }))
-          assert.strictEqual(f._tag === "SnapshotError" && f.reason, "NotASnapshot")
-          assert.strictEqual(yield* fs.readFileString(notOne), "a file")
-          // A damaged snapshot (its data alone) is still one: discarded.
-          yield* fs.remove(notOne)
-          yield* fs.makeDirectory(notOne, { mode: 0o700 })
-          yield* fs.writeFileString(`${notOne}/${Snapshot.DataName}`, "partial")
-          assert.isTrue(yield* Snapshot.discard({ dir: notOne }))
-          assert.isFalse(yield* fs.exists(notOne))
-        })
-      )
+    it.effect(
+      "discard and take refuse what is not a snapshot (a file, a directory of other things) and change nothing",
+      () =>
+        onHost(
+          Effect.gen(function* () {
+            const fs = yield* FileSystem.FileSystem
+            const s = yield* sandbox
+            // `--dir /etc` typed for `--dir /etc/snap`: a directory of the operator's files.
+            const notOne = `${s.box}/snaps/s`
+            yield* fs.makeDirectory(`${notOne}/kubernetes`, { recursive: true })
+            yield* fs.writeFileString(`${notOne}/kubernetes/admin.conf`, "keep me")
+            yield* fs.writeFileString(`${notOne}/${Snapshot.ManifestName}`, "{}")
+            const before = yield* treeOf(s.box, "/snaps/s")
+            const e = yield* Effect.flip(Snapshot.discard({ dir: notOne }))
+            assert.strictEqual(e._tag === "SnapshotError" && e.reason, "NotASnapshot")
+            assert.include(e.message, "kubernetes")
+            assert.deepStrictEqual(yield* treeOf(s.box, "/snaps/s"), before)
+            // A take into it is told the same, not that a snapshot is there, and writes nothing.
+            const t = yield* Effect.flip(Snapshot.takeOf({ dir: notOne, hostRoot: s.root, paths: SnapshotPaths }))
+            assert.strictEqual(t._tag === "SnapshotError" && t.reason, "NotASnapshot")
+            assert.deepStrictEqual(yield* treeOf(s.box, "/snaps/s"), before)
+            // A file at the snapshot's name.
+            yield* fs.remove(notOne, { recursive: true })
+            yield* fs.writeFileString(notOne, "a file")
+            const f = yield* Effect.flip(Snapshot.discard({ dir: notOne }))
+            assert.strictEqual(f._tag === "SnapshotError" && f.reason, "NotASnapshot")
+            assert.strictEqual(yield* fs.readFileString(notOne), "a file")
+            // A damaged snapshot (its data alone) is still one: discarded.
+            yield* fs.remove(notOne)
+            yield* fs.makeDirectory(notOne, { mode: 0o700 })
+            yield* fs.writeFileString(`${notOne}/${Snapshot.DataName}`, "partial")
+            assert.isTrue(yield* Snapshot.discard({ dir: notOne }))
+            assert.isFalse(yield* fs.exists(notOne))
+          })
+        )
     )
 
     it.effect("recover restores a snapshot an earlier process left, then removes it; with none it does nothing", () =>
