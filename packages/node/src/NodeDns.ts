@@ -12,12 +12,12 @@
  *
  * @since 0.1.0
  */
-import * as ChildProcess from "node:child_process"
 import * as Dgram from "node:dgram"
 import { NodeDns } from "@effect/platform-node"
 import { DnsResolvers } from "@hostnode/core"
 import { Duration, Effect, Layer, Random } from "effect"
 import { Dns, NetAddress } from "effect/net"
+import * as Connector from "./internal/connector.ts"
 
 /**
  * The `DnsResolvers` of this machine. An address that is not an IP address
@@ -50,39 +50,14 @@ process.on("disconnect", () => process.exit(0))`
 
 /** A UDP socket of the network namespace of host process `pid`, made by a connector entered there with `nsenter -n`. */
 const socketIn = (pid: number, family: "udp4" | "udp6", timeout: Duration.Duration) =>
-  Effect.callback<Dgram.Socket, string>((resume) => {
-    const stderr: Array<string> = []
-    const child = ChildProcess.spawn(
-      "nsenter",
-      ["-t", String(pid), "-n", "--", process.execPath, "-e", connectorScript, family],
-      { stdio: ["ignore", "ignore", "pipe", "ipc"] }
-    )
-    child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString()))
-    const fail = (why: string) => {
-      const said = stderr.join("").trim()
-      resume(Effect.fail(said === "" ? why : `${why}: ${said}`))
-    }
-    child.once("error", (e) => fail(`cannot run the connector (nsenter): ${e.message}`))
-    child.once("exit", (code, signal) => fail(`the connector exited (${signal ?? `code ${code}`})`))
-    child.once("message", (_msg, handle) => {
-      child.removeAllListeners("exit")
-      if (handle instanceof Dgram.Socket) {
-        child.disconnect()
-        resume(Effect.succeed(handle))
-      } else {
-        child.kill("SIGKILL")
-        fail("the connector sent no socket")
-      }
-    })
-    return Effect.sync(() => {
-      if (child.exitCode === null) child.kill("SIGKILL")
-    })
-  }).pipe(
-    Effect.timeoutOrElse({
-      duration: timeout,
-      orElse: () => Effect.fail(`no socket from the connector within ${Duration.format(timeout)}`)
-    })
-  )
+  Connector.receive({
+    pid,
+    flags: ["-n"],
+    script: connectorScript,
+    arg: family,
+    isHandle: (h): h is Dgram.Socket => h instanceof Dgram.Socket,
+    timeout
+  })
 
 const QueryTypes = { A: 1, AAAA: 28 } as const
 

@@ -12,12 +12,12 @@
  *
  * @since 0.1.0
  */
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Net from "node:net"
 import { Duplex } from "node:stream"
 import { Data, Duration, Effect, type Scope } from "effect"
+import * as Connector from "./connector.ts"
 
 // The part of @homebridge/dbus-native this module uses. The package ships no
 // types for createClient and the message objects, so they are stated here.
@@ -169,41 +169,14 @@ const socketFromConnector = (
   pid: number,
   timeout: Duration.Duration
 ): Effect.Effect<Net.Socket, ConnectError> =>
-  Effect.callback<Net.Socket, ConnectError>((resume) => {
-    const stderr: Array<string> = []
-    const child = ChildProcess.spawn(
-      "nsenter",
-      ["-t", String(pid), "-p", "--", process.execPath, "-e", connectorScript, path],
-      { stdio: ["ignore", "ignore", "pipe", "ipc"] }
-    )
-    child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString()))
-    const fail = (why: string) => {
-      const said = stderr.join("").trim()
-      resume(Effect.fail(new ConnectError({ socket: path, reason: said === "" ? why : `${why}: ${said}` })))
-    }
-    child.once("error", (e) => fail(`cannot run the connector (nsenter): ${e.message}`))
-    child.once("exit", (code, signal) => fail(`the connector exited (${signal ?? `code ${code}`})`))
-    child.once("message", (_msg, handle) => {
-      child.removeAllListeners("exit")
-      if (handle instanceof Net.Socket) {
-        // The connector exits once the channel closes; the socket stays ours.
-        child.disconnect()
-        resume(Effect.succeed(handle))
-      } else {
-        child.kill("SIGKILL")
-        fail("the connector sent no socket")
-      }
-    })
-    return Effect.sync(() => {
-      if (child.exitCode === null) child.kill("SIGKILL")
-    })
-  }).pipe(
-    Effect.timeoutOrElse({
-      duration: timeout,
-      orElse: () =>
-        Effect.fail(new ConnectError({ socket: path, reason: `no connection within ${Duration.format(timeout)}` }))
-    })
-  )
+  Connector.receive({
+    pid,
+    flags: ["-p"],
+    script: connectorScript,
+    arg: path,
+    isHandle: (h): h is Net.Socket => h instanceof Net.Socket,
+    timeout
+  }).pipe(Effect.mapError((reason) => new ConnectError({ socket: path, reason })))
 
 /**
  * Opens a connection to `target` and authenticates (EXTERNAL, as this
