@@ -69,11 +69,60 @@ export type MountEntry = typeof MountEntry.Type
 export type MountTable = ReadonlyArray<MountEntry>
 
 /**
- * Why a mount table could not be used.
+ * Why: a line of the table is not a mountinfo line. `line` is 1-based;
+ * `field` names the field that was wrong (`mount id`, `device`, `root`,
+ * `optional field`, `separator`, ...) and `value`, when the line has that
+ * field, holds its text as the table has it (clipped to 256 characters, so a
+ * huge line does not make a huge error); `detail` says what was wrong.
+ *
+ * @since 0.3.0
+ */
+export class Malformed extends Schema.TaggedError<Malformed>()("Malformed", {
+  line: Schema.Int,
+  field: Schema.String,
+  value: Schema.optionalKey(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `line ${this.line}: ${this.detail}`
+  }
+}
+
+/**
+ * Why: the table could not be read; `detail` says what the file system said.
+ *
+ * @since 0.3.0
+ */
+export class Unreadable extends Schema.TaggedError<Unreadable>()("Unreadable", {
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * Why: the table does not list the mount the host root is on (an empty
+ * table, or one read in another mount namespace); `detail` says which mount.
+ *
+ * @since 0.3.0
+ */
+export class DoesNotCover extends Schema.TaggedError<DoesNotCover>()("DoesNotCover", {
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * Why a mount table could not be used: one of {@link Malformed},
+ * {@link Unreadable}, {@link DoesNotCover} (the tags were this literal's
+ * values before 0.3.0).
  *
  * @since 0.1.0
  */
-export const MountInfoErrorReason = Schema.Literals(["Malformed", "Unreadable", "DoesNotCover"])
+export const MountInfoErrorReason = Schema.Union([Malformed, Unreadable, DoesNotCover])
 
 /**
  * Why a mount table could not be used.
@@ -83,33 +132,29 @@ export const MountInfoErrorReason = Schema.Literals(["Malformed", "Unreadable", 
 export type MountInfoErrorReason = typeof MountInfoErrorReason.Type
 
 /**
- * A mount table that could not be read or parsed, or that does not list the
- * mount the host root is on (`DoesNotCover`: an empty table, or one read in
- * another mount namespace). `line` is 1-based (0 when the whole table is
- * concerned); `detail` says what was wrong with it. For a malformed line,
- * `field` names the field that was wrong (`mount id`, `device`, `root`,
- * `optional field`, `separator`, ...) and `value` holds its text as the table
- * has it (clipped to 256 characters, so a huge line does not make a huge
- * error); both since 0.2.0. Nothing of such a table is used.
+ * A mount table at `path` that could not be read or parsed, or that does not
+ * list the mount the host root is on. `reason` says which, with the facts of
+ * that case (the line, field and text of a malformed line; since 0.3.0 they
+ * are fields of the {@link Malformed} reason, not of the error). Nothing of
+ * such a table is used.
  *
  * @since 0.1.0
  */
 export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountInfoError", {
   reason: MountInfoErrorReason,
-  path: Schema.String,
-  line: Schema.Int,
-  detail: Schema.String,
-  field: Schema.optionalKey(Schema.String),
-  value: Schema.optionalKey(Schema.String)
+  path: Schema.String
 }) {
   override get message(): string {
-    return this.reason === "Unreadable"
-      ? `cannot read mount table ${this.path}: ${this.detail}`
-      : this.reason === "DoesNotCover"
-        ? `mount table ${this.path} does not describe the host root: ${this.detail}`
-        : `malformed mount table ${this.path}, line ${this.line}: ${this.detail}`
+    const r = this.reason
+    return r._tag === "Unreadable"
+      ? `cannot read mount table ${this.path}: ${r.message}`
+      : r._tag === "DoesNotCover"
+        ? `mount table ${this.path} does not describe the host root: ${r.message}`
+        : `malformed mount table ${this.path}, ${r.message}`
   }
 }
+
+const failure = (path: string, reason: MountInfoErrorReason): MountInfoError => new MountInfoError({ reason, path })
 
 /**
  * The table of the calling process's mount namespace.
@@ -435,38 +480,38 @@ const parseLine = (
  *
  * @since 0.1.0
  */
-export const parse = (text: string, path: string = DefaultPath): Effect.Effect<MountTable, MountInfoError> =>
-  Effect.suspend(() => {
-    const out: Array<MountEntry> = []
-    let lineNo = 0
-    let backslash = text.indexOf("\\")
-    const prev: Previous = { root: "", mountOptions: "", fsType: "", source: "", superOptions: "" }
-    for (let from = 0; from < text.length; ) {
-      lineNo++
-      let next = text.indexOf("\n", from)
-      if (next === -1) next = text.length
-      const eol = next > from && text.charCodeAt(next - 1) === 13 ? next - 1 : next
-      if (eol > from) {
-        if (backslash !== -1 && backslash < from) backslash = text.indexOf("\\", from)
-        const r = parseLine(text, from, eol, backslash !== -1 && backslash < eol, prev)
-        if ("detail" in r) {
-          return Effect.fail(
-            new MountInfoError({
-              reason: "Malformed",
-              path,
-              line: lineNo,
-              detail: r.detail,
-              field: r.field,
-              ...(r.value === undefined ? {} : { value: r.value })
-            })
-          )
-        }
-        out.push(r)
+export const parse: (text: string, path?: string) => Effect.Effect<MountTable, MountInfoError> = Effect.fn(
+  "MountInfo.parse"
+)(function* (text: string, path: string = DefaultPath) {
+  const out: Array<MountEntry> = []
+  let lineNo = 0
+  let backslash = text.indexOf("\\")
+  const prev: Previous = { root: "", mountOptions: "", fsType: "", source: "", superOptions: "" }
+  for (let from = 0; from < text.length; ) {
+    lineNo++
+    let next = text.indexOf("\n", from)
+    if (next === -1) next = text.length
+    const eol = next > from && text.charCodeAt(next - 1) === 13 ? next - 1 : next
+    if (eol > from) {
+      if (backslash !== -1 && backslash < from) backslash = text.indexOf("\\", from)
+      const r = parseLine(text, from, eol, backslash !== -1 && backslash < eol, prev)
+      if ("detail" in r) {
+        return yield* failure(
+          path,
+          new Malformed({
+            line: lineNo,
+            field: r.field,
+            ...(r.value === undefined ? {} : { value: r.value }),
+            detail: r.detail
+          })
+        )
       }
-      from = next + 1
+      out.push(r)
     }
-    return Effect.succeed(out)
-  })
+    from = next + 1
+  }
+  return out as MountTable
+})
 
 // An optional field that is "-" would read as the separator.
 const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField(s))
@@ -518,7 +563,7 @@ export const read = Effect.fn("MountInfo.read")(function* (given: string = Defau
     // Mount points are bytes: decoded losslessly (FileName), so a name that is
     // not UTF-8 still names the directory it is.
     .pipe(Effect.map(FileName.decode))
-    .pipe(Effect.mapError((e) => new MountInfoError({ reason: "Unreadable", path, line: 0, detail: e.message })))
+    .pipe(Effect.mapError((e) => failure(path, new Unreadable({ detail: e.message }))))
   let previous = yield* readOnce
   for (let i = 1; i < attempts; i++) {
     const next = yield* readOnce

@@ -65,29 +65,158 @@ export const ResetOperation = Schema.Literals(["resetCniState", "resetKubeletIde
  */
 export type ResetOperation = typeof ResetOperation.Type
 
+const keptText = (path: string, reason: string, detail: string): string =>
+  `${JSON.stringify(path)} (${reason}: ${detail})`
+
+/**
+ * Why: a mount at or below the path kept first (`mountPoint` names it, when the table shows it).
+ *
+ * @since 0.3.0
+ */
+export class MountBelow extends Schema.TaggedError<MountBelow>()("MountBelow", {
+  path: Schema.String,
+  mountPoint: Schema.optionalKey(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return keptText(this.path, this._tag, this.detail)
+  }
+}
+
+/**
+ * Why: the source of a mount lies at or below the path kept first (`mountPoint` names the mount).
+ *
+ * @since 0.3.0
+ */
+export class MountSourceBelow extends Schema.TaggedError<MountSourceBelow>()("MountSourceBelow", {
+  path: Schema.String,
+  mountPoint: Schema.optionalKey(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return keptText(this.path, this._tag, this.detail)
+  }
+}
+
+/**
+ * Why: the path kept first is on another mount than its directory, one the table did not show.
+ *
+ * @since 0.3.0
+ */
+export class OtherFileSystem extends Schema.TaggedError<OtherFileSystem>()("OtherFileSystem", {
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return keptText(this.path, this._tag, this.detail)
+  }
+}
+
+/**
+ * Why: a symlink or a file is where a directory to empty should be (the path kept first); not followed.
+ *
+ * @since 0.3.0
+ */
+export class NotADirectory extends Schema.TaggedError<NotADirectory>()("NotADirectory", {
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return keptText(this.path, this._tag, this.detail)
+  }
+}
+
+/**
+ * Why: the mounts of the path kept first could not be unmounted (`mountPoint` names one that remains).
+ *
+ * @since 0.3.0
+ */
+export class UnmountFailed extends Schema.TaggedError<UnmountFailed>()("UnmountFailed", {
+  path: Schema.String,
+  mountPoint: Schema.optionalKey(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return keptText(this.path, this._tag, this.detail)
+  }
+}
+
+/**
+ * Why: the file system refused to remove the path kept first, or it changed meanwhile; `detail` says how.
+ *
+ * @since 0.3.0
+ */
+export class Failed extends Schema.TaggedError<Failed>()("Failed", {
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return keptText(this.path, this._tag, this.detail)
+  }
+}
+
+/**
+ * Why a reset could not remove everything: the reason of the first path kept,
+ * one class per `SafeRemove.KeptReason` (the tags are its values).
+ *
+ * @since 0.3.0
+ */
+export const ResetErrorReason = Schema.Union([
+  MountBelow,
+  MountSourceBelow,
+  OtherFileSystem,
+  NotADirectory,
+  UnmountFailed,
+  Failed
+])
+
+/**
+ * Why a reset could not remove everything.
+ *
+ * @since 0.3.0
+ */
+export type ResetErrorReason = typeof ResetErrorReason.Type
+
 /**
  * A reset that could not remove everything it must: a mount inside the CNI
  * configuration directory, a symlink where the pki directory should be, a file
- * the file system refused to remove. `reason` is that of the first path kept;
- * `kept` lists each with its reason and `removed` what did go, so a person can
- * see what state the host is in. Running the reset again after fixing the
- * cause finishes it.
+ * the file system refused to remove. `reason` is that of the first path kept
+ * (a class since 0.3.0: its tag is the `SafeRemove.KeptReason`, its fields
+ * that path's); `kept` lists each with its reason and `removed` what did go,
+ * so a person can see what state the host is in. Running the reset again
+ * after fixing the cause finishes it.
  *
  * @since 0.1.0
  */
 export class ResetError extends Schema.TaggedError<ResetError>()("ResetError", {
+  reason: ResetErrorReason,
   operation: ResetOperation,
-  reason: SafeRemove.KeptReason,
   kept: Schema.Array(SafeRemove.Kept),
   removed: Schema.Array(Schema.String)
 }) {
   override get message(): string {
-    const shown = this.kept
-      .slice(0, 5)
-      .map((k) => `${JSON.stringify(k.path)} (${k.reason}: ${k.detail})`)
-      .join("; ")
+    const shown = [this.reason.message, ...this.kept.slice(1, 5).map((k) => keptText(k.path, k.reason, k.detail))]
     const more = this.kept.length > 5 ? `; and ${this.kept.length - 5} more` : ""
-    return `${this.operation} could not remove everything (${this.removed.length} removed, ${this.kept.length} kept): ${shown}${more}`
+    return `${this.operation} could not remove everything (${this.removed.length} removed, ${this.kept.length} kept): ${shown.join("; ")}${more}`
+  }
+}
+
+/** The reason of a kept path, with its own facts. */
+const reasonOf = (k: SafeRemove.Kept): ResetErrorReason => {
+  const at = k.mountPoint === undefined ? {} : { mountPoint: k.mountPoint }
+  switch (k.reason) {
+    case "MountBelow":
+      return new MountBelow({ path: k.path, ...at, detail: k.detail })
+    case "MountSourceBelow":
+      return new MountSourceBelow({ path: k.path, ...at, detail: k.detail })
+    case "OtherFileSystem":
+      return new OtherFileSystem({ path: k.path, detail: k.detail })
+    case "NotADirectory":
+      return new NotADirectory({ path: k.path, detail: k.detail })
+    case "UnmountFailed":
+      return new UnmountFailed({ path: k.path, ...at, detail: k.detail })
+    case "Failed":
+      return new Failed({ path: k.path, detail: k.detail })
   }
 }
 
@@ -98,7 +227,7 @@ const failIfKept = (
   const first = report.kept[0]
   return first === undefined
     ? Effect.succeed(report)
-    : Effect.fail(new ResetError({ operation, reason: first.reason, kept: report.kept, removed: report.removed }))
+    : Effect.fail(new ResetError({ reason: reasonOf(first), operation, kept: report.kept, removed: report.removed }))
 }
 
 /**
@@ -165,7 +294,7 @@ export const resetKubeletIdentity: (
   if (!NodeStart.usesBootstrapToken(nodeStart)) {
     yield* Effect.logInfo(
       `kubelet identity left in place: auth mode ${nodeStart.auth._tag} is rewritten by configuration`
-    )
+    ).pipe(Effect.annotateLogs({ auth: nodeStart.auth._tag }))
     return SafeRemove.emptyReport
   }
   const bootstrap = HostPath.clean(nodeStart.auth.bootstrapKubeconfig)
@@ -176,7 +305,9 @@ export const resetKubeletIdentity: (
   })
   let kubeconfig = SafeRemove.emptyReport
   if (bootstrap === KubeletKubeconfig) {
-    yield* Effect.logWarning(`${KubeletKubeconfig} is the bootstrap kubeconfig; left in place`)
+    yield* Effect.logWarning(`${KubeletKubeconfig} is the bootstrap kubeconfig; left in place`).pipe(
+      Effect.annotateLogs({ path: KubeletKubeconfig })
+    )
   } else {
     kubeconfig = yield* session.remove([KubeletKubeconfig])
   }
@@ -271,7 +402,7 @@ export const teardownKubeletDir: (
       toRemove.push(t.path)
       continue
     }
-    const first = failure.remaining[0]
+    const first = failure.reason.remaining[0]
     const k: SafeRemove.Kept = {
       path: t.full,
       reason: "UnmountFailed",

@@ -369,10 +369,10 @@ export const open: (
   const rootStat = yield* dirs.stat(rootHandle).pipe(Effect.mapError(unusable))
   if (!table.some((e) => e.id === rootStat.mountId)) {
     return yield* new MountInfo.MountInfoError({
-      reason: "DoesNotCover",
-      path: root.mountInfo,
-      line: 0,
-      detail: `the host root ${root.path} is on mount ${rootStat.mountId}, which the table does not list (${table.length} entries): it describes another mount namespace, or none`
+      reason: new MountInfo.DoesNotCover({
+        detail: `the host root ${root.path} is on mount ${rootStat.mountId}, which the table does not list (${table.length} entries): it describes another mount namespace, or none`
+      }),
+      path: root.mountInfo
     })
   }
 

@@ -38,14 +38,13 @@ export const RemainingMount = Schema.Struct({
 export type RemainingMount = typeof RemainingMount.Type
 
 /**
- * Mounts at or below `prefixes` that could not be unmounted. Each names its
- * mount point, fs type and the errno the last attempt gave (`EBUSY`, `EPERM`,
+ * Why: mounts are still there after the unmount passes. Each names its mount
+ * point, fs type and the errno the last attempt gave (`EBUSY`, `EPERM`,
  * ...), which is what a person needs to go and look.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountError", {
-  prefixes: Schema.Array(Schema.String),
+export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRemain", {
   remaining: Schema.Array(RemainingMount)
 }) {
   override get message(): string {
@@ -54,9 +53,42 @@ export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountErr
       .map((m) => `${JSON.stringify(m.mountPoint)} (${m.fsType}): ${m.errno} ${m.message}`)
       .join("; ")
     const more = this.remaining.length > 5 ? `; and ${this.remaining.length - 5} more` : ""
-    return `${this.remaining.length} mount(s) below ${this.prefixes.join(", ")} could not be unmounted: ${shown}${more}`
+    return `${shown}${more}`
   }
 }
+
+/**
+ * Why mounts could not be unmounted: {@link MountsRemain}.
+ *
+ * @since 0.3.0
+ */
+export const UnmountErrorReason = Schema.Union([MountsRemain])
+
+/**
+ * Why mounts could not be unmounted.
+ *
+ * @since 0.3.0
+ */
+export type UnmountErrorReason = typeof UnmountErrorReason.Type
+
+/**
+ * Mounts at or below `prefixes` that could not be unmounted; `reason` holds
+ * them (since 0.3.0 `remaining` is a field of the {@link MountsRemain}
+ * reason, not of the error).
+ *
+ * @since 0.1.0
+ */
+export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountError", {
+  reason: UnmountErrorReason,
+  prefixes: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `${this.reason.remaining.length} mount(s) below ${this.prefixes.join(", ")} could not be unmounted: ${this.reason.message}`
+  }
+}
+
+const mountsRemain = (prefixes: ReadonlyArray<string>, remaining: ReadonlyArray<RemainingMount>): UnmountError =>
+  new UnmountError({ reason: new MountsRemain({ remaining }), prefixes })
 
 /**
  * Options of the unmount operations: the host root the prefixes are host
@@ -125,57 +157,52 @@ export interface Report {
  *
  * @since 0.2.0
  */
-export const decodePrefixes = (
+export const decodePrefixes: (
   root: HostPath.HostRoot,
   prefixes: ReadonlyArray<string>,
   options?: { readonly allowRoot?: boolean | undefined; readonly followFinal?: boolean | undefined }
-): Effect.Effect<ReadonlyArray<HostPath.Resolved>, HostPath.HostPathError, Directory.Directories> =>
-  Effect.gen(function* () {
-    const dirs = yield* Directory.Directories
-    const allowRoot = options?.allowRoot ?? false
-    const checked = yield* Effect.forEach(prefixes, (p) => HostPath.checkPath(root, p, { allowRoot, what: "prefix" }))
-    const refuse = (given: string, reason: HostPath.HostPathErrorReason, detail: string) =>
-      new HostPath.HostPathError({ reason, root: root.given, path: given, detail })
-    const rootHandle = yield* dirs
-      .openRoot(root.path)
-      .pipe(Effect.mapError((e) => refuse("/", "Unreadable", e.message)))
-    return yield* Effect.forEach(checked, (c) =>
-      Effect.gen(function* () {
-        const r = yield* dirs.resolve(rootHandle, c.path, { followFinal: options?.followFinal ?? true }).pipe(
-          Effect.map((x) => x.path),
-          Effect.catchTag("DirectoryError", (e) =>
-            // A prefix whose parents do not exist names nothing mounted: it is matched as written.
-            e.reason === "NotFound" || e.reason === "NotADirectory"
-              ? Effect.succeed(HostPath.clean(c.path))
-              : Effect.fail(
-                  refuse(
-                    c.given,
-                    e.reason === "TooManyLinks" ? "TooManyLinks" : "Unreadable",
-                    `the prefix: ${e.message}`
-                  )
-                )
-          )
+) => Effect.Effect<ReadonlyArray<HostPath.Resolved>, HostPath.HostPathError, Directory.Directories> = Effect.fn(
+  "Unmount.decodePrefixes"
+)(function* (root, prefixes, options) {
+  const dirs = yield* Directory.Directories
+  const allowRoot = options?.allowRoot ?? false
+  const checked = yield* Effect.forEach(prefixes, (p) => HostPath.checkPath(root, p, { allowRoot, what: "prefix" }))
+  const refuse = (given: string, reason: HostPath.HostPathErrorReason, detail: string) =>
+    new HostPath.HostPathError({ reason, root: root.given, path: given, detail })
+  const rootHandle = yield* dirs.openRoot(root.path).pipe(Effect.mapError((e) => refuse("/", "Unreadable", e.message)))
+  return yield* Effect.forEach(checked, (c) =>
+    Effect.gen(function* () {
+      const r = yield* dirs.resolve(rootHandle, c.path, { followFinal: options?.followFinal ?? true }).pipe(
+        Effect.map((x) => x.path),
+        Effect.catchTag("DirectoryError", (e) =>
+          // A prefix whose parents do not exist names nothing mounted: it is matched as written.
+          e.reason === "NotFound" || e.reason === "NotADirectory"
+            ? Effect.succeed(HostPath.clean(c.path))
+            : Effect.fail(
+                refuse(c.given, e.reason === "TooManyLinks" ? "TooManyLinks" : "Unreadable", `the prefix: ${e.message}`)
+              )
         )
-        if (r === "/" && !allowRoot) {
-          return yield* refuse(
-            c.given,
-            "IsHostRoot",
-            "the prefix resolves to the host root itself; pass allowRoot to mean the whole host"
-          )
-        }
-        const full = HostPath.fullPath(root, r)
-        const table = HostPath.tablePathOf(root, full)
-        if (table === undefined) {
-          return yield* refuse(
-            c.given,
-            "OutsideTable",
-            `the prefix resolves to ${full}, which the mount table cannot name`
-          )
-        }
-        return { given: c.given, path: r, full, table } satisfies HostPath.Resolved
-      })
-    )
-  }).pipe(Effect.scoped)
+      )
+      if (r === "/" && !allowRoot) {
+        return yield* refuse(
+          c.given,
+          "IsHostRoot",
+          "the prefix resolves to the host root itself; pass allowRoot to mean the whole host"
+        )
+      }
+      const full = HostPath.fullPath(root, r)
+      const table = HostPath.tablePathOf(root, full)
+      if (table === undefined) {
+        return yield* refuse(
+          c.given,
+          "OutsideTable",
+          `the prefix resolves to ${full}, which the mount table cannot name`
+        )
+      }
+      return { given: c.given, path: r, full, table } satisfies HostPath.Resolved
+    })
+  )
+}, Effect.scoped)
 
 /**
  * True when `prefix` covers `mountPoint` on a path boundary (`HostPath.covers`):
@@ -294,7 +321,7 @@ const run = Effect.fnUntraced(function* (
         lastFailure.set(e.id, { errno: r.failure.errno, message: r.failure.message })
         if (!stuck.has(e.mountPoint)) stuck.set(e.mountPoint, { id: e.id, ...r.failure })
         yield* Effect.logWarning(`unmount failed: ${r.failure.errno} ${r.failure.message}`).pipe(
-          Effect.annotateLogs(annotations)
+          Effect.annotateLogs({ ...annotations, errno: r.failure.errno, detail: r.failure.message })
         )
       } else if (r.reason === "Moved" && stuck.has(e.mountPoint)) {
         // Below a mount of the same stack that would not go: it is that failure that keeps it.
@@ -307,7 +334,7 @@ const run = Effect.fnUntraced(function* (
         // Never unmounted blind: the path no longer leads to the mount the table listed.
         lastFailure.set(e.id, { errno: "UNVERIFIED", message: `${r.reason}: ${r.detail}` })
         yield* Effect.logWarning(`not unmounted, could not be verified: ${r.reason}: ${r.detail}`).pipe(
-          Effect.annotateLogs(annotations)
+          Effect.annotateLogs({ ...annotations, reason: r.reason, detail: r.detail })
         )
       }
     }
@@ -347,13 +374,21 @@ const run = Effect.fnUntraced(function* (
   for (const r of resolved) {
     const mine = mineOf.get(r.table)
     if (mine !== undefined && !failures.has(r.given)) {
-      failures.set(r.given, new UnmountError({ prefixes: [r.given], remaining: mine }))
+      failures.set(r.given, mountsRemain([r.given], mine))
     }
   }
   const report: Report = { prefixes: resolved, unmounted, failures }
   yield* Effect.logInfo(
     `unmounted ${unmounted.length} mount(s) ${strict ? "strictly below" : "at or below"} ${resolved.map((r) => r.path).join(", ")}${remaining.length === 0 ? "" : `; ${remaining.length} remain`}`
-  ).pipe(Effect.annotateLogs({ hostRoot: root.path, unmounted: unmounted.length, remaining: remaining.length }))
+  ).pipe(
+    Effect.annotateLogs({
+      hostRoot: root.path,
+      prefixes: resolved.map((r) => r.path),
+      strict,
+      unmounted: unmounted.length,
+      remaining: remaining.length
+    })
+  )
   return { report, remaining }
 }, Effect.scoped)
 
@@ -363,7 +398,7 @@ const failIfAny = (r: {
 }): Effect.Effect<Report, UnmountError> =>
   r.report.failures.size === 0
     ? Effect.succeed(r.report)
-    : Effect.fail(new UnmountError({ prefixes: [...r.report.failures.keys()], remaining: r.remaining }))
+    : Effect.fail(mountsRemain([...r.report.failures.keys()], r.remaining))
 
 /**
  * What the unmount operations can fail with: a mount that remains, an unusable table, a refused root or prefix.

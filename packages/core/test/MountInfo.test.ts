@@ -4,6 +4,12 @@ import { FileName, MountInfo } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Logger, Schema } from "effect"
 
+/** The reason of a malformed table's error, with its line, field and text. */
+const malformedReason = (e: MountInfo.MountInfoError): MountInfo.Malformed => {
+  if (e.reason._tag !== "Malformed") throw new Error(`expected a malformed table: ${e.message}`)
+  return e.reason
+}
+
 const sample = [
   "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw",
   "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue",
@@ -64,10 +70,11 @@ describe("MountInfo.parse", () => {
         const text = `22 1 0:21 / /proc rw - proc proc rw\n${line}\n23 1 0:22 / /sys rw - sysfs sysfs rw\n`
         const e = yield* Effect.flip(MountInfo.parse(text, "/proc/7/mountinfo"))
         assert.strictEqual(e._tag, "MountInfoError")
-        assert.strictEqual(e.reason, "Malformed")
-        assert.strictEqual(e.line, 2)
+        assert.strictEqual(e.reason._tag, "Malformed")
+        const m = malformedReason(e)
+        assert.strictEqual(m.line, 2)
         assert.strictEqual(e.path, "/proc/7/mountinfo")
-        assert.include(e.detail, why)
+        assert.include(m.detail, why)
         assert.include(e.message, "line 2")
       })
     )
@@ -267,7 +274,7 @@ describe("MountInfo.read", () => {
   it.effect("an unreadable table is a MountInfoError naming the path", () =>
     Effect.gen(function* () {
       const e = yield* Effect.flip(MountInfo.read("/nope").pipe(Effect.provide(FileSystem.layerNoop({}))))
-      assert.strictEqual(e.reason, "Unreadable")
+      assert.strictEqual(e.reason._tag, "Unreadable")
       assert.strictEqual(e.path, "/nope")
     })
   )
@@ -411,11 +418,12 @@ describe("MountInfo.parse, peers' cases", () => {
     it.effect(`a number the kernel cannot have written: ${field} ${value}`, () =>
       Effect.gen(function* () {
         const e = yield* failure(line)
-        assert.strictEqual(e.reason, "Malformed")
-        assert.strictEqual(e.line, 1)
-        assert.strictEqual(e.field, field)
-        assert.strictEqual(e.value, value)
-        assert.include(e.detail, why)
+        assert.strictEqual(e.reason._tag, "Malformed")
+        const m = malformedReason(e)
+        assert.strictEqual(m.line, 1)
+        assert.strictEqual(m.field, field)
+        assert.strictEqual(m.value, value)
+        assert.include(m.detail, why)
       })
     )
   }
@@ -424,7 +432,9 @@ describe("MountInfo.parse, peers' cases", () => {
   for (const device of ["/var/lib/docker", ":0", "253:", "foo:0", "253:bar", "253:0:1", "-1:0"]) {
     it.effect(`device ${JSON.stringify(device)} is not major:minor`, () =>
       Effect.gen(function* () {
-        const e = yield* failure(`224 62 ${device} /shared /shared rw,relatime master:1 shared:44 - ext4 /dev/x rw`)
+        const e = malformedReason(
+          yield* failure(`224 62 ${device} /shared /shared rw,relatime master:1 shared:44 - ext4 /dev/x rw`)
+        )
         assert.strictEqual(e.field, "device")
         assert.strictEqual(e.value, device)
         assert.include(e.detail, "major:minor")
@@ -457,10 +467,11 @@ describe("MountInfo.parse, peers' cases", () => {
       Effect.gen(function* () {
         const e = yield* failure(`1 0 0:1 / / rw - ext4 /dev/sda rw\r\n${line}\r\n`)
         assert.strictEqual(e._tag, "MountInfoError")
-        assert.strictEqual(e.reason, "Malformed")
-        assert.strictEqual(e.line, 2)
-        assert.strictEqual(e.field, field)
-        assert.include(e.detail, why)
+        assert.strictEqual(e.reason._tag, "Malformed")
+        const m = malformedReason(e)
+        assert.strictEqual(m.line, 2)
+        assert.strictEqual(m.field, field)
+        assert.include(m.detail, why)
         assert.include(e.message, "/proc/9/mountinfo, line 2")
       })
     )
@@ -472,7 +483,7 @@ describe("MountInfo.parse, peers' cases", () => {
       const e = yield* entry(`1 0 0:1 ${long} ${long}\\040y rw shared:1 - ext4 /dev/sda rw,${"o".repeat(50_000)}`)
       assert.strictEqual(e.mountPoint, `${long} y`)
       assert.strictEqual(e.superOptions.length, 50_003)
-      const bad = yield* failure(`1 0 0:1 / ${long}\\9 rw - ext4 /dev/sda rw`)
+      const bad = malformedReason(yield* failure(`1 0 0:1 / ${long}\\9 rw - ext4 /dev/sda rw`))
       assert.strictEqual(bad.field, "mount point")
       assert.strictEqual(bad.value, long.slice(0, 256))
       assert.isBelow(bad.detail.length, 400)
@@ -528,4 +539,27 @@ describe("MountInfo.unescapeField", () => {
   it("escapeField escapes what the kernel escapes, and a CR", () => {
     assert.strictEqual(MountInfo.escapeField("a b\tc\nd\\e\rf#-"), "a\\040b\\011c\\012d\\134e\\015f#-")
   })
+})
+
+describe("MountInfoError", () => {
+  it.effect("catchReason reaches each reason", () =>
+    Effect.gen(function* () {
+      const malformed = MountInfo.parse("22 1 0:21 / /proc rw - proc proc rw\nnot a mount\n", "/proc/7/mountinfo")
+      const line = yield* malformed.pipe(
+        Effect.map(() => 0),
+        Effect.catchReason("MountInfoError", "Malformed", (reason, error) =>
+          Effect.succeed(`${error.path}:${reason.line}:${reason.field}`)
+        )
+      )
+      assert.strictEqual(line, "/proc/7/mountinfo:2:mount id")
+      const unreadable = yield* MountInfo.read("/nope").pipe(
+        Effect.map(() => ""),
+        Effect.catchReason("MountInfoError", "Unreadable", (reason) => Effect.succeed(reason.detail)),
+        Effect.provide(FileSystem.layerNoop({}))
+      )
+      assert.isAbove(unreadable.length, 0)
+      // @ts-expect-error: MountInfoError has no reason tagged "Busy"
+      void malformed.pipe(Effect.catchReason("MountInfoError", "Busy", () => Effect.void))
+    })
+  )
 })

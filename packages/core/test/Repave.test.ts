@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Repave } from "@hostnode/core"
+import { MemoryHost } from "@hostnode/test"
+import { Effect, FileSystem } from "effect"
 
 describe("Repave", () => {
   it("isClientCredential: the rotated client pairs, the current and updated links, the pending key; nothing else", () => {
@@ -30,8 +32,12 @@ describe("Repave", () => {
 
   it("ResetError names the operation, what was kept and why, and how much was removed", () => {
     const e = new Repave.ResetError({
+      reason: new Repave.MountBelow({
+        path: "/r/etc/cni/net.d/x",
+        mountPoint: "/r/etc/cni/net.d/x",
+        detail: "a mount at or below it: tmpfs"
+      }),
       operation: "resetCniState",
-      reason: "MountBelow",
       kept: [
         {
           path: "/r/etc/cni/net.d/x",
@@ -47,4 +53,23 @@ describe("Repave", () => {
     assert.include(e.message, "MountBelow")
     assert.include(e.message, "1 removed, 1 kept")
   })
+
+  it.effect("catchReason reaches each reason", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const host = yield* MemoryHost.MemoryHost
+      yield* fs.makeDirectory("/etc/cni/net.d/x", { recursive: true })
+      yield* host.tmpfs("/etc/cni/net.d/x")
+      const failing = Repave.resetCniState()
+      const kept = yield* failing.pipe(
+        Effect.map(() => undefined),
+        Effect.catchReason("ResetError", "MountBelow", (reason, error) =>
+          Effect.succeed([reason.path, reason.mountPoint, error.operation])
+        )
+      )
+      assert.deepStrictEqual(kept, ["/etc/cni/net.d/x", "/etc/cni/net.d/x", "resetCniState"])
+      // @ts-expect-error: ResetError has no reason tagged "Busy"
+      void failing.pipe(Effect.catchReason("ResetError", "Busy", () => Effect.void))
+    }).pipe(Effect.provide(MemoryHost.layer()))
+  )
 })

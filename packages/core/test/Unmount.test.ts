@@ -6,7 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { HostPath, type MountInfo, Unmount } from "@hostnode/core"
-import { Effect, Schema } from "effect"
+import { FaultyMounter, MemoryHost } from "@hostnode/test"
+import { Effect, FileSystem, Schema } from "effect"
 
 const Segment = Schema.Literals(["a", "ab", "b", "kubelet", "pods"])
 const PathSegments = Schema.Array(Segment).check(Schema.isMaxLength(4))
@@ -55,5 +56,28 @@ describe("Unmount.plan", () => {
         )
       }),
     { arbitrary: { runs: 500 } }
+  )
+})
+
+describe("UnmountError", () => {
+  it.effect("catchReason reaches each reason", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const host = yield* MemoryHost.MemoryHost
+      yield* fs.makeDirectory("/k/pods/a/vol", { recursive: true })
+      yield* host.tmpfs("/k/pods/a/vol")
+      const failing = Unmount.unmountBelow(["/k"]).pipe(
+        Effect.provide(FaultyMounter.layer((t) => t === "/k/pods/a/vol", "EPERM"))
+      )
+      const remaining = yield* failing.pipe(
+        Effect.map(() => []),
+        Effect.catchReason("UnmountError", "MountsRemain", (reason, error) =>
+          Effect.succeed(reason.remaining.map((m) => [m.mountPoint, m.errno, error.prefixes.join(",")]))
+        )
+      )
+      assert.deepStrictEqual(remaining, [["/k/pods/a/vol", "EPERM", "/k"]])
+      // @ts-expect-error: UnmountError has no reason tagged "Busy"
+      void failing.pipe(Effect.catchReason("UnmountError", "Busy", () => Effect.void))
+    }).pipe(Effect.provide(MemoryHost.layer()))
   )
 })

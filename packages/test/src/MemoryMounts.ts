@@ -34,20 +34,61 @@ const strerror = (code: string): string =>
   })[code] ?? (code in errnoTable ? errnoTable[code as ErrnoCode][1] : code)
 
 /**
- * A mount a fixture or a `mount` call asked for could not be made: errno and the paths.
+ * Why: a tmpfs could not be mounted at the target; `errno` says why.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMountError", {
-  reason: Schema.Literals(["Tmpfs", "Bind"]),
-  target: Schema.String,
+export class Tmpfs extends Schema.TaggedError<Tmpfs>()("Tmpfs", {
+  errno: Schema.String
+}) {
+  override get message(): string {
+    return this.errno
+  }
+}
+
+/**
+ * Why: directory `source` could not be bind-mounted at the target; `errno` says why.
+ *
+ * @since 0.3.0
+ */
+export class Bind extends Schema.TaggedError<Bind>()("Bind", {
   source: Schema.String,
   errno: Schema.String
 }) {
   override get message(): string {
-    return this.reason === "Tmpfs"
-      ? `MemoryHost: cannot mount a tmpfs at ${JSON.stringify(this.target)}: ${this.errno}`
-      : `MemoryHost: cannot bind ${JSON.stringify(this.source)} at ${JSON.stringify(this.target)}: ${this.errno}`
+    return this.errno
+  }
+}
+
+/**
+ * Why a mount could not be made: {@link Tmpfs} or {@link Bind}.
+ *
+ * @since 0.3.0
+ */
+export const MountErrorReason = Schema.Union([Tmpfs, Bind])
+
+/**
+ * Why a mount could not be made.
+ *
+ * @since 0.3.0
+ */
+export type MountErrorReason = typeof MountErrorReason.Type
+
+/**
+ * A mount a fixture or a `mount` call asked for could not be made at
+ * `target`; `reason` says which kind, with the errno (and, for a bind, the
+ * source; since 0.3.0 they are fields of the reason).
+ *
+ * @since 0.1.0
+ */
+export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMountError", {
+  reason: MountErrorReason,
+  target: Schema.String
+}) {
+  override get message(): string {
+    return this.reason._tag === "Tmpfs"
+      ? `MemoryHost: cannot mount a tmpfs at ${JSON.stringify(this.target)}: ${this.reason.message}`
+      : `MemoryHost: cannot bind ${JSON.stringify(this.reason.source)} at ${JSON.stringify(this.target)}: ${this.reason.message}`
   }
 }
 
@@ -58,28 +99,25 @@ const absolute = (state: HostState, path: string): string => MemoryFileSystem.ab
  *
  * @since 0.1.0
  */
-export const tmpfs = (state: HostState, target: string): Effect.Effect<void, MountError> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.suspend(() => {
-      const r = MemoryFileSystem.mountTmpfs(state.fs, target, now)
-      return r instanceof Errno
-        ? Effect.fail(new MountError({ reason: "Tmpfs", target, source: "tmpfs", errno: r.code }))
-        : Effect.void
-    })
-  )
+export const tmpfs: (state: HostState, target: string) => Effect.Effect<void, MountError> = Effect.fn(
+  "MemoryMounts.tmpfs"
+)(function* (state, target) {
+  const now = yield* Clock.currentTimeMillis
+  const r = MemoryFileSystem.mountTmpfs(state.fs, target, now)
+  if (r instanceof Errno) return yield* new MountError({ reason: new Tmpfs({ errno: r.code }), target })
+})
 
 /**
  * Bind-mounts directory `source` at directory `target` (setup: not an operation of the simulated process).
  *
  * @since 0.1.0
  */
-export const bind = (state: HostState, source: string, target: string): Effect.Effect<void, MountError> =>
-  Effect.suspend(() => {
-    const r = MemoryFileSystem.bindMount(state.fs, source, target)
-    return r instanceof Errno
-      ? Effect.fail(new MountError({ reason: "Bind", target, source, errno: r.code }))
-      : Effect.void
-  })
+export const bind: (state: HostState, source: string, target: string) => Effect.Effect<void, MountError> = Effect.fn(
+  "MemoryMounts.bind"
+)(function* (state, source, target) {
+  const r = MemoryFileSystem.bindMount(state.fs, source, target)
+  if (r instanceof Errno) return yield* new MountError({ reason: new Bind({ source, errno: r.code }), target })
+})
 
 /** One unmount with the persistent faults applied; the errno code or undefined when unmounted. */
 const unmountOne = (state: HostState, target: string, lazy: boolean): string | undefined => {
@@ -287,7 +325,7 @@ export const mountInterpreter =
       const stderr =
         which === "source"
           ? `mount: ${target}: special device ${source} does not exist.`
-          : e.errno === "ENOTDIR"
+          : e.reason.errno === "ENOTDIR"
             ? `mount: ${target}: mount point is not a directory.`
             : `mount: ${target}: mount point does not exist.`
       return { stdout: "", stderr: `${stderr}\n`, exitCode: 32 }

@@ -425,7 +425,7 @@ export const resets = (
           } else {
             assert.strictEqual(result._tag, "ResetError")
             if (result._tag === "ResetError") {
-              assert.strictEqual(result.error.reason, c.fails)
+              assert.strictEqual(result.error.reason._tag, c.fails)
               assert.strictEqual(result.error.operation, c.operation)
             }
           }
@@ -803,11 +803,11 @@ export const mounts = (
           const e = yield* Effect.flip(
             Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: table }).pipe(Fence.within([l.sandbox]))
           )
-          assert.strictEqual(e._tag === "MountInfoError" && e.reason, "DoesNotCover", table)
+          assert.strictEqual(e._tag === "MountInfoError" && e.reason._tag, "DoesNotCover", table)
           const r = yield* Effect.flip(
             SafeRemove.remove(["/var/lib/kubelet/pods"], { hostRoot: l.root, mountInfo: table })
           )
-          assert.strictEqual(r._tag === "MountInfoError" && r.reason, "DoesNotCover", table)
+          assert.strictEqual(r._tag === "MountInfoError" && r.reason._tag, "DoesNotCover", table)
         }
         assert.deepStrictEqual(differences(before, yield* snapshot(l.sandbox)), [])
       })
@@ -1102,7 +1102,7 @@ export const mounts = (
         )
         assert.strictEqual(error._tag, "ResetError")
         if (error._tag !== "ResetError") return
-        assert.strictEqual(error.reason, "MountBelow")
+        assert.strictEqual(error.reason._tag, "MountBelow")
         assert.deepStrictEqual(
           error.kept.map((k) => [k.path, k.reason, k.mountPoint]),
           [

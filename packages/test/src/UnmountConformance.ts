@@ -161,7 +161,7 @@ export const suite = (
         const error = result.failures.get(`${l.kubelet}/pods/b`)
         assert.strictEqual(error?._tag, "UnmountError")
         assert.deepStrictEqual(
-          error?.remaining.map((m) => [m.mountPoint, m.errno]),
+          error?.reason.remaining.map((m) => [m.mountPoint, m.errno]),
           [[l.csiMount, "EBUSY"]]
         )
         const after = yield* fx.table
@@ -186,7 +186,7 @@ export const suite = (
         if (error._tag !== "UnmountError") return
         assert.deepStrictEqual(error.prefixes, [prefix])
         assert.deepStrictEqual(
-          error.remaining.map((m) => [m.mountPoint, m.errno]),
+          error.reason.remaining.map((m) => [m.mountPoint, m.errno]),
           [[l.csiMount, "EPERM"]]
         )
         assert.include(error.message, l.csiMount)
@@ -219,7 +219,7 @@ export const suite = (
         const e = yield* Effect.flip(Unmount.unmountBelowByPrefix([l.kubelet], { mountInfo: bad }))
         assert.strictEqual(e._tag, "MountInfoError")
         if (e._tag !== "MountInfoError") return
-        assert.strictEqual(e.line, 2)
+        assert.strictEqual(e.reason._tag === "Malformed" && e.reason.line, 2)
         const missing = yield* Effect.flip(Unmount.unmountBelow([l.kubelet], { mountInfo: `${l.sandbox}/nope` }))
         assert.strictEqual(missing._tag, "MountInfoError")
         assert.deepStrictEqual(ids(yield* fx.table), ids(before))

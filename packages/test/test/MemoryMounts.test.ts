@@ -123,7 +123,7 @@ describe("MemoryHost mounts", () => {
       assert.strictEqual(ops[0]?.kind, "readFile")
       yield* host.failNth({ kind: "readFile", path: "/proc/self/mountinfo", code: "EIO" })
       const e = yield* Effect.flip(MountInfo.read())
-      assert.strictEqual(e.reason, "Unreadable")
+      assert.strictEqual(e.reason._tag, "Unreadable")
     }).pipe(Effect.provide(MemoryHost.layer()))
   )
 
@@ -326,12 +326,12 @@ describe("MemoryHost mounts", () => {
         assert.deepStrictEqual([...result.failures.keys()].sort(), [...expected].sort())
         for (const [p, error] of result.failures) {
           assert.deepStrictEqual(
-            error.remaining.map((m) => m.mountId).sort((a, b) => a - b),
+            error.reason.remaining.map((m) => m.mountId).sort((a, b) => a - b),
             ids(remaining.filter((e) => Unmount.covers(HostPath.clean(p), e.mountPoint)))
           )
           assert.isTrue(
-            error.remaining.every((m) => m.errno === "EBUSY"),
-            JSON.stringify(error.remaining)
+            error.reason.remaining.every((m) => m.errno === "EBUSY"),
+            JSON.stringify(error.reason.remaining)
           )
         }
         assert.deepStrictEqual(ids(yield* host.mountTable), ids(before.filter((e) => !gone.has(e.id))))
