@@ -18,7 +18,11 @@ const program = repave({
     bootstrapKubeconfig: "/var/lib/kubelet/bootstrap-kubeconfig"
   }
 }).pipe(
-  Effect.tap((report) => Effect.log("repaved", report)),
+  Effect.tap((report) =>
+    Effect.log("repaved").pipe(
+      Effect.annotateLogs({ podPaths: report.podPaths, removed: report.removed.length, kept: report.kept.length })
+    )
+  ),
   // Its files below /proc/PID/root; `{ files: { shared: "/" } }` for a container
   // that shares /var/lib/kubelet and the CNI directories with this host at the same paths.
   Effect.provide(NodeContainer.layer(Number(process.argv[2]))),

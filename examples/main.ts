@@ -16,7 +16,11 @@ const program = repave({
     bootstrapKubeconfig: "/var/lib/kubelet/bootstrap-kubeconfig"
   }
 }).pipe(
-  Effect.tap((report) => Effect.log("repaved", report)),
+  Effect.tap((report) =>
+    Effect.log("repaved").pipe(
+      Effect.annotateLogs({ podPaths: report.podPaths, removed: report.removed.length, kept: report.kept.length })
+    )
+  ),
   Effect.provide(NodeHost.layer)
 )
 
