@@ -23,17 +23,11 @@ import type * as Scope from "effect/Scope"
 import { contents } from "./internal/fileSystemConformance/contents.ts"
 import { copies } from "./internal/fileSystemConformance/copies.ts"
 import { handles } from "./internal/fileSystemConformance/handles.ts"
-import type { Test } from "./internal/fileSystemConformance/harness.ts"
+import type * as Harness from "./internal/fileSystemConformance/harness.ts"
 import { lookup } from "./internal/fileSystemConformance/lookup.ts"
 import { tree } from "./internal/fileSystemConformance/tree.ts"
 
 export {
-  /**
-   * What a failed call must look like: `reason._tag` and the errno `code` of the cause, optionally more.
-   *
-   * @since 0.1.0
-   */
-  type ExpectedError,
   /**
    * Runs `effect`, which must fail with a `PlatformError` matching `expected`,
    * and returns the error for further checks. Exported for users' own tests.
@@ -42,6 +36,13 @@ export {
    */
   expectError
 } from "./internal/fileSystemConformance/harness.ts"
+
+/**
+ * What a failed call must look like: `reason._tag` and the errno `code` of the cause, optionally more.
+ *
+ * @since 0.1.0
+ */
+export type ExpectedError = Harness.ExpectedError
 
 /**
  * How the suite gets its per-test root directory.
@@ -72,7 +73,7 @@ export const suite = <E>(name: string, fsLayer: Layer.Layer<FileSystem.FileSyste
         return yield* fs.makeTempDirectoryScoped()
       })
 
-    const test: Test = (title, body) =>
+    const test: Harness.Test = (title, body) =>
       it.effect(title, () =>
         Effect.gen(function* () {
           const fs = yield* FileSystem.FileSystem

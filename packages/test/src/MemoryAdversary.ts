@@ -114,14 +114,18 @@ export interface Record {
  *
  * @since 0.2.0
  */
-export const at = (n: number, action: Action) => install((count) => count === n, action)
+export const at = Effect.fn("MemoryAdversary.at")(function* (n: number, action: Action) {
+  return yield* install((count) => count === n, action)
+})
 
 /**
  * Installs `action` to run before every operation from now (its failures are recorded, not raised).
  *
  * @since 0.2.0
  */
-export const every = (action: Action) => install(() => true, action)
+export const every = Effect.fn("MemoryAdversary.every")(function* (action: Action) {
+  return yield* install(() => true, action)
+})
 
 const install = (when: (count: number) => boolean, action: Action) =>
   Effect.gen(function* () {

@@ -40,7 +40,9 @@ import {
   unlinkInode,
   writeAt
 } from "./internal/memoryFileSystem/inode.ts"
-import { type FsState, S_ISGID, S_ISUID, S_IXGRP } from "./internal/memoryFileSystem/model.ts"
+import type * as Model from "./internal/memoryFileSystem/model.ts"
+import { S_ISGID, S_ISUID, S_IXGRP } from "./internal/memoryFileSystem/model.ts"
+import type * as Resolve from "./internal/memoryFileSystem/resolve.ts"
 import {
   chainHas,
   enterFrame,
@@ -50,6 +52,7 @@ import {
   rootFrame,
   walkFinal
 } from "./internal/memoryFileSystem/resolve.ts"
+import type * as Seed from "./internal/memoryFileSystem/seed.ts"
 import { sysExchange, sysMkdir, sysRename, sysSymlink, sysUnlink } from "./internal/memoryFileSystem/syscalls.ts"
 
 export {
@@ -62,83 +65,17 @@ export {
 } from "./internal/memoryFileSystem/inode.ts"
 export {
   /**
-   * A directory; `entries` never holds "." or "..".
-   *
-   * @since 0.1.0
-   */
-  type DirectoryNode,
-  /**
    * Major and minor of a device number made by the kernel's `new_encode_dev` (`new_decode_dev`).
    *
    * @since 0.1.0
    */
   devNumbers,
   /**
-   * A regular file. `data` may be longer than `size` (spare capacity).
-   *
-   * @since 0.1.0
-   */
-  type FileNode,
-  /**
-   * One file system (a "device"): its `dev` number, inode counter and root directory.
-   *
-   * @since 0.1.0
-   */
-  type Filesystem,
-  /**
-   * How a file system reports directory sizes (ext4: whole 4 KiB blocks, never shrinking; tmpfs: 20 bytes an entry).
-   *
-   * @since 0.1.0
-   */
-  type Flavor,
-  /**
-   * The slice of the host state the file system works on: its files and the shared journal.
-   *
-   * @since 0.1.0
-   */
-  type FsHost,
-  /**
-   * All file-system state of a simulated host: the mount tree, working directory, umask, descriptors.
-   *
-   * @since 0.1.0
-   */
-  type FsState,
-  /**
-   * Any inode of the simulated file system.
-   *
-   * @since 0.1.0
-   */
-  type Inode,
-  /**
-   * Metadata every inode has, as `stat(2)` reports it. Times are epoch milliseconds.
-   *
-   * @since 0.1.0
-   */
-  type InodeMeta,
-  /**
-   * A mount: a file system's directory shown at a mount point, a directory of the parent mount.
-   *
-   * @since 0.1.0
-   */
-  type Mount,
-  /**
    * A new, empty file system of `flavor`; its root directory is 0755 root:root with inode 2.
    *
    * @since 0.1.0
    */
-  makeFilesystem,
-  /**
-   * An open file description, what an `fd` refers to.
-   *
-   * @since 0.1.0
-   */
-  type OpenFile,
-  /**
-   * A symbolic link; its target is stored verbatim, never normalised.
-   *
-   * @since 0.1.0
-   */
-  type SymlinkNode
+  makeFilesystem
 } from "./internal/memoryFileSystem/model.ts"
 export {
   /**
@@ -198,12 +135,6 @@ export {
    */
   absolute,
   /**
-   * A directory reached by a walk: its mount, the directory, the name it was reached by and the frame before.
-   *
-   * @since 0.1.0
-   */
-  type Frame,
-  /**
    * `path` made absolute against "/" with `.` and `..` removed lexically.
    *
    * @since 0.1.0
@@ -218,29 +149,11 @@ export {
 } from "./internal/memoryFileSystem/resolve.ts"
 export {
   /**
-   * One path of a dump: files with mode, owner and UTF-8 content; directories with mode and owner; symlinks.
-   *
-   * @since 0.1.0
-   */
-  type DumpEntry,
-  /**
    * The tree at `root` as a flat record keyed by absolute path, in depth-first name order.
    *
    * @since 0.1.0
    */
   dumpTree,
-  /**
-   * A tree as a flat record of absolute paths; missing parents are 0755 root directories.
-   *
-   * @since 0.1.0
-   */
-  type Fixture,
-  /**
-   * What a fixture path holds: text, bytes, a file with mode and owner, a symlink, or a directory.
-   *
-   * @since 0.1.0
-   */
-  type FixtureEntry,
   /**
    * True when `path` resolves (following symlinks) to a directory; for messages, not journalled.
    *
@@ -259,12 +172,6 @@ export {
    * @since 0.1.0
    */
   mkdirAll,
-  /**
-   * Why a fixture entry could not be created.
-   *
-   * @since 0.1.0
-   */
-  type SeedProblem,
   /**
    * Writes a fixture into the tree; returns the first entry that cannot be created, if any.
    *
@@ -288,6 +195,118 @@ export {
    */
   openFlags
 } from "./internal/memoryFileSystem/syscalls.ts"
+
+/**
+ * A directory; `entries` never holds "." or "..".
+ *
+ * @since 0.1.0
+ */
+export type DirectoryNode = Model.DirectoryNode
+
+/**
+ * A regular file. `data` may be longer than `size` (spare capacity).
+ *
+ * @since 0.1.0
+ */
+export type FileNode = Model.FileNode
+
+/**
+ * One file system (a "device"): its `dev` number, inode counter and root directory.
+ *
+ * @since 0.1.0
+ */
+export type Filesystem = Model.Filesystem
+
+/**
+ * How a file system reports directory sizes (ext4: whole 4 KiB blocks, never shrinking; tmpfs: 20 bytes an entry).
+ *
+ * @since 0.1.0
+ */
+export type Flavor = Model.Flavor
+
+/**
+ * The slice of the host state the file system works on: its files and the shared journal.
+ *
+ * @since 0.1.0
+ */
+export type FsHost = Model.FsHost
+
+/**
+ * All file-system state of a simulated host: the mount tree, working directory, umask, descriptors.
+ *
+ * @since 0.1.0
+ */
+export type FsState = Model.FsState
+
+/**
+ * Any inode of the simulated file system.
+ *
+ * @since 0.1.0
+ */
+export type Inode = Model.Inode
+
+/**
+ * Metadata every inode has, as `stat(2)` reports it. Times are epoch milliseconds.
+ *
+ * @since 0.1.0
+ */
+export type InodeMeta = Model.InodeMeta
+
+/**
+ * A mount: a file system's directory shown at a mount point, a directory of the parent mount.
+ *
+ * @since 0.1.0
+ */
+export type Mount = Model.Mount
+
+/**
+ * An open file description, what an `fd` refers to.
+ *
+ * @since 0.1.0
+ */
+export type OpenFile = Model.OpenFile
+
+/**
+ * A symbolic link; its target is stored verbatim, never normalised.
+ *
+ * @since 0.1.0
+ */
+export type SymlinkNode = Model.SymlinkNode
+
+/**
+ * A directory reached by a walk: its mount, the directory, the name it was reached by and the frame before.
+ *
+ * @since 0.1.0
+ */
+export type Frame = Resolve.Frame
+
+/**
+ * One path of a dump: files with mode, owner and UTF-8 content; directories with mode and owner; symlinks.
+ *
+ * @since 0.1.0
+ */
+export type DumpEntry = Seed.DumpEntry
+
+/**
+ * A tree as a flat record of absolute paths; missing parents are 0755 root directories.
+ *
+ * @since 0.1.0
+ */
+export type Fixture = Seed.Fixture
+
+/**
+ * What a fixture path holds: text, bytes, a file with mode and owner, a symlink, or a directory.
+ *
+ * @since 0.1.0
+ */
+export type FixtureEntry = Seed.FixtureEntry
+
+/**
+ * Why a fixture entry could not be created.
+ *
+ * @since 0.1.0
+ */
+export type SeedProblem = Seed.SeedProblem
 
 /**
  * The `PlatformError` Node's FileSystem layer reports when `syscall` fails

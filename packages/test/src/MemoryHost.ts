@@ -66,6 +66,48 @@ export const MemoryHostCrashed = Journal_.MemoryHostCrashed
 export type MemoryHostCrashed = Journal_.MemoryHostCrashed
 
 /**
+ * Why `MemoryHostCrashed`: the simulated process had crashed when the operation was asked for.
+ *
+ * @since 0.3.0
+ */
+export const ProcessCrashed = Journal_.ProcessCrashed
+
+/**
+ * Why `MemoryHostCrashed`: the simulated process had crashed when the operation was asked for.
+ *
+ * @since 0.3.0
+ */
+export type ProcessCrashed = Journal_.ProcessCrashed
+
+/**
+ * Why `MemoryHostCrashed`: an open file of a crashed process was used after `restart` (`fd` is its descriptor).
+ *
+ * @since 0.3.0
+ */
+export const StaleHandle = Journal_.StaleHandle
+
+/**
+ * Why `MemoryHostCrashed`: an open file of a crashed process was used after `restart` (`fd` is its descriptor).
+ *
+ * @since 0.3.0
+ */
+export type StaleHandle = Journal_.StaleHandle
+
+/**
+ * Why a simulated operation died with `MemoryHostCrashed`: `ProcessCrashed` or `StaleHandle`.
+ *
+ * @since 0.3.0
+ */
+export const MemoryHostCrashedReason = Journal_.MemoryHostCrashedReason
+
+/**
+ * Why a simulated operation died with `MemoryHostCrashed`: `ProcessCrashed` or `StaleHandle`.
+ *
+ * @since 0.3.0
+ */
+export type MemoryHostCrashedReason = Journal_.MemoryHostCrashedReason
+
+/**
  * Re-exported so a fixture can be written without importing MemoryFileSystem.
  *
  * @since 0.1.0
@@ -125,7 +167,7 @@ export interface Options {
  *
  * @since 0.1.0
  */
-export interface Service {
+export interface MemoryHost {
   /** The host state itself, for the simulations built on top of it. */
   readonly state: HostState
   /** The tree at `root` (default "/") as a flat, deterministically ordered record; see `DumpEntry`. */
@@ -183,7 +225,14 @@ export interface Service {
  *
  * @since 0.1.0
  */
-export class MemoryHost extends Context.Service<MemoryHost, Service>()("@hostnode/test/MemoryHost") {}
+export const MemoryHost = Context.Service<MemoryHost>("@hostnode/test/MemoryHost")
+
+/**
+ * The inspection service's shape, the same as {@link MemoryHost}; kept for code written against the former name.
+ *
+ * @since 0.1.0
+ */
+export type Service = MemoryHost
 
 /**
  * True when `u` is the defect a crashed simulated process dies with.
@@ -193,28 +242,92 @@ export class MemoryHost extends Context.Service<MemoryHost, Service>()("@hostnod
 export const isCrash = (u: unknown): u is MemoryHostCrashed => u instanceof MemoryHostCrashed
 
 /**
+ * Why `FixtureError`: a fixture path (or `cwd`) is relative.
+ *
+ * @since 0.3.0
+ */
+export class NotAbsolute extends Schema.TaggedError<NotAbsolute>()("NotAbsolute", {}) {
+  override get message(): string {
+    return "is not absolute"
+  }
+}
+
+/**
+ * Why `FixtureError`: a parent of the path is not a directory (a file or a symlink is in the way).
+ *
+ * @since 0.3.0
+ */
+export class ParentNotDirectory extends Schema.TaggedError<ParentNotDirectory>()("ParentNotDirectory", {}) {
+  override get message(): string {
+    return "has a parent that is not a directory"
+  }
+}
+
+/**
+ * Why `FixtureError`: the path exists already, or the fixture lists it twice.
+ *
+ * @since 0.3.0
+ */
+export class AlreadyExists extends Schema.TaggedError<AlreadyExists>()("AlreadyExists", {}) {
+  override get message(): string {
+    return "already exists (or is listed twice)"
+  }
+}
+
+/**
+ * Why `FixtureError`: a symlink entry has an empty target, which `symlink(2)` refuses.
+ *
+ * @since 0.3.0
+ */
+export class EmptySymlinkTarget extends Schema.TaggedError<EmptySymlinkTarget>()("EmptySymlinkTarget", {}) {
+  override get message(): string {
+    return "is a symlink with an empty target"
+  }
+}
+
+/**
+ * Why a fixture could not be created.
+ *
+ * @since 0.3.0
+ */
+export const FixtureErrorReason = Schema.Union([NotAbsolute, ParentNotDirectory, AlreadyExists, EmptySymlinkTarget])
+
+/**
+ * Why a fixture could not be created.
+ *
+ * @since 0.3.0
+ */
+export type FixtureErrorReason = typeof FixtureErrorReason.Type
+
+/**
  * Raised (as a defect, while building the layer) when `options.files` or
  * `options.cwd` cannot be created: a bad fixture is a bug in the test, not a
- * runtime condition the code under test should handle.
+ * runtime condition the code under test should handle. `path` is the
+ * fixture key (or `cwd`), `reason` says why.
  *
  * @since 0.1.0
  */
 export class FixtureError extends Schema.TaggedError<FixtureError>()("MemoryHostFixtureError", {
-  reason: Schema.Literals(["NotAbsolute", "ParentNotDirectory", "AlreadyExists", "EmptySymlinkTarget"]),
+  reason: FixtureErrorReason,
   path: Schema.String
 }) {
   override get message(): string {
-    const why = {
-      NotAbsolute: "is not absolute",
-      ParentNotDirectory: "has a parent that is not a directory",
-      AlreadyExists: "already exists (or is listed twice)",
-      EmptySymlinkTarget: "is a symlink with an empty target"
-    }[this.reason]
-    return `MemoryHost fixture: ${JSON.stringify(this.path)} ${why}`
+    return `MemoryHost fixture: ${JSON.stringify(this.path)} ${this.reason.message}`
   }
 }
 
-const makeService = (state: HostState): Service => ({
+const fixtureReasons: Record<MemoryFileSystem.SeedProblem["reason"], () => FixtureErrorReason> = {
+  NotAbsolute: () => new NotAbsolute(),
+  ParentNotDirectory: () => new ParentNotDirectory(),
+  AlreadyExists: () => new AlreadyExists(),
+  EmptySymlinkTarget: () => new EmptySymlinkTarget()
+}
+
+/** The defect for a fixture entry that cannot be created. */
+const fixtureError = (problem: MemoryFileSystem.SeedProblem): FixtureError =>
+  new FixtureError({ reason: fixtureReasons[problem.reason](), path: problem.path })
+
+const makeService = (state: HostState): MemoryHost => ({
   state,
   dump: (root) => Effect.sync(() => MemoryFileSystem.dumpTree(state.fs, root)),
   operations: Effect.sync(() => [...state.journal.operations]),
@@ -289,29 +402,30 @@ const resolvePath = (state: HostState, path: string): string => MemoryFileSystem
  *
  * @since 0.1.0
  */
-export const makeState = (options: Options = {}): Effect.Effect<HostState> =>
-  Effect.gen(function* () {
-    const now = yield* Clock.currentTimeMillis
-    const fs = MemoryFileSystem.makeState({
-      now,
-      umask: options.umask,
-      tmpdir: options.tmpdir,
-      flavor: options.flavor
-    })
-    const problem = MemoryFileSystem.seed(fs, options.files ?? {}, now)
-    if (problem !== undefined) return yield* Effect.die(new FixtureError(problem))
-    if (options.cwd !== undefined) {
-      if (!options.cwd.startsWith("/")) {
-        return yield* Effect.die(new FixtureError({ reason: "NotAbsolute", path: options.cwd }))
-      }
-      const cwd = MemoryFileSystem.normalizeAbsolute(options.cwd)
-      if (MemoryFileSystem.mkdirAll(fs, cwd, 0o755, now) === undefined) {
-        return yield* Effect.die(new FixtureError({ reason: "ParentNotDirectory", path: cwd }))
-      }
-      fs.cwd = cwd
-    }
-    return { fs, journal: Journal_.makeJournal(), unmountFaults: new Map() }
+export const makeState: (options?: Options) => Effect.Effect<HostState> = Effect.fn("MemoryHost.makeState")(function* (
+  options: Options = {}
+) {
+  const now = yield* Clock.currentTimeMillis
+  const fs = MemoryFileSystem.makeState({
+    now,
+    umask: options.umask,
+    tmpdir: options.tmpdir,
+    flavor: options.flavor
   })
+  const problem = MemoryFileSystem.seed(fs, options.files ?? {}, now)
+  if (problem !== undefined) return yield* Effect.die(fixtureError(problem))
+  if (options.cwd !== undefined) {
+    if (!options.cwd.startsWith("/")) {
+      return yield* Effect.die(fixtureError({ reason: "NotAbsolute", path: options.cwd }))
+    }
+    const cwd = MemoryFileSystem.normalizeAbsolute(options.cwd)
+    if (MemoryFileSystem.mkdirAll(fs, cwd, 0o755, now) === undefined) {
+      return yield* Effect.die(fixtureError({ reason: "ParentNotDirectory", path: cwd }))
+    }
+    fs.cwd = cwd
+  }
+  return { fs, journal: Journal_.makeJournal(), unmountFaults: new Map() }
+})
 
 /**
  * A fresh simulated host: `FileSystem` (Linux semantics for root, errors as

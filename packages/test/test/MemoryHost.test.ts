@@ -169,6 +169,7 @@ describe("MemoryHost", () => {
       const defect = yield* defectOf(fs.writeFileString("/state", "v3"))
       assert.isTrue(Option.isSome(defect) && MemoryHost.isCrash(defect.value))
       if (Option.isSome(defect) && MemoryHost.isCrash(defect.value)) {
+        assert.strictEqual(defect.value.reason._tag, "ProcessCrashed")
         assert.strictEqual(defect.value.operation, "writeFile")
         assert.deepStrictEqual(defect.value.paths, ["/state"])
       }
@@ -202,6 +203,10 @@ describe("MemoryHost", () => {
           yield* host.restart
           const defect = yield* defectOf(file.writeAll(new Uint8Array([4])))
           assert.isTrue(Option.isSome(defect) && MemoryHost.isCrash(defect.value))
+          if (Option.isSome(defect) && MemoryHost.isCrash(defect.value)) {
+            assert.strictEqual(defect.value.reason._tag, "StaleHandle")
+            assert.strictEqual(defect.value.operation, "File.writeAll")
+          }
           yield* host.crashAfter(0)
           return dir
         })
@@ -248,6 +253,63 @@ describe("MemoryHost", () => {
       )
       assert.isTrue(Option.isSome(defect))
       if (Option.isSome(defect)) assert.include(String(defect.value), "/a/b")
+    })
+  )
+
+  it.effect("catchReason reaches each reason", () =>
+    Effect.gen(function* () {
+      // The defects the host dies with, turned into failures so that catchReason can narrow them.
+      const fixture = yield* defectOf(
+        Effect.provide(
+          Effect.gen(function* () {
+            return yield* FileSystem.FileSystem
+          }),
+          MemoryHost.layer({ files: { "/a": "file", "/a/b": "x" } })
+        )
+      )
+      assert.isTrue(Option.isSome(fixture) && fixture.value instanceof MemoryHost.FixtureError)
+      if (!(Option.isSome(fixture) && fixture.value instanceof MemoryHost.FixtureError)) return
+      const parent = yield* Effect.fail(fixture.value).pipe(
+        Effect.catchReason("MemoryHostFixtureError", "ParentNotDirectory", (reason, error) =>
+          Effect.succeed(`${reason._tag} ${error.path}: ${reason.message}`)
+        )
+      )
+      assert.strictEqual(parent, "ParentNotDirectory /a/b: has a parent that is not a directory")
+      assert.strictEqual(fixture.value.message, 'MemoryHost fixture: "/a/b" has a parent that is not a directory')
+
+      const stale = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const host = yield* MemoryHost.MemoryHost
+          const fs = yield* FileSystem.FileSystem
+          const file = yield* fs.open("/f", { flag: "w" })
+          yield* host.crashAfter(0)
+          yield* host.restart
+          return yield* defectOf(file.writeAll(new Uint8Array([1])))
+        })
+      ).pipe(Effect.provide(MemoryHost.layer()))
+      assert.isTrue(Option.isSome(stale) && MemoryHost.isCrash(stale.value))
+      if (!(Option.isSome(stale) && MemoryHost.isCrash(stale.value))) return
+      const fd = yield* Effect.fail(stale.value).pipe(
+        Effect.catchReason("MemoryHostCrashed", "StaleHandle", (reason) => Effect.succeed(reason.fd))
+      )
+      assert.isNumber(fd)
+      assert.include(stale.value.message, `descriptor ${fd}`)
+      const refused = yield* Effect.fail(stale.value).pipe(
+        Effect.catchReason(
+          "MemoryHostCrashed",
+          "ProcessCrashed",
+          () => Effect.succeed("ProcessCrashed"),
+          (reason) => Effect.succeed(reason._tag)
+        )
+      )
+      assert.strictEqual(refused, "StaleHandle")
+      const failed = Effect.fail(fixture.value)
+      const notAbsolute = yield* Effect.catchReason(failed, "MemoryHostFixtureError", "NotAbsolute", () =>
+        Effect.succeed("NotAbsolute")
+      ).pipe(Effect.catchTag("MemoryHostFixtureError", (e) => Effect.succeed(e.reason._tag)))
+      assert.strictEqual(notAbsolute, "ParentNotDirectory")
+      // @ts-expect-error: FixtureError has no reason NoSuchReason
+      void Effect.catchReason(failed, "MemoryHostFixtureError", "NoSuchReason", () => Effect.succeed("never"))
     })
   )
 

@@ -42,19 +42,56 @@ export interface Fault {
 }
 
 /**
+ * Why `MemoryHostCrashed`: the simulated process had crashed (see
+ * `MemoryHost.crashAfter`) when the operation was asked for.
+ */
+export class ProcessCrashed extends Schema.TaggedError<ProcessCrashed>()("ProcessCrashed", {}) {
+  override get message(): string {
+    return "the simulated process crashed"
+  }
+}
+
+/**
+ * Why `MemoryHostCrashed`: the operation used an open file of a process that
+ * crashed; after `MemoryHost.restart` its descriptors belong to a dead process.
+ */
+export class StaleHandle extends Schema.TaggedError<StaleHandle>()("StaleHandle", {
+  /** The descriptor, opened by the crashed process. */
+  fd: Schema.Number
+}) {
+  override get message(): string {
+    return `the simulated process that opened descriptor ${this.fd} crashed`
+  }
+}
+
+/** Why a simulated operation died with `MemoryHostCrashed`. */
+export const MemoryHostCrashedReason = Schema.Union([ProcessCrashed, StaleHandle])
+
+/** Why a simulated operation died with `MemoryHostCrashed`. */
+export type MemoryHostCrashedReason = typeof MemoryHostCrashedReason.Type
+
+/**
  * The defect every operation dies with once the simulated process has crashed
- * (see `MemoryHost.crashAfter`). A test recognises it with `isCrashed` and
+ * (see `MemoryHost.crashAfter`). A test recognises it with `isCrash` and
  * then "starts a new process" with `MemoryHost.restart`.
  */
 export class MemoryHostCrashed extends Schema.TaggedError<MemoryHostCrashed>()("MemoryHostCrashed", {
+  reason: MemoryHostCrashedReason,
   /** The operation that was refused (journal kind, e.g. "rename"). */
   operation: Schema.String,
   paths: Schema.Array(Schema.String)
 }) {
   override get message(): string {
-    return `MemoryHost: the simulated process crashed; ${this.operation}(${this.paths.join(", ")}) was not performed`
+    return `MemoryHost: ${this.reason.message}; ${this.operation}(${this.paths.join(", ")}) was not performed`
   }
 }
+
+/** The defect of an operation refused for `reason`. */
+export const crashed = (
+  reason: MemoryHostCrashedReason,
+  operation: string,
+  paths: ReadonlyArray<string>
+): MemoryHostCrashed => new MemoryHostCrashed({ reason, operation, paths })
 
 /** What the adversary is told before an operation runs: its sequence number (the next one) and what it is. */
 export interface Upcoming {
@@ -118,7 +155,7 @@ const record = (j: Journal, kind: string, paths: ReadonlyArray<string>, outcome:
 export const admit = (j: Journal, kind: string, paths: ReadonlyArray<string>): Admission => {
   if (j.crashed) {
     record(j, kind, paths, "crashed", false)
-    return { _tag: "Crashed", defect: new MemoryHostCrashed({ operation: kind, paths }) }
+    return { _tag: "Crashed", defect: crashed(new ProcessCrashed(), kind, paths) }
   }
   // The concurrent writer acts between the previous operation and this one.
   if (j.adversary !== undefined) j.adversary({ seq: j.seq + 1, kind, paths })

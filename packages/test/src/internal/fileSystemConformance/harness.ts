@@ -37,26 +37,28 @@ const causeCode = (e: PlatformError.PlatformError): unknown => {
  * Runs `effect`, which must fail with a `PlatformError` matching `expected`,
  * and returns the error for further checks. Exported for users' own tests.
  */
-export const expectError = <A, R>(
+export const expectError: <A, R>(
   effect: Effect.Effect<A, PlatformError.PlatformError, R>,
   expected: ExpectedError
-): Effect.Effect<PlatformError.PlatformError, never, R> =>
-  Effect.gen(function* () {
-    const result = yield* Effect.result(effect)
-    if (result._tag === "Success") {
-      return assert.fail(`expected ${expected.tag}/${expected.code ?? "?"} but it succeeded`)
-    }
-    const e = result.failure
-    const where = `${e.reason.method}(${"pathOrDescriptor" in e.reason ? String(e.reason.pathOrDescriptor) : ""})`
-    assert.strictEqual(e.reason._tag, expected.tag, `reason._tag of ${where}: ${e.message}`)
-    assert.strictEqual(e.reason.module, "FileSystem")
-    if (expected.code !== undefined) assert.strictEqual(causeCode(e), expected.code, `errno code of ${where}`)
-    if (expected.method !== undefined) assert.strictEqual(e.reason.method, expected.method)
-    if (expected.syscall !== undefined && e.reason._tag !== "BadArgument") {
-      assert.strictEqual(e.reason.syscall, expected.syscall, `syscall of ${where}`)
-    }
-    return e
-  })
+) => Effect.Effect<PlatformError.PlatformError, never, R> = Effect.fn("FileSystemConformance.expectError")(function* <
+  A,
+  R
+>(effect: Effect.Effect<A, PlatformError.PlatformError, R>, expected: ExpectedError) {
+  const result = yield* Effect.result(effect)
+  if (result._tag === "Success") {
+    return assert.fail(`expected ${expected.tag}/${expected.code ?? "?"} but it succeeded`)
+  }
+  const e = result.failure
+  const where = `${e.reason.method}(${"pathOrDescriptor" in e.reason ? String(e.reason.pathOrDescriptor) : ""})`
+  assert.strictEqual(e.reason._tag, expected.tag, `reason._tag of ${where}: ${e.message}`)
+  assert.strictEqual(e.reason.module, "FileSystem")
+  if (expected.code !== undefined) assert.strictEqual(causeCode(e), expected.code, `errno code of ${where}`)
+  if (expected.method !== undefined) assert.strictEqual(e.reason.method, expected.method)
+  if (expected.syscall !== undefined && e.reason._tag !== "BadArgument") {
+    assert.strictEqual(e.reason.syscall, expected.syscall, `syscall of ${where}`)
+  }
+  return e
+})
 
 export const bytes = (s: string) => new TextEncoder().encode(s)
 export const text = (b: Uint8Array) => new TextDecoder().decode(b)

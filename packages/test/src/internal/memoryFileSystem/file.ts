@@ -2,14 +2,14 @@
  * Open files of the in-memory file system: Effect's `FileSystem.File` over an
  * open file description, with NodeFileSystem's cursor rules, each call
  * journalled as `File.<method>`; a handle of a process that crashed and was
- * restarted dies with `MemoryHostCrashed`.
+ * restarted dies with `MemoryHostCrashed` (reason `StaleHandle`).
  *
  * Boundary: what happens through a descriptor once `open` (in `service.ts`)
  * has made it; opening, closing and the busy-mount bookkeeping are there.
  */
 import { Effect, FileSystem, Option } from "effect"
 import { BadArgument, badArgumentError, Errno, errno } from "../errno.ts"
-import { MemoryHostCrashed } from "../journal.ts"
+import { crashed, StaleHandle } from "../journal.ts"
 import { info, setSize, touchRead, writeAt } from "./inode.ts"
 import type { FsHost, OpenFile } from "./model.ts"
 import { defaultSyscall, type Outcome, operate } from "./operate.ts"
@@ -26,7 +26,7 @@ export const makeFile = (host: FsHost, handle: OpenFile): FileSystem.File => {
     Effect.suspend(() => {
       if (handle.generation !== host.journal.generation) {
         // The handle belongs to a process that crashed and was restarted: nothing may use it.
-        return Effect.die(new MemoryHostCrashed({ operation: `File.${method}`, paths: [handle.path] }))
+        return Effect.die(crashed(new StaleHandle({ fd }), `File.${method}`, [handle.path]))
       }
       return operate(
         host,
