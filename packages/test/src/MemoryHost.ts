@@ -182,17 +182,19 @@ export interface MemoryHost {
   readonly clearFaults: Effect.Effect<void>
   /**
    * Crashes the simulated process after `n` more operations: those `n`
-   * complete, every later one dies with `MemoryHostCrashed` and changes
-   * nothing. Scoped finalizers of the dead process (temporary directory
-   * removal) do not run. `crashAfter(0)` crashes now.
+   * complete, every later one dies with `MemoryHostCrashed` (reason
+   * `ProcessCrashed`) and changes nothing. Scoped finalizers of the dead
+   * process (temporary directory removal) do not run. `crashAfter(0)`
+   * crashes now.
    */
   readonly crashAfter: (n: number) => Effect.Effect<void>
   /** True once the simulated process has crashed and until `restart`. */
   readonly crashed: Effect.Effect<boolean>
   /**
    * Starts a new process on the same host: operations run again, files
-   * opened by the crashed process are dead (using them dies), an armed crash
-   * countdown is cancelled. The tree is exactly what the crash left.
+   * opened by the crashed process are dead (using them dies with reason
+   * `StaleHandle`), an armed crash countdown is cancelled. The tree is
+   * exactly what the crash left.
    */
   readonly restart: Effect.Effect<void>
   /** Mounts a new empty tmpfs (its own device 0:N) on top of whatever is mounted at directory `target`. */
