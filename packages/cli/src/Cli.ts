@@ -314,8 +314,10 @@ export const isInputError = (error: Failure): boolean => {
       return typeof reason === "string" && inputPathReasons.has(reason)
     case "SnapshotError":
       return reason === "InvalidPath" || reason === "HostRootMismatch" || reason === "NotASnapshot"
-    case "ContainerError":
-      return reason === "InvalidPid" || reason === "NotFound" || reason === "NoContainer"
+    case "ContainerError": {
+      const tag = (reason as { readonly _tag?: unknown } | undefined)?._tag
+      return tag === "InvalidPid" || tag === "NotFound" || tag === "NoContainer"
+    }
     default:
       return false
   }
@@ -450,7 +452,12 @@ const asFlags = (message: string): string =>
 const inputFix = (error: Failure): string => {
   if (error instanceof UsageError) return error.fix
   const fields = error as { readonly reason?: unknown; readonly unit?: unknown; readonly path?: unknown }
-  if (error._tag === "UnitNameError" && typeof fields.unit === "string" && String(fields.reason).includes("suffix")) {
+  const unitNameReason = (fields.reason as { readonly _tag?: unknown } | undefined)?._tag
+  if (
+    error._tag === "UnitNameError" &&
+    typeof fields.unit === "string" &&
+    (unitNameReason === "NoTypeSuffix" || unitNameReason === "NothingBeforeSuffix")
+  ) {
     return /^[A-Za-z0-9:_.\\@-]+$/.test(fields.unit)
       ? `did you mean ${fields.unit}.service?`
       : "a unit name is ASCII letters, digits and :-_.\\@ with a type suffix such as .service"
@@ -505,8 +512,9 @@ const containerOf = Effect.gen(function* () {
   if (!/^[1-9][0-9]*$/.test(given)) {
     return yield* Effect.fail(
       new NodeContainer.ContainerError({
-        reason: "InvalidPid",
-        detail: `--container takes the host pid of the container's init, not ${JSON.stringify(given)}`
+        reason: new NodeContainer.InvalidPid({
+          detail: `--container takes the host pid of the container's init, not ${JSON.stringify(given)}`
+        })
       })
     )
   }

@@ -100,8 +100,8 @@ describe("Cli", () => {
       assert.strictEqual(code, 2)
       assert.strictEqual(doc.ok, false)
       assert.strictEqual(doc.error._tag, "ContainerError")
-      assert.strictEqual(doc.error.reason, "NotFound")
-      assert.strictEqual(doc.error.pid, 99999999)
+      assert.strictEqual(doc.error.reason._tag, "NotFound")
+      assert.strictEqual(doc.error.reason.pid, 99999999)
       // nothing was touched on the node in context
       const host = yield* MemoryHost.MemoryHost
       assert.isDefined((yield* host.dump())["/etc/cni/net.d/10-flannel.conflist"])

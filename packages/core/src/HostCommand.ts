@@ -23,19 +23,62 @@ export interface Output {
 }
 
 /**
+ * The executable does not exist (the spawner's `NotFound`): the tool is not installed, or not on the PATH.
+ *
+ * @since 0.3.0
+ */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  /** What the spawner said. */
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * The command could not be started or its output not read for any other
+ * reason (permissions, resources, a broken pipe): what the spawner said.
+ *
+ * @since 0.3.0
+ */
+export class SpawnFailed extends Schema.TaggedError<SpawnFailed>()("SpawnFailed", {
+  /** What the spawner said. */
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * Why a command could not be run.
+ *
+ * @since 0.3.0
+ */
+export const CommandErrorReason = Schema.Union([NotFound, SpawnFailed])
+
+/**
+ * Why a command could not be run.
+ *
+ * @since 0.3.0
+ */
+export type CommandErrorReason = typeof CommandErrorReason.Type
+
+/**
  * A command that could not be run at all (the executable is missing, the
- * spawn failed). A command that ran and exited non-zero is not this: callers
- * classify that themselves from its {@link Output}.
+ * spawn failed; see {@link CommandErrorReason}). A command that ran and exited
+ * non-zero is not this: callers classify that themselves from its {@link Output}.
  *
  * @since 0.1.0
  */
 export class CommandError extends Schema.TaggedError<CommandError>()("CommandError", {
+  reason: CommandErrorReason,
   command: Schema.String,
-  args: Schema.Array(Schema.String),
-  detail: Schema.String
+  args: Schema.Array(Schema.String)
 }) {
   override get message(): string {
-    return `cannot run ${[this.command, ...this.args].map((a) => JSON.stringify(a)).join(" ")}: ${this.detail}`
+    return `cannot run ${[this.command, ...this.args].map((a) => JSON.stringify(a)).join(" ")}: ${this.reason.message}`
   }
 }
 
@@ -45,11 +88,11 @@ export class CommandError extends Schema.TaggedError<CommandError>()("CommandErr
  *
  * @since 0.1.0
  */
-export const run = (
+export const run: (
   command: string,
   args: ReadonlyArray<string>
-): Effect.Effect<Output, CommandError, ChildProcessSpawner.ChildProcessSpawner> =>
-  Effect.gen(function* () {
+) => Effect.Effect<Output, CommandError, ChildProcessSpawner.ChildProcessSpawner> = Effect.fn("HostCommand.run")(
+  function* (command: string, args: ReadonlyArray<string>) {
     const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
     const handle = yield* spawner.spawn(ChildProcess.make(command, args))
     const [stdout, stderr, exitCode] = yield* Effect.all(
@@ -61,10 +104,20 @@ export const run = (
       { concurrency: 3 }
     )
     return { stdout, stderr, exitCode: Number(exitCode) }
-  }).pipe(
-    Effect.scoped,
-    Effect.mapError((e) => new CommandError({ command, args: [...args], detail: e.message }))
-  )
+  },
+  Effect.scoped,
+  (effect, command, args) =>
+    Effect.mapError(
+      effect,
+      (e) =>
+        new CommandError({
+          reason:
+            e.reason._tag === "NotFound" ? new NotFound({ detail: e.message }) : new SpawnFailed({ detail: e.message }),
+          command,
+          args: [...args]
+        })
+    )
+)
 
 /**
  * A spawner that runs every standard command as `prefix... command args...`,

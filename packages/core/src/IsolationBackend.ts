@@ -10,10 +10,9 @@
  * @since 0.1.0
  */
 import { Context, Effect, FileSystem, Layer, Schema } from "effect"
-import { ChildProcessSpawner } from "effect/process"
 import { DefaultUnits } from "./AgentConfig.ts"
-import * as HostCommand from "./HostCommand.ts"
-import { makeCommand, Systemd } from "./Systemd.ts"
+import { Systemd, SystemdError } from "./Systemd.ts"
+import { UnitNameError } from "./UnitName.ts"
 
 /**
  * Names the node root (the slot) whose stack is asked about. A mode with one
@@ -32,18 +31,69 @@ export const SlotRef = Schema.String.pipe(Schema.brand("SlotRef"))
 export type SlotRef = typeof SlotRef.Type
 
 /**
- * The backend could not tell whether the stack is up: which slot, why, and the
- * underlying error for a person to read.
+ * Why the backend could not tell: the systemd that runs the stack could not
+ * be asked about its units (this host's, or with `pid` the one of the
+ * container whose init is that host process), or a unit name it was given is
+ * not one.
+ *
+ * @since 0.3.0
+ */
+export class SystemdFailed extends Schema.TaggedError<SystemdFailed>()("SystemdFailed", {
+  /** The host pid of the container's init, for the container mode. */
+  pid: Schema.optionalKey(Schema.Number),
+  /** What asking failed with. */
+  cause: Schema.Union([SystemdError, UnitNameError])
+}) {
+  override get message(): string {
+    return this.pid === undefined
+      ? this.cause.message
+      : `the systemd of container process ${this.pid} cannot be asked: ${this.cause.message}`
+  }
+}
+
+/**
+ * Why the backend could not tell: a {@link ContainerResolver} could not say
+ * which container is the slot's (its own state unreadable).
+ *
+ * @since 0.3.0
+ */
+export class ResolverFailed extends Schema.TaggedError<ResolverFailed>()("ResolverFailed", {
+  /** What the resolver could not do, for a person to read. */
+  detail: Schema.String,
+  /** The underlying error, where there is one. */
+  cause: Schema.optionalKey(Schema.Defect())
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * Why the backend could not tell whether the stack is up.
+ *
+ * @since 0.3.0
+ */
+export const IsolationErrorReason = Schema.Union([SystemdFailed, ResolverFailed])
+
+/**
+ * Why the backend could not tell whether the stack is up.
+ *
+ * @since 0.3.0
+ */
+export type IsolationErrorReason = typeof IsolationErrorReason.Type
+
+/**
+ * The backend could not tell whether the stack is up: which slot, and why
+ * (an {@link IsolationErrorReason} that keeps the underlying error).
  *
  * @since 0.1.0
  */
 export class IsolationError extends Schema.TaggedError<IsolationError>()("IsolationError", {
-  slot: Schema.String,
-  reason: Schema.String,
-  cause: Schema.optionalKey(Schema.Defect())
+  reason: IsolationErrorReason,
+  slot: Schema.String
 }) {
   override get message(): string {
-    return `cannot tell whether the node stack of slot ${JSON.stringify(this.slot)} is up: ${this.reason}`
+    return `cannot tell whether the node stack of slot ${JSON.stringify(this.slot)} is up: ${this.reason.message}`
   }
 }
 
@@ -71,10 +121,13 @@ export const IsolationBackend = Context.Service<IsolationBackend>("@hostnode/cor
  *
  * @since 0.1.0
  */
-export const running = (root: SlotRef): Effect.Effect<boolean, IsolationError, IsolationBackend> =>
-  Effect.flatMap(Effect.service(IsolationBackend), (b) => b.running(root)).pipe(
-    Effect.withSpan("running", { attributes: { slot: root } })
-  )
+export const running: (root: SlotRef) => Effect.Effect<boolean, IsolationError, IsolationBackend> = Effect.fn(
+  "IsolationBackend.running"
+)(function* (root: SlotRef) {
+  yield* Effect.annotateCurrentSpan("slot", root)
+  const backend = yield* IsolationBackend
+  return yield* backend.running(root)
+})
 
 /**
  * The units whose activity means the host mode's stack is up, by default.
@@ -108,7 +161,7 @@ export const makeHost = (options?: HostOptions) =>
       running: (root) =>
         Effect.forEach(units, (u) => systemd.isActive(u)).pipe(
           Effect.map((states) => states.every((s) => s === "active")),
-          Effect.mapError((e) => new IsolationError({ slot: root, reason: e.message, cause: e }))
+          Effect.mapError((cause) => new IsolationError({ slot: root, reason: new SystemdFailed({ cause }) }))
         )
     })
   })
@@ -146,8 +199,8 @@ export interface ProcessStat {
  *
  * @since 0.2.0
  */
-export const processStat = (pid: number): Effect.Effect<ProcessStat | undefined, never, FileSystem.FileSystem> =>
-  Effect.gen(function* () {
+export const processStat: (pid: number) => Effect.Effect<ProcessStat | undefined, never, FileSystem.FileSystem> =
+  Effect.fn("IsolationBackend.processStat")(function* (pid: number) {
     const fs = yield* FileSystem.FileSystem
     const text = yield* fs.readFileString(`/proc/${pid}/stat`).pipe(Effect.orElseSucceed(() => ""))
     // `pid (comm) state ppid ...`: comm may hold blanks and parentheses, so fields count from the last `)`.
@@ -156,7 +209,7 @@ export const processStat = (pid: number): Effect.Effect<ProcessStat | undefined,
     if (state === undefined || startTime === undefined || state === "" || state === "Z" || state === "X") {
       return undefined
     }
-    return { pid, state, startTime }
+    return { pid, state, startTime } satisfies ProcessStat
   })
 
 /**
@@ -177,6 +230,12 @@ export type ContainerResolver = (slot: SlotRef) => Effect.Effect<number | undefi
 export interface ContainerOptions {
   /** The slot's container (see {@link ContainerResolver}). */
   readonly resolve: ContainerResolver
+  /**
+   * The systemd of the container whose init is host process `pid`, made for
+   * each question (`NodeContainer` gives `systemctl` through
+   * `nsenter -t <pid> -m -p`, `NodeSystemd.makeCommand` on a wrapped spawner).
+   */
+  readonly systemdOf: (pid: number) => Effect.Effect<Systemd>
   /** The units that must all be active inside the container (default {@link DefaultHostUnits}). */
   readonly units?: ReadonlyArray<string> | undefined
 }
@@ -184,8 +243,8 @@ export interface ContainerOptions {
 /**
  * The backend of the mode that runs the node stack in a container: a slot's
  * stack is up when its container's init is alive and every node unit is
- * active in the container's own systemd (asked with `systemctl` through
- * `nsenter -t <pid> -m -p`, on the spawner in context, which must be this
+ * active in the container's own systemd (asked through `systemdOf(pid)`;
+ * `/proc` is read through the FileSystem in context, which must see this
  * host's). A slot whose container is gone, before the question or while it
  * is asked, is `false`, not an error: that is the answer a caller deciding
  * whether to start it needs. A live container whose systemd cannot be asked
@@ -195,8 +254,7 @@ export interface ContainerOptions {
  */
 export const makeContainer = (options: ContainerOptions) =>
   Effect.gen(function* () {
-    const context = yield* Effect.context<FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner>()
-    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+    const context = yield* Effect.context<FileSystem.FileSystem>()
     const units = options.units ?? DefaultHostUnits
     const running = (slot: SlotRef) =>
       Effect.gen(function* () {
@@ -204,33 +262,23 @@ export const makeContainer = (options: ContainerOptions) =>
         if (pid === undefined) return false
         const before = yield* processStat(pid)
         if (before === undefined) return false
-        const systemd = yield* makeCommand().pipe(
-          Effect.provideService(
-            ChildProcessSpawner.ChildProcessSpawner,
-            HostCommand.wrapSpawner(spawner, HostCommand.nsenterPrefix(pid))
-          )
-        )
+        const systemd = yield* options.systemdOf(pid)
         const states = yield* Effect.result(Effect.forEach(units, (u) => systemd.isActive(u)))
         if (states._tag === "Success") return states.success.every((s) => s === "active")
         // Gone while it was asked (the same process no longer there): not up, not an error.
         const after = yield* processStat(pid)
         if (after === undefined || after.startTime !== before.startTime) return false
-        return yield* new IsolationError({
-          slot,
-          reason: `the systemd of container process ${pid} cannot be asked: ${states.failure.message}`,
-          cause: states.failure
-        })
+        return yield* new IsolationError({ slot, reason: new SystemdFailed({ pid, cause: states.failure }) })
       }).pipe(Effect.provide(context))
     return IsolationBackend.of({ name: "container", running })
   })
 
 /**
  * The container-mode backend as a layer (see {@link makeContainer});
- * requires a FileSystem that sees this host's `/proc` and this host's spawner.
+ * requires a FileSystem that sees this host's `/proc`.
  *
  * @since 0.2.0
  */
 export const layerContainer = (
   options: ContainerOptions
-): Layer.Layer<IsolationBackend, never, FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner> =>
-  Layer.effect(IsolationBackend, makeContainer(options))
+): Layer.Layer<IsolationBackend, never, FileSystem.FileSystem> => Layer.effect(IsolationBackend, makeContainer(options))

@@ -350,7 +350,7 @@ const run = (step: string, command: string, args: ReadonlyArray<string>): Run =>
           command,
           args: [...args],
           exitCode: -1,
-          stderr: e.detail
+          stderr: e.reason.detail
         })
     )
   )

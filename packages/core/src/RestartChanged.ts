@@ -7,7 +7,14 @@
  * @since 0.1.0
  */
 import { Cause, Clock, Context, Duration, Effect, Schema } from "effect"
-import { describeStatus, Systemd, SystemdError, UnitStatusProperties, unitStatusOf } from "./Systemd.ts"
+import {
+  describeStatus,
+  NotSettled as NotSettledReason,
+  Systemd,
+  SystemdError,
+  UnitStatusProperties,
+  unitStatusOf
+} from "./Systemd.ts"
 import * as UnitName from "./UnitName.ts"
 
 /**
@@ -28,22 +35,67 @@ export const ChangedUnit = Schema.Struct({
 export type ChangedUnit = typeof ChangedUnit.Type
 
 /**
+ * Why a restart failed: the restart itself (`Systemd.restart` failed: the
+ * job failed, the unit is missing, systemd did not answer).
+ *
+ * @since 0.3.0
+ */
+export class RestartFailed extends Schema.TaggedError<RestartFailed>()("RestartFailed", {
+  /** What the restart failed with. */
+  cause: Schema.Union([SystemdError, UnitName.UnitNameError])
+}) {
+  override get message(): string {
+    return this.cause.message
+  }
+}
+
+/**
+ * Why a restart failed: the unit was restarted, but it did not stay active
+ * for the settle window (see {@link awaitSettled}), or systemd could not be
+ * asked whether it did.
+ *
+ * @since 0.3.0
+ */
+export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
+  /** What the settle check failed with: a `NotSettled` `SystemdError` when the unit was seen down. */
+  cause: Schema.Union([SystemdError, UnitName.UnitNameError])
+}) {
+  override get message(): string {
+    return this.cause.message
+  }
+}
+
+/**
+ * Why a restart failed.
+ *
+ * @since 0.3.0
+ */
+export const RestartErrorReason = Schema.Union([RestartFailed, NotSettled])
+
+/**
+ * Why a restart failed.
+ *
+ * @since 0.3.0
+ */
+export type RestartErrorReason = typeof RestartErrorReason.Type
+
+/**
  * A restart failed. It names the unit that failed, the units restarted before
  * it (they run the new configuration) and those never tried (they still run
- * the old one), so a caller can tell exactly what state the node is in.
+ * the old one), so a caller can tell exactly what state the node is in; the
+ * reason says whether the restart failed or the unit did not stay up after it.
  *
  * @since 0.1.0
  */
 export class RestartError extends Schema.TaggedError<RestartError>()("RestartError", {
+  reason: RestartErrorReason,
   unit: Schema.String,
   restarted: Schema.Array(Schema.String),
-  notAttempted: Schema.Array(Schema.String),
-  cause: Schema.Defect()
+  notAttempted: Schema.Array(Schema.String)
 }) {
   override get message(): string {
-    const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
     const before = this.restarted.length === 0 ? "none" : this.restarted.join(", ")
-    return `restart of ${this.unit} failed (already restarted: ${before}): ${cause}`
+    return `restart of ${this.unit} failed (already restarted: ${before}): ${this.reason.message}`
   }
 }
 
@@ -66,9 +118,14 @@ export interface Progress {
  *
  * @since 0.2.0
  */
-export class RestartProgress extends Context.Service<RestartProgress, Progress>()(
-  "@hostnode/core/RestartChanged/RestartProgress"
-) {}
+export interface RestartProgress extends Progress {}
+
+/**
+ * The key of the {@link RestartProgress} annotation.
+ *
+ * @since 0.2.0
+ */
+export const RestartProgress = Context.Service<RestartProgress>("@hostnode/core/RestartChanged/RestartProgress")
 
 /**
  * Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`.
@@ -112,11 +169,12 @@ const settlePoll = Duration.millis(100)
  *
  * @since 0.2.0
  */
-export const awaitSettled = (
+export const awaitSettled: (
   unit: string,
   window: Duration.Input
-): Effect.Effect<void, SystemdError | UnitName.UnitNameError, Systemd> =>
-  Effect.gen(function* () {
+) => Effect.Effect<void, SystemdError | UnitName.UnitNameError, Systemd> = Effect.fn("RestartChanged.awaitSettled")(
+  function* (unit: string, window: Duration.Input) {
+    yield* Effect.annotateCurrentSpan("unit", unit)
     const systemd = yield* Systemd
     const span = Duration.fromInputUnsafe(window)
     const look = systemd.show(unit, [...UnitStatusProperties, "ActiveEnterTimestampMonotonic", "NRestarts"])
@@ -128,12 +186,12 @@ export const awaitSettled = (
       const status = unitStatusOf(p)
       const restarts = p.NRestarts !== undefined && p.NRestarts !== first.NRestarts ? `, restarted by systemd` : ""
       return new SystemdError({
-        reason: "NotSettled",
         verb: "restart",
         unit,
-        exitCode: -1,
-        stderr: `${unit} did not stay active for ${Duration.format(span)} after its restart (seen down after ${after} ms${restarts}): ${describeStatus(status)}`,
-        status
+        reason: new NotSettledReason({
+          detail: `${unit} did not stay active for ${Duration.format(span)} after its restart (seen down after ${after} ms${restarts}): ${describeStatus(status)}`,
+          status
+        })
       })
     }
     const start = yield* Clock.currentTimeMillis
@@ -146,7 +204,8 @@ export const awaitSettled = (
       const seen = yield* look
       if (!up(seen)) return yield* notSettled(seen, now - start)
     }
-  }).pipe(Effect.withSpan("RestartChanged.awaitSettled", { attributes: { unit } }))
+  }
+)
 
 /**
  * Restarts, in order, the units whose configuration changed. Does nothing when
@@ -204,43 +263,54 @@ export function restartChanged<E, R>(
 export function restartChanged<E, R>(
   options: Options & { readonly restart?: ((unit: string) => Effect.Effect<void, E, R>) | undefined }
 ): Effect.Effect<void, E | RestartError | UnitName.UnitNameError, R | Systemd> {
-  return Effect.gen(function* () {
-    // Decode first, then act: a bad name in the middle must not leave the
-    // node half-restarted.
-    for (const u of options.units) yield* UnitName.decode(u.unit)
-    if (!options.wasRunning) {
-      yield* Effect.logDebug("node was not running; nothing to restart").pipe(
-        Effect.annotateLogs({ ...options.annotations })
-      )
-      return
-    }
-    const changed = options.units.filter((u) => u.changed).map((u) => u.unit)
-    const own = options.restart
-    const settle = options.settle
-    const restarted: Array<string> = []
-    for (const [i, unit] of changed.entries()) {
-      const progress = (): Progress => ({ unit, restarted: [...restarted], notAttempted: changed.slice(i + 1) })
-      if (own === undefined) {
-        yield* Effect.flatMap(Effect.service(Systemd), (s) =>
-          settle === undefined ? s.restart(unit) : Effect.andThen(s.restart(unit), awaitSettled(unit, settle))
-        ).pipe(Effect.mapError((cause) => new RestartError({ ...progress(), cause })))
-      } else {
-        yield* own(unit).pipe(
-          Effect.catchCause((cause) => {
-            const p = progress()
-            return Effect.logError(
-              `restart of ${unit} failed (already restarted: ${p.restarted.length === 0 ? "none" : p.restarted.join(", ")}; not attempted: ${p.notAttempted.length === 0 ? "none" : p.notAttempted.join(", ")})`
-            ).pipe(
-              Effect.annotateLogs({ ...options.annotations, unit }),
-              Effect.andThen(Effect.failCause(Cause.annotate(cause, Context.make(RestartProgress, p))))
-            )
-          })
+  return run(options) as Effect.Effect<void, E | RestartError | UnitName.UnitNameError, R | Systemd>
+}
+
+// The one implementation behind the overloads of restartChanged.
+const run = Effect.fn("RestartChanged.restartChanged")(function* (
+  options: Options & { readonly restart?: ((unit: string) => Effect.Effect<void, unknown, unknown>) | undefined }
+) {
+  // Decode first, then act: a bad name in the middle must not leave the
+  // node half-restarted.
+  for (const u of options.units) yield* UnitName.decode(u.unit)
+  if (!options.wasRunning) {
+    yield* Effect.logDebug("node was not running; nothing to restart").pipe(
+      Effect.annotateLogs({ ...options.annotations })
+    )
+    return
+  }
+  const changed = options.units.filter((u) => u.changed).map((u) => u.unit)
+  const own = options.restart
+  const settle = options.settle
+  const restarted: Array<string> = []
+  for (const [i, unit] of changed.entries()) {
+    const progress = (): Progress => ({ unit, restarted: [...restarted], notAttempted: changed.slice(i + 1) })
+    if (own === undefined) {
+      const systemd = yield* Systemd
+      yield* systemd
+        .restart(unit)
+        .pipe(Effect.mapError((cause) => new RestartError({ ...progress(), reason: new RestartFailed({ cause }) })))
+      if (settle !== undefined) {
+        yield* awaitSettled(unit, settle).pipe(
+          Effect.mapError((cause) => new RestartError({ ...progress(), reason: new NotSettled({ cause }) }))
         )
       }
-      restarted.push(unit)
-      yield* Effect.logInfo("restarted unit whose configuration changed").pipe(
-        Effect.annotateLogs({ ...options.annotations, unit })
+    } else {
+      yield* own(unit).pipe(
+        Effect.catchCause((cause) => {
+          const p = progress()
+          return Effect.logError(
+            `restart of ${unit} failed (already restarted: ${p.restarted.length === 0 ? "none" : p.restarted.join(", ")}; not attempted: ${p.notAttempted.length === 0 ? "none" : p.notAttempted.join(", ")})`
+          ).pipe(
+            Effect.annotateLogs({ ...options.annotations, unit }),
+            Effect.andThen(Effect.failCause(Cause.annotate(cause, Context.make(RestartProgress, p))))
+          )
+        })
       )
     }
-  }).pipe(Effect.withSpan("RestartChanged.restartChanged"))
-}
+    restarted.push(unit)
+    yield* Effect.logInfo("restarted unit whose configuration changed").pipe(
+      Effect.annotateLogs({ ...options.annotations, unit })
+    )
+  }
+})

@@ -1,16 +1,14 @@
 /**
  * The `Systemd` service: what a node agent asks of the host's service manager.
- * This module holds the contract (interface, key, errors) and `make`, which
- * derives the service from a few primitives, and the implementation that runs
- * `systemctl` through the spawner in context. The D-Bus implementation lives
- * in @hostnode/node (`NodeSystemd.layerDbus`, it needs sockets), the simulated
- * one in @hostnode/test.
+ * This module holds the contract (interface, key, errors, how systemctl's
+ * answers are classified) and `make`, which derives the service from a few
+ * primitives. The implementations live elsewhere: over D-Bus or `systemctl`
+ * in @hostnode/node (`NodeSystemd.layerDbus`, `NodeSystemd.layerCommand`),
+ * the simulated and the recording ones in @hostnode/test.
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Schema } from "effect"
-import type { ChildProcessSpawner } from "effect/process"
-import * as HostCommand from "./HostCommand.ts"
+import { Context, Effect, Schema } from "effect"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
 
@@ -41,30 +39,6 @@ export const Verb = Schema.Literals(["start", "stop", "restart", "reload", "daem
  * @since 0.1.0
  */
 export type Verb = typeof Verb.Type
-
-/**
- * Why a systemd call failed, classified from systemctl's exit code and stderr
- * so callers can act on it (retry a timeout, report a missing unit) without
- * parsing text.
- *
- * @since 0.1.0
- */
-export const SystemdErrorReason = Schema.Literals([
-  "UnitNotFound",
-  "JobFailed",
-  "AccessDenied",
-  "NotBooted",
-  "Timeout",
-  "NotSettled",
-  "Other"
-])
-
-/**
- * Why a systemd call failed.
- *
- * @since 0.1.0
- */
-export type SystemdErrorReason = typeof SystemdErrorReason.Type
 
 /**
  * What systemd reports about a unit after a job failed or the unit did not
@@ -128,36 +102,233 @@ export const describeStatus = (s: UnitStatus): string => {
   return `${s.activeState} (${s.subState})${s.result === "" ? "" : `, result ${s.result}`}, ${main}`
 }
 
+// What a reason tells, in the order the error's message gives it: facts for
+// the parenthesis after the reason's tag, then the text and the unit's status.
+interface Told {
+  readonly exitCode?: number
+  readonly stderr?: string
+  readonly detail?: string
+  readonly jobResult?: string
+  readonly status?: UnitStatus
+}
+
+const factsOf = (r: Told): ReadonlyArray<string> => [
+  ...(r.jobResult === undefined ? [] : [`job ${r.jobResult}`]),
+  ...(r.exitCode === undefined ? [] : [`exit ${r.exitCode}`])
+]
+
+const textOf = (r: Told): string => (r.stderr ?? r.detail ?? "").trim()
+
+const statusOf = (r: Told): string => (r.status === undefined ? "" : `; the unit is ${describeStatus(r.status)}`)
+
+/** A reason's own sentence: its facts, then what was said, then the unit's status. */
+const sentence = (r: Told): string =>
+  `${[factsOf(r).join(", "), textOf(r)].filter((part) => part !== "").join(": ")}${statusOf(r)}`
+
 /**
- * A systemd call that failed: the verb, the unit (empty for daemon-reload),
- * the exit code and the text systemd's client printed, so the person reading
+ * systemd has no such unit (systemctl exits 5, or says "not found" or "not loaded").
+ *
+ * @since 0.3.0
+ */
+export class UnitNotFound extends Schema.TaggedError<UnitNotFound>()("UnitNotFound", {
+  /** systemctl's exit code (over D-Bus: the one systemctl gives for systemd's answer). */
+  exitCode: Schema.Number,
+  /** What systemctl printed on stderr (over D-Bus: the sentence it prints for systemd's answer). */
+  stderr: Schema.String
+}) {
+  override get message(): string {
+    return sentence(this)
+  }
+}
+
+/**
+ * The job ran and failed, or was canceled: the unit's processes failed it,
+ * a dependency did, or a later job replaced it.
+ *
+ * @since 0.3.0
+ */
+export class JobFailed extends Schema.TaggedError<JobFailed>()("JobFailed", {
+  /** systemctl's exit code (over D-Bus: the one systemctl gives for systemd's answer). */
+  exitCode: Schema.Number,
+  /** What systemctl printed on stderr (over D-Bus: the sentence it prints for systemd's answer). */
+  stderr: Schema.String,
+  /** The finished job's result (`failed`, `canceled`, `dependency`, ...); over D-Bus only. */
+  jobResult: Schema.optionalKey(Schema.String),
+  /** The unit's states and how its main process last ended, after the failure; over D-Bus only. */
+  status: Schema.optionalKey(UnitStatus)
+}) {
+  override get message(): string {
+    return sentence(this)
+  }
+}
+
+/**
+ * systemd refused the caller (not root, or polkit said no; systemctl exits 4).
+ *
+ * @since 0.3.0
+ */
+export class AccessDenied extends Schema.TaggedError<AccessDenied>()("AccessDenied", {
+  /** systemctl's exit code (over D-Bus: the one systemctl gives for systemd's answer). */
+  exitCode: Schema.Number,
+  /** What systemctl printed on stderr (over D-Bus: the sentence it prints for systemd's answer). */
+  stderr: Schema.String
+}) {
+  override get message(): string {
+    return sentence(this)
+  }
+}
+
+/**
+ * No systemd answers: the machine was not booted with systemd, or its bus and sockets cannot be reached.
+ *
+ * @since 0.3.0
+ */
+export class NotBooted extends Schema.TaggedError<NotBooted>()("NotBooted", {
+  /** systemctl's exit code (over D-Bus: the one systemctl gives when it cannot connect). */
+  exitCode: Schema.Number,
+  /** What systemctl printed on stderr (over D-Bus: the sentence it prints when it cannot connect). */
+  stderr: Schema.String
+}) {
+  override get message(): string {
+    return sentence(this)
+  }
+}
+
+/**
+ * The call did not finish in time: the caller's limit ran out (then there is
+ * no exit code, and `stderr` says which limit), or systemd's own job timeout
+ * did (systemctl says "timed out").
+ *
+ * @since 0.3.0
+ */
+export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
+  /** systemctl's exit code; absent when the caller's own limit ran out. */
+  exitCode: Schema.optionalKey(Schema.Number),
+  /** What systemctl printed on stderr, or the sentence naming the limit that ran out. */
+  stderr: Schema.String,
+  /** The finished job's result; over D-Bus only. */
+  jobResult: Schema.optionalKey(Schema.String),
+  /** The unit's states after the failure; over D-Bus only. */
+  status: Schema.optionalKey(UnitStatus)
+}) {
+  override get message(): string {
+    return sentence(this)
+  }
+}
+
+/**
+ * A restarted unit did not stay active for the settle window
+ * (`RestartChanged.awaitSettled`): its job succeeded, its program did not
+ * keep running. `status` is what systemd reported when it was seen down.
+ *
+ * @since 0.3.0
+ */
+export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
+  /** How long the unit had to stay up, when it was seen down, whether systemd restarted it. */
+  detail: Schema.String,
+  status: UnitStatus
+}) {
+  override get message(): string {
+    return sentence(this)
+  }
+}
+
+/**
+ * The client could not be run at all (`systemctl` missing, the spawn failed):
+ * nothing reached systemd.
+ *
+ * @since 0.3.0
+ */
+export class CommandUnavailable extends Schema.TaggedError<CommandUnavailable>()("CommandUnavailable", {
+  /** Which command and why it could not run. */
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return sentence(this)
+  }
+}
+
+/**
+ * Any other failure: an answer none of the other reasons matches, or a
+ * connection to systemd that closed before it answered (then there is no exit code).
+ *
+ * @since 0.3.0
+ */
+export class Other extends Schema.TaggedError<Other>()("Other", {
+  /** systemctl's exit code; absent when no client exit code applies (a lost connection). */
+  exitCode: Schema.optionalKey(Schema.Number),
+  /** What systemctl printed on stderr, or the sentence saying what happened. */
+  stderr: Schema.String,
+  /** The finished job's result; over D-Bus only. */
+  jobResult: Schema.optionalKey(Schema.String),
+  /** The unit's states after the failure; over D-Bus only. */
+  status: Schema.optionalKey(UnitStatus)
+}) {
+  override get message(): string {
+    return sentence(this)
+  }
+}
+
+/**
+ * Why a systemd call failed, classified from systemctl's exit code and stderr
+ * (see {@link classify}) so callers can act on it (retry a timeout, report a
+ * missing unit) without parsing text. Each reason carries only what it has.
+ *
+ * @since 0.1.0
+ */
+export const SystemdErrorReason = Schema.Union([
+  UnitNotFound,
+  JobFailed,
+  AccessDenied,
+  NotBooted,
+  Timeout,
+  NotSettled,
+  CommandUnavailable,
+  Other
+])
+
+/**
+ * Why a systemd call failed.
+ *
+ * @since 0.1.0
+ */
+export type SystemdErrorReason = typeof SystemdErrorReason.Type
+
+/**
+ * A systemd call that failed: the verb, the unit (none for daemon-reload)
+ * and why (a {@link SystemdErrorReason}). Where systemd's client answered,
+ * the reason keeps its exit code and what it printed, so the person reading
  * it sees exactly what systemd said. Over `systemctl` those are its exit code
  * and stderr; over D-Bus (`NodeSystemd.layerDbus`) they are the exit code and
  * the sentence systemctl gives for the same answer from systemd, so callers
- * and the CLI treat both alike. `-1` means no client exit code applies (a
- * timeout of ours, a unit that did not settle, a lost connection).
+ * and the CLI treat both alike. Where systemd said more, it is kept on the
+ * reason: the finished job's result (`jobResult`, D-Bus only) and the unit's
+ * states and main process exit after the failure (`status`).
  *
- * Where systemd said more, it is kept: `jobResult` is the finished job's
- * result (`failed`, `timeout`, `canceled`, `dependency`, ...; D-Bus only) and
- * `status` the unit's states and main process exit after the failure.
+ * @example
+ * ```ts
+ * import { Systemd } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A missing unit is not an error here: anything else still is.
+ * const restartIfPresent = (unit: string) =>
+ *   Effect.flatMap(Effect.service(Systemd.Systemd), (s) => s.restart(unit)).pipe(
+ *     Effect.catchReason("SystemdError", "UnitNotFound", () => Effect.void)
+ *   )
+ * ```
  *
  * @since 0.1.0
  */
 export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdError", {
   reason: SystemdErrorReason,
   verb: Verb,
-  unit: Schema.String,
-  exitCode: Schema.Number,
-  stderr: Schema.String,
-  jobResult: Schema.optionalKey(Schema.String),
-  status: Schema.optionalKey(UnitStatus)
+  /** The unit the call was about; absent for daemon-reload. */
+  unit: Schema.optionalKey(Schema.String)
 }) {
   override get message(): string {
-    const what = this.unit === "" ? `systemctl ${this.verb}` : `systemctl ${this.verb} ${this.unit}`
-    const said = this.stderr.trim()
-    const job = this.jobResult === undefined ? "" : `, job ${this.jobResult}`
-    const status = this.status === undefined ? "" : `; the unit is ${describeStatus(this.status)}`
-    return `${what} failed (${this.reason}${job}, exit ${this.exitCode})${said === "" ? "" : `: ${said}`}${status}`
+    const what = this.unit === undefined ? `systemctl ${this.verb}` : `systemctl ${this.verb} ${this.unit}`
+    const said = textOf(this.reason)
+    return `${what} failed (${[this.reason._tag, ...factsOf(this.reason)].join(", ")})${said === "" ? "" : `: ${said}`}${statusOf(this.reason)}`
   }
 }
 
@@ -219,7 +390,7 @@ export const make = (p: Primitives): Systemd => {
       Effect.flatMap((u) => p.job(verb, u)),
       Effect.withSpan(`Systemd.${verb}`, { attributes: { unit } })
     )
-  const show = (unit: string, properties: ReadonlyArray<string>) =>
+  const query = (unit: string, properties: ReadonlyArray<string>) =>
     UnitNameModule.decode(unit).pipe(Effect.flatMap((u) => p.show(u, properties)))
   return Systemd.of({
     start: job("start"),
@@ -228,116 +399,56 @@ export const make = (p: Primitives): Systemd => {
     reload: job("reload"),
     daemonReload: p.daemonReload.pipe(Effect.withSpan("Systemd.daemonReload")),
     isActive: (unit) =>
-      show(unit, ["ActiveState"]).pipe(
+      query(unit, ["ActiveState"]).pipe(
         Effect.map((props) => {
           const state = props.ActiveState
           return Schema.is(ActiveState)(state) ? state : "inactive"
-        })
-      ),
-    show
-  })
-}
-
-/**
- * The reason for a failed systemctl call, from its exit code and stderr.
- * systemctl's exit codes are coarse (1 for most failures, 5 for a missing
- * unit), so the text decides where the code does not.
- *
- * @since 0.1.0
- */
-export const classify = (exitCode: number, stderr: string): SystemdErrorReason => {
-  const t = stderr.toLowerCase()
-  if (exitCode === 5 || t.includes("not found") || t.includes("not loaded")) return "UnitNotFound"
-  if (t.includes("not been booted with systemd") || t.includes("failed to connect to bus")) return "NotBooted"
-  if (t.includes("access denied") || t.includes("interactive authentication required") || exitCode === 4) {
-    return "AccessDenied"
-  }
-  if (t.includes("timed out") || t.includes("timeout")) return "Timeout"
-  if (t.includes("job for") || t.includes("failed because") || t.includes("dependency failed")) return "JobFailed"
-  return "Other"
-}
-
-/**
- * Options of {@link makeCommand}.
- *
- * @since 0.1.0
- */
-export interface CommandOptions {
-  /**
-   * How long one systemctl call may take (default 3 minutes). A job that never
-   * finishes (a unit that never signals readiness) would otherwise block the
-   * agent until systemd's own timeout, if it has one.
-   */
-  readonly timeout?: Duration.Input | undefined
-}
-
-/**
- * The `Systemd` service that runs `systemctl` through the `ChildProcessSpawner`
- * in context: argv arrays, `--` before unit names, stdout, stderr and the exit
- * code read together. Because the spawner comes from context, a spawner
- * wrapped with `nsenter` drives another machine's systemd unchanged.
- *
- * @since 0.1.0
- */
-export const makeCommand = (options?: CommandOptions) =>
-  Effect.gen(function* () {
-    const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner>()
-    const timeout = Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3))
-    const systemctl = (verb: Verb, unit: string, args: ReadonlyArray<string>) =>
-      HostCommand.run("systemctl", args).pipe(
-        Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () =>
-            Effect.fail(
-              new SystemdError({
-                reason: "Timeout",
-                verb,
-                unit,
-                exitCode: -1,
-                stderr: `systemctl did not finish within ${Duration.format(timeout)}`
-              })
-            )
         }),
-        Effect.catchTag("CommandError", (e) =>
-          Effect.fail(new SystemdError({ reason: "Other", verb, unit, exitCode: -1, stderr: e.message }))
-        ),
-        Effect.flatMap((o) =>
-          o.exitCode === 0
-            ? Effect.succeed(o.stdout)
-            : Effect.fail(
-                new SystemdError({
-                  reason: classify(o.exitCode, o.stderr),
-                  verb,
-                  unit,
-                  exitCode: o.exitCode,
-                  stderr: o.stderr
-                })
-              )
-        ),
-        Effect.provide(context)
-      )
-    return make({
-      job: (verb, unit) => Effect.asVoid(systemctl(verb, unit, [verb, "--", unit])),
-      daemonReload: Effect.asVoid(systemctl("daemon-reload", "", ["daemon-reload"])),
-      show: (unit, properties) =>
-        systemctl("show", unit, ["show", `--property=${properties.join(",")}`, "--", unit]).pipe(
-          Effect.map((stdout) => {
-            const out: Record<string, string> = {}
-            for (const line of stdout.split("\n")) {
-              const eq = line.indexOf("=")
-              if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1)
-            }
-            return out
-          })
-        )
-    })
+        Effect.withSpan("Systemd.isActive", { attributes: { unit } })
+      ),
+    show: (unit, properties) => query(unit, properties).pipe(Effect.withSpan("Systemd.show", { attributes: { unit } }))
   })
+}
 
 /**
- * {@link makeCommand} as a layer; requires the spawner the commands run through.
+ * Where a job's failure was reported by systemd over D-Bus: the job's result
+ * and the unit's status then. {@link classify} keeps them on the reasons that
+ * carry them.
+ *
+ * @since 0.3.0
+ */
+export interface JobFacts {
+  readonly jobResult?: string | undefined
+  readonly status?: UnitStatus | undefined
+}
+
+/**
+ * The reason for a failed systemctl call, from its exit code and stderr
+ * (over D-Bus: the exit code and sentence systemctl gives for systemd's
+ * answer). systemctl's exit codes are coarse (1 for most failures, 5 for a
+ * missing unit), so the text decides where the code does not. `job` is kept
+ * on the reasons that can carry it (`JobFailed`, `Timeout`, `Other`).
  *
  * @since 0.1.0
  */
-export const layerCommand = (
-  options?: CommandOptions
-): Layer.Layer<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> => Layer.effect(Systemd, makeCommand(options))
+export const classify = (exitCode: number, stderr: string, job?: JobFacts): SystemdErrorReason => {
+  const t = stderr.toLowerCase()
+  const answer = { exitCode, stderr }
+  const facts = {
+    ...answer,
+    ...(job?.jobResult === undefined ? {} : { jobResult: job.jobResult }),
+    ...(job?.status === undefined ? {} : { status: job.status })
+  }
+  if (exitCode === 5 || t.includes("not found") || t.includes("not loaded")) return new UnitNotFound(answer)
+  if (t.includes("not been booted with systemd") || t.includes("failed to connect to bus")) {
+    return new NotBooted(answer)
+  }
+  if (t.includes("access denied") || t.includes("interactive authentication required") || exitCode === 4) {
+    return new AccessDenied(answer)
+  }
+  if (t.includes("timed out") || t.includes("timeout")) return new Timeout(facts)
+  if (t.includes("job for") || t.includes("failed because") || t.includes("dependency failed")) {
+    return new JobFailed(facts)
+  }
+  return new Other(facts)
+}

@@ -47,7 +47,7 @@ type TaskError<T> = T extends Task<infer E, infer _R> ? E : never
 type TaskContext<T> = T extends Task<infer _E, infer R> ? R : never
 
 /**
- * Runs `tasks` in order, each in a span and log annotation named after it, and
+ * Runs `tasks` in order, each in a `Task.run` span and a log annotation naming it, and
  * stops at the first failure, which becomes a {@link TaskFailed} naming that
  * task. Later tasks do not run: a node half-configured by a failed step is not
  * made worse by the steps that assumed it succeeded.
@@ -64,7 +64,7 @@ export const run = <const Tasks extends ReadonlyArray<Task<unknown, unknown>>>(
         Effect.mapError((cause) => new TaskFailed({ task: task.name, cause })),
         Effect.tap(() => Effect.logDebug("task done")),
         Effect.annotateLogs({ task: task.name }),
-        Effect.withSpan(`Task ${task.name}`)
+        Effect.withSpan("Task.run", { attributes: { task: task.name } })
       ),
     { discard: true }
   ) as Effect.Effect<void, TaskFailed<TaskError<Tasks[number]>>, TaskContext<Tasks[number]>>

@@ -128,12 +128,6 @@ export * as RestartChanged from "./RestartChanged.ts"
  */
 export * as SafeRemove from "./SafeRemove.ts"
 /**
- * A long-lived `sh` that runs short commands one after another, as a ChildProcessSpawner.
- *
- * @since 0.1.0
- */
-export * as ShellSession from "./ShellSession.ts"
-/**
  * The saved copy of the shared configuration: take, restore, discard, recover, and as a scoped resource.
  *
  * @since 0.1.0

@@ -12,6 +12,20 @@ describe("HostCommand", () => {
       const missing = yield* Effect.flip(HostCommand.run("/nonexistent/hostnode-cmd", ["a b"]))
       assert.strictEqual(missing._tag, "CommandError")
       assert.deepStrictEqual(missing.args, ["a b"])
+      // A missing executable is its own reason; catchReason reaches it.
+      assert.strictEqual(missing.reason._tag, "NotFound")
+      const detail = yield* HostCommand.run("/nonexistent/hostnode-cmd", []).pipe(
+        Effect.as(""),
+        Effect.catchReason("CommandError", "NotFound", (reason, error) =>
+          Effect.succeed(`${error.command}: ${reason.detail}`)
+        )
+      )
+      assert.include(detail, "/nonexistent/hostnode-cmd: ")
+      yield* HostCommand.run("true", []).pipe(
+        // @ts-expect-error: CommandError has no reason "Exited"
+        Effect.catchReason("CommandError", "Exited", () => Effect.void),
+        Effect.ignore
+      )
     }).pipe(Effect.provide(NodeServices.layer))
   )
 

@@ -4,7 +4,7 @@
  * stopped on its cause.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { RestartChanged } from "@hostnode/core"
+import { RestartChanged, Systemd } from "@hostnode/core"
 import { Cause, Data, Effect, Exit } from "effect"
 
 class SupervisorError extends Data.TaggedError("SupervisorError")<{ readonly unit: string }> {
@@ -77,6 +77,51 @@ describe("restartChanged with the caller's restart", () => {
         assert.strictEqual(e._tag, "UnitNameError")
         assert.deepStrictEqual(ran, [])
       }
+    })
+  )
+
+  it.effect("catchReason reaches each reason of a RestartError", () =>
+    Effect.gen(function* () {
+      // systemd refuses the kubelet's restart; the others succeed and stay inactive.
+      const systemd = Systemd.make({
+        job: (verb, unit) =>
+          unit === "kubelet.service"
+            ? Effect.fail(
+                new Systemd.SystemdError({
+                  reason: new Systemd.JobFailed({ exitCode: 1, stderr: "Job for kubelet.service failed." }),
+                  verb,
+                  unit
+                })
+              )
+            : Effect.void,
+        daemonReload: Effect.void,
+        show: () => Effect.succeed({ ActiveState: "inactive" })
+      })
+      const failed = yield* RestartChanged.restartChanged({ wasRunning: true, units }).pipe(
+        Effect.as("none"),
+        Effect.catchReason("RestartError", "RestartFailed", (reason, error) =>
+          Effect.succeed(`${error.unit}: ${reason.cause._tag}`)
+        ),
+        Effect.provideService(Systemd.Systemd, systemd)
+      )
+      assert.strictEqual(failed, "kubelet.service: SystemdError")
+      // With a settle window the first unit, restarted but not active, did not settle.
+      const unsettled = yield* RestartChanged.restartChanged({ wasRunning: true, units, settle: "1 second" }).pipe(
+        Effect.as("none"),
+        Effect.catchReason("RestartError", "NotSettled", (reason, error) =>
+          Effect.succeed(
+            `${error.unit}: ${reason.cause._tag === "SystemdError" ? reason.cause.reason._tag : reason.cause._tag}`
+          )
+        ),
+        Effect.provideService(Systemd.Systemd, systemd)
+      )
+      assert.strictEqual(unsettled, "containerd.service: NotSettled")
+      yield* RestartChanged.restartChanged({ wasRunning: true, units }).pipe(
+        // @ts-expect-error: RestartError has no reason "Skipped"
+        Effect.catchReason("RestartError", "Skipped", () => Effect.void),
+        Effect.ignore,
+        Effect.provideService(Systemd.Systemd, systemd)
+      )
     })
   )
 })

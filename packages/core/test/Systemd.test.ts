@@ -55,15 +55,88 @@ describe("Systemd.make", () => {
 
   it("SystemdError says the verb, unit, exit code and systemctl's stderr", () => {
     const e = new Systemd.SystemdError({
-      reason: "UnitNotFound",
+      reason: new Systemd.UnitNotFound({
+        exitCode: 5,
+        stderr: "Failed to restart x.service: Unit x.service not found.\n"
+      }),
       verb: "restart",
-      unit: "x.service",
-      exitCode: 5,
-      stderr: "Failed to restart x.service: Unit x.service not found.\n"
+      unit: "x.service"
     })
     assert.strictEqual(
       e.message,
       "systemctl restart x.service failed (UnitNotFound, exit 5): Failed to restart x.service: Unit x.service not found."
     )
+    // Without a unit (daemon-reload) or a client exit code (our own time limit), the message says neither.
+    const timeout = new Systemd.SystemdError({
+      reason: new Systemd.Timeout({ stderr: "systemctl did not finish within 3m" }),
+      verb: "daemon-reload"
+    })
+    assert.strictEqual(timeout.message, "systemctl daemon-reload failed (Timeout): systemctl did not finish within 3m")
+    // A D-Bus job failure: the job's result and the unit's status after it.
+    const job = new Systemd.SystemdError({
+      reason: Systemd.classify(1, "Job for y.service failed because the control process exited with error code.", {
+        jobResult: "failed",
+        status: { activeState: "failed", subState: "failed", result: "exit-code", execMainCode: 1, execMainStatus: 2 }
+      }),
+      verb: "start",
+      unit: "y.service"
+    })
+    assert.strictEqual(
+      job.message,
+      "systemctl start y.service failed (JobFailed, job failed, exit 1): Job for y.service failed because the control process exited with error code.; the unit is failed (failed), result exit-code, main process exited with status 2"
+    )
   })
+
+  it("classify gives each reason from systemctl's exit code and stderr", () => {
+    const cases: ReadonlyArray<readonly [number, string, Systemd.SystemdErrorReason["_tag"]]> = [
+      [5, "Failed to restart x.service: Unit x.service not found.", "UnitNotFound"],
+      [1, "Failed to stop x.service: Unit x.service not loaded.", "UnitNotFound"],
+      [1, "System has not been booted with systemd as init system (PID 1). Can't operate.", "NotBooted"],
+      [4, "Failed to restart x.service: Access denied", "AccessDenied"],
+      [1, "Job for x.service timed out.", "Timeout"],
+      [1, "Job for x.service failed.", "JobFailed"],
+      [1, "something else", "Other"]
+    ]
+    for (const [exitCode, stderr, tag] of cases) {
+      const reason = Systemd.classify(exitCode, stderr)
+      assert.strictEqual(reason._tag, tag, stderr)
+      assert.strictEqual("exitCode" in reason && reason.exitCode, exitCode, stderr)
+    }
+  })
+
+  it.effect("catchReason reaches each reason", () =>
+    Effect.gen(function* () {
+      const failing = (reason: Systemd.SystemdErrorReason) =>
+        Effect.fail(new Systemd.SystemdError({ reason, verb: "restart", unit: "x.service" }))
+      const notFound = yield* failing(new Systemd.UnitNotFound({ exitCode: 5, stderr: "gone" })).pipe(
+        Effect.catchReason("SystemdError", "UnitNotFound", (reason, error) =>
+          Effect.succeed(`${error.unit} ${reason.exitCode} ${reason.stderr}`)
+        )
+      )
+      assert.strictEqual(notFound, "x.service 5 gone")
+      const spawn = yield* failing(new Systemd.CommandUnavailable({ detail: "no systemctl" })).pipe(
+        Effect.catchReason("SystemdError", "CommandUnavailable", (reason) => Effect.succeed(reason.detail))
+      )
+      assert.strictEqual(spawn, "no systemctl")
+      const settled = yield* failing(
+        new Systemd.NotSettled({
+          detail: "x.service did not stay active",
+          status: { activeState: "failed", subState: "failed", result: "exit-code", execMainCode: 1, execMainStatus: 3 }
+        })
+      ).pipe(Effect.catchReason("SystemdError", "NotSettled", (reason) => Effect.succeed(reason.status.execMainStatus)))
+      assert.strictEqual(settled, 3)
+      // Another reason passes through untouched.
+      const other = yield* Effect.flip(
+        failing(new Systemd.JobFailed({ exitCode: 1, stderr: "Job for x.service failed." })).pipe(
+          Effect.catchReason("SystemdError", "UnitNotFound", () => Effect.succeed("caught"))
+        )
+      )
+      assert.strictEqual(other.reason._tag, "JobFailed")
+      yield* failing(new Systemd.Other({ stderr: "x" })).pipe(
+        // @ts-expect-error: SystemdError has no reason "NoSuchReason"
+        Effect.catchReason("SystemdError", "NoSuchReason", () => Effect.void),
+        Effect.ignore
+      )
+    })
+  )
 })

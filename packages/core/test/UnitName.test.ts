@@ -73,9 +73,63 @@ describe("UnitName", () => {
       const e = yield* Effect.flip(UnitName.decode("kubelet"))
       assert.strictEqual(e._tag, "UnitNameError")
       assert.strictEqual(e.unit, "kubelet")
-      assert.include(e.reason, "no type suffix")
+      assert.strictEqual(e.reason._tag, "NoTypeSuffix")
+      assert.include(e.reason.message, "no type suffix")
       assert.include(e.message, "kubelet")
       assert.strictEqual(yield* UnitName.decode("kubelet.service"), "kubelet.service")
+    })
+  )
+
+  it.effect("each way a name is invalid is its own reason, with the message problem gives", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [string, UnitName.UnitNameErrorReason["_tag"]]> = [
+        ["", "Empty"],
+        [`${"a".repeat(248)}.service`, "TooLong"],
+        ["kubelet", "NoTypeSuffix"],
+        [".service", "NothingBeforeSuffix"],
+        ["kubelet.services", "NotAUnitType"],
+        ["a;b.service", "InvalidCharacter"],
+        ["@x.service", "EmptyTemplateName"]
+      ]
+      for (const [name, tag] of cases) {
+        const e = yield* Effect.flip(UnitName.decode(name))
+        assert.strictEqual(e.reason._tag, tag, JSON.stringify(name))
+        assert.strictEqual(e.reason.message, UnitName.problem(name), JSON.stringify(name))
+        assert.strictEqual(e.message, `invalid unit name ${JSON.stringify(name)}: ${UnitName.problem(name)}`)
+      }
+    })
+  )
+
+  it.effect("catchReason reaches each reason", () =>
+    Effect.gen(function* () {
+      const suffix = yield* UnitName.decode("kubelet.bogus").pipe(
+        Effect.catchReason("UnitNameError", "NotAUnitType", (reason, error) =>
+          Effect.succeed(`${error.unit}: .${reason.suffix}`)
+        )
+      )
+      assert.strictEqual(suffix, "kubelet.bogus: .bogus")
+      const character = yield* UnitName.decode("a;b.service").pipe(
+        Effect.catchReason("UnitNameError", "InvalidCharacter", (reason) => Effect.succeed(reason.character))
+      )
+      assert.strictEqual(character, ";")
+      const length = yield* UnitName.decode(`${"a".repeat(300)}.service`).pipe(
+        Effect.catchReason("UnitNameError", "TooLong", (reason) => Effect.succeed(reason.length))
+      )
+      assert.strictEqual(length, 308)
+      // Another reason passes through untouched.
+      const other = yield* Effect.flip(
+        UnitName.decode("kubelet").pipe(
+          Effect.catchReason("UnitNameError", "NotAUnitType", () =>
+            Effect.succeed("kubelet.service" as UnitName.UnitName)
+          )
+        )
+      )
+      assert.strictEqual(other.reason._tag, "NoTypeSuffix")
+      yield* UnitName.decode("kubelet").pipe(
+        // @ts-expect-error: UnitNameError has no reason "TooShort"
+        Effect.catchReason("UnitNameError", "TooShort", () => Effect.void),
+        Effect.ignore
+      )
     })
   )
 

@@ -34,6 +34,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { HostCommand, HostPath, IsolationBackend } from "@hostnode/core"
 import { Effect, FileSystem, Layer, Schema } from "effect"
+import { ChildProcessSpawner } from "effect/process"
 import * as NodeDirectory from "./NodeDirectory.ts"
 import * as NodeDns from "./NodeDns.ts"
 import * as NodeHashing from "./NodeHashing.ts"
@@ -42,16 +43,80 @@ import * as NodeMounter from "./NodeMounter.ts"
 import * as NodeSystemd from "./NodeSystemd.ts"
 
 /**
- * Why a container could not be composed:
- * - `InvalidPid`: the pid is not a positive integer;
- * - `NotFound`: no such process (or only its zombie): the container is gone;
- * - `NoContainer`: the resolver says the slot has no container now;
- * - `Unreachable`: the process exists but its namespaces cannot be opened
- *   (not root, or a kernel that hides them).
+ * Why a container could not be composed: the pid given (or resolved) is not a
+ * positive integer.
+ *
+ * @since 0.3.0
+ */
+export class InvalidPid extends Schema.TaggedError<InvalidPid>()("InvalidPid", {
+  /** The number given, where it was one (the CLI's `--container` text may not be). */
+  pid: Schema.optionalKey(Schema.Number),
+  /** The slot whose resolver gave it, for a resolver. */
+  slot: Schema.optionalKey(Schema.String),
+  /** What was given instead, for a person to read. */
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * Why a container could not be composed: there is no such process (or only
+ * its zombie): the container is gone.
+ *
+ * @since 0.3.0
+ */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  pid: Schema.Number,
+  /** The slot whose resolver gave the pid, for a resolver. */
+  slot: Schema.optionalKey(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * Why a container could not be composed: the resolver says the slot has no
+ * container now, or could not tell.
+ *
+ * @since 0.3.0
+ */
+export class NoContainer extends Schema.TaggedError<NoContainer>()("NoContainer", {
+  slot: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * Why a container could not be composed: the process exists but its
+ * namespaces cannot be opened (not root, or a kernel that hides them).
+ *
+ * @since 0.3.0
+ */
+export class Unreachable extends Schema.TaggedError<Unreachable>()("Unreachable", {
+  pid: Schema.Number,
+  /** The slot whose resolver gave the pid, for a resolver. */
+  slot: Schema.optionalKey(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * Why a container could not be composed: each reason names the pid and the
+ * slot where it has them, and what was found instead.
  *
  * @since 0.2.0
  */
-export const ContainerErrorReason = Schema.Literals(["InvalidPid", "NotFound", "NoContainer", "Unreachable"])
+export const ContainerErrorReason = Schema.Union([InvalidPid, NotFound, NoContainer, Unreachable])
 
 /**
  * Why a container could not be composed.
@@ -60,27 +125,28 @@ export const ContainerErrorReason = Schema.Literals(["InvalidPid", "NotFound", "
  */
 export type ContainerErrorReason = typeof ContainerErrorReason.Type
 
+/** Who the reason is about, as the message names it. */
+const who = (reason: ContainerErrorReason): string => {
+  const pid = "pid" in reason ? reason.pid : undefined
+  const slot = "slot" in reason ? reason.slot : undefined
+  return pid !== undefined
+    ? `container process ${pid}${slot === undefined ? "" : ` (slot ${JSON.stringify(slot)})`}`
+    : slot !== undefined
+      ? `the container of slot ${JSON.stringify(slot)}`
+      : "the container"
+}
+
 /**
  * The container named could not be composed (see {@link ContainerErrorReason}):
- * nothing has been done in it. It names the pid (and the slot, for a
- * resolver) and what was found instead.
+ * nothing has been done in it.
  *
  * @since 0.2.0
  */
 export class ContainerError extends Schema.TaggedError<ContainerError>()("ContainerError", {
-  reason: ContainerErrorReason,
-  pid: Schema.optionalKey(Schema.Number),
-  slot: Schema.optionalKey(Schema.String),
-  detail: Schema.String
+  reason: ContainerErrorReason
 }) {
   override get message(): string {
-    const who =
-      this.pid !== undefined
-        ? `container process ${this.pid}${this.slot === undefined ? "" : ` (slot ${JSON.stringify(this.slot)})`}`
-        : this.slot !== undefined
-          ? `the container of slot ${JSON.stringify(this.slot)}`
-          : "the container"
-    return `${who}: ${this.reason}: ${this.detail}`
+    return `${who(this.reason)}: ${this.reason._tag}: ${this.reason.message}`
   }
 }
 
@@ -138,12 +204,28 @@ const decodePid = (pid: number, slot?: string) =>
     ? Effect.succeed(pid)
     : Effect.fail(
         new ContainerError({
-          reason: "InvalidPid",
-          pid,
-          ...(slot === undefined ? {} : { slot }),
-          detail: "a pid is a positive integer"
+          reason: new InvalidPid({
+            pid,
+            ...(slot === undefined ? {} : { slot }),
+            detail: "a pid is a positive integer"
+          })
         })
       )
+
+/** The pid the resolver of `target` gives for its slot; none now is a `NoContainer`. */
+const resolved = (target: Exclude<Target, number>) =>
+  target.resolve(IsolationBackend.SlotRef.make(target.slot)).pipe(
+    Effect.mapError((e) => new ContainerError({ reason: new NoContainer({ slot: target.slot, detail: e.message }) })),
+    Effect.flatMap((pid) =>
+      pid === undefined
+        ? Effect.fail(
+            new ContainerError({
+              reason: new NoContainer({ slot: target.slot, detail: "the resolver finds no container for the slot" })
+            })
+          )
+        : Effect.succeed(pid)
+    )
+  )
 
 /**
  * The container's init, checked: alive (not a zombie) and its mount
@@ -154,40 +236,23 @@ const inspect = (target: Target) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const slot = typeof target === "number" ? undefined : target.slot
-    const given =
-      typeof target === "number"
-        ? target
-        : yield* target
-            .resolve(IsolationBackend.SlotRef.make(target.slot))
-            .pipe(
-              Effect.mapError(
-                (e) => new ContainerError({ reason: "NoContainer", slot: target.slot, detail: e.message })
-              )
-            )
-    if (given === undefined) {
-      return yield* new ContainerError({
-        reason: "NoContainer",
-        slot: slot ?? "",
-        detail: "the resolver finds no container for the slot"
-      })
-    }
+    const given = typeof target === "number" ? target : yield* resolved(target)
     const pid = yield* decodePid(given, slot)
     const stat = yield* IsolationBackend.processStat(pid)
     const facts = { pid, ...(slot === undefined ? {} : { slot }) }
     if (stat === undefined) {
       return yield* new ContainerError({
-        reason: "NotFound",
-        ...facts,
-        detail: "no such process (the container is gone)"
+        reason: new NotFound({ ...facts, detail: "no such process (the container is gone)" })
       })
     }
     yield* fs.readLink(`/proc/${pid}/ns/mnt`).pipe(
       Effect.mapError(
         (e) =>
           new ContainerError({
-            reason: "Unreachable",
-            ...facts,
-            detail: `its mount namespace cannot be opened (run as root): ${e.message}`
+            reason: new Unreachable({
+              ...facts,
+              detail: `its mount namespace cannot be opened (run as root): ${e.message}`
+            })
           })
       )
     )
@@ -235,7 +300,16 @@ export const layer = (target: Target, options?: Options): Layer.Layer<Services, 
                 now !== undefined && now.startTime === stat.startTime ? pid : undefined
               ).pipe(Effect.provide(NodeServices.layer))
           : target.resolve
-      const backend = IsolationBackend.layerContainer({ resolve, units: options?.units })
+      // The container's systemd, asked with systemctl through `nsenter -t <pid> -m -p` on this host's spawner.
+      const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+      const systemdOf = (pid: number) =>
+        NodeSystemd.makeCommand().pipe(
+          Effect.provideService(
+            ChildProcessSpawner.ChildProcessSpawner,
+            HostCommand.wrapSpawner(spawner, HostCommand.nsenterPrefix(pid))
+          )
+        )
+      const backend = IsolationBackend.layerContainer({ resolve, systemdOf, units: options?.units })
       const services = Layer.mergeAll(
         mounter,
         directories,

@@ -2,37 +2,115 @@
  * The real `Systemd`, two ways. Over D-Bus (`layerDbus`, `layerDbusIn`):
  * calls go straight to systemd's manager on one connection kept for the
  * layer's lifetime, and a restart's outcome is its job's result from systemd
- * itself. Over `systemctl` run through the spawner (see `Systemd.makeCommand`
- * in @hostnode/core for how calls and errors work): `layer` drives this
- * host's systemd, `layerIn(pid)` the systemd of another machine (a container,
- * a test machine) through `nsenter`, and the `Session` variants run every
- * `systemctl` in one long-lived shell (`ShellSession` in @hostnode/core)
+ * itself. Over `systemctl` run through the spawner in context
+ * (`layerCommand`, see {@link makeCommand} for how calls and errors work):
+ * `layer` drives this host's systemd, `layerIn(pid)` the systemd of another
+ * machine (a container, a test machine) through `nsenter`, and the `Session`
+ * variants run every `systemctl` in one long-lived shell (`ShellSession`)
  * instead of a process spawned per call. `layerWithFallback` is D-Bus where a
  * socket answers and `systemctl` elsewhere.
  *
  * @since 0.1.0
  */
 import { NodeServices } from "@effect/platform-node"
-import { HostCommand, ShellSession, Systemd } from "@hostnode/core"
+import { HostCommand, Systemd } from "@hostnode/core"
 import { Duration, Effect, Layer } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
 import type * as DbusConnection from "./internal/DbusConnection.ts"
 import * as SystemdDbus from "./internal/SystemdDbus.ts"
+import * as ShellSession from "./ShellSession.ts"
+
+/**
+ * Options of {@link makeCommand} (and every layer over `systemctl`).
+ *
+ * @since 0.3.0
+ */
+export interface CommandOptions {
+  /**
+   * How long one systemctl call may take (default 3 minutes). A job that never
+   * finishes (a unit that never signals readiness) would otherwise block the
+   * agent until systemd's own timeout, if it has one.
+   */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/** `systemctl show`'s `Key=value` lines, by key. */
+const parseShow = (stdout: string): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const line of stdout.split("\n")) {
+    const eq = line.indexOf("=")
+    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1)
+  }
+  return out
+}
+
+/**
+ * The `Systemd` service that runs `systemctl` through the `ChildProcessSpawner`
+ * in context: argv arrays, `--` before unit names, stdout, stderr and the exit
+ * code read together, a non-zero exit classified with `Systemd.classify`, a
+ * `systemctl` that cannot be run at all a `CommandUnavailable` reason. Because
+ * the spawner comes from context, a spawner wrapped with `nsenter` drives
+ * another machine's systemd unchanged (moved here from `Systemd.makeCommand`
+ * in @hostnode/core).
+ *
+ * @since 0.3.0
+ */
+export const makeCommand = (
+  options?: CommandOptions
+): Effect.Effect<Systemd.Systemd, never, ChildProcessSpawner.ChildProcessSpawner> =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner>()
+    const timeout = Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3))
+    const systemctl = (verb: Systemd.Verb, unit: string | undefined, args: ReadonlyArray<string>) => {
+      const fail = (reason: Systemd.SystemdErrorReason) =>
+        Effect.fail(new Systemd.SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) }))
+      return HostCommand.run("systemctl", args).pipe(
+        Effect.timeoutOrElse({
+          duration: timeout,
+          orElse: () =>
+            fail(new Systemd.Timeout({ stderr: `systemctl did not finish within ${Duration.format(timeout)}` }))
+        }),
+        Effect.catchTag("CommandError", (e) => fail(new Systemd.CommandUnavailable({ detail: e.message }))),
+        Effect.flatMap((o) =>
+          o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(Systemd.classify(o.exitCode, o.stderr))
+        ),
+        Effect.provide(context)
+      )
+    }
+    return Systemd.make({
+      job: (verb, unit) => Effect.asVoid(systemctl(verb, unit, [verb, "--", unit])),
+      daemonReload: Effect.asVoid(systemctl("daemon-reload", undefined, ["daemon-reload"])),
+      show: (unit, properties) =>
+        systemctl("show", unit, ["show", `--property=${properties.join(",")}`, "--", unit]).pipe(Effect.map(parseShow))
+    })
+  })
+
+/**
+ * {@link makeCommand} as a layer; requires the spawner the commands run through
+ * (as `NodeMounter.layerCommand` does for `umount`).
+ *
+ * @since 0.3.0
+ */
+export const layerCommand = (
+  options?: CommandOptions
+): Layer.Layer<Systemd.Systemd, never, ChildProcessSpawner.ChildProcessSpawner> =>
+  Layer.effect(Systemd.Systemd, makeCommand(options))
 
 /**
  * This host's systemd.
  *
  * @since 0.1.0
  */
-export const layer = (options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  Systemd.layerCommand(options).pipe(Layer.provide(NodeServices.layer))
+export const layer = (options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
+  layerCommand(options).pipe(Layer.provide(NodeServices.layer))
 
 /**
  * The systemd whose PID 1 is host process `pid`, reached with `nsenter -t pid -m -p`.
  *
  * @since 0.1.0
  */
-export const layerIn = (pid: number, options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  Systemd.layerCommand(options).pipe(Layer.provide(HostCommand.layerNsenter(pid)), Layer.provide(NodeServices.layer))
+export const layerIn = (pid: number, options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
+  layerCommand(options).pipe(Layer.provide(HostCommand.layerNsenter(pid)), Layer.provide(NodeServices.layer))
 
 /**
  * This host's systemd, every `systemctl` run by one shell kept for the
@@ -40,8 +118,8 @@ export const layerIn = (pid: number, options?: Systemd.CommandOptions): Layer.La
  *
  * @since 0.1.0
  */
-export const layerSession = (options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  Systemd.layerCommand(options).pipe(Layer.provide(ShellSession.layer), Layer.provide(NodeServices.layer))
+export const layerSession = (options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
+  layerCommand(options).pipe(Layer.provide(ShellSession.layer), Layer.provide(NodeServices.layer))
 
 /**
  * The systemd whose PID 1 is host process `pid`, every `systemctl` run by
@@ -50,8 +128,8 @@ export const layerSession = (options?: Systemd.CommandOptions): Layer.Layer<Syst
  *
  * @since 0.1.0
  */
-export const layerSessionIn = (pid: number, options?: Systemd.CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  Systemd.layerCommand(options).pipe(
+export const layerSessionIn = (pid: number, options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
+  layerCommand(options).pipe(
     Layer.provide(ShellSession.layer),
     Layer.provide(HostCommand.layerNsenter(pid)),
     Layer.provide(NodeServices.layer)
@@ -125,7 +203,7 @@ export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Sys
  *
  * @since 0.2.0
  */
-export interface FallbackOptions extends DbusOptions, Systemd.CommandOptions {
+export interface FallbackOptions extends DbusOptions, CommandOptions {
   /** The host pid of another machine's systemd (as for {@link layerDbusIn} and {@link layerIn}); default this host's. */
   readonly pid?: number | undefined
 }
@@ -144,7 +222,7 @@ export const layerWithFallback = (options?: FallbackOptions): Layer.Layer<System
       Layer.unwrap(
         Effect.as(
           Effect.logDebug("systemd's D-Bus sockets do not answer; using systemctl").pipe(
-            Effect.annotateLogs({ reason: e.stderr })
+            Effect.annotateLogs({ reason: "stderr" in e.reason ? e.reason.stderr : e.reason.message })
           ),
           pid === undefined ? layer(options) : layerIn(pid, options)
         )

@@ -46,3 +46,9 @@ export * as NodeMounter from "./NodeMounter.ts"
  * @since 0.1.0
  */
 export * as NodeSystemd from "./NodeSystemd.ts"
+/**
+ * A long-lived `sh` that runs short commands one after another, as a ChildProcessSpawner (moved from @hostnode/core).
+ *
+ * @since 0.3.0
+ */
+export * as ShellSession from "./ShellSession.ts"

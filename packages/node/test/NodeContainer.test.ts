@@ -354,17 +354,17 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
         const build = (target: NodeContainer.Target) =>
           Effect.flip(Effect.scoped(Layer.build(NodeContainer.layer(target))))
         const invalid = yield* build(-4)
-        assert.strictEqual(invalid.reason, "InvalidPid")
+        assert.strictEqual(invalid.reason._tag, "InvalidPid")
         const { handle, pid } = yield* container
         yield* handle.kill({ killSignal: "SIGKILL" })
         yield* handle.exitCode.pipe(Effect.ignore)
         const gone = yield* build(pid)
-        assert.strictEqual(gone.reason, "NotFound")
-        assert.strictEqual(gone.pid, pid)
+        assert.strictEqual(gone.reason._tag, "NotFound")
+        assert.strictEqual(gone.reason._tag === "NotFound" && gone.reason.pid, pid)
         assert.include(gone.message, String(pid))
         const none = yield* build({ slot: "b", resolve: () => Effect.succeed(undefined) })
-        assert.strictEqual(none.reason, "NoContainer")
-        assert.strictEqual(none.slot, "b")
+        assert.strictEqual(none.reason._tag, "NoContainer")
+        assert.strictEqual(none.reason._tag === "NoContainer" && none.reason.slot, "b")
       }).pipe(Effect.scoped, Effect.provide(NodeServices.layer))
     )
 

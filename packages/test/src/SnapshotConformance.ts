@@ -316,11 +316,8 @@ export const recordingSystemd = Effect.gen(function* () {
       f
         ? Effect.fail(
             new Systemd.SystemdError({
-              reason: "Other",
-              verb: "daemon-reload",
-              unit: "",
-              exitCode: 1,
-              stderr: "injected failure"
+              reason: new Systemd.Other({ exitCode: 1, stderr: "injected failure" }),
+              verb: "daemon-reload"
             })
           )
         : Ref.update(calls, (xs) => [...xs, "daemon-reload"])

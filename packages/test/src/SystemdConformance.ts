@@ -130,11 +130,12 @@ export const suite = <R>(
         const e = yield* Effect.flip(systemd.start(u))
         assert.strictEqual(e._tag, "SystemdError")
         if (e._tag !== "SystemdError") return
-        assert.strictEqual(e.reason, "JobFailed")
+        assert.strictEqual(e.reason._tag, "JobFailed")
+        if (e.reason._tag !== "JobFailed") return
         assert.strictEqual(e.verb, "start")
         assert.strictEqual(e.unit, u)
-        assert.strictEqual(e.exitCode, 1)
-        assert.include(e.stderr, `Job for ${u} failed`)
+        assert.strictEqual(e.reason.exitCode, 1)
+        assert.include(e.reason.stderr, `Job for ${u} failed`)
         assert.strictEqual(yield* systemd.isActive(u), "failed")
       })
     )
@@ -146,9 +147,10 @@ export const suite = <R>(
         const e = yield* Effect.flip(systemd.restart(u))
         assert.strictEqual(e._tag, "SystemdError")
         if (e._tag !== "SystemdError") return
-        assert.strictEqual(e.reason, "UnitNotFound")
-        assert.strictEqual(e.exitCode, 5)
-        assert.strictEqual(e.stderr.trim(), `Failed to restart ${u}: Unit ${u} not found.`)
+        assert.strictEqual(e.reason._tag, "UnitNotFound")
+        if (e.reason._tag !== "UnitNotFound") return
+        assert.strictEqual(e.reason.exitCode, 5)
+        assert.strictEqual(e.reason.stderr.trim(), `Failed to restart ${u}: Unit ${u} not found.`)
         assert.strictEqual(yield* systemd.isActive(u), "inactive")
       })
     )
@@ -268,10 +270,14 @@ export const suite = <R>(
           assert.strictEqual(e.unit, dies)
           assert.deepStrictEqual(e.restarted, [a])
           assert.deepStrictEqual(e.notAttempted, [c])
-          const cause = e.cause as Systemd.SystemdError
-          assert.strictEqual(cause.reason, "NotSettled")
+          assert.strictEqual(e.reason._tag, "NotSettled")
+          const cause = e.reason.cause
+          assert.strictEqual(cause._tag, "SystemdError")
+          if (cause._tag !== "SystemdError") return
+          assert.strictEqual(cause.reason._tag, "NotSettled")
+          if (cause.reason._tag !== "NotSettled") return
           assert.strictEqual(cause.unit, dies)
-          assert.deepStrictEqual(cause.status, {
+          assert.deepStrictEqual(cause.reason.status, {
             activeState: "failed",
             subState: "failed",
             result: "exit-code",

@@ -84,7 +84,7 @@ describe("RecordingSystemd", () => {
     Effect.gen(function* () {
       const systemd = yield* Systemd.Systemd
       const error = yield* Effect.flip(systemd.start("missing.service"))
-      assert.strictEqual(error._tag === "SystemdError" && error.reason, "UnitNotFound")
+      assert.strictEqual(error._tag === "SystemdError" && error.reason._tag, "UnitNotFound")
       assert.isDefined(yield* MemorySystemd.MemorySystemd)
     }).pipe(Effect.provide(MemoryNode.layer()))
   )

@@ -238,21 +238,32 @@ const exitCodeOf = (errorName: string): number => {
   }
 }
 
-const callFailed = (verb: Systemd.Verb, unit: string, e: DbusConnection.CallError): Systemd.SystemdError => {
+/** The error of a call on `unit` (none for daemon-reload, or the connection made when the layer is built). */
+const systemdError = (verb: Systemd.Verb, unit: string | undefined, reason: Systemd.SystemdErrorReason) =>
+  new Systemd.SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) })
+
+const callFailed = (
+  verb: Systemd.Verb,
+  unit: string | undefined,
+  e: DbusConnection.CallError
+): Systemd.SystemdError => {
   const what = verb === "daemon-reload" ? "reload daemon" : verb === "show" ? "get properties" : `${verb} ${unit}`
   const exitCode = exitCodeOf(e.name)
-  const stderr = `Failed to ${what}: ${e.text}`
-  return new Systemd.SystemdError({ reason: Systemd.classify(exitCode, stderr), verb, unit, exitCode, stderr })
+  return systemdError(verb, unit, Systemd.classify(exitCode, `Failed to ${what}: ${e.text}`))
 }
 
-const disconnected = (verb: Systemd.Verb, unit: string, e: DbusConnection.Disconnected): Systemd.SystemdError =>
-  new Systemd.SystemdError({
-    reason: "Other",
+const disconnected = (
+  verb: Systemd.Verb,
+  unit: string | undefined,
+  e: DbusConnection.Disconnected
+): Systemd.SystemdError =>
+  systemdError(
     verb,
     unit,
-    exitCode: -1,
-    stderr: `the connection to systemd closed before it answered ${e.member}, twice (${e.reason})`
-  })
+    new Systemd.Other({
+      stderr: `the connection to systemd closed before it answered ${e.member}, twice (${e.reason})`
+    })
+  )
 
 const serviceExplanations: Readonly<Record<string, string>> = {
   resources: "of unavailable resources or another system error",
@@ -358,14 +369,16 @@ interface Session {
   readonly scope: Scope.Closeable
 }
 
-const connectError = (verb: Systemd.Verb, unit: string, e: DbusConnection.ConnectError): Systemd.SystemdError =>
-  new Systemd.SystemdError({
-    reason: "NotBooted",
+const connectError = (
+  verb: Systemd.Verb,
+  unit: string | undefined,
+  e: DbusConnection.ConnectError
+): Systemd.SystemdError =>
+  systemdError(
     verb,
     unit,
-    exitCode: 1,
-    stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}`
-  })
+    new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}` })
+  )
 
 // On a bus systemd sends its signals only to subscribed clients, and the bus
 // delivers them only to matching ones; on its private socket it sends them to
@@ -466,7 +479,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     // nothing), and whether systemd received the first is unknown.
     const withSession = <A>(
       verb: Systemd.Verb,
-      unit: string,
+      unit: string | undefined,
       f: (s: Session) => Effect.Effect<A, Systemd.SystemdError | DbusConnection.Disconnected>
     ): Effect.Effect<A, Systemd.SystemdError> =>
       Effect.flatMap(session, f).pipe(
@@ -477,18 +490,18 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
           duration: options.timeout,
           orElse: () =>
             Effect.fail(
-              new Systemd.SystemdError({
-                reason: "Timeout",
+              systemdError(
                 verb,
                 unit,
-                exitCode: -1,
-                stderr: `systemd did not finish ${verb}${unit === "" ? "" : ` of ${unit}`} within ${Duration.format(options.timeout)}`
-              })
+                new Systemd.Timeout({
+                  stderr: `systemd did not finish ${verb}${unit === undefined ? "" : ` of ${unit}`} within ${Duration.format(options.timeout)}`
+                })
+              )
             )
         })
       )
 
-    const call = (verb: Systemd.Verb, unit: string, s: Session, c: DbusConnection.Call) =>
+    const call = (verb: Systemd.Verb, unit: string | undefined, s: Session, c: DbusConnection.Call) =>
       s.connection
         .call({ destination: Destination, ...c })
         .pipe(Effect.catchTag("CallError", (e) => Effect.fail(callFailed(verb, unit, e))))
@@ -579,26 +592,18 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
               const props = yield* read(verb, unit, Systemd.UnitStatusProperties, s)
               const status = Systemd.unitStatusOf(props)
               const stderr = jobFailedText(unit, result, status.result)
-              return yield* new Systemd.SystemdError({
-                reason: Systemd.classify(1, stderr),
-                verb,
-                unit,
-                exitCode: 1,
-                stderr,
-                jobResult: result,
-                status
-              })
+              return yield* systemdError(verb, unit, Systemd.classify(1, stderr, { jobResult: result, status }))
             }),
           (release) => Effect.sync(release)
         )
       ).pipe(Effect.annotateLogs({ unit }))
 
-    yield* Effect.mapError(session, (e) => connectError("show", "", e))
+    yield* Effect.mapError(session, (e) => connectError("show", undefined, e))
     return {
       job,
-      daemonReload: withSession("daemon-reload", "", (s) =>
+      daemonReload: withSession("daemon-reload", undefined, (s) =>
         Effect.asVoid(
-          call("daemon-reload", "", s, { path: ManagerPath, interface: ManagerInterface, member: "Reload" })
+          call("daemon-reload", undefined, s, { path: ManagerPath, interface: ManagerInterface, member: "Reload" })
         )
       ),
       show: (unit, properties) => withSession("show", unit, (s) => read("show", unit, properties, s))

@@ -110,7 +110,7 @@ export const commandMounter = Effect.fnUntraced(function* (options: CommandOptio
       const args = [...(opts.lazy ? ["-l"] : []), "-c", "--", ...part]
       const result = yield* Effect.result(HostCommand.run("umount", args))
       if (result._tag === "Failure") {
-        spawnFailure ??= result.failure.detail
+        spawnFailure ??= result.failure.reason.detail
         continue
       }
       for (const line of result.success.stderr.split("\n")) {

@@ -97,7 +97,7 @@ export const namespaceMounter = Effect.fnUntraced(function* (c: Libc, pid: numbe
           )
           if (!opts.lazy) for (const { fd } of part) c.close(fd)
           const r = yield* Effect.result(runHelper(args, opts.lazy))
-          if (r._tag === "Failure") spawnFailure ??= r.failure.detail
+          if (r._tag === "Failure") spawnFailure ??= r.failure.reason.detail
           else stderr.push(r.success.stderr)
         }
       }).pipe(

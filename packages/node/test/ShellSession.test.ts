@@ -6,7 +6,8 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { HostCommand, ShellSession } from "@hostnode/core"
+import { HostCommand } from "@hostnode/core"
+import { ShellSession } from "@hostnode/node"
 import { Duration, Effect, Layer, Ref, Schema } from "effect"
 import { ChildProcessSpawner } from "effect/process"
 
@@ -124,7 +125,7 @@ describe("ShellSession", () => {
         const { session } = yield* counted
         const failed = yield* Effect.flip(run("sh", ["-c", "kill -9 $PPID; sleep 5"]).pipe(Effect.provide(session)))
         assert.strictEqual(failed._tag, "CommandError")
-        assert.include(failed.detail, "exited")
+        assert.include(failed.reason.detail, "exited")
         assert.strictEqual((yield* run("echo", ["again"]).pipe(Effect.provide(session))).stdout, "again\n")
       })
     )

@@ -11,9 +11,10 @@
  * inside another machine. Commands run one at a time; a command's stdin is
  * `/dev/null` and its output is read as UTF-8 text. A shell that exits or a
  * command abandoned before it finished (interrupted, timed out) ends the
- * session; the next command starts a new shell.
+ * session; the next command starts a new shell. `NodeSystemd.layerSession`
+ * and `layerSessionIn` run `systemctl` through it.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
 import { type Cause, Deferred, Effect, Exit, Layer, Queue, Random, Scope, Semaphore, Sink, Stream } from "effect"
 import * as PlatformError from "effect/PlatformError"
@@ -22,7 +23,7 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
 /**
  * One word for `sh`: single-quoted, where nothing is special but the quote itself.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
 export const quote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`
 
@@ -32,7 +33,7 @@ export const quote = (word: string): string => `'${word.replaceAll("'", `'\\''`)
  * marker starts with a newline, so it is found even after output without a
  * final newline, and that newline is not part of the output.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
 export const script = (nonce: string, command: string, args: ReadonlyArray<string>): string =>
   `${[command, ...args].map(quote).join(" ")} </dev/null; printf '\\n%s %d\\n' '${nonce}' "$?"; printf '\\n%s\\n' '${nonce}' >&2\n`
@@ -75,7 +76,7 @@ const isPlain = (command: ChildProcess.Command): command is ChildProcess.Standar
  * Makes the session spawner over the spawner in context; the shell started
  * last is ended when the scope closes.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
 export const make: Effect.Effect<
   ChildProcessSpawner.ChildProcessSpawner["Service"],
@@ -213,7 +214,7 @@ export const make: Effect.Effect<
 /**
  * The session spawner as a layer over the spawner in context (see {@link make}).
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
 export const layer: Layer.Layer<
   ChildProcessSpawner.ChildProcessSpawner,
