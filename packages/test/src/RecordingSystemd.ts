@@ -54,7 +54,14 @@ export interface Service {
  *
  * @since 0.2.0
  */
-export class RecordingSystemd extends Context.Service<RecordingSystemd, Service>()("@hostnode/test/RecordingSystemd") {}
+export const RecordingSystemd = Context.Service<RecordingSystemd>("@hostnode/test/RecordingSystemd")
+
+/**
+ * The recorder, as the key {@link RecordingSystemd} holds it.
+ *
+ * @since 0.2.0
+ */
+export interface RecordingSystemd extends Service {}
 
 /**
  * A new recorder and the `Systemd` that feeds it, sharing one state; each run of `make` is independent.

@@ -149,116 +149,115 @@ export interface BootOptions {
  *
  * @since 0.2.0
  */
-export const bootWith = (
+export const bootWith: (
   options?: BootOptions
-): Effect.Effect<
+) => Effect.Effect<
   SystemdMachine,
   SystemdMachineError,
   Scope.Scope | ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem
-> =>
-  Effect.gen(function* () {
-    const fs = yield* FileSystem.FileSystem
-    const base = yield* fs
-      .makeTempDirectoryScoped({ prefix: "hostnode-systemd-" })
-      .pipe(Effect.mapError((e) => new SystemdMachineError(e.message)))
-    const token = `${process.pid}-${base.slice(base.lastIndexOf("-") + 1)}`
-    const cgroups = ["systemd", "unified"].map((h) => `/sys/fs/cgroup/${h}/hostnode-${token}`)
-    const started = yield* Clock.currentTimeMillis
-    const stderr: Array<string> = []
-    const childOf = (pid: number) =>
-      fs.readFileString(`/proc/${pid}/task/${pid}/children`).pipe(
-        Effect.map((text) => Number.parseInt(text.trim().split(" ")[0] ?? "", 10)),
-        Effect.orElseSucceed(() => Number.NaN)
-      )
-    const removeCgroups = Effect.gen(function* () {
-      const dirs: Array<string> = []
-      for (const root of cgroups) {
-        const below = yield* fs.readDirectory(root, { recursive: true }).pipe(Effect.orElseSucceed(() => []))
-        for (const rel of below) dirs.push(`${root}/${rel}`)
-        dirs.push(root)
-      }
-      const existing = yield* Effect.filter(dirs, (d) =>
-        fs.stat(d).pipe(
-          Effect.map((i) => i.type === "Directory"),
-          Effect.orElseSucceed(() => false)
-        )
-      )
-      // Deepest first: a cgroup can only be removed once it has no children.
-      existing.sort((a, b) => b.split("/").length - a.split("/").length)
-      if (existing.length === 0) return
-      const r = yield* HostCommand.run("rmdir", ["--", ...existing]).pipe(Effect.orElseSucceed(() => ({ exitCode: 1 })))
-      if (r.exitCode !== 0) return yield* Effect.fail("cgroups busy")
-    }).pipe(Effect.retry({ schedule: retrying, times: 100 }), Effect.ignore)
-
-    const handle = yield* Effect.acquireRelease(
-      ChildProcess.make(
-        "sh",
-        [
-          "-c",
-          outerScript,
-          "sh",
-          base,
-          token,
-          innerScript,
-          visibleCheckout(),
-          options?.network === "private" ? "--net" : ""
-        ],
-        {
-          stdout: "ignore",
-          stderr: "pipe"
-        }
-      ).pipe(Effect.mapError((e) => new SystemdMachineError(`cannot start the boot script: ${e.message}`))),
-      (h) =>
-        Effect.gen(function* () {
-          const pid = yield* childOf(h.pid)
-          if (!Number.isNaN(pid)) yield* kill(pid)
-          yield* kill(h.pid)
-          yield* h.exitCode.pipe(Effect.timeout(Duration.seconds(10)), Effect.ignore)
-          yield* removeCgroups
-        })
+> = Effect.fn("SystemdMachine.bootWith")(function* (options?: BootOptions) {
+  const fs = yield* FileSystem.FileSystem
+  const base = yield* fs
+    .makeTempDirectoryScoped({ prefix: "hostnode-systemd-" })
+    .pipe(Effect.mapError((e) => new SystemdMachineError(e.message)))
+  const token = `${process.pid}-${base.slice(base.lastIndexOf("-") + 1)}`
+  const cgroups = ["systemd", "unified"].map((h) => `/sys/fs/cgroup/${h}/hostnode-${token}`)
+  const started = yield* Clock.currentTimeMillis
+  const stderr: Array<string> = []
+  const childOf = (pid: number) =>
+    fs.readFileString(`/proc/${pid}/task/${pid}/children`).pipe(
+      Effect.map((text) => Number.parseInt(text.trim().split(" ")[0] ?? "", 10)),
+      Effect.orElseSucceed(() => Number.NaN)
     )
-    yield* handle.stderr.pipe(
-      Stream.decodeText(),
-      Stream.runForEach((chunk) => Effect.sync(() => stderr.push(chunk))),
-      Effect.forkScoped
-    )
-    const failed = (why: string) =>
-      new SystemdMachineError(
-        `test systemd did not boot: ${why}${stderr.length > 0 ? `; boot script said: ${stderr.join("").trim()}` : ""}`
-      )
-    // The boot script forks helpers (mkdir) before it execs unshare, so a child
-    // counts only once it is systemd itself.
-    const isSystemd = (p: number) =>
-      fs.readFileString(`/proc/${p}/comm`).pipe(
-        Effect.map((comm) => comm.trim() === "systemd"),
+  const removeCgroups = Effect.gen(function* () {
+    const dirs: Array<string> = []
+    for (const root of cgroups) {
+      const below = yield* fs.readDirectory(root, { recursive: true }).pipe(Effect.orElseSucceed(() => []))
+      for (const rel of below) dirs.push(`${root}/${rel}`)
+      dirs.push(root)
+    }
+    const existing = yield* Effect.filter(dirs, (d) =>
+      fs.stat(d).pipe(
+        Effect.map((i) => i.type === "Directory"),
         Effect.orElseSucceed(() => false)
       )
-    const pid = yield* childOf(handle.pid).pipe(
-      Effect.filterOrFail(
-        (p) => !Number.isNaN(p),
-        () => "no child yet"
-      ),
-      Effect.flatMap((p) =>
-        Effect.flatMap(isSystemd(p), (ok) => (ok ? Effect.succeed(p) : Effect.fail("not systemd yet")))
-      ),
-      Effect.retry({ schedule: retrying, times: 200 }),
-      Effect.mapError(() => failed("the namespace's init process never appeared"))
     )
-    const nsenter = HostCommand.nsenterPrefix(pid)
-    const [head, ...rest] = nsenter
-    yield* HostCommand.run(head ?? "nsenter", [...rest, "systemctl", "is-system-running"]).pipe(
-      Effect.filterOrFail(
-        (o) => ["running", "degraded"].includes(o.stdout.trim()),
-        (o) => o.stdout.trim() || o.stderr.trim()
-      ),
-      Effect.retry({ schedule: retrying, times: 600 }),
-      Effect.mapError((e) =>
-        failed(`systemctl is-system-running never said running (last: ${typeof e === "string" ? e : e.message})`)
-      )
+    // Deepest first: a cgroup can only be removed once it has no children.
+    existing.sort((a, b) => b.split("/").length - a.split("/").length)
+    if (existing.length === 0) return
+    const r = yield* HostCommand.run("rmdir", ["--", ...existing]).pipe(Effect.orElseSucceed(() => ({ exitCode: 1 })))
+    if (r.exitCode !== 0) return yield* Effect.fail("cgroups busy")
+  }).pipe(Effect.retry({ schedule: retrying, times: 100 }), Effect.ignore)
+
+  const handle = yield* Effect.acquireRelease(
+    ChildProcess.make(
+      "sh",
+      [
+        "-c",
+        outerScript,
+        "sh",
+        base,
+        token,
+        innerScript,
+        visibleCheckout(),
+        options?.network === "private" ? "--net" : ""
+      ],
+      {
+        stdout: "ignore",
+        stderr: "pipe"
+      }
+    ).pipe(Effect.mapError((e) => new SystemdMachineError(`cannot start the boot script: ${e.message}`))),
+    (h) =>
+      Effect.gen(function* () {
+        const pid = yield* childOf(h.pid)
+        if (!Number.isNaN(pid)) yield* kill(pid)
+        yield* kill(h.pid)
+        yield* h.exitCode.pipe(Effect.timeout(Duration.seconds(10)), Effect.ignore)
+        yield* removeCgroups
+      })
+  )
+  yield* handle.stderr.pipe(
+    Stream.decodeText(),
+    Stream.runForEach((chunk) => Effect.sync(() => stderr.push(chunk))),
+    Effect.forkScoped
+  )
+  const failed = (why: string) =>
+    new SystemdMachineError(
+      `test systemd did not boot: ${why}${stderr.length > 0 ? `; boot script said: ${stderr.join("").trim()}` : ""}`
     )
-    const bootMillis = (yield* Clock.currentTimeMillis) - started
-    return { pid, hostRoot: `/proc/${pid}/root`, nsenter, bootMillis }
-  })
+  // The boot script forks helpers (mkdir) before it execs unshare, so a child
+  // counts only once it is systemd itself.
+  const isSystemd = (p: number) =>
+    fs.readFileString(`/proc/${p}/comm`).pipe(
+      Effect.map((comm) => comm.trim() === "systemd"),
+      Effect.orElseSucceed(() => false)
+    )
+  const pid = yield* childOf(handle.pid).pipe(
+    Effect.filterOrFail(
+      (p) => !Number.isNaN(p),
+      () => "no child yet"
+    ),
+    Effect.flatMap((p) =>
+      Effect.flatMap(isSystemd(p), (ok) => (ok ? Effect.succeed(p) : Effect.fail("not systemd yet")))
+    ),
+    Effect.retry({ schedule: retrying, times: 200 }),
+    Effect.mapError(() => failed("the namespace's init process never appeared"))
+  )
+  const nsenter = HostCommand.nsenterPrefix(pid)
+  const [head, ...rest] = nsenter
+  yield* HostCommand.run(head ?? "nsenter", [...rest, "systemctl", "is-system-running"]).pipe(
+    Effect.filterOrFail(
+      (o) => ["running", "degraded"].includes(o.stdout.trim()),
+      (o) => o.stdout.trim() || o.stderr.trim()
+    ),
+    Effect.retry({ schedule: retrying, times: 600 }),
+    Effect.mapError((e) =>
+      failed(`systemctl is-system-running never said running (last: ${typeof e === "string" ? e : e.message})`)
+    )
+  )
+  const bootMillis = (yield* Clock.currentTimeMillis) - started
+  return { pid, hostRoot: `/proc/${pid}/root`, nsenter, bootMillis } satisfies SystemdMachine
+})
 
 /**
  * {@link bootWith} with the default options: the machine shares the booting process's network.
