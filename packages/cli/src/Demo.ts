@@ -952,9 +952,11 @@ const baseName = (p: string) => p.slice(p.lastIndexOf("/") + 1)
 
 /** The first line of what a restart failed with: systemctl's own words when it said something. */
 const causeLine = (cause: unknown): string => {
+  // What systemctl said, where the cause is a SystemdError whose reason keeps it.
+  const reason = cause !== null && typeof cause === "object" && "reason" in cause ? cause.reason : undefined
   const text =
-    cause !== null && typeof cause === "object" && "stderr" in cause && typeof cause.stderr === "string"
-      ? cause.stderr
+    reason !== null && typeof reason === "object" && "stderr" in reason && typeof reason.stderr === "string"
+      ? reason.stderr
       : describeError(cause)
   return text.trim().split("\n")[0] ?? ""
 }
@@ -1031,7 +1033,7 @@ const failedUpgrade = (hooks: Options) =>
         `RestartChanged restarted ${list(failure.restarted)}, then ${failure.unit} failed to restart`,
         `  (the simulated systemd was told to fail that job, as a kubelet rejecting its new flags would):`,
         `  RestartError: unit ${failure.unit}, restarted [${failure.restarted.join(", ")}], not attempted [${failure.notAttempted.join(", ")}]`,
-        `  cause: ${causeLine(failure.cause)}`,
+        `  cause: ${causeLine(failure.reason.cause)}`,
         "the scope failed, so Snapshot.scoped restored the snapshot, then removed it",
         `  compared with before the upgrade: ${plural(compared.paths, "path")}, ${plural(compared.files, "file")}, ${compared.bytes} bytes, ${left.length === 0 ? "all byte-for-byte identical" : `${left.length} differ`}`,
         `restarted ${recover.join(" and ")} on the restored configuration: ${
