@@ -25,7 +25,7 @@ import {
 import { NodeContainer } from "@hostnode/node"
 import { Gate, NodeFixture, SystemdMachine } from "@hostnode/test"
 import { NodeScenarios } from "@hostnode/test/conformance"
-import { Effect, FileSystem, Layer } from "effect"
+import { Effect, FileSystem, Layer, Schedule } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
 const gate = Gate.check("the container composition on a real systemd machine", [
@@ -342,7 +342,9 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
         const pid = yield* fs.readFileString(`/proc/${handle.pid}/task/${handle.pid}/children`).pipe(
           Effect.map((t) => Number.parseInt(t.trim(), 10)),
           Effect.filterOrFail(Number.isSafeInteger, () => "no child yet"),
-          Effect.retry({ times: 100 })
+          // unshare forks its child when the scheduler lets it: under load that
+          // is many milliseconds, so poll on a clock (up to 10 s), not a count.
+          Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 500 })
         )
         return { handle, pid }
       }),
