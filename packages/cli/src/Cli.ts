@@ -206,13 +206,10 @@ const hints: Record<string, string> = {
   SystemdError: "Check the unit with `systemctl status UNIT` and `journalctl -u UNIT`.",
   UnitNameError:
     "Check the unit name: systemd unit names are ASCII letters, digits and :-_.\\@ and end in a type suffix such as `.service`.",
-  LocalDnsListenerError:
-    "Give listener addresses as canonical dotted quads in 169.254.0.0/16 (no leading zeros), the two different.",
   RestartError:
     "The units listed as restarted run the new configuration, the rest the old one; check the failed unit with `systemctl status UNIT` and `journalctl -u UNIT`.",
-  LocalDnsNetworkError:
+  LocalDnsError:
     "Check `ip -j addr show` and `iptables -t raw -S`, and that this process may change links and rules (CAP_NET_ADMIN).",
-  LocalDnsTimeout: "Check that the LocalDNS resolver runs and listens on the addresses above.",
   IsolationError: "Check that systemd answers: `systemctl is-active containerd.service kubelet.service`.",
   ContainerError:
     "Give --container the host pid of the container's init (e.g. `docker inspect -f '{{.State.Pid}}' NAME`), as root, while it runs."
@@ -256,6 +253,21 @@ const snapshotHints: Record<string, string> = {
     "The snapshot directory or its files are not as a take makes them (a link, another owner, writable by others): check who wrote them before using it."
 }
 
+/** A LocalDNS error's advice, by its reason tag where a network step's (the `LocalDnsError` hint) does not fit. */
+const localDnsHints: Record<string, string> = {
+  InvalidListener:
+    "Give listener addresses as canonical dotted quads in 169.254.0.0/16 (no leading zeros), the two different.",
+  SameAddress:
+    "Give listener addresses as canonical dotted quads in 169.254.0.0/16 (no leading zeros), the two different.",
+  Timeout: "Check that the LocalDNS resolver runs and listens on the addresses above."
+}
+
+/** The tag of an error's `reason` when the reason is a tagged class (`LocalDnsError`, ...). */
+const reasonTagOf = (error: Failure): string | undefined => {
+  const reason = (error as { readonly reason?: unknown }).reason
+  return typeof reason === "object" && reason !== null && "_tag" in reason ? String(reason._tag) : undefined
+}
+
 /** The advice for `error`: what to check or do next ("" when there is none). */
 const hintFor = (error: Failure): string => {
   if (error instanceof UsageError) return error.fix
@@ -263,6 +275,7 @@ const hintFor = (error: Failure): string => {
   if (error._tag === "SnapshotError" && typeof reason === "string" && snapshotHints[reason] !== undefined) {
     return snapshotHints[reason]
   }
+  if (error._tag === "LocalDnsError") return localDnsHints[reasonTagOf(error) ?? ""] ?? hints[error._tag] ?? ""
   return hints[error._tag] ?? ""
 }
 
@@ -308,8 +321,9 @@ export const isInputError = (error: Failure): boolean => {
   switch (error._tag) {
     case "UsageError":
     case "UnitNameError":
-    case "LocalDnsListenerError":
       return true
+    case "LocalDnsError":
+      return reasonTagOf(error) === "InvalidListener" || reasonTagOf(error) === "SameAddress"
     case "HostPathError":
       return typeof reason === "string" && inputPathReasons.has(reason)
     case "SnapshotError":

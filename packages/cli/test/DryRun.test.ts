@@ -80,7 +80,8 @@ const refusedIsolation = Layer.succeed(
 const refusedDns = Layer.succeed(
   DnsResolvers.DnsResolvers,
   DnsResolvers.DnsResolvers.of({
-    forServer: () => Effect.die(new Error("DNS is not part of this suite on the real host"))
+    forServer: () => Effect.die(new Error("DNS is not part of this suite on the real host")),
+    classify: () => new DnsResolvers.NoResponse({ detail: "DNS is not part of this suite on the real host" })
   })
 )
 

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, type FileSystem, Schema } from "effect"
+import { Duration, Effect, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.ts"
 import { UnitName } from "./UnitName.ts"
 
@@ -194,24 +194,27 @@ export const What = "AgentConfig"
  *
  * @since 0.1.0
  */
-export const decode = (input: unknown, file = ""): Effect.Effect<AgentConfig, ConfigFile.InvalidConfig> =>
-  ConfigFile.decodeUnknown(AgentConfig, What, file)(input)
+export const decode = Effect.fn("AgentConfig.decode")(function* (input: unknown, file = "") {
+  return yield* ConfigFile.decodeUnknown(AgentConfig, What, file)(input)
+})
 
 /**
  * Decodes an agent configuration from JSON text; `file` is named in errors.
  *
  * @since 0.1.0
  */
-export const decodeJson = (text: string, file = ""): Effect.Effect<AgentConfig, ConfigFile.InvalidConfig> =>
-  ConfigFile.decodeJson(AgentConfig, What, file)(text)
+export const decodeJson = Effect.fn("AgentConfig.decodeJson")(function* (text: string, file = "") {
+  return yield* ConfigFile.decodeJson(AgentConfig, What, file)(text)
+})
 
 /**
  * Reads and decodes the agent configuration file at `path` (a path of this process, already below any host root).
  *
  * @since 0.1.0
  */
-export const read = (path: string): Effect.Effect<AgentConfig, ConfigFile.ReadError, FileSystem.FileSystem> =>
-  ConfigFile.read(AgentConfig, What)(path)
+export const read = Effect.fn("AgentConfig.read")(function* (path: string) {
+  return yield* ConfigFile.read(AgentConfig, What)(path)
+})
 
 /**
  * The production defaults: the configuration `{}` decodes to.

@@ -7,7 +7,8 @@
  * the fields around it decode).
  *
  * Boundary: this module turns text or unknown input into a decoded value or
- * one of three typed errors (the file is missing, unreadable, or invalid). It
+ * a `ConfigError` whose reason says what went wrong (the file is missing,
+ * unreadable, not JSON, or has wrong fields). It
  * knows nothing of what the schemas mean; those live with the models.
  * Decoding is strict: a key the schema does not know is an error, so a typo in
  * a configuration file is reported rather than silently ignored.
@@ -35,73 +36,107 @@ export const FieldIssue = Schema.Struct({
 export type FieldIssue = typeof FieldIssue.Type
 
 /**
- * Why a configuration document was rejected: not JSON at all, or JSON with wrong fields.
+ * The configuration file does not exist. A caller may fall back to defaults
+ * for a missing file, never for a broken one.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export const InvalidConfigReason = Schema.Literals(["InvalidJson", "InvalidValue"])
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  file: Schema.String
+}) {
+  override get message(): string {
+    return `${this.file} does not exist`
+  }
+}
 
 /**
- * Why a configuration document was rejected.
+ * The configuration file exists but cannot be read (permissions, a directory in its place, an I/O error).
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export type InvalidConfigReason = typeof InvalidConfigReason.Type
-
-/**
- * A configuration document that is not what its schema says. `field` is the
- * first wrong field (what a person fixes first), `issues` lists every one.
- * `file` is empty when the document did not come from a file.
- *
- * @since 0.1.0
- */
-export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
-  reason: InvalidConfigReason,
-  what: Schema.String,
+export class Unreadable extends Schema.TaggedError<Unreadable>()("Unreadable", {
   file: Schema.String,
+  /** What the file system said. */
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.file}: ${this.detail}`
+  }
+}
+
+/**
+ * The document is not JSON at all; the one issue carries the parser's own
+ * message (which says where it stopped). `file` is absent when the text did
+ * not come from a file.
+ *
+ * @since 0.3.0
+ */
+export class InvalidJson extends Schema.TaggedError<InvalidJson>()("InvalidJson", {
+  file: Schema.optionalKey(Schema.String),
+  issues: Schema.Array(FieldIssue)
+}) {
+  override get message(): string {
+    return formatIssues(this.issues)
+  }
+}
+
+/**
+ * The document is JSON with wrong fields. `field` is the first wrong field
+ * (what a person fixes first), `issues` lists every one. `file` is absent
+ * when the document did not come from a file.
+ *
+ * @since 0.3.0
+ */
+export class InvalidValue extends Schema.TaggedError<InvalidValue>()("InvalidValue", {
+  file: Schema.optionalKey(Schema.String),
   field: Schema.String,
   issues: Schema.Array(FieldIssue)
 }) {
   override get message(): string {
-    return `invalid ${this.what}${this.file === "" ? "" : ` in ${this.file}`}: ${formatIssues(this.issues)}`
+    return formatIssues(this.issues)
   }
 }
 
 /**
- * A configuration file that does not exist. Distinct from {@link InvalidConfig}: a caller may fall back to defaults for a missing file, never for a broken one.
+ * Why a configuration document could not be used: missing, unreadable, not JSON, or wrong fields.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export class ConfigNotFound extends Schema.TaggedError<ConfigNotFound>()("ConfigNotFound", {
-  what: Schema.String,
-  file: Schema.String
+export const ConfigErrorReason = Schema.Union([NotFound, Unreadable, InvalidJson, InvalidValue])
+
+/**
+ * Why a configuration document could not be used.
+ *
+ * @since 0.3.0
+ */
+export type ConfigErrorReason = typeof ConfigErrorReason.Type
+
+/**
+ * A configuration document (`what`: "AgentConfig", "NodeStart", ...) that
+ * could not be used; `reason` says why and carries the file and fields
+ * involved. Every way {@link read} and the decoders fail.
+ *
+ * @since 0.3.0
+ */
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  reason: ConfigErrorReason,
+  /** The document, as the errors call it. */
+  what: Schema.String
 }) {
   override get message(): string {
-    return `${this.what} not found: ${this.file} does not exist`
+    switch (this.reason._tag) {
+      case "NotFound":
+        return `${this.what} not found: ${this.reason.message}`
+      case "Unreadable":
+        return `cannot read ${this.what} from ${this.reason.message}`
+      default:
+        return `invalid ${this.what}${this.reason.file === undefined ? "" : ` in ${this.reason.file}`}: ${this.reason.message}`
+    }
   }
 }
 
-/**
- * A configuration file that exists but cannot be read (permissions, a directory in its place, an I/O error).
- *
- * @since 0.1.0
- */
-export class ConfigUnreadable extends Schema.TaggedError<ConfigUnreadable>()("ConfigUnreadable", {
-  what: Schema.String,
-  file: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `cannot read ${this.what} from ${this.file}: ${this.detail}`
-  }
-}
-
-/**
- * Every error {@link read} can fail with.
- *
- * @since 0.1.0
- */
-export type ReadError = InvalidConfig | ConfigNotFound | ConfigUnreadable
+/** The `file` key of a reason: absent for `""` (no file was involved). */
+const fileKey = (file: string): { readonly file?: string } => (file === "" ? {} : { file })
 
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
@@ -160,58 +195,63 @@ const parseOptions = { errors: "all", onExcessProperty: "error" } as const
  */
 export const decodeUnknown =
   <A, RD>(schema: Schema.Decoder<A, RD>, what: string, file = "") =>
-  (input: unknown): Effect.Effect<A, InvalidConfig, RD> =>
+  (input: unknown): Effect.Effect<A, ConfigError, RD> =>
     Schema.decodeUnknownEffect(
       schema,
       parseOptions
     )(input).pipe(
       Effect.mapError((e) => {
         const issues = issuesOf(e)
-        return new InvalidConfig({ reason: "InvalidValue", what, file, field: issues[0]?.field ?? "", issues })
+        return new ConfigError({
+          what,
+          reason: new InvalidValue({ ...fileKey(file), field: issues[0]?.field ?? "", issues })
+        })
       })
     )
 
 /**
  * Parses `text` as JSON and decodes it with `schema`. Text that is not JSON is
- * an {@link InvalidConfig} with reason `InvalidJson` and the parser's own
+ * a {@link ConfigError} with reason {@link InvalidJson} and the parser's own
  * message (which says where it stopped).
  *
  * @since 0.1.0
  */
 export const decodeJson =
   <A, RD>(schema: Schema.Decoder<A, RD>, what: string, file = "") =>
-  (text: string): Effect.Effect<A, InvalidConfig, RD> =>
+  (text: string): Effect.Effect<A, ConfigError, RD> =>
     Effect.try({
       try: (): unknown => JSON.parse(text),
       catch: (e) =>
-        new InvalidConfig({
-          reason: "InvalidJson",
+        new ConfigError({
           what,
-          file,
-          field: "",
-          issues: [{ field: "", message: `not JSON: ${e instanceof Error ? e.message : String(e)}` }]
+          reason: new InvalidJson({
+            ...fileKey(file),
+            issues: [{ field: "", message: `not JSON: ${e instanceof Error ? e.message : String(e)}` }]
+          })
         })
     }).pipe(Effect.flatMap(decodeUnknown(schema, what, file)))
 
 /**
- * Maps a failed read of `file` to {@link ConfigNotFound} or {@link ConfigUnreadable}.
+ * Maps a failed read of `file` to a {@link ConfigError} with reason {@link NotFound} or {@link Unreadable}.
  *
  * @since 0.1.0
  */
-export const readFailure = (what: string, file: string, e: PlatformError): ConfigNotFound | ConfigUnreadable =>
-  e.reason._tag === "NotFound"
-    ? new ConfigNotFound({ what, file })
-    : new ConfigUnreadable({ what, file, detail: e.message })
+export const readFailure = (what: string, file: string, e: PlatformError): ConfigError =>
+  new ConfigError({
+    what,
+    reason: e.reason._tag === "NotFound" ? new NotFound({ file }) : new Unreadable({ file, detail: e.message })
+  })
 
 /**
  * Reads the JSON file at `path` and decodes it with `schema`. A missing file,
- * an unreadable one and an invalid one are three different errors.
+ * an unreadable one and an invalid one are different reasons of the
+ * {@link ConfigError}.
  *
  * @since 0.1.0
  */
 export const read =
   <A, RD>(schema: Schema.Decoder<A, RD>, what: string) =>
-  (path: string): Effect.Effect<A, ReadError, RD | FileSystem.FileSystem> =>
+  (path: string): Effect.Effect<A, ConfigError, RD | FileSystem.FileSystem> =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const text = yield* fs.readFileString(path).pipe(Effect.mapError((e) => readFailure(what, path, e)))

@@ -6,13 +6,54 @@
  * (@hostnode/node `NodeDns`) is `@effect/platform-node`'s `NodeDns.make` with
  * that server; the simulated host answers from its own state.
  *
- * Boundary: making per-server resolvers and saying whether a failed query
- * still got an answer. What to ask and how often is the caller's.
+ * Boundary: making per-server resolvers and saying, as a typed
+ * {@link QueryFailure}, whether a failed query still got a response. Only
+ * the implementation knows its resolver's error codes (c-ares codes for
+ * `node:dns`), so it classifies them; this module never reads one. What to
+ * ask and how often is the caller's.
  *
  * @since 0.1.0
  */
-import { Context, type Duration, type Effect, type Scope } from "effect"
+import { Context, type Duration, type Effect, Schema, type Scope } from "effect"
 import type { Dns } from "effect/net"
+
+/**
+ * A failed query whose server still sent a DNS response, whatever its
+ * response code: NXDOMAIN and NODATA, SERVFAIL, a response that could not be
+ * used (FORMERR), NOTIMP, REFUSED. It proves something listens and speaks
+ * DNS. `detail` is how the resolver put it (`NotFound (ENOTFOUND)`), for
+ * logs and errors.
+ *
+ * @since 0.3.0
+ */
+export class Responded extends Schema.TaggedClass<Responded>()("Responded", {
+  detail: Schema.String
+}) {}
+
+/**
+ * A failed query that got no DNS response: a timeout, an unreachable or
+ * closed port, a cancelled query, or anything the resolver cannot classify.
+ * `detail` is how the resolver put it (`Refused (ECONNREFUSED)`).
+ *
+ * @since 0.3.0
+ */
+export class NoResponse extends Schema.TaggedClass<NoResponse>()("NoResponse", {
+  detail: Schema.String
+}) {}
+
+/**
+ * What a failed query amounts to: the server responded, or nothing did.
+ *
+ * @since 0.3.0
+ */
+export const QueryFailure = Schema.Union([Responded, NoResponse])
+
+/**
+ * What a failed query amounts to.
+ *
+ * @since 0.3.0
+ */
+export type QueryFailure = typeof QueryFailure.Type
 
 /**
  * Options of {@link DnsResolvers.forServer}.
@@ -36,6 +77,14 @@ export interface DnsResolvers {
    * closing the scope cancels its pending queries.
    */
   readonly forServer: (address: string, options: ServerOptions) => Effect.Effect<Dns.Dns["Service"], never, Scope.Scope>
+  /**
+   * What a failed query of a resolver made by {@link DnsResolvers.forServer}
+   * amounts to. `Dns.DnsError`'s reason alone cannot tell: `Refused` is both
+   * an answer with rcode REFUSED and a server that could not be reached;
+   * the resolver's own error code tells them apart, and only the
+   * implementation knows its codes.
+   */
+  readonly classify: (error: Dns.DnsError) => QueryFailure
 }
 
 /**
@@ -44,48 +93,3 @@ export interface DnsResolvers {
  * @since 0.1.0
  */
 export const DnsResolvers = Context.Service<DnsResolvers>("@hostnode/core/DnsResolvers")
-
-const codeOf = (cause: unknown): string | undefined =>
-  typeof cause === "object" && cause !== null && "code" in cause
-    ? String((cause as { readonly code: unknown }).code).replace(/^DNS_/, "")
-    : undefined
-
-/**
- * True when a failed query still got a DNS response from the server, whatever
- * its response code: NXDOMAIN and NODATA (`NotFound`), SERVFAIL, a response
- * that could not be used (`InvalidResponse`, FORMERR), NOTIMP, and REFUSED.
- * Those prove something is listening and speaking DNS. A timeout, an
- * unreachable or closed port (`ECONNREFUSED`), and anything unclassified are
- * no answer.
- *
- * `Refused` covers both an answer with rcode REFUSED and a server that could
- * not be reached; only the resolver's own error code (`EREFUSED` vs
- * `ECONNREFUSED`, kept as the error's `cause.code`) tells them apart, so a
- * `Refused` without `EREFUSED` counts as no answer.
- *
- * @since 0.1.0
- */
-export const isAnswer = (error: Dns.DnsError): boolean => {
-  switch (error.reason) {
-    case "NotFound":
-    case "ServerFailure":
-    case "InvalidResponse":
-      return true
-    case "Refused":
-      return codeOf(error.cause) === "EREFUSED"
-    case "Unsupported":
-      return codeOf(error.cause) === "ENOTIMP"
-    default:
-      return false
-  }
-}
-
-/**
- * A short description of a failed query for logs and errors: the reason and the resolver's code (`Refused (ECONNREFUSED)`).
- *
- * @since 0.1.0
- */
-export const describe = (error: Dns.DnsError): string => {
-  const code = codeOf(error.cause)
-  return code === undefined ? error.reason : `${error.reason} (${code})`
-}

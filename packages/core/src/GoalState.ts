@@ -145,22 +145,24 @@ export type DownloadOverrides = typeof DownloadOverrides.Type
  *
  * @since 0.1.0
  */
-export const decodeDownloadOverrides = (
+export const decodeDownloadOverrides = Effect.fn("GoalState.decodeDownloadOverrides")(function* (
   input: unknown,
   file = ""
-): Effect.Effect<DownloadOverrides, ConfigFile.InvalidConfig> =>
-  ConfigFile.decodeUnknown(DownloadOverrides, "DownloadOverrides", file)(input)
+) {
+  return yield* ConfigFile.decodeUnknown(DownloadOverrides, "DownloadOverrides", file)(input)
+})
 
 /**
  * Decodes a machine goal state from an already parsed value; `file` is named in errors.
  *
  * @since 0.1.0
  */
-export const decodeMachineGoalState = (
+export const decodeMachineGoalState = Effect.fn("GoalState.decodeMachineGoalState")(function* (
   input: unknown,
   file = ""
-): Effect.Effect<MachineGoalState, ConfigFile.InvalidConfig> =>
-  ConfigFile.decodeUnknown(MachineGoalState, "MachineGoalState", file)(input)
+) {
+  return yield* ConfigFile.decodeUnknown(MachineGoalState, "MachineGoalState", file)(input)
+})
 
 /**
  * The goal state with `overrides` applied. Overrides for artifacts the goal state does not have are ignored.
@@ -184,93 +186,104 @@ export const unusedOverrides = (goalState: MachineGoalState, overrides: Download
   Object.keys(overrides.artifacts).filter((name) => !Object.hasOwn(goalState.artifacts, name))
 
 /**
- * A slot whose goal state file does not exist.
+ * The slot name is not a slot (see {@link Slot}); no file was read.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export class GoalStateNotFound extends Schema.TaggedError<GoalStateNotFound>()("GoalStateNotFound", {
-  slot: Schema.String,
-  file: Schema.String
-}) {
-  override get message(): string {
-    return `no goal state for slot ${JSON.stringify(this.slot)}: ${this.file} does not exist`
-  }
-}
-
-/**
- * Why a goal state was rejected.
- *
- * @since 0.1.0
- */
-export const InvalidGoalStateReason = Schema.Literals(["InvalidSlot", "InvalidJson", "InvalidValue", "SlotMismatch"])
-
-/**
- * Why a goal state was rejected.
- *
- * @since 0.1.0
- */
-export type InvalidGoalStateReason = typeof InvalidGoalStateReason.Type
-
-/**
- * A goal state that cannot be used: the slot name is not a slot, the file is
- * not JSON, a field is wrong (`field` says which, `issues` lists all), or the
- * goal state is for another slot. `file` is empty when no file was involved.
- *
- * @since 0.1.0
- */
-export class InvalidGoalState extends Schema.TaggedError<InvalidGoalState>()("InvalidGoalState", {
-  reason: InvalidGoalStateReason,
-  slot: Schema.String,
-  file: Schema.String,
-  field: Schema.String,
+export class InvalidSlot extends Schema.TaggedError<InvalidSlot>()("InvalidSlot", {
   issues: Schema.Array(ConfigFile.FieldIssue)
 }) {
   override get message(): string {
-    const where = this.file === "" ? "" : ` in ${this.file}`
-    return `invalid goal state for slot ${JSON.stringify(this.slot)}${where} (${this.reason}): ${ConfigFile.formatIssues(this.issues)}`
+    return ConfigFile.formatIssues(this.issues)
   }
 }
 
 /**
- * A goal state file that exists but cannot be read.
+ * The goal state is for another slot (its `slot` field names another one):
+ * a file copied to the wrong place, or a given goal state for another slot
+ * (`file` absent).
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export class GoalStateUnreadable extends Schema.TaggedError<GoalStateUnreadable>()("GoalStateUnreadable", {
-  slot: Schema.String,
-  file: Schema.String,
-  detail: Schema.String
+export class SlotMismatch extends Schema.TaggedError<SlotMismatch>()("SlotMismatch", {
+  file: Schema.optionalKey(Schema.String),
+  issues: Schema.Array(ConfigFile.FieldIssue)
 }) {
   override get message(): string {
-    return `cannot read the goal state for slot ${JSON.stringify(this.slot)} from ${this.file}: ${this.detail}`
+    return ConfigFile.formatIssues(this.issues)
   }
 }
 
 /**
- * Every way resolving a goal state fails.
+ * Why resolving a goal state failed: the file is missing (`NotFound`) or
+ * unreadable (`Unreadable`), not JSON (`InvalidJson`) or with wrong fields
+ * (`InvalidValue`) — those four are `ConfigFile`'s reasons —, the slot name
+ * is not one (`InvalidSlot`), or the goal state is for another slot
+ * (`SlotMismatch`).
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export type GoalStateError = GoalStateNotFound | InvalidGoalState | GoalStateUnreadable
+export const GoalStateErrorReason = Schema.Union([
+  ConfigFile.NotFound,
+  ConfigFile.Unreadable,
+  ConfigFile.InvalidJson,
+  ConfigFile.InvalidValue,
+  InvalidSlot,
+  SlotMismatch
+])
 
 /**
- * Decodes a slot name, failing with an {@link InvalidGoalState} that says what was wrong.
+ * Why resolving a goal state failed.
+ *
+ * @since 0.3.0
+ */
+export type GoalStateErrorReason = typeof GoalStateErrorReason.Type
+
+/**
+ * The goal state of `slot` could not be resolved; `reason` says why and
+ * carries the file and fields involved. Every way resolving a goal state
+ * fails.
+ *
+ * @since 0.3.0
+ */
+export class GoalStateError extends Schema.TaggedError<GoalStateError>()("GoalStateError", {
+  reason: GoalStateErrorReason,
+  slot: Schema.String
+}) {
+  override get message(): string {
+    const slot = JSON.stringify(this.slot)
+    switch (this.reason._tag) {
+      case "NotFound":
+        return `no goal state for slot ${slot}: ${this.reason.message}`
+      case "Unreadable":
+        return `cannot read the goal state for slot ${slot} from ${this.reason.message}`
+      default: {
+        const file = "file" in this.reason ? this.reason.file : undefined
+        const where = file === undefined ? "" : ` in ${file}`
+        return `invalid goal state for slot ${slot}${where} (${this.reason._tag}): ${this.reason.message}`
+      }
+    }
+  }
+}
+
+const goalStateError = (slot: string, reason: GoalStateErrorReason): GoalStateError =>
+  new GoalStateError({ slot, reason })
+
+/**
+ * Decodes a slot name, failing with a {@link GoalStateError} (reason {@link InvalidSlot}) that says what was wrong.
  *
  * @since 0.1.0
  */
-export const decodeSlot = (slot: string): Effect.Effect<Slot, InvalidGoalState> =>
-  Schema.decodeUnknownEffect(Slot)(slot).pipe(
-    Effect.mapError(
-      (e) =>
-        new InvalidGoalState({
-          reason: "InvalidSlot",
-          slot,
-          file: "",
-          field: "",
-          issues: ConfigFile.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` }))
-        })
+export const decodeSlot = Effect.fn("GoalState.decodeSlot")(function* (slot: string) {
+  return yield* Schema.decodeUnknownEffect(Slot)(slot).pipe(
+    Effect.mapError((e) =>
+      goalStateError(
+        slot,
+        new InvalidSlot({ issues: ConfigFile.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` })) })
+      )
     )
   )
+})
 
 /**
  * The directory below the agent configuration directory that holds one goal state file per slot.
@@ -301,17 +314,17 @@ export interface ResolveOptions {
   readonly downloads?: DownloadOverrides | undefined
 }
 
-const checkSlot = (goalState: MachineGoalState, slot: Slot, file: string): Effect.Effect<void, InvalidGoalState> =>
+const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effect.Effect<void, GoalStateError> =>
   goalState.slot === slot
     ? Effect.void
     : Effect.fail(
-        new InvalidGoalState({
-          reason: "SlotMismatch",
+        goalStateError(
           slot,
-          file,
-          field: "slot",
-          issues: [{ field: "slot", message: `is ${JSON.stringify(goalState.slot)}, not ${JSON.stringify(slot)}` }]
-        })
+          new SlotMismatch({
+            ...(file === undefined ? {} : { file }),
+            issues: [{ field: "slot", message: `is ${JSON.stringify(goalState.slot)}, not ${JSON.stringify(slot)}` }]
+          })
+        )
       )
 
 /**
@@ -328,29 +341,22 @@ export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
     const hostRoot = options.hostRoot ?? ""
     const hostFile = goalStatePath(options.config, valid)
     const file = yield* HostPath.resolve(hostRoot, hostFile).pipe(
-      Effect.mapError(
-        (e) => new GoalStateUnreadable({ slot, file: HostPath.join(hostRoot, hostFile), detail: e.message })
+      Effect.mapError((e) =>
+        goalStateError(slot, new ConfigFile.Unreadable({ file: HostPath.join(hostRoot, hostFile), detail: e.message }))
       )
     )
+    // The file's reasons are the goal state's: NotFound, Unreadable, InvalidJson, InvalidValue.
     const goalState = yield* ConfigFile.read(
       MachineGoalState,
       "MachineGoalState"
-    )(file).pipe(
-      Effect.mapError((e) =>
-        e._tag === "ConfigNotFound"
-          ? new GoalStateNotFound({ slot, file })
-          : e._tag === "ConfigUnreadable"
-            ? new GoalStateUnreadable({ slot, file, detail: e.detail })
-            : new InvalidGoalState({ reason: e.reason, slot, file, field: e.field, issues: e.issues })
-      )
-    )
+    )(file).pipe(Effect.mapError((e) => goalStateError(slot, e.reason)))
     yield* checkSlot(goalState, valid, file)
     if (options.downloads === undefined) return goalState
     const unused = unusedOverrides(goalState, options.downloads)
     if (unused.length > 0) {
-      yield* Effect.logWarning("download overrides name artifacts the goal state does not have; ignored", {
-        artifacts: unused
-      })
+      yield* Effect.logWarning("download overrides name artifacts the goal state does not have; ignored").pipe(
+        Effect.annotateLogs({ artifacts: unused })
+      )
     }
     return applyDownloads(goalState, options.downloads)
   },
@@ -398,17 +404,17 @@ export interface GoalStateSource {
  * @since 0.1.0
  */
 export const makeSource = (options: SourceOptions): GoalStateSource => ({
-  for: Effect.fn("GoalStateSource.for")(
+  for: Effect.fn("GoalState.GoalStateSource.for")(
     function* (slot: string) {
       const valid = yield* decodeSlot(slot)
       if (options.goalState !== undefined) {
-        yield* checkSlot(options.goalState, valid, "")
+        yield* checkSlot(options.goalState, valid)
         yield* Effect.logDebug("using the given goal state")
         return options.goalState
       }
       if (options.resolve !== undefined) {
         const resolved = yield* options.resolve(valid)
-        yield* checkSlot(resolved, valid, "")
+        yield* checkSlot(resolved, valid)
         return resolved
       }
       return yield* resolveMachine(valid, options)

@@ -41,23 +41,15 @@ export interface Options {
   readonly configSnapshotDir?: string | undefined
   /** Replaces the LocalDNS network setup. */
   readonly setupNetwork?:
-    | ((
-        nodeStart: NodeStart
-      ) => Effect.Effect<
-        void,
-        LocalDns.LocalDnsNetworkError | LocalDns.LocalDnsListenerError,
-        ChildProcessSpawner.ChildProcessSpawner
-      >)
+    | ((nodeStart: NodeStart) => Effect.Effect<void, LocalDns.LocalDnsError, ChildProcessSpawner.ChildProcessSpawner>)
     | undefined
   /** Replaces the host network cleanup. */
   readonly cleanupNetwork?:
-    | (() => Effect.Effect<void, LocalDns.LocalDnsNetworkError, ChildProcessSpawner.ChildProcessSpawner>)
+    | (() => Effect.Effect<void, LocalDns.LocalDnsError, ChildProcessSpawner.ChildProcessSpawner>)
     | undefined
   /** Replaces the LocalDNS readiness wait; given the node start whose listeners are waited on. */
   readonly waitLocalDns?:
-    | ((
-        nodeStart: NodeStart
-      ) => Effect.Effect<void, LocalDns.LocalDnsTimeout | LocalDns.LocalDnsListenerError, DnsResolvers>)
+    | ((nodeStart: NodeStart) => Effect.Effect<void, LocalDns.LocalDnsError, DnsResolvers>)
     | undefined
 }
 
@@ -87,21 +79,15 @@ export interface Hooks {
   /** Prepares the shared LocalDNS network (the configured interface name and kind by default). */
   readonly setupLocalDnsNetwork: (
     nodeStart: NodeStart
-  ) => Effect.Effect<
-    void,
-    LocalDns.LocalDnsNetworkError | LocalDns.LocalDnsListenerError,
-    ChildProcessSpawner.ChildProcessSpawner
-  >
+  ) => Effect.Effect<void, LocalDns.LocalDnsError, ChildProcessSpawner.ChildProcessSpawner>
   /** Removes the host networking the stopped node left behind, as a repave does. */
   readonly cleanupHostNetwork: () => Effect.Effect<
     void,
-    LocalDns.LocalDnsNetworkError,
+    LocalDns.LocalDnsError,
     ChildProcessSpawner.ChildProcessSpawner
   >
   /** Waits for LocalDNS to answer on the node start's listeners, with the configured deadline and intervals. */
-  readonly awaitLocalDns: (
-    nodeStart: NodeStart
-  ) => Effect.Effect<void, LocalDns.LocalDnsTimeout | LocalDns.LocalDnsListenerError, DnsResolvers>
+  readonly awaitLocalDns: (nodeStart: NodeStart) => Effect.Effect<void, LocalDns.LocalDnsError, DnsResolvers>
 }
 
 /**

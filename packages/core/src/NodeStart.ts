@@ -209,16 +209,18 @@ export const What = "NodeStart"
  *
  * @since 0.1.0
  */
-export const decode = (input: unknown, file = ""): Effect.Effect<NodeStart, ConfigFile.InvalidConfig> =>
-  ConfigFile.decodeUnknown(NodeStart, What, file)(input)
+export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, file = "") {
+  return yield* ConfigFile.decodeUnknown(NodeStart, What, file)(input)
+})
 
 /**
  * Decodes a node start from JSON text; `file` is named in errors.
  *
  * @since 0.1.0
  */
-export const decodeJson = (text: string, file = ""): Effect.Effect<NodeStart, ConfigFile.InvalidConfig> =>
-  ConfigFile.decodeJson(NodeStart, What, file)(text)
+export const decodeJson = Effect.fn("NodeStart.decodeJson")(function* (text: string, file = "") {
+  return yield* ConfigFile.decodeJson(NodeStart, What, file)(text)
+})
 
 /**
  * True when the kubelet bootstraps with a token, the only mode whose rotated client credentials a repave removes.

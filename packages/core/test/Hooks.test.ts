@@ -53,29 +53,23 @@ describe("Hooks", () => {
       })
       yield* hooks.setupLocalDnsNetwork(nodeStart).pipe(Effect.provide(noCommands))
       yield* hooks.cleanupHostNetwork().pipe(Effect.provide(noCommands))
-      yield* hooks
-        .awaitLocalDns(nodeStart)
-        .pipe(Effect.provideService(DnsResolvers.DnsResolvers, { forServer: () => Effect.die("no DNS") }))
+      yield* hooks.awaitLocalDns(nodeStart).pipe(
+        Effect.provideService(DnsResolvers.DnsResolvers, {
+          forServer: () => Effect.die("no DNS"),
+          classify: () => new DnsResolvers.NoResponse({ detail: "no DNS" })
+        })
+      )
       assert.deepStrictEqual(seen, ["setup n", "cleanup", "wait 169.254.10.10"])
       const failing = Hooks.make(config, {
         setupNetwork: () =>
           Effect.fail(
-            new LocalDns.LocalDnsNetworkError({
-              reason: "CommandFailed",
-              step: "fake",
-              command: "ip",
-              args: [],
-              exitCode: 1,
-              stderr: "boom"
+            new LocalDns.LocalDnsError({
+              reason: new LocalDns.CommandFailed({ step: "fake", command: "ip", args: [], exitCode: 1, stderr: "boom" })
             })
           )
       })
-      const e = yield* Effect.flip(
-        failing
-          .setupLocalDnsNetwork(nodeStart)
-          .pipe(Effect.provide(noCommands), Effect.catchTag("LocalDnsListenerError", Effect.die))
-      )
-      assert.strictEqual(e.stderr, "boom")
+      const e = yield* Effect.flip(failing.setupLocalDnsNetwork(nodeStart).pipe(Effect.provide(noCommands)))
+      assert.strictEqual(e.reason._tag === "CommandFailed" && e.reason.stderr, "boom")
     })
   )
 
@@ -99,22 +93,21 @@ describe("Hooks", () => {
                   })
                 )
             })
-          )
+          ),
+        // what NodeDns says of a closed port
+        classify: (e) =>
+          new DnsResolvers.NoResponse({ detail: `${e.reason} (${String((e.cause as { code: unknown }).code)})` })
       })
       const fiber = yield* Hooks.make(config)
         .awaitLocalDns(nodeStart)
-        .pipe(
-          Effect.provideService(DnsResolvers.DnsResolvers, never),
-          Effect.catchTag("LocalDnsListenerError", Effect.die),
-          Effect.flip,
-          Effect.forkChild
-        )
+        .pipe(Effect.provideService(DnsResolvers.DnsResolvers, never), Effect.flip, Effect.forkChild)
       yield* TestClock.adjust("1 minute")
       const e = yield* Fiber.join(fiber)
-      assert.strictEqual(e.timeoutMillis, 5_000)
-      assert.strictEqual(e.attempts, 6)
+      if (e.reason._tag !== "Timeout") return assert.fail(`reason ${e.reason._tag}`)
+      assert.strictEqual(e.reason.timeoutMillis, 5_000)
+      assert.strictEqual(e.reason.attempts, 6)
       assert.deepStrictEqual(
-        e.listeners.map((l) => l.reason),
+        e.reason.listeners.map((l) => l.reason),
         ["Refused (ECONNREFUSED)", "Refused (ECONNREFUSED)"]
       )
     })

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DnsResolvers, LocalDns, type NodeStart } from "@hostnode/core"
 import { LocalDnsConformance } from "@hostnode/test/conformance"
-import { Effect, Fiber, Layer, Logger, PlatformError, References, Sink, Stream } from "effect"
+import { Effect, Fiber, Layer, Logger, PlatformError, References, Schema, Sink, Stream } from "effect"
 import { Dns, NetAddress } from "effect/net"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { TestClock } from "effect/testing"
@@ -121,29 +121,57 @@ describe("LocalDns network phases, on a scripted host", () => {
     })
   )
 
-  it.effect("a command that fails is a LocalDnsNetworkError with the command, exit code and stderr", () =>
+  it.effect("a command that fails is a LocalDnsError whose reason has the command, exit code and stderr", () =>
     Effect.gen(function* () {
       const host = scripted((argv) => {
         if (argv[1] === "-j") return { exitCode: 1, stderr: 'Device "localdns" does not exist.\n' }
         if (argv[1] === "link") return { exitCode: 2, stderr: "Error: Unknown device type.\n" }
         return {}
       })
-      const e = yield* Effect.flip(
-        LocalDns.setupLocalDnsNetwork(nodeStart).pipe(
-          Effect.provide(host.layer),
-          Effect.catchTag("LocalDnsListenerError", Effect.die)
-        )
-      )
-      assert.strictEqual(e.reason, "UnsupportedKind")
-      assert.strictEqual(e.command, "ip")
-      assert.deepStrictEqual(e.args, ["link", "add", "name", "localdns", "type", "dummy"])
-      assert.strictEqual(e.exitCode, 2)
+      const e = yield* Effect.flip(LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.provide(host.layer)))
+      assert.strictEqual(e._tag, "LocalDnsError")
+      if (e.reason._tag !== "UnsupportedKind") return assert.fail(`reason ${e.reason._tag}`)
+      assert.strictEqual(e.reason.command, "ip")
+      assert.deepStrictEqual(e.reason.args, ["link", "add", "name", "localdns", "type", "dummy"])
+      assert.strictEqual(e.reason.exitCode, 2)
       assert.include(e.message, "Unknown device type")
 
       const missing = scripted((argv) => (argv[0] === "iptables" ? "ENOENT" : {}))
       const e2 = yield* Effect.flip(LocalDns.cleanupHostNetwork().pipe(Effect.provide(missing.layer)))
-      assert.strictEqual(e2.reason, "CommandUnavailable")
-      assert.strictEqual(e2.exitCode, -1)
+      assert.strictEqual(e2.reason._tag, "CommandUnavailable")
+      // it never ran: there is no exit code
+      assert.notProperty(e2.reason, "exitCode")
+      assert.include(e2.message, "could not run")
+    })
+  )
+
+  it.effect("catchReason reaches each reason: a network step's, a listener's", () =>
+    Effect.gen(function* () {
+      const host = scripted((argv) =>
+        argv[0] === "iptables" ? { exitCode: 4, stderr: "iptables: Permission denied (you must be root).\n" } : {}
+      )
+      const recovered = yield* LocalDns.cleanupHostNetwork().pipe(
+        Effect.provide(host.layer),
+        Effect.catchReason("LocalDnsError", "PermissionDenied", (reason) => Effect.succeed(reason.exitCode))
+      )
+      assert.strictEqual(recovered, 4)
+      const { localDns: _, ...base } = nodeStart
+      const same = { ...base, localDns: { nodeListener: "169.254.10.10", clusterListener: "169.254.10.10" } }
+      const listener = yield* LocalDns.decodeListeners(same).pipe(
+        Effect.as("decoded"),
+        Effect.catchReason("LocalDnsError", "SameAddress", (reason, error) =>
+          Effect.succeed(`${reason.listener} ${reason.address}: ${error.message}`)
+        )
+      )
+      assert.strictEqual(
+        listener,
+        `cluster 169.254.10.10: LocalDNS cluster listener "169.254.10.10" is the node listener's address too; the two must differ`
+      )
+      const refused = LocalDns.cleanupHostNetwork().pipe(
+        // @ts-expect-error: no reason "LocalDnsNetworkError" (the old class is gone; its reasons are LocalDnsError's)
+        Effect.catchReason("LocalDnsError", "LocalDnsNetworkError", () => Effect.void)
+      )
+      assert.isTrue(Effect.isEffect(refused))
     })
   )
 
@@ -177,10 +205,16 @@ describe("LocalDns network phases, on a scripted host", () => {
 // ---------------------------------------------------------------------------
 // awaitLocalDns against resolvers whose answers are scripted per attempt
 
-const dnsError = (reason: Dns.DnsErrorReason, code: string) =>
-  new Dns.DnsError({ reason, method: "resolve", hostname: "health-check.localdns.local", cause: { code } })
+// The scripted resolvers classify their own failures: each carries what it amounts to as its cause.
+const responded = (detail: string) => new DnsResolvers.Responded({ detail })
+const noResponse = (detail: string) => new DnsResolvers.NoResponse({ detail })
+const isQueryFailure = Schema.is(DnsResolvers.QueryFailure)
+const classify = (e: Dns.DnsError): DnsResolvers.QueryFailure =>
+  isQueryFailure(e.cause) ? e.cause : assert.fail(`not a scripted failure: ${e.message}`)
+const dnsError = (failure: DnsResolvers.QueryFailure) =>
+  new Dns.DnsError({ reason: "Unknown", method: "resolve", hostname: "health-check.localdns.local", cause: failure })
 
-const resolvers = (answer: (address: string, attempt: number) => Dns.DnsError | "ok") => {
+const resolvers = (answer: (address: string, attempt: number) => DnsResolvers.QueryFailure | "ok") => {
   const attempts = new Map<string, number>()
   const service = DnsResolvers.DnsResolvers.of({
     forServer: (address) =>
@@ -198,28 +232,14 @@ const resolvers = (answer: (address: string, attempt: number) => Dns.DnsError | 
                       address: NetAddress.ipFromStringUnsafe("10.0.0.1") as NetAddress.Ipv4Address
                     })
                   ])
-                : Effect.fail(a)
+                : Effect.fail(dnsError(a))
             })
         })
-      )
+      ),
+    classify
   })
   return { attempts, layer: Layer.succeed(DnsResolvers.DnsResolvers, service) }
 }
-
-describe("DnsResolvers.isAnswer", () => {
-  it("any DNS response counts; a timeout or an unreachable server does not", () => {
-    assert.isTrue(DnsResolvers.isAnswer(dnsError("NotFound", "ENOTFOUND")))
-    assert.isTrue(DnsResolvers.isAnswer(dnsError("NotFound", "ENODATA")))
-    assert.isTrue(DnsResolvers.isAnswer(dnsError("ServerFailure", "ESERVFAIL")))
-    assert.isTrue(DnsResolvers.isAnswer(dnsError("Refused", "EREFUSED")))
-    assert.isTrue(DnsResolvers.isAnswer(dnsError("InvalidResponse", "EFORMERR")))
-    assert.isTrue(DnsResolvers.isAnswer(dnsError("Unsupported", "ENOTIMP")))
-    assert.isFalse(DnsResolvers.isAnswer(dnsError("Refused", "ECONNREFUSED")))
-    assert.isFalse(DnsResolvers.isAnswer(dnsError("Timeout", "ETIMEOUT")))
-    assert.isFalse(DnsResolvers.isAnswer(dnsError("Unknown", "ECANCELLED")))
-    assert.isFalse(DnsResolvers.isAnswer(new Dns.DnsError({ reason: "Refused", method: "resolve", hostname: "x" })))
-  })
-})
 
 describe("LocalDns.awaitLocalDns", () => {
   it.effect("waits on a Schedule until each listener answered, asking an answered one no more", () =>
@@ -228,46 +248,53 @@ describe("LocalDns.awaitLocalDns", () => {
         address === "169.254.10.10"
           ? "ok"
           : n < 4
-            ? dnsError("Refused", "ECONNREFUSED")
-            : dnsError("NotFound", "ENOTFOUND")
+            ? noResponse("Refused (ECONNREFUSED)")
+            : responded("NotFound (ENOTFOUND)")
       )
-      const logged: Array<unknown> = []
+      const logged: Array<{ readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
+      const capture = Logger.layer([Logger.map(Logger.formatStructured, (entry) => logged.push(entry))])
       const fiber = yield* LocalDns.awaitLocalDns(nodeStart, { timeout: "1 minute", interval: "1 second" }).pipe(
-        Effect.provide([r.layer, Logger.layer([Logger.make(({ message }) => logged.push(message))])]),
+        Effect.provide([r.layer, capture]),
         Effect.provideService(References.MinimumLogLevel, "Debug"),
         Effect.forkChild
       )
       yield* TestClock.adjust("3 seconds")
       yield* Fiber.join(fiber)
       assert.deepStrictEqual(Object.fromEntries(r.attempts), { "169.254.10.10": 1, "169.254.10.11": 4 })
-      const last = logged.at(-1) as ReadonlyArray<unknown>
-      assert.deepStrictEqual(last, ["LocalDNS is answering on every listener", { attempts: 4 }])
-      const rounds = logged.filter((m) => (m as ReadonlyArray<unknown>)[0] === "LocalDNS not answering yet")
+      // messages are sentences; the facts are annotations
+      const last = logged.at(-1)
       assert.deepStrictEqual(
-        rounds.map((m) => ((m as ReadonlyArray<unknown>)[1] as { attempt: number }).attempt),
+        [last?.message, last?.annotations.attempts],
+        ["LocalDNS is answering on every listener", 4]
+      )
+      const rounds = logged.filter((m) => m.message === "LocalDNS not answering yet")
+      assert.deepStrictEqual(
+        rounds.map((m) => m.annotations.attempt),
         [1, 2, 3]
       )
+      assert.isTrue(logged.every((m) => typeof m.message === "string"))
     })
   )
 
   it.effect("at the deadline fails with LocalDnsTimeout naming only the listeners that never answered", () =>
     Effect.gen(function* () {
       const r = resolvers((address) =>
-        address === "169.254.10.10" ? dnsError("Refused", "EREFUSED") : dnsError("Timeout", "ETIMEOUT")
+        address === "169.254.10.10" ? responded("Refused (EREFUSED)") : noResponse("Timeout (ETIMEOUT)")
       )
       const fiber = yield* LocalDns.awaitLocalDns(nodeStart, { timeout: "10 seconds", interval: "1 second" }).pipe(
         Effect.provide(r.layer),
-        Effect.catchTag("LocalDnsListenerError", Effect.die),
         Effect.flip,
         Effect.forkChild
       )
       yield* TestClock.adjust("1 minute")
       const e = yield* Fiber.join(fiber)
-      assert.strictEqual(e._tag, "LocalDnsTimeout")
-      assert.deepStrictEqual(e.listeners, [{ name: "cluster", address: "169.254.10.11", reason: "Timeout (ETIMEOUT)" }])
-      assert.deepStrictEqual(e.answered, ["169.254.10.10"])
+      if (e.reason._tag !== "Timeout") return assert.fail(`reason ${e.reason._tag}`)
+      assert.deepStrictEqual(e.reason.listeners, [
+        { name: "cluster", address: "169.254.10.11", reason: "Timeout (ETIMEOUT)" }
+      ])
+      assert.deepStrictEqual(e.reason.answered, ["169.254.10.10"])
       // rounds at 0, 1, ..., 10 s: the deadline bounds the schedule
-      assert.strictEqual(e.attempts, 11)
+      assert.strictEqual(e.reason.attempts, 11)
       assert.strictEqual(r.attempts.get("169.254.10.11"), 11)
       assert.include(e.message, "cluster listener 169.254.10.11")
     })
@@ -276,22 +303,19 @@ describe("LocalDns.awaitLocalDns", () => {
   it.effect("a probe that hangs counts as no answer after the probe timeout", () =>
     Effect.gen(function* () {
       const service = DnsResolvers.DnsResolvers.of({
-        forServer: () => Effect.succeed(Dns.make({ lookup: () => Effect.succeed([]), resolve: () => Effect.never }))
+        forServer: () => Effect.succeed(Dns.make({ lookup: () => Effect.succeed([]), resolve: () => Effect.never })),
+        classify
       })
       const fiber = yield* LocalDns.awaitLocalDns(nodeStart, {
         timeout: "3 seconds",
         interval: "1 second",
         probeTimeout: "500 millis"
-      }).pipe(
-        Effect.provideService(DnsResolvers.DnsResolvers, service),
-        Effect.catchTag("LocalDnsListenerError", Effect.die),
-        Effect.flip,
-        Effect.forkChild
-      )
+      }).pipe(Effect.provideService(DnsResolvers.DnsResolvers, service), Effect.flip, Effect.forkChild)
       yield* TestClock.adjust("1 minute")
       const e = yield* Fiber.join(fiber)
+      if (e.reason._tag !== "Timeout") return assert.fail(`reason ${e.reason._tag}`)
       assert.deepStrictEqual(
-        e.listeners.map((l) => [l.name, l.reason]),
+        e.reason.listeners.map((l) => [l.name, l.reason]),
         [
           ["node", "no answer within 500ms"],
           ["cluster", "no answer within 500ms"]
@@ -302,7 +326,7 @@ describe("LocalDns.awaitLocalDns", () => {
 
   it.effect("a node without LocalDNS has nothing to wait for", () =>
     Effect.gen(function* () {
-      const r = resolvers(() => dnsError("Timeout", "ETIMEOUT"))
+      const r = resolvers(() => noResponse("Timeout (ETIMEOUT)"))
       const { localDns: _, ...without } = nodeStart
       yield* LocalDns.awaitLocalDns(without).pipe(Effect.provide(r.layer))
       assert.strictEqual(r.attempts.size, 0)

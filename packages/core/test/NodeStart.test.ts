@@ -1,6 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { NodeStart } from "@hostnode/core"
+import { type ConfigFile, NodeStart } from "@hostnode/core"
 import { Effect, Redacted } from "effect"
+
+/** The InvalidValue reason of `e`: the wrong fields. */
+const invalidValue = (e: ConfigFile.ConfigError): ConfigFile.InvalidValue => {
+  if (e.reason._tag !== "InvalidValue") return assert.fail(`expected reason InvalidValue, got ${e.reason._tag}`)
+  return e.reason
+}
 
 const base = { nodeName: "node-a", apiServer: "https://10.0.0.1:6443" }
 
@@ -47,11 +53,11 @@ describe("NodeStart", () => {
   it.effect("errors point at the field: an unknown auth mode, a bad token, a bad or repeated listener", () =>
     Effect.gen(function* () {
       const unknown = yield* Effect.flip(NodeStart.decode({ ...base, auth: { _tag: "Password", password: "x" } }))
-      assert.strictEqual(unknown.field, "auth")
+      assert.strictEqual(invalidValue(unknown).field, "auth")
       const badToken = yield* Effect.flip(
         NodeStart.decode({ ...base, auth: { _tag: "BootstrapToken", token: "secret-value" } }, "/gs.json")
       )
-      assert.strictEqual(badToken.field, "auth.token")
+      assert.strictEqual(invalidValue(badToken).field, "auth.token")
       assert.notInclude(badToken.message, "secret-value")
       const badAddress = yield* Effect.flip(
         NodeStart.decode({
@@ -60,7 +66,7 @@ describe("NodeStart", () => {
           localDns: { clusterListener: "169.254.010.11" }
         })
       )
-      assert.strictEqual(badAddress.field, "localDns.clusterListener")
+      assert.strictEqual(invalidValue(badAddress).field, "localDns.clusterListener")
       const same = yield* Effect.flip(
         NodeStart.decode({
           ...base,
@@ -68,11 +74,16 @@ describe("NodeStart", () => {
           localDns: { clusterListener: "169.254.10.10" }
         })
       )
-      assert.strictEqual(same.field, "localDns.clusterListener")
+      assert.strictEqual(invalidValue(same).field, "localDns.clusterListener")
       const name = yield* Effect.flip(
         NodeStart.decode({ ...base, nodeName: "Node_A", auth: { _tag: "Kubeconfig", path: "k" } })
       )
-      assert.deepStrictEqual(name.issues.map((i) => i.field).sort(), ["auth.path", "nodeName"])
+      assert.deepStrictEqual(
+        invalidValue(name)
+          .issues.map((i) => i.field)
+          .sort(),
+        ["auth.path", "nodeName"]
+      )
     })
   )
 })

@@ -4,8 +4,9 @@
  * resolver asks only its server, once per query, with the given timeout, and
  * is cancelled when its scope closes. A response with any code (NXDOMAIN,
  * REFUSED, ...) surfaces as a `DnsError` whose `cause.code` is the c-ares code
- * (`ENOTFOUND`, `EREFUSED`), which is what `DnsResolvers.isAnswer` reads; no
- * answer is `ETIMEOUT` or `ECONNREFUSED`.
+ * (`ENOTFOUND`, `EREFUSED`); no answer is `ETIMEOUT` or `ECONNREFUSED`.
+ * {@link classify} reads those codes into the `DnsResolvers.QueryFailure`
+ * core works on: the c-ares codes stay in this layer.
  *
  * `layerIn(pid)` asks from another network namespace (a container's): see
  * {@link makeIn}.
@@ -19,6 +20,40 @@ import { Duration, Effect, Layer, Random } from "effect"
 import { Dns, NetAddress } from "effect/net"
 import * as Connector from "./internal/connector.ts"
 
+/** The c-ares code of a failed query (`EREFUSED`; node:dns's `DNS_` prefix dropped), when it has one. */
+const codeOf = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause
+    ? String((cause as { readonly code: unknown }).code).replace(/^DNS_/, "")
+    : undefined
+
+/**
+ * What a failed query of these resolvers amounts to, from its c-ares code: a
+ * DNS response came back, whatever its response code — NXDOMAIN and NODATA
+ * (`NotFound`), SERVFAIL, a response that could not be used
+ * (`InvalidResponse`, FORMERR), NOTIMP (`Unsupported` with `ENOTIMP`) and
+ * REFUSED (`Refused` with `EREFUSED`) — or none did: a timeout, an
+ * unreachable or closed port (`Refused` with `ECONNREFUSED`), and anything
+ * unclassified. The detail is the reason and the code (`Refused (ECONNREFUSED)`).
+ *
+ * @since 0.3.0
+ */
+export const classify = (error: Dns.DnsError): DnsResolvers.QueryFailure => {
+  const code = codeOf(error.cause)
+  const detail = code === undefined ? error.reason : `${error.reason} (${code})`
+  switch (error.reason) {
+    case "NotFound":
+    case "ServerFailure":
+    case "InvalidResponse":
+      return new DnsResolvers.Responded({ detail })
+    case "Refused":
+      return code === "EREFUSED" ? new DnsResolvers.Responded({ detail }) : new DnsResolvers.NoResponse({ detail })
+    case "Unsupported":
+      return code === "ENOTIMP" ? new DnsResolvers.Responded({ detail }) : new DnsResolvers.NoResponse({ detail })
+    default:
+      return new DnsResolvers.NoResponse({ detail })
+  }
+}
+
 /**
  * The `DnsResolvers` of this machine. An address that is not an IP address
  * is a defect: listener addresses are validated when the goal state is
@@ -28,7 +63,8 @@ import * as Connector from "./internal/connector.ts"
  */
 export const make: DnsResolvers.DnsResolvers = DnsResolvers.DnsResolvers.of({
   forServer: (address, options) =>
-    NodeDns.make({ nameServers: [address], timeout: options.timeout, tries: 1 }).pipe(Effect.orDie)
+    NodeDns.make({ nameServers: [address], timeout: options.timeout, tries: 1 }).pipe(Effect.orDie),
+  classify
 })
 
 /**
@@ -86,7 +122,7 @@ const skipName = (msg: Uint8Array, at: number): number => {
   return -1
 }
 
-// What c-ares (node:dns) says for each response code, so `DnsResolvers.isAnswer` reads both alike.
+// What c-ares (node:dns) says for each response code, so `classify` reads both alike.
 const rcodes: Record<number, { readonly reason: Dns.DnsErrorReason; readonly code: string }> = {
   1: { reason: "InvalidResponse", code: "EFORMERR" },
   2: { reason: "ServerFailure", code: "ESERVFAIL" },
@@ -184,7 +220,7 @@ export interface InOptions {
  * by a short-lived connector (this Node under `nsenter -t pid -n`) and handed
  * over; the sockets stay in that namespace for their whole life. Queries are
  * A and AAAA, sent once each; the response code maps to the same `DnsError`
- * reasons and codes as {@link make}'s, so `DnsResolvers.isAnswer` reads them
+ * reasons and codes as {@link make}'s, so {@link classify} reads them
  * alike. A socket that cannot be made makes every query of that resolver fail
  * with reason `Unknown` and the connector's words.
  *
@@ -220,7 +256,8 @@ export const makeIn = (pid: number, options?: InOptions): DnsResolvers.DnsResolv
             ),
           resolve
         })
-      })
+      }),
+    classify
   })
 
 /**

@@ -113,27 +113,26 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
       })
     )
 
-    it.effect("a missing file is GoalStateNotFound naming the slot and the file", () =>
+    it.effect("a missing file is a GoalStateError (NotFound) naming the slot and the file", () =>
       Effect.gen(function* () {
         const { root, config, dir } = yield* hostRoot
         const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for("b"))
-        assert.strictEqual(e._tag, "GoalStateNotFound")
-        if (e._tag !== "GoalStateNotFound") return
+        assert.strictEqual(e.reason._tag, "NotFound")
+        if (e.reason._tag !== "NotFound") return
         assert.strictEqual(e.slot, "b")
-        assert.strictEqual(e.file, `${dir}/b.json`)
+        assert.strictEqual(e.reason.file, `${dir}/b.json`)
         assert.include(e.message, `${dir}/b.json`)
       })
     )
 
-    it.effect("a file that is not JSON is InvalidGoalState (InvalidJson), a different error from a missing one", () =>
+    it.effect("a file that is not JSON is a GoalStateError (InvalidJson), a different reason from a missing one", () =>
       Effect.gen(function* () {
         const { root, config, dir, write } = yield* hostRoot
         yield* write("a", '{"slot": "a", ')
         const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for("a"))
-        assert.strictEqual(e._tag, "InvalidGoalState")
-        if (e._tag !== "InvalidGoalState") return
-        assert.strictEqual(e.reason, "InvalidJson")
-        assert.strictEqual(e.file, `${dir}/a.json`)
+        assert.strictEqual(e.reason._tag, "InvalidJson")
+        if (e.reason._tag !== "InvalidJson") return
+        assert.strictEqual(e.reason.file, `${dir}/a.json`)
       })
     )
 
@@ -153,12 +152,11 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
           }
         })
         const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for("a"))
-        assert.strictEqual(e._tag, "InvalidGoalState")
-        if (e._tag !== "InvalidGoalState") return
-        assert.strictEqual(e.reason, "InvalidValue")
-        assert.strictEqual(e.field, "kubernetesVersion")
+        assert.strictEqual(e.reason._tag, "InvalidValue")
+        if (e.reason._tag !== "InvalidValue") return
+        assert.strictEqual(e.reason.field, "kubernetesVersion")
         // every wrong field, each once (the order among them is the decoder's)
-        assert.deepStrictEqual(e.issues.map((i) => i.field).sort(), [
+        assert.deepStrictEqual(e.reason.issues.map((i) => i.field).sort(), [
           "kubernetesVersion",
           "nodeStart.auth.token",
           "nodeStart.extra",
@@ -168,15 +166,16 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
       })
     )
 
-    it.effect("a goal state for another slot is InvalidGoalState (SlotMismatch), from the file or given", () =>
+    it.effect("a goal state for another slot is a GoalStateError (SlotMismatch), from the file or given", () =>
       Effect.gen(function* () {
         const { root, config, write } = yield* hostRoot
         yield* write("a", goalStateDocument("b"))
         const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for("a"))
-        assert.strictEqual(e._tag === "InvalidGoalState" ? e.reason : e._tag, "SlotMismatch")
+        assert.strictEqual(e.reason._tag, "SlotMismatch")
         const given = yield* GoalState.decodeMachineGoalState(goalStateDocument("b"))
         const e2 = yield* Effect.flip(GoalState.makeSource({ config, goalState: given }).for("a"))
-        assert.strictEqual(e2._tag === "InvalidGoalState" ? e2.field : e2._tag, "slot")
+        assert.strictEqual(e2.reason._tag, "SlotMismatch")
+        assert.deepStrictEqual(e2.reason._tag === "SlotMismatch" ? e2.reason.issues.map((i) => i.field) : [], ["slot"])
       })
     )
 
@@ -187,7 +186,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
         yield* fs.writeFileString(`${root}${config.configDir}/x.json`, JSON.stringify(goalStateDocument("x")))
         for (const slot of ["../x", "", "A", "a/b"]) {
           const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for(slot))
-          assert.strictEqual(e._tag === "InvalidGoalState" ? e.reason : e._tag, "InvalidSlot", slot)
+          assert.strictEqual(e.reason._tag, "InvalidSlot", slot)
         }
       })
     )

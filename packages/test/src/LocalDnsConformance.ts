@@ -254,10 +254,13 @@ export const suite = (
           const e = yield* Effect.flip(
             LocalDns.setupLocalDnsNetwork(start, { interfaceKind: fx.interfaceKind }).pipe(Effect.provide(record))
           )
-          assert.strictEqual(e._tag, "LocalDnsListenerError", `${n} ${c}`)
-          if (e._tag === "LocalDnsListenerError") assert.strictEqual(e.listener, which)
+          const expected = n === c ? "SameAddress" : "InvalidListener"
+          assert.strictEqual(e.reason._tag, expected, `${n} ${c}`)
+          if (e.reason._tag === "InvalidListener" || e.reason._tag === "SameAddress") {
+            assert.strictEqual(e.reason.listener, which)
+          }
           const w = yield* Effect.flip(LocalDns.awaitLocalDns(start, { timeout: "1 second" }))
-          assert.strictEqual(w._tag, "LocalDnsListenerError", `${n} ${c}`)
+          assert.strictEqual(w.reason._tag, expected, `${n} ${c}`)
           assert.deepStrictEqual(ran, [], "no command ran")
           assert.isUndefined(yield* fx.link(iface))
           assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
@@ -279,7 +282,7 @@ export const suite = (
         const e = yield* Effect.flip(
           LocalDns.setupLocalDnsNetwork(nodeStart, { interfaceKind: fx.interfaceKind }).pipe(Effect.provide(failAdd(3)))
         )
-        assert.strictEqual(e._tag === "LocalDnsNetworkError" && e.reason, "PermissionDenied")
+        assert.strictEqual(e.reason._tag, "PermissionDenied")
         assert.isUndefined(yield* fx.link(iface))
         assert.deepStrictEqual(sorted(yield* fx.rawRules), sorted(others))
         // An interface that was there stays, down, with its own addresses; the listener address it lacked is gone again.
@@ -288,7 +291,7 @@ export const suite = (
         const again = yield* Effect.flip(
           LocalDns.setupLocalDnsNetwork(nodeStart, { interfaceKind: fx.interfaceKind }).pipe(Effect.provide(failAdd(2)))
         )
-        assert.strictEqual(again._tag, "LocalDnsNetworkError")
+        assert.strictEqual(again.reason._tag, "PermissionDenied")
         const after = yield* fx.link(iface)
         assert.strictEqual(after?.index, before?.index)
         assert.deepStrictEqual(sorted(after?.ipv4 ?? []), sorted(before?.ipv4 ?? []))
@@ -357,7 +360,7 @@ export const suite = (
         })
     )
 
-    it.effect("with the server stopped, a short deadline fails with LocalDnsTimeout naming both listeners", () =>
+    it.effect("with the server stopped, a short deadline fails with a Timeout naming both listeners", () =>
       Effect.gen(function* () {
         const { fx } = yield* prepare()
         yield* setup
@@ -372,17 +375,17 @@ export const suite = (
             probeTimeout: "300 millis"
           })
         )
-        assert.strictEqual(error._tag, "LocalDnsTimeout")
-        if (error._tag !== "LocalDnsTimeout") return
+        assert.strictEqual(error.reason._tag, "Timeout")
+        if (error.reason._tag !== "Timeout") return
         assert.deepStrictEqual(
-          error.listeners.map((l) => [l.name, l.address]),
+          error.reason.listeners.map((l) => [l.name, l.address]),
           [
             ["node", nodeListener],
             ["cluster", clusterListener]
           ]
         )
-        assert.deepStrictEqual(error.answered, [])
-        assert.isAbove(error.attempts, 1)
+        assert.deepStrictEqual(error.reason.answered, [])
+        assert.isAbove(error.reason.attempts, 1)
         assert.include(error.message, nodeListener)
         assert.include(error.message, clusterListener)
       })
@@ -396,13 +399,13 @@ export const suite = (
         const error = yield* Effect.flip(
           LocalDns.awaitLocalDns(nodeStart, { timeout: "1 second", interval: "200 millis", probeTimeout: "300 millis" })
         )
-        assert.strictEqual(error._tag, "LocalDnsTimeout")
-        if (error._tag !== "LocalDnsTimeout") return
+        assert.strictEqual(error.reason._tag, "Timeout")
+        if (error.reason._tag !== "Timeout") return
         assert.deepStrictEqual(
-          error.listeners.map((l) => [l.name, l.address]),
+          error.reason.listeners.map((l) => [l.name, l.address]),
           [["cluster", clusterListener]]
         )
-        assert.deepStrictEqual(error.answered, [nodeListener])
+        assert.deepStrictEqual(error.reason.answered, [nodeListener])
       })
     )
 

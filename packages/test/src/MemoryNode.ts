@@ -60,7 +60,7 @@ export interface Options extends MemoryHost.Options {
  *
  * @since 0.1.0
  */
-export interface MemoryNodeService {
+export interface MemoryNode {
   /** Every command spawned so far (after `nsenter` was stripped), oldest first. */
   readonly invocations: Effect.Effect<ReadonlyArray<Invocation>>
   /** Forgets the invocations so far. */
@@ -72,7 +72,14 @@ export interface MemoryNodeService {
  *
  * @since 0.1.0
  */
-export class MemoryNode extends Context.Service<MemoryNode, MemoryNodeService>()("@hostnode/test/MemoryNode") {}
+export const MemoryNode = Context.Service<MemoryNode>("@hostnode/test/MemoryNode")
+
+/**
+ * The command-line inspection service: the same as {@link MemoryNode}.
+ *
+ * @since 0.1.0
+ */
+export type MemoryNodeService = MemoryNode
 
 /**
  * Everything {@link layer} provides.

@@ -240,7 +240,7 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
       const timeout = yield* Effect.flip(
         LocalDns.awaitLocalDns(node, { timeout: "1 second", interval: "200 millis", probeTimeout: "200 millis" })
       )
-      assert.strictEqual(timeout._tag, "LocalDnsTimeout")
+      assert.strictEqual(timeout.reason._tag, "Timeout")
       assert.include(timeout.message, "169.254.10.10")
       assert.include(timeout.message, "169.254.10.11")
     })

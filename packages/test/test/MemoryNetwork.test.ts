@@ -52,7 +52,10 @@ describe("DNS on the simulated network", () => {
               // dnsmasq --no-resolv refuses what it has no records for: still an answer for awaitLocalDns
               const refused = yield* Effect.flip(dns.resolve("health-check.localdns.local", "A"))
               assert.strictEqual(refused.reason, "Refused")
-              assert.isTrue(DnsResolvers.isAnswer(refused))
+              assert.deepStrictEqual(
+                resolvers.classify(refused),
+                new DnsResolvers.Responded({ detail: "Refused (EREFUSED)" })
+              )
               assert.deepStrictEqual(yield* dns.resolve("db.internal.", "A"), [record])
               assert.strictEqual(yield* outcome(dns.resolve("db.internal", "AAAA")), "NotFound:ENODATA")
               // the listener's address going away silences it: the query times out
@@ -97,7 +100,7 @@ describe("DNS on the simulated network", () => {
       Effect.gen(function* () {
         const network = yield* MemoryNetwork.MemoryNetwork
         const e = yield* Effect.flip(Effect.scoped(network.startDnsServer(["169.254.10.10"])))
-        assert.strictEqual(e.address, "169.254.10.10")
+        assert.strictEqual(e.reason.address, "169.254.10.10")
         assert.include(e.message, "Cannot assign requested address")
         const fx = yield* LocalDnsFixture.LocalDnsFixture
         const exit = yield* Effect.exit(Effect.scoped(fx.dnsServer(["169.254.10.10"])))
@@ -113,16 +116,13 @@ describe("DNS on the simulated network", () => {
         yield* LocalDns.setupLocalDnsNetwork(nodeStart)
         yield* network.startDnsServer(["169.254.10.10", "169.254.10.11"], { unknownNames: "silent" })
         const fiber = yield* Effect.forkChild(
-          Effect.flip(
-            LocalDns.awaitLocalDns(nodeStart, { timeout: "3 seconds", probeTimeout: "500 millis" }).pipe(
-              Effect.catchTag("LocalDnsListenerError", Effect.die)
-            )
-          )
+          Effect.flip(LocalDns.awaitLocalDns(nodeStart, { timeout: "3 seconds", probeTimeout: "500 millis" }))
         )
         yield* TestClock.adjust("10 seconds")
         const e = yield* Fiber.join(fiber)
+        if (e.reason._tag !== "Timeout") return assert.fail(`reason ${e.reason._tag}`)
         assert.deepStrictEqual(
-          e.listeners.map((l) => [l.address, l.reason]),
+          e.reason.listeners.map((l) => [l.address, l.reason]),
           [
             ["169.254.10.10", "Timeout (ETIMEOUT)"],
             ["169.254.10.11", "Timeout (ETIMEOUT)"]
@@ -137,12 +137,10 @@ describe("what a real host can make the LocalDNS phases meet", () => {
   it.effect("a kernel without dummy links: setup fails with UnsupportedKind and says what ip said", () =>
     onNode(
       Effect.gen(function* () {
-        const e = yield* Effect.flip(
-          LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.catchTag("LocalDnsListenerError", Effect.die))
-        )
-        assert.strictEqual(e.reason, "UnsupportedKind")
-        assert.strictEqual(e.stderr, "Error: Unknown device type.\n")
-        assert.deepStrictEqual(e.args, ["link", "add", "name", "localdns", "type", "dummy"])
+        const e = yield* Effect.flip(LocalDns.setupLocalDnsNetwork(nodeStart))
+        if (e.reason._tag !== "UnsupportedKind") return assert.fail(`reason ${e.reason._tag}`)
+        assert.strictEqual(e.reason.stderr, "Error: Unknown device type.\n")
+        assert.deepStrictEqual(e.reason.args, ["link", "add", "name", "localdns", "type", "dummy"])
         yield* LocalDns.setupLocalDnsNetwork(nodeStart, { interfaceKind: "bridge" })
         const link = yield* (yield* MemoryNetwork.MemoryNetwork).link("localdns")
         assert.strictEqual(link?.kind, "bridge")
@@ -157,11 +155,9 @@ describe("what a real host can make the LocalDNS phases meet", () => {
   it.effect("a kernel without the raw table: setup fails with TableUnavailable and removes the link it made", () =>
     onNode(
       Effect.gen(function* () {
-        const e = yield* Effect.flip(
-          LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.catchTag("LocalDnsListenerError", Effect.die))
-        )
-        assert.strictEqual(e.reason, "TableUnavailable")
-        assert.strictEqual(e.exitCode, 3)
+        const e = yield* Effect.flip(LocalDns.setupLocalDnsNetwork(nodeStart))
+        if (e.reason._tag !== "TableUnavailable") return assert.fail(`reason ${e.reason._tag}`)
+        assert.strictEqual(e.reason.exitCode, 3)
         const network = yield* MemoryNetwork.MemoryNetwork
         // The link this setup created is gone again: a failed setup leaves the host as it found it.
         assert.isUndefined(yield* network.link("localdns"))
@@ -183,11 +179,9 @@ describe("what a real host can make the LocalDNS phases meet", () => {
           stderr:
             "iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)"
         })
-        const e = yield* Effect.flip(
-          LocalDns.setupLocalDnsNetwork(nodeStart).pipe(Effect.catchTag("LocalDnsListenerError", Effect.die))
-        )
-        assert.strictEqual(e.reason, "PermissionDenied")
-        assert.strictEqual(e.exitCode, 4)
+        const e = yield* Effect.flip(LocalDns.setupLocalDnsNetwork(nodeStart))
+        if (e.reason._tag !== "PermissionDenied") return assert.fail(`reason ${e.reason._tag}`)
+        assert.strictEqual(e.reason.exitCode, 4)
         yield* LocalDns.setupLocalDnsNetwork(nodeStart)
         assert.deepStrictEqual([...(yield* network.rules("raw"))].sort(), [...LocalDnsConformance.ourRules].sort())
         // the phases ran their commands through the node's command line, nsenter-free

@@ -1,0 +1,152 @@
+/**
+ * Our iptables rules: what they are (one NOTRACK rule per chain, listener
+ * address and protocol, carrying our comment), how `iptables -S` prints and
+ * how its lines parse back into argv words, and the steps that list, add and
+ * delete them. A rule is ours only with our comment: rules of anyone else are
+ * never touched.
+ *
+ * Internal: `LocalDns` re-exports the vocabulary and `listRules`.
+ *
+ * @since 0.3.0
+ */
+import { Effect } from "effect"
+import type { Rule } from "../../LocalDns.ts"
+import { badRule, expect, iptables } from "./commands.ts"
+
+/** The comment every rule of ours carries (`-m comment --comment ...`): what makes a rule ours. */
+export const RuleComment = "hostnode:localdns"
+
+/** The chains the rules go in: locally generated traffic and traffic arriving from pods. */
+export const Chains = ["OUTPUT", "PREROUTING"] as const
+
+/** DNS runs over both. */
+export const Protocols = ["tcp", "udp"] as const
+
+/** Our rules for `addresses`: per chain, per address, per protocol, as `iptables -S` prints them back. */
+export const rules = (addresses: ReadonlyArray<string>): ReadonlyArray<Rule> =>
+  Chains.flatMap((chain) =>
+    addresses.flatMap((address) =>
+      Protocols.map((proto) => ({
+        chain,
+        spec: [
+          "-d",
+          `${address}/32`,
+          "-p",
+          proto,
+          "-m",
+          proto,
+          "--dport",
+          "53",
+          "-m",
+          "comment",
+          "--comment",
+          RuleComment,
+          "-j",
+          "NOTRACK"
+        ]
+      }))
+    )
+  )
+
+// xtables_save_string: a value made only of these is printed bare, anything
+// else in double quotes with `"`, `\` and `'` escaped by a backslash.
+const bareSaveValue = /^[-_0-9A-Za-z]+$/
+
+/** A rule as `iptables -t raw -S` prints it. */
+export const renderRule = (rule: Rule): string =>
+  [
+    "-A",
+    rule.chain,
+    ...rule.spec.map((token, i) =>
+      rule.spec[i - 1] === "--comment" && !bareSaveValue.test(token) ? `"${token.replace(/["\\']/g, "\\$&")}"` : token
+    )
+  ].join(" ")
+
+/** The argv words of one line of `iptables -S`, double-quoted values unquoted and unescaped. */
+export const parseRuleLine = (line: string): ReadonlyArray<string> => {
+  const words: Array<string> = []
+  let current = ""
+  let inWord = false
+  let quoted = false
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i] as string
+    if (quoted) {
+      if (c === "\\" && i + 1 < line.length) current += line[++i]
+      else if (c === '"') quoted = false
+      else current += c
+    } else if (c === '"') {
+      quoted = true
+      inWord = true
+    } else if (c === " " || c === "\t") {
+      if (inWord) words.push(current)
+      current = ""
+      inWord = false
+    } else {
+      current += c
+      inWord = true
+    }
+  }
+  if (inWord) words.push(current)
+  return words
+}
+
+/** True when the words of a listed rule (`-A CHAIN ...`) are a rule of ours: one of our chains and our comment. */
+export const isOurRule = (words: ReadonlyArray<string>): boolean => {
+  if (words[0] !== "-A" || !(Chains as ReadonlyArray<string | undefined>).includes(words[1])) return false
+  for (let i = 2; i < words.length - 1; i++) {
+    if (words[i] === "--comment" && words[i + 1] === RuleComment) return true
+  }
+  return false
+}
+
+/** The rules of the `raw` table as `iptables -t raw -S` lists them, one argv array per `-A` line. */
+export const listRules = Effect.gen(function* () {
+  const out = yield* expect("list the raw table", "iptables", iptables(["-S"]))
+  return out.stdout
+    .split("\n")
+    .filter((line) => line.startsWith("-A "))
+    .map(parseRuleLine)
+}).pipe(Effect.withSpan("LocalDns.listRules"))
+
+const ruleKey = (words: ReadonlyArray<string>): string => JSON.stringify(words)
+
+/** Deletes the listed rule `words` (`-A CHAIN ...`) by its spec; a rule already gone is success. */
+export const deleteRule = (words: ReadonlyArray<string>, step: string) =>
+  expect(step, "iptables", iptables(["-D", ...words.slice(1)]), badRule)
+
+/**
+ * Makes the table hold exactly our rules for `addresses`: each one checked
+ * with `-C` and added with `-A` when missing (recorded in `created.rules`),
+ * then every other rule of ours (a listener that changed, a duplicate)
+ * deleted.
+ */
+export const ensureRules = Effect.fnUntraced(function* (
+  addresses: ReadonlyArray<string>,
+  created: { readonly rules: Array<Rule> }
+) {
+  const wanted = rules(addresses)
+  for (const rule of wanted) {
+    const check = yield* expect("check a rule", "iptables", iptables(["-C", rule.chain, ...rule.spec]), badRule)
+    if (check.exitCode === 0) continue
+    yield* expect("add a rule", "iptables", iptables(["-A", rule.chain, ...rule.spec]))
+    created.rules.push(rule)
+    yield* Effect.logInfo("added a LocalDNS NOTRACK rule").pipe(
+      Effect.annotateLogs({ chain: rule.chain, rule: rule.spec.join(" ") })
+    )
+  }
+  // Ours but not wanted (a listener that changed) or listed twice: gone, so
+  // the table holds exactly our rules. Only after the wanted ones are in
+  // place, so the listeners are never without NOTRACK.
+  const wantedKeys = new Set(wanted.map((r) => ruleKey(["-A", r.chain, ...r.spec])))
+  const seen = new Set<string>()
+  for (const words of yield* listRules) {
+    if (!isOurRule(words)) continue
+    const key = ruleKey(words)
+    if (wantedKeys.has(key) && !seen.has(key)) {
+      seen.add(key)
+      continue
+    }
+    yield* deleteRule(words, "remove a stale rule of ours")
+    yield* Effect.logInfo("removed a stale LocalDNS rule").pipe(Effect.annotateLogs({ rule: words.join(" ") }))
+  }
+})
