@@ -249,11 +249,12 @@ export const readFailure = (what: string, file: string, e: PlatformError): Confi
  *
  * @since 0.1.0
  */
-export const read =
-  <A, RD>(schema: Schema.Decoder<A, RD>, what: string) =>
-  (path: string): Effect.Effect<A, ConfigError, RD | FileSystem.FileSystem> =>
-    Effect.gen(function* () {
-      const fs = yield* FileSystem.FileSystem
-      const text = yield* fs.readFileString(path).pipe(Effect.mapError((e) => readFailure(what, path, e)))
-      return yield* decodeJson(schema, what, path)(text)
-    })
+export const read = <A, RD>(
+  schema: Schema.Decoder<A, RD>,
+  what: string
+): ((path: string) => Effect.Effect<A, ConfigError, RD | FileSystem.FileSystem>) =>
+  Effect.fn("ConfigFile.read")(function* (path: string) {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(path).pipe(Effect.mapError((e) => readFailure(what, path, e)))
+    return yield* decodeJson(schema, what, path)(text)
+  })

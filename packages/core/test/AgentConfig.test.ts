@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentConfig, type ConfigFile } from "@hostnode/core"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, FileSystem, PlatformError } from "effect"
 
 /** The reason of `e`, which must be `tag`. */
 const reasonOf = <T extends ConfigFile.ConfigErrorReason["_tag"]>(
@@ -98,6 +98,49 @@ describe("AgentConfig", () => {
     Effect.gen(function* () {
       const e = yield* Effect.flip(AgentConfig.decode({ units: [] }))
       assert.strictEqual(reasonOf(e, "InvalidValue").field, "units")
+    })
+  )
+
+  it.effect("catchReason reaches each reason of a ConfigError, with its own fields", () =>
+    Effect.gen(function* () {
+      const issues = yield* AgentConfig.decodeJson('{"configDir": ', "/x.json").pipe(
+        Effect.as([]),
+        Effect.catchReason("ConfigError", "InvalidJson", (reason) => Effect.succeed(reason.issues))
+      )
+      assert.include(issues[0]?.message, "not JSON")
+      const field = yield* AgentConfig.decode({ units: [] }).pipe(
+        Effect.as(""),
+        Effect.catchReason("ConfigError", "InvalidValue", (reason) => Effect.succeed(reason.field))
+      )
+      assert.strictEqual(field, "units")
+      // a missing file is its own reason: a caller may fall back to defaults for it
+      const noFiles = FileSystem.layerNoop({
+        readFileString: (path) =>
+          Effect.fail(
+            PlatformError.systemError({
+              _tag: "NotFound",
+              module: "FileSystem",
+              method: "readFileString",
+              pathOrDescriptor: path
+            })
+          )
+      })
+      const missing = yield* AgentConfig.read("/etc/hostnode/config.json").pipe(
+        Effect.as(""),
+        Effect.catchReason("ConfigError", "NotFound", (reason, error) =>
+          Effect.succeed(`${reason.file} | ${error.message}`)
+        ),
+        Effect.provide(noFiles)
+      )
+      assert.strictEqual(
+        missing,
+        "/etc/hostnode/config.json | AgentConfig not found: /etc/hostnode/config.json does not exist"
+      )
+      const refused = AgentConfig.decode({}).pipe(
+        // @ts-expect-error: no reason "ConfigNotFound" (the old class is the reason NotFound)
+        Effect.catchReason("ConfigError", "ConfigNotFound", () => Effect.void)
+      )
+      assert.isTrue(Effect.isEffect(refused))
     })
   )
 })
