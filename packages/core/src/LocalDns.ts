@@ -14,6 +14,13 @@
  *
  * Boundary: this module decides what the host must look like and issues the
  * commands; it does not run the DNS server that answers on the listeners.
+ * It holds the phases, their options and the listener decoding, and
+ * re-exports the rules, the interface inspection and the errors; the steps
+ * themselves are in `internal/localdns/`.
+ *
+ * Every failure is a `LocalDnsError`; its `reason` (a tagged class, reached
+ * with `Effect.catchReason("LocalDnsError", "PermissionDenied", ...)`) says
+ * what happened and has only its own fields.
  *
  * @since 0.1.0
  */

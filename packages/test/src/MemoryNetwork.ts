@@ -314,51 +314,51 @@ const startServer = (state: State, addresses: ReadonlyArray<string>, options?: D
  *
  * @since 0.1.0
  */
-export const make = (options?: Options): Effect.Effect<Simulation> =>
-  Effect.sync(() => {
-    const state = makeState(options)
-    const ip = ipInterpreter(state)
-    const iptables = iptablesInterpreter(state)
-    const service: MemoryNetwork = {
-      links: Effect.sync(() => sortedLinks(state).map(viewOf)),
-      link: (name) =>
-        Effect.sync(() => {
-          const link = state.links.get(name)
-          return link === undefined ? undefined : viewOf(link)
-        }),
-      rules: (table = "raw") =>
-        Effect.sync(() => {
-          const chains = state.tables.get(table) ?? []
-          return chainOrder(chains).flatMap((c) => c.rules.map((r) => ruleLine(c.name, r)))
-        }),
-      startDnsServer: (addresses, serverOptions) => startServer(state, addresses, serverOptions),
-      dnsQueries: Effect.sync(() => [...state.queries]),
-      failCommand: (fault) =>
-        Effect.sync(() => {
-          state.faults.push({ fault, left: fault.times ?? 1 })
-        }),
-      clearFaults: Effect.sync(() => {
-        state.faults.length = 0
+export const make = Effect.fn("MemoryNetwork.make")(function* (options?: Options) {
+  const state = yield* Effect.sync(() => makeState(options))
+  const ip = ipInterpreter(state)
+  const iptables = iptablesInterpreter(state)
+  const service: MemoryNetwork = {
+    links: Effect.sync(() => sortedLinks(state).map(viewOf)),
+    link: (name) =>
+      Effect.sync(() => {
+        const link = state.links.get(name)
+        return link === undefined ? undefined : viewOf(link)
       }),
-      admin: (command, args) => (command === "ip" ? ip(args, "") : iptables(args, ""))
-    }
-    const resolvers: DnsResolvers.DnsResolvers = {
-      forServer: (address, serverOptions) =>
-        Effect.gen(function* () {
-          const cancelled = yield* Deferred.make<void>()
-          yield* Effect.addFinalizer(() => Deferred.succeed(cancelled, undefined))
-          const ms = Duration.toMillis(Duration.fromInputUnsafe(serverOptions.timeout))
-          return resolverFor(state, address, ms, cancelled)
-        }),
-      classify
-    }
-    return {
-      service,
-      ip: withFaults(state, "ip", ip),
-      iptables: withFaults(state, "iptables", iptables),
-      resolvers
-    }
-  })
+    rules: (table = "raw") =>
+      Effect.sync(() => {
+        const chains = state.tables.get(table) ?? []
+        return chainOrder(chains).flatMap((c) => c.rules.map((r) => ruleLine(c.name, r)))
+      }),
+    startDnsServer: (addresses, serverOptions) => startServer(state, addresses, serverOptions),
+    dnsQueries: Effect.sync(() => [...state.queries]),
+    failCommand: (fault) =>
+      Effect.sync(() => {
+        state.faults.push({ fault, left: fault.times ?? 1 })
+      }),
+    clearFaults: Effect.sync(() => {
+      state.faults.length = 0
+    }),
+    admin: (command, args) => (command === "ip" ? ip(args, "") : iptables(args, ""))
+  }
+  const resolvers: DnsResolvers.DnsResolvers = {
+    forServer: (address, serverOptions) =>
+      Effect.gen(function* () {
+        const cancelled = yield* Deferred.make<void>()
+        yield* Effect.addFinalizer(() => Deferred.succeed(cancelled, undefined))
+        const ms = Duration.toMillis(Duration.fromInputUnsafe(serverOptions.timeout))
+        return resolverFor(state, address, ms, cancelled)
+      }),
+    classify
+  }
+  const simulation: Simulation = {
+    service,
+    ip: withFaults(state, "ip", ip),
+    iptables: withFaults(state, "iptables", iptables),
+    resolvers
+  }
+  return simulation
+})
 
 // ---------------------------------------------------------------------------
 // the LocalDNS fixture
