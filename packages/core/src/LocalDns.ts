@@ -278,7 +278,8 @@ export const DefaultProbeName = "health-check.localdns.local"
  */
 export const decodeListeners = Effect.fn("LocalDns.decodeListeners")(function* (nodeStart: NodeStart.NodeStart) {
   const given = nodeStart.localDns
-  if (given === undefined) return []
+  const none: ReadonlyArray<NodeStart.Listener> = []
+  if (given === undefined) return none
   const one = (listener: NodeStart.ListenerName, address: unknown) =>
     Schema.decodeUnknownEffect(NodeStart.ListenerAddress)(address).pipe(
       Effect.mapError(
@@ -291,10 +292,11 @@ export const decodeListeners = Effect.fn("LocalDns.decodeListeners")(function* (
   if (node === cluster) {
     return yield* new LocalDnsError({ reason: new SameAddress({ listener: "cluster", address: cluster }) })
   }
-  return [
+  const decoded: ReadonlyArray<NodeStart.Listener> = [
     { name: "node", address: node },
     { name: "cluster", address: cluster }
-  ] satisfies ReadonlyArray<NodeStart.Listener>
+  ]
+  return decoded
 })
 
 /**
