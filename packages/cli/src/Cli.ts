@@ -325,7 +325,7 @@ export const isInputError = (error: Failure): boolean => {
     case "LocalDnsError":
       return reasonTagOf(error) === "InvalidListener" || reasonTagOf(error) === "SameAddress"
     case "HostPathError":
-      return typeof reason === "string" && inputPathReasons.has(reason)
+      return inputPathReasons.has(String((reason as { readonly _tag?: unknown } | undefined)?._tag))
     case "SnapshotError":
       return reason === "InvalidPath" || reason === "HostRootMismatch" || reason === "NotASnapshot"
     case "ContainerError": {
@@ -476,11 +476,13 @@ const inputFix = (error: Failure): string => {
       ? `did you mean ${fields.unit}.service?`
       : "a unit name is ASCII letters, digits and :-_.\\@ with a type suffix such as .service"
   }
-  if (error._tag === "HostPathError" && (fields.reason === "NotAbsolute" || fields.reason === "InvalidPath")) {
-    return fields.path === "/" ? "" : "give absolute host paths, as seen from the host's /, e.g. /var/lib/kubelet"
+  // A HostPathError without a path refuses the host root itself.
+  const pathReason = (fields.reason as { readonly _tag?: unknown } | undefined)?._tag
+  if (error._tag === "HostPathError" && (pathReason === "NotAbsolute" || pathReason === "InvalidPath")) {
+    return fields.path === undefined ? "" : "give absolute host paths, as seen from the host's /, e.g. /var/lib/kubelet"
   }
-  if (error._tag === "HostPathError" && (fields.reason === "NotFound" || fields.reason === "NotADirectory")) {
-    return fields.path === "/" ? "give --host-root an existing directory, or leave it out for the real host" : ""
+  if (error._tag === "HostPathError" && (pathReason === "NotFound" || pathReason === "NotADirectory")) {
+    return fields.path === undefined ? "give --host-root an existing directory, or leave it out for the real host" : ""
   }
   return ""
 }
@@ -506,11 +508,11 @@ const rootGiven = Effect.gen(function* () {
   if (root !== "") return
   return yield* Effect.fail(
     new HostPath.HostPathError({
-      reason: "InvalidPath",
-      root,
-      path: "/",
-      detail:
-        "--host-root is empty (an unset variable?): give the directory that is the host's /, or leave the flag out for the real host"
+      reason: new HostPath.InvalidPath({
+        detail:
+          "--host-root is empty (an unset variable?): give the directory that is the host's /, or leave the flag out for the real host"
+      }),
+      root
     })
   )
 })
@@ -536,10 +538,10 @@ const containerOf = Effect.gen(function* () {
   if (root !== "/") {
     return yield* Effect.fail(
       new HostPath.HostPathError({
-        reason: "InvalidPath",
-        root,
-        path: "/",
-        detail: "--host-root cannot be given with --container: the container's root is its own"
+        reason: new HostPath.InvalidPath({
+          detail: "--host-root cannot be given with --container: the container's root is its own"
+        }),
+        root
       })
     )
   }

@@ -1297,13 +1297,7 @@ export const layerDirectoriesWith = (
               : e.reason._tag === "AlreadyExists"
                 ? "EEXIST"
                 : "EIO"
-        return new Directory.DirectoryError({
-          reason: Directory.reasonOf(errno),
-          operation,
-          path,
-          errno,
-          detail: e.message
-        })
+        return new Directory.DirectoryError({ reason: Directory.reasonOf(errno, e.message), operation, path })
       }
       const readTable = fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
         Effect.flatMap((text) => MountInfo.parse(text)),
@@ -1356,27 +1350,21 @@ export const layerDirectoriesWith = (
             )
             if (st.type === "SymbolicLink")
               return yield* new Directory.DirectoryError({
-                reason: "SymbolicLink",
+                reason: new Directory.SymbolicLink({ errno: "ELOOP", detail: "a link" }),
                 operation: "openat",
-                path,
-                errno: "ELOOP",
-                detail: "a link"
+                path
               })
             if (st.type !== "Directory")
               return yield* new Directory.DirectoryError({
-                reason: "NotADirectory",
+                reason: new Directory.NotADirectory({ errno: "ENOTDIR", detail: "not a directory" }),
                 operation: "openat",
-                path,
-                errno: "ENOTDIR",
-                detail: "not a directory"
+                path
               })
             if (options?.sameMount === true && st.mountId !== mountIdOf(table, dir.path)) {
               return yield* new Directory.DirectoryError({
-                reason: "OtherMount",
+                reason: new Directory.OtherMount({ detail: `the root of mount ${st.mountId} (dry run)` }),
                 operation: "openat",
-                path,
-                errno: "",
-                detail: `the root of mount ${st.mountId} (dry run)`
+                path
               })
             }
             return openAt(table, path)

@@ -21,15 +21,19 @@
  *
  * Boundary: this module is the contract (the interface, its key, the errors)
  * and {@link make}, which derives resolution from the primitives an
- * implementation writes. The real implementation (system calls) is in
+ * implementation writes (the errors and the name limits are in
+ * `internal/directory/errors.ts` and `names.ts`, the derived resolution in
+ * `internal/directory/resolve.ts`). The real implementation (system calls) is in
  * `@hostnode/node`, the simulated one (over the in-memory inode tree, with an
  * adversary seam) in @hostnode/test. What to remove or restore is decided in
  * `SafeRemove` and `Snapshot`.
  *
  * @since 0.2.0
  */
-import { Context, Effect, Schema, type Scope } from "effect"
-import * as FileName from "./FileName.ts"
+import { Context, type Effect, type Scope } from "effect"
+import type * as FileName from "./FileName.ts"
+import type { DirectoryError } from "./internal/directory/errors.ts"
+import { derive } from "./internal/directory/resolve.ts"
 
 /**
  * What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`).
@@ -80,99 +84,147 @@ export interface Stat {
   readonly mtimeNs: bigint
 }
 
-/**
- * Why a handle operation failed, classified from the errno (which the error also carries).
- *
- * @since 0.2.0
- */
-export const DirectoryErrorReason = Schema.Literals([
-  "NotFound",
-  "NotADirectory",
-  "IsADirectory",
-  "Exists",
-  "NotEmpty",
-  "SymbolicLink",
-  "TooManyLinks",
-  "OtherMount",
-  "WrongType",
-  "Busy",
-  "PermissionDenied",
-  "ReadOnly",
-  "CrossDevice",
-  "NoSpace",
-  "InvalidName",
-  "Unsupported",
-  "Other"
-])
-
-/**
- * Why a handle operation failed.
- *
- * @since 0.2.0
- */
-export type DirectoryErrorReason = typeof DirectoryErrorReason.Type
-
-/**
- * A handle operation the kernel (or the simulated host) refused: which
- * operation, on which path (the handle's path and the name, in the lossless
- * string form), the errno and what it means. `OtherMount` is not an errno:
- * the child is the root of another mount than the directory it is in.
- *
- * @since 0.2.0
- */
-export class DirectoryError extends Schema.TaggedError<DirectoryError>()("DirectoryError", {
-  reason: DirectoryErrorReason,
-  operation: Schema.String,
-  path: Schema.String,
-  errno: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `${this.operation} ${FileName.display(this.path)}: ${this.errno === "" ? "" : `${this.errno} `}${this.detail}`
-  }
-}
-
-/**
- * The reason for an errno name, as every implementation classifies it.
- *
- * @since 0.2.0
- */
-export const reasonOf = (errno: string): DirectoryErrorReason => {
-  switch (errno) {
-    case "ENOENT":
-      return "NotFound"
-    case "ENOTDIR":
-      return "NotADirectory"
-    case "EISDIR":
-      return "IsADirectory"
-    case "EEXIST":
-      return "Exists"
-    case "ENOTEMPTY":
-      return "NotEmpty"
-    case "ELOOP":
-      return "SymbolicLink"
-    case "EBUSY":
-      return "Busy"
-    case "EACCES":
-    case "EPERM":
-      return "PermissionDenied"
-    case "EROFS":
-      return "ReadOnly"
-    case "EXDEV":
-      return "CrossDevice"
-    case "ENOSPC":
-    case "EDQUOT":
-      return "NoSpace"
-    case "ENAMETOOLONG":
-    case "EINVAL":
-      return "InvalidName"
-    case "ENOSYS":
-    case "EOPNOTSUPP":
-      return "Unsupported"
-    default:
-      return "Other"
-  }
-}
+export {
+  /**
+   * Something is mounted on it, or it is in use (`EBUSY`).
+   *
+   * @since 0.3.0
+   */
+  Busy,
+  /**
+   * A rename between two mounts (`EXDEV`).
+   *
+   * @since 0.3.0
+   */
+  CrossDevice,
+  /**
+   * A handle operation the kernel (or the simulated host) refused: which
+   * operation, on which path (the handle's path and the name, in the lossless
+   * string form), and why (the {@link DirectoryErrorReason}: the errno where a
+   * system call refused, and what it means). Handle it per reason with
+   * `Effect.catchReason("DirectoryError", "NotFound", (reason) => ...)`.
+   *
+   * @since 0.2.0
+   */
+  DirectoryError,
+  /**
+   * Why a handle operation failed: one class per outcome, each with only its
+   * own facts. Every reason but `OtherMount` is an errno's (classified by
+   * {@link reasonOf}, the errno kept as `errno`); `NotFound` (an empty link)
+   * and `WrongType` (a node that opened but is not a regular file) also occur
+   * without one, and `OtherMount` is never one: the child is the root of
+   * another mount than the directory it is in (mount ids compared).
+   *
+   * @since 0.2.0
+   */
+  DirectoryErrorReason,
+  /**
+   * The name is taken (`EEXIST`: an exclusive create, a rename with `noReplace`, a `mkdir`).
+   *
+   * @since 0.3.0
+   */
+  Exists,
+  /**
+   * The errno a failure carries, when a system call (or the simulated host)
+   * refused with one: for a report that names it, whatever the reason.
+   *
+   * @since 0.3.0
+   */
+  errnoOf,
+  /**
+   * A name or path the kernel would refuse (`ENAMETOOLONG`, `EINVAL`), refused before anything is looked at.
+   *
+   * @since 0.3.0
+   */
+  InvalidName,
+  /**
+   * A non-directory was needed and a directory is there (`EISDIR`).
+   *
+   * @since 0.3.0
+   */
+  IsADirectory,
+  /**
+   * No space or quota left (`ENOSPC`, `EDQUOT`).
+   *
+   * @since 0.3.0
+   */
+  NoSpace,
+  /**
+   * A directory was needed and something else is there (`ENOTDIR`).
+   *
+   * @since 0.3.0
+   */
+  NotADirectory,
+  /**
+   * A directory to remove still has entries (`ENOTEMPTY`).
+   *
+   * @since 0.3.0
+   */
+  NotEmpty,
+  /**
+   * A name or a component that is not there (`ENOENT`; without an errno for a link whose target is empty).
+   *
+   * @since 0.3.0
+   */
+  NotFound,
+  /**
+   * Any other errno (`EIO`, ...).
+   *
+   * @since 0.3.0
+   */
+  Other,
+  /**
+   * The child is the root of another mount than the directory it is in: mount ids compared, no system call refused.
+   *
+   * @since 0.3.0
+   */
+  OtherMount,
+  /**
+   * Refused for this process's credentials (`EACCES`, `EPERM`).
+   *
+   * @since 0.3.0
+   */
+  PermissionDenied,
+  /**
+   * The file system is mounted read-only (`EROFS`).
+   *
+   * @since 0.3.0
+   */
+  ReadOnly,
+  /**
+   * The reason for an errno name, with what it means, as every implementation
+   * classifies it (`ENOENT` is `NotFound`, `EACCES` and `EPERM`
+   * `PermissionDenied`, an unknown errno `Other`); the errno is kept on it.
+   *
+   * @since 0.2.0
+   */
+  reasonOf,
+  /**
+   * A symbolic link where none is followed (`ELOOP` of `O_NOFOLLOW`, or a resolution with `noSymlinks`).
+   *
+   * @since 0.3.0
+   */
+  SymbolicLink,
+  /**
+   * A resolution met more than {@link MaxSymlinks} links (`ELOOP`).
+   *
+   * @since 0.3.0
+   */
+  TooManyLinks,
+  /**
+   * The kernel or file system does not have the operation (`ENOSYS`, `EOPNOTSUPP`).
+   *
+   * @since 0.3.0
+   */
+  Unsupported,
+  /**
+   * A regular file was needed and another kind of node is there (a FIFO or
+   * socket: `ENXIO`; without an errno for a directory or a device that opened).
+   *
+   * @since 0.3.0
+   */
+  WrongType
+} from "./internal/directory/errors.ts"
 
 const HandleTypeId: unique symbol = Symbol.for("@hostnode/core/Directory/Handle")
 
@@ -447,91 +499,47 @@ export const identity = (st: Stat): string => `${st.device}:${st.inode}`
  */
 export const Directories = Context.Service<Directories>("@hostnode/core/Directory/Directories")
 
-/**
- * Linux follows at most 40 links in one resolution (MAXSYMLINKS).
- *
- * @since 0.2.0
- */
-export const MaxSymlinks = 40
-
-/**
- * Linux refuses a path of this many bytes or more (PATH_MAX, with its NUL): `ENAMETOOLONG`.
- *
- * @since 0.2.0
- */
-export const PathMax = 4096
-
-/**
- * Linux refuses a component longer than this many bytes (NAME_MAX): `ENAMETOOLONG`.
- *
- * @since 0.2.0
- */
-export const NameMax = 255
-
-/**
- * Why `name` cannot be one component of a directory, as the kernel says it,
- * or `undefined` when it can: longer than {@link NameMax} bytes is
- * `ENAMETOOLONG`; empty, `.`, `..`, or with a `/` or a NUL byte is `EINVAL`
- * (a NUL would end the name early at a system call, a `/` would make it a path).
- *
- * @since 0.2.0
- */
-export const nameProblem = (name: FileName.Bytes): "ENAMETOOLONG" | "EINVAL" | undefined =>
-  name.length > NameMax ? "ENAMETOOLONG" : FileName.isComponent(name) ? undefined : "EINVAL"
-
-const slash = 0x2f
-const dot = 0x2e
-
-/**
- * The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk.
- *
- * @since 0.2.0
- */
-export const components = (path: FileName.Bytes): Array<FileName.Bytes> => {
-  const out: Array<FileName.Bytes> = []
-  let from = 0
-  for (let i = 0; i <= path.length; i++) {
-    if (i === path.length || path[i] === slash) {
-      if (i > from) out.push(path.subarray(from, i))
-      from = i + 1
-    }
-  }
-  return out
-}
-
-const isDot = (c: FileName.Bytes) => c.length === 1 && c[0] === dot
-const isDotDot = (c: FileName.Bytes) => c.length === 2 && c[0] === dot && c[1] === dot
-const endsInSlash = (path: FileName.Bytes) => path.length > 0 && path[path.length - 1] === slash
-
-/** Why a path cannot be resolved at all, before anything is looked at: too long, a component too long, a NUL byte. */
-const pathProblem = (path: string, bytes: FileName.Bytes, names: ReadonlyArray<FileName.Bytes>) => {
-  if (bytes.includes(0)) return fail("InvalidName", "resolve", path, "the path contains a NUL byte", "EINVAL")
-  if (bytes.length >= PathMax) {
-    return fail("InvalidName", "resolve", path, `the path is ${bytes.length} bytes, ${PathMax} or more`, "ENAMETOOLONG")
-  }
-  const long = names.find((c) => c.length > NameMax)
-  if (long !== undefined) {
-    return fail(
-      "InvalidName",
-      "resolve",
-      path,
-      `a component is ${long.length} bytes, more than ${NameMax}`,
-      "ENAMETOOLONG"
-    )
-  }
-  return undefined
-}
-
-/**
- * `name` below the host path `parent` (lossless string forms).
- *
- * @since 0.2.0
- */
-export const childPath = (parent: string, name: FileName.Bytes): string =>
-  parent === "/" ? `/${FileName.decode(name)}` : `${parent}/${FileName.decode(name)}`
-
-const fail = (reason: DirectoryErrorReason, operation: string, path: string, detail: string, errno = "") =>
-  new DirectoryError({ reason, operation, path, errno, detail })
+export {
+  /**
+   * `name` below the host path `parent` (lossless string forms).
+   *
+   * @since 0.2.0
+   */
+  childPath,
+  /**
+   * The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk.
+   *
+   * @since 0.2.0
+   */
+  components,
+  /**
+   * Linux follows at most 40 links in one resolution (MAXSYMLINKS).
+   *
+   * @since 0.2.0
+   */
+  MaxSymlinks,
+  /**
+   * Linux refuses a component longer than this many bytes (NAME_MAX): `ENAMETOOLONG`.
+   *
+   * @since 0.2.0
+   */
+  NameMax,
+  /**
+   * Why `name` cannot be one component of a directory, as the kernel says it,
+   * or `undefined` when it can: longer than {@link NameMax} bytes is
+   * `ENAMETOOLONG`; empty, `.`, `..`, or with a `/` or a NUL byte is `EINVAL`
+   * (a NUL would end the name early at a system call, a `/` would make it a path).
+   *
+   * @since 0.2.0
+   */
+  nameProblem,
+  /**
+   * Linux refuses a path of this many bytes or more (PATH_MAX, with its NUL): `ENAMETOOLONG`.
+   *
+   * @since 0.2.0
+   */
+  PathMax
+} from "./internal/directory/names.ts"
 
 /**
  * The service from an implementation's primitives: `resolve` through the
@@ -542,166 +550,4 @@ const fail = (reason: DirectoryErrorReason, operation: string, path: string, det
  *
  * @since 0.2.0
  */
-export const make = (p: Primitives): Directories => {
-  const walk = (
-    start: ReadonlyArray<{ readonly handle: Handle; readonly path: string }>,
-    names: ReadonlyArray<FileName.Bytes>,
-    options: ResolveOptions,
-    trailingSlash: boolean
-  ): Effect.Effect<Resolved, DirectoryError, Scope.Scope> =>
-    Effect.gen(function* () {
-      const followFinal = options.followFinal ?? false
-      const noSymlinks = options.noSymlinks ?? false
-      // A trailing slash: the last component must be a directory (a link there is followed).
-      let mustDir = trailingSlash
-      const stack = [...start]
-      let pending = [...names]
-      let links = 0
-      let retries = 0
-      const top = () => stack[stack.length - 1] as { readonly handle: Handle; readonly path: string }
-      while (pending.length > 0) {
-        const c = pending.shift() as FileName.Bytes
-        if (isDot(c)) continue
-        if (isDotDot(c)) {
-          // As RESOLVE_BENEATH: back up the directories walked, never above the root.
-          if (stack.length > 1) stack.pop()
-          continue
-        }
-        const here = top()
-        const last = pending.length === 0
-        if (last && !followFinal && !mustDir) return { parent: here.handle, name: c, path: childPath(here.path, c) }
-        const st = yield* Effect.result(p.stat(here.handle, c))
-        if (st._tag === "Failure") {
-          if (last && st.failure.reason === "NotFound")
-            return { parent: here.handle, name: c, path: childPath(here.path, c) }
-          if (st.failure.reason === "NotFound" && options.makeMissing !== undefined && retries < 8) {
-            const made = yield* Effect.result(p.makeDirectory(here.handle, c, options.makeMissing))
-            if (made._tag === "Failure" && made.failure.reason !== "Exists") return yield* made.failure
-            // Made (or made by someone else meanwhile): looked at again, as anything met on the way.
-            retries++
-            pending = [c, ...pending]
-            continue
-          }
-          return yield* st.failure
-        }
-        if (st.success.type === "SymbolicLink") {
-          if (noSymlinks) {
-            return yield* fail("SymbolicLink", "resolve", childPath(here.path, c), "a link where none may be", "ELOOP")
-          }
-          links++
-          if (links > MaxSymlinks) {
-            return yield* fail(
-              "TooManyLinks",
-              "resolve",
-              childPath(here.path, c),
-              `more than ${MaxSymlinks} links`,
-              "ELOOP"
-            )
-          }
-          const target = yield* p.readLink(here.handle, c)
-          if (target.length === 0) return yield* fail("NotFound", "resolve", childPath(here.path, c), "an empty link")
-          // A link that ends the path and whose target ends in a slash: what it leads to must be a directory.
-          if (last && endsInSlash(target)) mustDir = true
-          if (target[0] === slash) stack.length = 1
-          pending = [...components(target), ...pending]
-          continue
-        }
-        if (last) {
-          if (mustDir && st.success.type !== "Directory") {
-            return yield* fail("NotADirectory", "resolve", childPath(here.path, c), "not a directory", "ENOTDIR")
-          }
-          return { parent: here.handle, name: c, path: childPath(here.path, c) }
-        }
-        if (st.success.type !== "Directory") {
-          return yield* fail("NotADirectory", "resolve", childPath(here.path, c), "not a directory", "ENOTDIR")
-        }
-        const opened = yield* Effect.result(p.openDirectory(here.handle, c))
-        if (opened._tag === "Failure") {
-          // Swapped between the stat and the open (a link is ENOTDIR here, O_DIRECTORY
-          // being set): look at it again, a few times.
-          if ((opened.failure.reason === "SymbolicLink" || opened.failure.reason === "NotADirectory") && retries < 8) {
-            retries++
-            pending = [c, ...pending]
-            continue
-          }
-          return yield* opened.failure
-        }
-        stack.push({ handle: opened.success, path: childPath(here.path, c) })
-      }
-      const at = top()
-      return { parent: at.handle, name: undefined, path: at.path }
-    })
-
-  const resolve: Directories["resolve"] = (root, path, options = {}) =>
-    Effect.gen(function* () {
-      const bytes = FileName.encode(path)
-      const names = components(bytes)
-      const problem = pathProblem(path, bytes, names)
-      if (problem !== undefined) return yield* problem
-      const trailingSlash = endsInSlash(bytes)
-      const base = [{ handle: root, path: "/" }]
-      const last = names[names.length - 1]
-      const fast = p.resolveDirectory
-      // One kernel call for the directories; the last component looked at here.
-      if (fast !== undefined && last !== undefined && !isDot(last) && !isDotDot(last) && names.length > 1) {
-        const fastResult = yield* Effect.result(
-          fast(root, names.slice(0, -1), { noSymlinks: options.noSymlinks ?? false })
-        )
-        // A missing directory to make: the walk makes it.
-        const dir =
-          fastResult._tag === "Success"
-            ? fastResult.success
-            : fastResult.failure.reason === "NotFound" && options.makeMissing !== undefined
-              ? undefined
-              : yield* fastResult.failure
-        if (dir !== undefined) {
-          const found = { parent: dir.handle, name: last, path: childPath(dir.path, last) }
-          if (!(options.followFinal ?? false) && !trailingSlash) return found
-          const st = yield* Effect.result(p.stat(dir.handle, last))
-          if (st._tag === "Failure") {
-            if (st.failure.reason === "NotFound") return found
-            return yield* st.failure
-          }
-          if (st.success.type !== "SymbolicLink") {
-            if (trailingSlash && st.success.type !== "Directory") {
-              return yield* fail("NotADirectory", "resolve", childPath(dir.path, last), "not a directory", "ENOTDIR")
-            }
-            return found
-          }
-          // A link to follow: its `..` needs the directories on the way, which the walk keeps.
-        }
-      }
-      return yield* walk(base, names, options, trailingSlash)
-    })
-
-  const unlinkAll: Directories["unlinkAll"] =
-    p.unlinkAll ??
-    ((dir, names) =>
-      Effect.forEach(names, (name) =>
-        Effect.match(p.unlink(dir, name), { onFailure: (e) => e, onSuccess: () => undefined })
-      ))
-
-  const ancestors: Directories["ancestors"] = (dir) =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const out: Array<Stat> = [yield* p.stat(dir)]
-        // A directory bind-mounted below itself shows one identity twice; with the mount id it is a loop only at the root.
-        const where = (st: Stat) => `${identity(st)}@${st.mountId}`
-        const seen = new Set([where(out[0] as Stat)])
-        let here = dir
-        // Bounded by PATH_MAX / 2: a deeper chain is a loop no kernel makes.
-        for (let depth = 0; depth < 2048; depth++) {
-          const up = yield* p.openParent(here)
-          const st = yield* p.stat(up)
-          const id = where(st)
-          if (seen.has(id)) return out
-          seen.add(id)
-          out.push(st)
-          here = up
-        }
-        return out
-      })
-    )
-
-  return { ...p, resolve, unlinkAll, ancestors }
-}
+export const make = (p: Primitives): Directories => derive(p)

@@ -9,200 +9,194 @@
  * also resolves the symlinks it meets as though the root were `/` (chroot
  * semantics, as filepath-securejoin does), which needs the FileSystem.
  *
+ * Boundary: the lexical path algebra is in `internal/hostPath/lexical.ts`,
+ * the errors in `internal/hostPath/errors.ts`, the resolution walk in
+ * `internal/hostPath/resolve.ts`; this module decodes roots and paths and
+ * re-exports the rest. It reads the FileSystem's failures by their
+ * PlatformError reason tags only: what a `BadResource` was (ENOTDIR or ELOOP)
+ * is told from the tree, never from the platform's error code.
+ *
  * @since 0.1.0
  */
-import { Context, Effect, FileSystem, Schema } from "effect"
+import { Context, Effect, FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
-import { NameMax, PathMax } from "./Directory.ts"
-import * as FileName from "./FileName.ts"
+import { type HostPathError, IsHostRoot, OutsideTable, refusal } from "./internal/hostPath/errors.ts"
+import { clean, isRealRoot, join, relative } from "./internal/hostPath/lexical.ts"
+import { walk } from "./internal/hostPath/resolve.ts"
+import {
+  absoluteProblem,
+  decode,
+  DefaultMountInfo as defaultMountInfo,
+  HostRootTypeId
+} from "./internal/hostPath/root.ts"
 
-/**
- * Linux follows at most 40 symbolic links in one resolution (MAXSYMLINKS);
- * resolving past that is ELOOP there and an error here.
- *
- * @since 0.1.0
- */
-export const MaxSymlinks = 40
+export {
+  /**
+   * A host root, host path or prefix that was refused (see
+   * {@link HostPathErrorReason}). It names the root and, when the refusal is
+   * about a path below it, the path, exactly as they were given, so a person
+   * can see which input was wrong (a refused root has no `path`); operations
+   * decode every root and prefix before they change anything, so this error
+   * always means nothing was changed. Handle it per reason with
+   * `Effect.catchReason("HostPathError", "NotAbsolute", (reason) => ...)`.
+   *
+   * @since 0.1.0
+   */
+  HostPathError,
+  /**
+   * Why a host root, a host path or a prefix was refused, one class per reason, each saying why in `detail`:
+   * - `InvalidPath`: not a path at all (empty where a path is required, a NUL byte).
+   * - `NotAbsolute`: a relative path. The library never guesses what a relative
+   *   path is relative to (a CLI may resolve it against its working directory).
+   * - `NotFound`: the host root does not exist.
+   * - `NotADirectory`: the host root is not a directory.
+   * - `IsHostRoot`: a prefix or path that is `/`, or resolves to the host root
+   *   itself, where the caller did not allow it (`allowRoot`).
+   * - `OutsideTable`: the host root lies outside the root of the mount table
+   *   that is to describe it, so no mount below it can be looked up.
+   * - `SymlinkLoop`, `TooManyLinks`: resolving below the root never ends, or
+   *   meets more than {@link MaxSymlinks} links.
+   * - `Unreadable`: a link or directory on the way could not be read.
+   *
+   * @since 0.1.0
+   */
+  HostPathErrorReason,
+  /**
+   * Not a path at all: empty where a path is required, a NUL byte, longer than the kernel takes.
+   *
+   * @since 0.3.0
+   */
+  InvalidPath,
+  /**
+   * A prefix or path that is `/`, or resolves to the host root itself, where the caller did not allow it (`allowRoot`).
+   *
+   * @since 0.3.0
+   */
+  IsHostRoot,
+  /**
+   * A relative path: the library never guesses what it is relative to.
+   *
+   * @since 0.3.0
+   */
+  NotAbsolute,
+  /**
+   * The host root (or the mount table's root) is not a directory.
+   *
+   * @since 0.3.0
+   */
+  NotADirectory,
+  /**
+   * The host root (or the mount table's root) does not exist.
+   *
+   * @since 0.3.0
+   */
+  NotFound,
+  /**
+   * The root, or a path, lies outside the root of the mount table that is to describe it.
+   *
+   * @since 0.3.0
+   */
+  OutsideTable,
+  /**
+   * Resolving never ends: a link leads back to itself.
+   *
+   * @since 0.3.0
+   */
+  SymlinkLoop,
+  /**
+   * Resolving meets more than {@link MaxSymlinks} links.
+   *
+   * @since 0.3.0
+   */
+  TooManyLinks,
+  /**
+   * A link or directory on the way could not be read.
+   *
+   * @since 0.3.0
+   */
+  Unreadable
+} from "./internal/hostPath/errors.ts"
 
-/**
- * Why a host root, a host path or a prefix was refused:
- * - `InvalidPath`: not a path at all (empty where a path is required, a NUL byte).
- * - `NotAbsolute`: a relative path. The library never guesses what a relative
- *   path is relative to (a CLI may resolve it against its working directory).
- * - `NotFound`: the host root does not exist.
- * - `NotADirectory`: the host root is not a directory.
- * - `IsHostRoot`: a prefix or path that is `/`, or resolves to the host root
- *   itself, where the caller did not allow it (`allowRoot`).
- * - `OutsideTable`: the host root lies outside the root of the mount table
- *   that is to describe it, so no mount below it can be looked up.
- * - `SymlinkLoop`, `TooManyLinks`: resolving below the root never ends, or
- *   meets more than {@link MaxSymlinks} links.
- * - `Unreadable`: a link or directory on the way could not be read.
- *
- * @since 0.1.0
- */
-export const HostPathErrorReason = Schema.Literals([
-  "InvalidPath",
-  "NotAbsolute",
-  "NotFound",
-  "NotADirectory",
-  "IsHostRoot",
-  "OutsideTable",
-  "SymlinkLoop",
-  "TooManyLinks",
-  "Unreadable"
-])
+export {
+  /**
+   * `name` (one or more components) inside the clean absolute directory `dir`, without a doubled slash below `/`.
+   *
+   * @since 0.1.0
+   */
+  child,
+  /**
+   * The shortest absolute path equivalent to `path`, processed lexically as
+   * Go's `path.Clean` does on a rooted path: repeated slashes, `.` and trailing
+   * slashes go, `..` removes the previous component and never climbs above `/`.
+   *
+   * @since 0.1.0
+   */
+  clean,
+  /**
+   * The non-empty components of a slash-separated path, `.` dropped, `..` kept.
+   *
+   * @since 0.1.0
+   */
+  components,
+  /**
+   * True when the clean absolute `ancestor` is `path` or a directory above it,
+   * on a `/` boundary: `/var/lib/kubelet` covers itself and
+   * `/var/lib/kubelet/pods/x`, not `/var/lib/kubelet2`.
+   *
+   * @since 0.1.0
+   */
+  covers,
+  /**
+   * The directory a clean absolute path is in: `/a` for `/a/b`, `/` for `/a` and for `/`.
+   *
+   * @since 0.1.0
+   */
+  dirname,
+  /**
+   * True when `root` means the real host (`""` or `"/"`), where operations end with host-wide side effects such as a systemd reload.
+   *
+   * @since 0.1.0
+   */
+  isRealRoot,
+  /**
+   * True when `full` is `root` itself or lies below it, on path boundaries.
+   *
+   * @since 0.1.0
+   */
+  isWithin,
+  /**
+   * Joins `path` below `root` lexically: `..` is cleaned against the host path
+   * and can never climb above the root. Symlinks are not looked at, so use this
+   * only for paths that are never followed (the name of a link being removed,
+   * a path that is about to be created by rename).
+   *
+   * @since 0.1.0
+   */
+  join,
+  /**
+   * The root in canonical form: `"/"` for the real host, otherwise a cleaned absolute path without a trailing slash.
+   *
+   * @since 0.1.0
+   */
+  normalizeRoot,
+  /**
+   * `full` as a host path, when `full` is at or below `root`: the inverse of
+   * {@link join}. `undefined` when it lies outside.
+   *
+   * @since 0.1.0
+   */
+  relative
+} from "./internal/hostPath/lexical.ts"
 
-/**
- * Why a host path could not be resolved safely.
- *
- * @since 0.1.0
- */
-export type HostPathErrorReason = typeof HostPathErrorReason.Type
-
-/**
- * A host root, host path or prefix that was refused (see
- * {@link HostPathErrorReason}). It names the root and the path exactly as they
- * were given, so a person can see which input was wrong; operations decode
- * every root and prefix before they change anything, so this error always
- * means nothing was changed.
- *
- * @since 0.1.0
- */
-export class HostPathError extends Schema.TaggedError<HostPathError>()("HostPathError", {
-  reason: HostPathErrorReason,
-  root: Schema.String,
-  path: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    // What (the reason and why) and where (the root, and the path below it when it is not the root itself).
-    const where =
-      this.path === "/"
-        ? `host root ${JSON.stringify(this.root)}`
-        : `${JSON.stringify(this.path)} below host root ${JSON.stringify(this.root || "/")}`
-    return `${where}: ${this.reason}: ${this.detail}`
-  }
-}
-
-/**
- * True when `root` means the real host (`""` or `"/"`), where operations end with host-wide side effects such as a systemd reload.
- *
- * @since 0.1.0
- */
-export const isRealRoot = (root: string): boolean => clean(root) === "/" || root === ""
-
-/**
- * The non-empty components of a slash-separated path, `.` dropped, `..` kept.
- *
- * @since 0.1.0
- */
-export const components = (path: string): Array<string> => path.split("/").filter((c) => c !== "" && c !== ".")
-
-/**
- * The shortest absolute path equivalent to `path`, processed lexically as
- * Go's `path.Clean` does on a rooted path: repeated slashes, `.` and trailing
- * slashes go, `..` removes the previous component and never climbs above `/`.
- *
- * @since 0.1.0
- */
-export const clean = (path: string): string => {
-  // Most paths (every mount point the kernel reports) are already clean; this
-  // check is much cheaper than splitting and joining thousands of them.
-  if (isClean(path)) return path
-  const out: Array<string> = []
-  for (const c of components(path)) {
-    if (c === "..") out.pop()
-    else out.push(c)
-  }
-  return `/${out.join("/")}`
-}
-
-const isClean = (path: string): boolean => {
-  if (path === "/") return true
-  if (path.charCodeAt(0) !== 47 || path.charCodeAt(path.length - 1) === 47) return false
-  for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
-    const c1 = path.charCodeAt(i + 1)
-    if (c1 === 47) return false
-    if (c1 === 46) {
-      const c2 = path.charCodeAt(i + 2)
-      if (Number.isNaN(c2) || c2 === 47) return false
-      if (c2 === 46) {
-        const c3 = path.charCodeAt(i + 3)
-        if (Number.isNaN(c3) || c3 === 47) return false
-      }
-    }
-  }
-  return true
-}
-
-/**
- * The root in canonical form: `"/"` for the real host, otherwise a cleaned absolute path without a trailing slash.
- *
- * @since 0.1.0
- */
-export const normalizeRoot = (root: string): string => (root === "" ? "/" : clean(root))
-
-/**
- * The directory a clean absolute path is in: `/a` for `/a/b`, `/` for `/a` and for `/`.
- *
- * @since 0.1.0
- */
-export const dirname = (path: string): string => {
-  const i = path.lastIndexOf("/")
-  return i <= 0 ? "/" : path.slice(0, i)
-}
-
-/**
- * `name` (one or more components) inside the clean absolute directory `dir`, without a doubled slash below `/`.
- *
- * @since 0.1.0
- */
-export const child = (dir: string, name: string): string => (dir === "/" ? `/${name}` : `${dir}/${name}`)
-
-/**
- * True when the clean absolute `ancestor` is `path` or a directory above it,
- * on a `/` boundary: `/var/lib/kubelet` covers itself and
- * `/var/lib/kubelet/pods/x`, not `/var/lib/kubelet2`.
- *
- * @since 0.1.0
- */
-export const covers = (ancestor: string, path: string): boolean =>
-  ancestor === "/" || path === ancestor || path.startsWith(`${ancestor}/`)
-
-const under = (root: string, rel: ReadonlyArray<string>): string =>
-  rel.length === 0 ? root : child(root, rel.join("/"))
-
-/**
- * Joins `path` below `root` lexically: `..` is cleaned against the host path
- * and can never climb above the root. Symlinks are not looked at, so use this
- * only for paths that are never followed (the name of a link being removed,
- * a path that is about to be created by rename).
- *
- * @since 0.1.0
- */
-export const join = (root: string, path: string): string => under(normalizeRoot(root), components(clean(path)))
-
-/**
- * `full` as a host path, when `full` is at or below `root`: the inverse of
- * {@link join}. `undefined` when it lies outside.
- *
- * @since 0.1.0
- */
-export const relative = (root: string, full: string): string | undefined => {
-  const r = normalizeRoot(root)
-  const f = clean(full)
-  if (r === "/") return f
-  if (f === r) return "/"
-  return f.startsWith(`${r}/`) ? f.slice(r.length) : undefined
-}
-
-/**
- * True when `full` is `root` itself or lies below it, on path boundaries.
- *
- * @since 0.1.0
- */
-export const isWithin = (root: string, full: string): boolean => relative(root, full) !== undefined
+export {
+  /**
+   * Linux follows at most 40 symbolic links in one resolution (MAXSYMLINKS);
+   * resolving past that is ELOOP there and an error here.
+   *
+   * @since 0.1.0
+   */
+  MaxSymlinks
+} from "./internal/hostPath/resolve.ts"
 
 /**
  * Options of {@link resolve}.
@@ -219,24 +213,16 @@ export interface ResolveOptions {
 }
 
 /**
- * Whether a file system error means "nothing is there": ENOENT, or ENOTDIR (a
- * component is a file and more follow, so nothing below it can exist). Used
- * by resolution here and by the snapshot's walk, which must agree on it.
+ * Whether a file system error may mean "nothing is there", by its reason tag
+ * alone: `NotFound` (ENOENT), or `BadResource`, which is how the FileSystem
+ * names ENOTDIR (a component is a file and more follow, so nothing below it
+ * can exist) and also ELOOP and EISDIR. Resolution here tells those apart
+ * from the tree (a loop is refused, not missing); a caller for whom a
+ * `BadResource` can only be ENOTDIR may use this.
  *
  * @since 0.1.0
  */
-export const isMissing = (e: PlatformError): boolean =>
-  e.reason._tag === "NotFound" ||
-  // ENOTDIR: a component is a file and more follow. Like a missing one, nothing
-  // below it can exist, so the rest is joined lexically.
-  (e.reason._tag === "BadResource" && errnoOf(e) === "ENOTDIR")
-
-/** The errno name a file system error carries (Node's `code`), when it carries one. */
-const errnoOf = (e: PlatformError): string | undefined => {
-  const cause = e.reason.cause
-  const code = typeof cause === "object" && cause !== null ? (cause as { readonly code?: unknown }).code : undefined
-  return typeof code === "string" ? code : undefined
-}
+export const isMissing = (e: PlatformError): boolean => e.reason._tag === "NotFound" || e.reason._tag === "BadResource"
 
 /**
  * Resolves `path` below `root`, following every symlink it meets as though
@@ -259,107 +245,8 @@ const errnoOf = (e: PlatformError): string | undefined => {
  */
 export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, path: string, options?: ResolveOptions) {
   const fs = yield* FileSystem.FileSystem
-  const base = normalizeRoot(root)
-  if (path.includes("\0") || root.includes("\0")) {
-    return yield* new HostPathError({ reason: "InvalidPath", root, path, detail: "contains a NUL byte" })
-  }
-  const followFinal = options?.followFinal ?? true
-  const current: Array<string> = []
-  let pending = components(path)
-  const size = FileName.encode(path).length
-  if (size >= PathMax) {
-    return yield* new HostPathError({
-      reason: "InvalidPath",
-      root,
-      path,
-      detail: `the path is ${size} bytes, ${PathMax} or more (PATH_MAX)`
-    })
-  }
-  const long = pending.find((c) => FileName.encode(c).length > NameMax)
-  if (long !== undefined) {
-    return yield* new HostPathError({
-      reason: "InvalidPath",
-      root,
-      path,
-      detail: `a component is ${FileName.encode(long).length} bytes, more than ${NameMax} (NAME_MAX)`
-    })
-  }
-  // A trailing slash: a link in the last component is followed whatever `followFinal` says.
-  let mustDir = path.endsWith("/")
-  let links = 0
-  // A resolution is deterministic in (the link being expanded, what remains to
-  // resolve after it): meeting the same pair twice means it can never end.
-  const seen = new Set<string>()
-  while (pending.length > 0) {
-    const [part, ...rest] = pending as [string, ...Array<string>]
-    pending = rest
-    if (part === "..") {
-      current.pop()
-      continue
-    }
-    const candidate = under(base, [...current, part])
-    if (rest.length === 0 && !followFinal && !mustDir) {
-      current.push(part)
-      break
-    }
-    const info = yield* fs.lstat(candidate).pipe(
-      Effect.map((i) => i.type),
-      Effect.catchTag("PlatformError", (e) =>
-        isMissing(e)
-          ? Effect.succeed("Missing" as const)
-          : Effect.fail(
-              new HostPathError({ reason: "Unreadable", root, path, detail: `lstat ${candidate}: ${e.message}` })
-            )
-      )
-    )
-    if (info === "Missing") {
-      // Nothing below a missing component exists, but a later `..` can climb
-      // back into what does, so resolution goes on rather than joining the rest
-      // lexically (`missing/../link` must still resolve `link`).
-      current.push(part)
-      continue
-    }
-    if (info !== "SymbolicLink") {
-      current.push(part)
-      continue
-    }
-    const key = `${candidate}\0${rest.join("/")}`
-    if (seen.has(key)) {
-      return yield* new HostPathError({
-        reason: "SymlinkLoop",
-        root,
-        path,
-        detail: `${candidate} leads back to itself`
-      })
-    }
-    seen.add(key)
-    links++
-    if (links > MaxSymlinks) {
-      return yield* new HostPathError({
-        reason: "TooManyLinks",
-        root,
-        path,
-        detail: `more than ${MaxSymlinks} symbolic links`
-      })
-    }
-    const target = yield* fs
-      .readLink(candidate)
-      .pipe(
-        Effect.mapError(
-          (e) => new HostPathError({ reason: "Unreadable", root, path, detail: `readlink ${candidate}: ${e.message}` })
-        )
-      )
-    if (rest.length === 0 && target.endsWith("/")) mustDir = true
-    if (target.startsWith("/")) current.length = 0
-    pending = [...components(target), ...rest]
-  }
-  return under(base, current)
+  return yield* walk(fs, root, path, { followFinal: options?.followFinal ?? true }, true)
 })
-
-// ---------------------------------------------------------------------------
-// The host root
-
-const HostRootTypeId: unique symbol = Symbol.for("@hostnode/core/HostPath/HostRoot")
 
 /**
  * A host root as every operation uses it: decoded once per operation by
@@ -446,22 +333,7 @@ export interface RootOptions {
  *
  * @since 0.2.0
  */
-export const DefaultMountInfo = "/proc/self/mountinfo"
-
-// `/proc/<pid>/root` is a magic link to another process's root; realpath would
-// resolve it as a link to `/` and lose the namespace.
-const procRoot = /^\/proc\/(\d+)\/root(?=\/|$)/
-
-const rootError = (given: string, reason: HostPathErrorReason, detail: string) =>
-  new HostPathError({ reason, root: given, path: "/", detail })
-
-/** What is wrong with `path` as an absolute path, or `undefined`. */
-const absoluteProblem = (path: string): { reason: HostPathErrorReason; detail: string } | undefined => {
-  if (path === "") return { reason: "InvalidPath", detail: "is empty" }
-  if (path.includes("\0")) return { reason: "InvalidPath", detail: "contains a NUL byte" }
-  if (!path.startsWith("/")) return { reason: "NotAbsolute", detail: "is not an absolute path" }
-  return undefined
-}
+export const DefaultMountInfo = defaultMountInfo
 
 /**
  * Decodes a host root: `""` and `"/"` are the real host; anything else must
@@ -476,71 +348,7 @@ const absoluteProblem = (path: string): { reason: HostPathErrorReason; detail: s
  */
 export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
   Effect.fn("HostPath.decodeRoot")(function* (input: string | RootInput) {
-    const fs = yield* FileSystem.FileSystem
-    const given = typeof input === "string" ? input : input.path
-    const wanted = given === "" ? "/" : given
-    const problem = absoluteProblem(wanted)
-    if (problem !== undefined) return yield* rootError(given, problem.reason, `the host root ${problem.detail}`)
-    const cleaned = clean(wanted)
-    const proc = procRoot.exec(cleaned)
-    const explicitTable = typeof input === "string" ? undefined : input.tableRoot
-    let tableRoot = proc === null ? "/" : proc[0]
-    if (explicitTable !== undefined && explicitTable !== "") {
-      const p = absoluteProblem(explicitTable)
-      if (p !== undefined) return yield* rootError(given, p.reason, `the mount table's root ${p.detail}`)
-      tableRoot = clean(explicitTable)
-    }
-    if (!isWithin(tableRoot, cleaned)) {
-      return yield* rootError(
-        given,
-        "OutsideTable",
-        `the host root is not below the mount table's root ${tableRoot}${proc === null ? "" : ` (it is below ${proc[0]}, another mount namespace)`}`
-      )
-    }
-    const failed = (what: string) => (e: PlatformError) =>
-      rootError(
-        given,
-        isMissing(e) ? "NotFound" : "Unreadable",
-        isMissing(e) ? `${what} does not exist` : `${what}: ${e.message}`
-      )
-    let path: string
-    if (tableRoot === "/" && proc === null) {
-      path = yield* fs.realPath(cleaned).pipe(
-        Effect.map(clean),
-        Effect.catchTag("PlatformError", (e) =>
-          // realpath's ELOOP is a loop in the root's own links (Node's layer calls it a BadResource).
-          errnoOf(e) === "ELOOP" || /ELOOP/.test(e.message)
-            ? Effect.fail(rootError(given, "SymlinkLoop", `the host root's links never end: ${e.message}`))
-            : Effect.fail(failed("the host root")(e))
-        )
-      )
-    } else {
-      const tableInfo = yield* fs.stat(tableRoot).pipe(Effect.mapError(failed(`the mount table's root ${tableRoot}`)))
-      if (tableInfo.type !== "Directory") {
-        return yield* rootError(given, "NotADirectory", `the mount table's root ${tableRoot} is not a directory`)
-      }
-      path = yield* resolve(tableRoot, relative(tableRoot, cleaned) ?? "/").pipe(
-        Effect.mapError((e) => rootError(given, e.reason, e.detail))
-      )
-    }
-    const info = yield* fs.stat(path).pipe(Effect.mapError(failed(`the host root ${path}`)))
-    if (info.type !== "Directory") {
-      return yield* rootError(given, "NotADirectory", `the host root ${path} is a ${info.type}, not a directory`)
-    }
-    const mountInfo = typeof input === "string" ? undefined : input.mountInfo
-    return {
-      [HostRootTypeId]: HostRootTypeId,
-      given,
-      path,
-      mountInfo:
-        mountInfo !== undefined && mountInfo !== ""
-          ? mountInfo
-          : proc !== null && tableRoot === proc[0]
-            ? `/proc/${proc[1]}/mountinfo`
-            : DefaultMountInfo,
-      tableRoot,
-      isReal: path === "/" && tableRoot === "/"
-    } satisfies HostRoot
+    return yield* decode(yield* FileSystem.FileSystem, input)
   })
 
 /**
@@ -568,18 +376,17 @@ export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core
  *
  * @since 0.2.0
  */
-export const rootOf = (options?: RootOptions): Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> => {
-  const given = options?.hostRoot ?? ""
-  const mountInfo = options?.mountInfo ?? ""
-  if (isHostRoot(given)) return Effect.succeed(mountInfo === "" ? given : { ...given, mountInfo })
-  if (!isRealRoot(given)) return decodeRoot({ path: given, mountInfo })
-  return Effect.gen(function* () {
+export const rootOf: (options?: RootOptions) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
+  Effect.fn("HostPath.rootOf")(function* (options?: RootOptions) {
+    const given = options?.hostRoot ?? ""
+    const mountInfo = options?.mountInfo ?? ""
+    if (isHostRoot(given)) return mountInfo === "" ? given : { ...given, mountInfo }
+    if (!isRealRoot(given)) return yield* decodeRoot({ path: given, mountInfo })
     const node = yield* NodeRoot
     if (node === undefined) return yield* decodeRoot({ path: given, mountInfo })
     const root = yield* decodeRoot(mountInfo === "" ? node : { ...node, mountInfo })
     return { ...root, isReal: true }
   })
-}
 
 /**
  * Host path `hostPath` (absolute) as a full path of this process, below `root`: lexical, for paths never followed.
@@ -658,30 +465,27 @@ export interface Checked {
  *
  * @since 0.2.0
  */
-export const checkPath = (
+export const checkPath: (
   root: HostRoot,
   path: string,
   options?: Pick<DecodePathOptions, "allowRoot" | "what">
-): Effect.Effect<Checked, HostPathError> => {
+) => Effect.Effect<Checked, HostPathError> = Effect.fn("HostPath.checkPath")(function* (
+  root: HostRoot,
+  path: string,
+  options?: Pick<DecodePathOptions, "allowRoot" | "what">
+) {
   const what = options?.what ?? "path"
-  const problem = absoluteProblem(path)
-  if (problem !== undefined) {
-    return Effect.fail(
-      new HostPathError({ reason: problem.reason, root: root.given, path, detail: `the ${what} ${problem.detail}` })
-    )
-  }
+  const problem = absoluteProblem(path, `the ${what}`)
+  if (problem !== undefined) return yield* refusal(problem, root.given, path)
   if (clean(path) === "/" && !(options?.allowRoot ?? false)) {
-    return Effect.fail(
-      new HostPathError({
-        reason: "IsHostRoot",
-        root: root.given,
-        path,
-        detail: `the ${what} is the host root itself; pass allowRoot to mean the whole host`
-      })
+    return yield* refusal(
+      new IsHostRoot({ detail: `the ${what} is the host root itself; pass allowRoot to mean the whole host` }),
+      root.given,
+      path
     )
   }
-  return Effect.succeed({ given: path, path })
-}
+  return { given: path, path }
+})
 
 /**
  * Decodes a host path given by a caller (a prefix to unmount below, a path
@@ -704,22 +508,29 @@ export const decodePath: (
   options?: DecodePathOptions
 ) {
   const what = options?.what ?? "path"
-  const refuse = (reason: HostPathErrorReason, detail: string) =>
-    new HostPathError({ reason, root: root.given, path, detail: `the ${what} ${detail}` })
   const allowRoot = options?.allowRoot ?? false
   yield* checkPath(root, path, options)
   const full = yield* resolve(root.path, path, { followFinal: options?.followFinal ?? true }).pipe(
-    Effect.mapError((e) => new HostPathError({ reason: e.reason, root: root.given, path, detail: e.detail }))
+    Effect.mapError((e) => refusal(e.reason, root.given, path))
   )
   const hostPath = hostPathOf(root, full) ?? "/"
   if (hostPath === "/" && !allowRoot) {
-    return yield* refuse("IsHostRoot", "resolves to the host root itself; pass allowRoot to mean the whole host")
+    return yield* refusal(
+      new IsHostRoot({
+        detail: `the ${what} resolves to the host root itself; pass allowRoot to mean the whole host`
+      }),
+      root.given,
+      path
+    )
   }
   const table = tablePathOf(root, full)
   if (table === undefined) {
-    return yield* refuse(
-      "OutsideTable",
-      `resolves to ${full}, which the mount table (root ${root.tableRoot}) cannot name`
+    return yield* refusal(
+      new OutsideTable({
+        detail: `the ${what} resolves to ${full}, which the mount table (root ${root.tableRoot}) cannot name`
+      }),
+      root.given,
+      path
     )
   }
   return { given: path, path: hostPath, full, table } satisfies Resolved

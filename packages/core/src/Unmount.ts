@@ -167,27 +167,39 @@ export const decodePrefixes: (
   const dirs = yield* Directory.Directories
   const allowRoot = options?.allowRoot ?? false
   const checked = yield* Effect.forEach(prefixes, (p) => HostPath.checkPath(root, p, { allowRoot, what: "prefix" }))
-  const refuse = (given: string, reason: HostPath.HostPathErrorReason, detail: string) =>
-    new HostPath.HostPathError({ reason, root: root.given, path: given, detail })
-  const rootHandle = yield* dirs.openRoot(root.path).pipe(Effect.mapError((e) => refuse("/", "Unreadable", e.message)))
+  const refuse = (given: string, reason: HostPath.HostPathErrorReason) =>
+    new HostPath.HostPathError({ reason, root: root.given, path: given })
+  const rootHandle = yield* dirs
+    .openRoot(root.path)
+    .pipe(
+      Effect.mapError(
+        (e) => new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
+      )
+    )
   return yield* Effect.forEach(checked, (c) =>
     Effect.gen(function* () {
       const r = yield* dirs.resolve(rootHandle, c.path, { followFinal: options?.followFinal ?? true }).pipe(
         Effect.map((x) => x.path),
         Effect.catchTag("DirectoryError", (e) =>
           // A prefix whose parents do not exist names nothing mounted: it is matched as written.
-          e.reason === "NotFound" || e.reason === "NotADirectory"
+          e.reason._tag === "NotFound" || e.reason._tag === "NotADirectory"
             ? Effect.succeed(HostPath.clean(c.path))
             : Effect.fail(
-                refuse(c.given, e.reason === "TooManyLinks" ? "TooManyLinks" : "Unreadable", `the prefix: ${e.message}`)
+                refuse(
+                  c.given,
+                  e.reason._tag === "TooManyLinks"
+                    ? new HostPath.TooManyLinks({ detail: `the prefix: ${e.message}` })
+                    : new HostPath.Unreadable({ detail: `the prefix: ${e.message}` })
+                )
               )
         )
       )
       if (r === "/" && !allowRoot) {
         return yield* refuse(
           c.given,
-          "IsHostRoot",
-          "the prefix resolves to the host root itself; pass allowRoot to mean the whole host"
+          new HostPath.IsHostRoot({
+            detail: "the prefix resolves to the host root itself; pass allowRoot to mean the whole host"
+          })
         )
       }
       const full = HostPath.fullPath(root, r)
@@ -195,8 +207,7 @@ export const decodePrefixes: (
       if (table === undefined) {
         return yield* refuse(
           c.given,
-          "OutsideTable",
-          `the prefix resolves to ${full}, which the mount table cannot name`
+          new HostPath.OutsideTable({ detail: `the prefix resolves to ${full}, which the mount table cannot name` })
         )
       }
       return { given: c.given, path: r, full, table } satisfies HostPath.Resolved
@@ -286,7 +297,7 @@ const run = Effect.fnUntraced(function* (
     .openRoot(root.path)
     .pipe(
       Effect.mapError(
-        (e) => new HostPath.HostPathError({ reason: "Unreadable", root: root.given, path: "/", detail: e.message })
+        (e) => new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
       )
     )
   const lastFailure = new Map<number, { errno: string; message: string }>()

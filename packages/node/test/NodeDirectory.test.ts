@@ -76,7 +76,7 @@ for (const [name, directories] of [
           const at = (path: string, o?: Directory.ResolveOptions) =>
             Effect.gen(function* () {
               const r = yield* Effect.result(dirs.resolve(root, path, o))
-              if (r._tag === "Failure") return `!${r.failure.reason}`
+              if (r._tag === "Failure") return `!${r.failure.reason._tag}`
               const above = (yield* dirs.ancestors(r.success.parent)).map(Directory.identity)
               assert.include(above, rootId, `${path} ended outside the root`)
               return r.success.name === undefined ? `${r.success.path}/` : r.success.path
@@ -100,7 +100,7 @@ for (const [name, directories] of [
           assert.strictEqual(yield* HostPath.resolve(hostRoot.path, "/proc/self/root/a/x"), `${rootPath}/a/x`)
           assert.strictEqual(yield* HostPath.resolve(hostRoot.path, `/proc/${process.pid}/root`), rootPath)
           assert.strictEqual(
-            (yield* Effect.flip(HostPath.decodePath(hostRoot, "/proc/self/root/"))).reason,
+            (yield* Effect.flip(HostPath.decodePath(hostRoot, "/proc/self/root/"))).reason._tag,
             "IsHostRoot"
           )
           assert.strictEqual(yield* fs.readFileString(`${box}/outside/secret`), "must survive")

@@ -55,7 +55,7 @@ const setup = Effect.gen(function* () {
 
 /** The reason of a failed effect, or "ok". */
 const reasonOf = <A, R>(effect: Effect.Effect<A, Directory.DirectoryError, R>) =>
-  Effect.map(Effect.result(effect), (r) => (r._tag === "Success" ? "ok" : r.failure.reason))
+  Effect.map(Effect.result(effect), (r) => (r._tag === "Success" ? "ok" : r.failure.reason._tag))
 
 /**
  * Registers the suite under `name`. `hostLayer` provides the `Directories`
@@ -234,7 +234,7 @@ export const suite = <R = never>(
             yield* reasonOf(Effect.scoped(dirs.openFile(a, name, { mode: "create", permissions: 0o600 })))
           )
           const all = yield* dirs.unlinkAll(a, [name])
-          reasons.push(all[0]?.reason ?? "ok")
+          reasons.push(all[0]?.reason._tag ?? "ok")
         }
         assert.deepStrictEqual(
           reasons,
@@ -271,7 +271,7 @@ export const suite = <R = never>(
         const at = (path: string, o?: Directory.ResolveOptions, base: Directory.Handle = root) =>
           Effect.gen(function* () {
             const r = yield* Effect.result(dirs.resolve(base, path, o))
-            if (r._tag === "Failure") return `!${r.failure.reason}`
+            if (r._tag === "Failure") return `!${r.failure.reason._tag}`
             // Never out of the root: the directory it ended in is the root or below it, by `..` from the handle.
             const above = (yield* dirs.ancestors(r.success.parent)).map(Directory.identity)
             assert.include(above, rootId, `${JSON.stringify(path)} ended outside the root`)

@@ -111,11 +111,9 @@ export const make = (state: HostState): Directory.Directories => {
           const known = (errnoTable as Record<string, readonly [number, string] | undefined>)[code]
           return Effect.fail(
             new Directory.DirectoryError({
-              reason: Directory.reasonOf(code),
+              reason: Directory.reasonOf(code, known?.[1] ?? code),
               operation: kind,
-              path,
-              errno: code,
-              detail: known?.[1] ?? code
+              path
             })
           )
         }
@@ -191,11 +189,11 @@ export const make = (state: HostState): Directory.Directories => {
           options?.sameMount === true && h.frame.mount !== m.frame.mount
             ? Effect.fail(
                 new Directory.DirectoryError({
-                  reason: "OtherMount",
+                  reason: new Directory.OtherMount({
+                    detail: `the root of mount ${h.frame.mount.id}, not of mount ${m.frame.mount.id} it is in`
+                  }),
                   operation: "openat",
-                  path: h.path,
-                  errno: "",
-                  detail: `the root of mount ${h.frame.mount.id}, not of mount ${m.frame.mount.id} it is in`
+                  path: h.path
                 })
               )
             : Effect.succeed(h)
@@ -533,11 +531,9 @@ export const make = (state: HostState): Directory.Directories => {
             ? Effect.succeed(fileOf(opened.node, opened.path, opened, m.frame.mount))
             : Effect.fail(
                 new Directory.DirectoryError({
-                  reason: "WrongType",
+                  reason: new Directory.WrongType({ detail: `a ${opened.node.type}, not a regular file` }),
                   operation: "openat",
-                  path: opened.path,
-                  errno: "",
-                  detail: `a ${opened.node.type}, not a regular file`
+                  path: opened.path
                 })
               )
         )

@@ -339,11 +339,9 @@ export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boo
       f
         ? Effect.fail(
             new Directory.DirectoryError({
-              reason: "PermissionDenied",
+              reason: new Directory.PermissionDenied({ errno: "EACCES", detail: "injected failure" }),
               operation: "renameat2",
-              path: Directory.childPath(from.path, fromName),
-              errno: "EACCES",
-              detail: "injected failure"
+              path: Directory.childPath(from.path, fromName)
             })
           )
         : dirs.rename(from, fromName, to, toName, options)

@@ -43,7 +43,7 @@ export const error = (
   reason: SnapshotErrorReason,
   path: string,
   detail: string,
-  extra?: { readonly errno?: string; readonly pid?: number }
+  extra?: { readonly errno?: string | undefined; readonly pid?: number }
 ) =>
   new SnapshotError({
     reason,
@@ -61,7 +61,7 @@ export const fail = (
   reason: SnapshotErrorReason,
   path: string,
   detail: string,
-  extra?: { readonly errno?: string; readonly pid?: number }
+  extra?: { readonly errno?: string | undefined; readonly pid?: number }
 ) => Effect.fail(error(ctx, reason, path, detail, extra))
 
 /**
@@ -72,7 +72,7 @@ export const fail = (
 export const fromDirectory =
   (ctx: Pick<Ctx, "dir" | "hostRoot">, path: string, reason: SnapshotErrorReason = "Io") =>
   (e: Directory.DirectoryError): SnapshotError =>
-    error(ctx, reason, path, e.message, { errno: e.errno })
+    error(ctx, reason, path, e.message, { errno: Directory.errnoOf(e) })
 
 /** True when a clean absolute path `p` is a host path a manifest may hold: absolute, not `/`, clean, no NUL. */
 export const isHostPath = (p: string): boolean =>

@@ -27,16 +27,16 @@ const locate = (ctx: Ctx, root: Directory.Handle, path: string, nearest: boolean
       if (p === "/") return { parent: root, entry: undefined }
       const r = yield* Effect.result(ctx.dirs.resolve(root, p, { followFinal: p !== path }))
       if (r._tag === "Failure") {
-        if (r.failure.reason === "NotFound" || r.failure.reason === "NotADirectory") {
+        if (r.failure.reason._tag === "NotFound" || r.failure.reason._tag === "NotADirectory") {
           if (!nearest) return undefined
           continue
         }
-        return yield* fail(ctx, "Unresolvable", path, r.failure.message, { errno: r.failure.errno })
+        return yield* fail(ctx, "Unresolvable", path, r.failure.message, { errno: Directory.errnoOf(r.failure) })
       }
       if (r.success.name === undefined) return { parent: r.success.parent, entry: undefined }
       const st = yield* Effect.result(ctx.dirs.stat(r.success.parent, r.success.name))
       if (st._tag === "Failure") {
-        if (st.failure.reason !== "NotFound") return yield* fromDirectory(ctx, path)(st.failure)
+        if (st.failure.reason._tag !== "NotFound") return yield* fromDirectory(ctx, path)(st.failure)
         if (p === path) return { parent: r.success.parent, entry: undefined }
         if (!nearest) return undefined
         continue

@@ -31,7 +31,7 @@
  * @since 0.2.0
  */
 import { Effect } from "effect"
-import type * as Directory from "../../Directory.ts"
+import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
@@ -153,7 +153,7 @@ const removeTree = (
         }
         return
       }
-      if (opened.failure.reason === "NotFound") return
+      if (opened.failure.reason._tag === "NotFound") return
       // Not a directory (or another mount, which the removal below keeps and reports).
     }
     const report = yield* s.session.removeAt(dir, name, full(s, below))
@@ -178,7 +178,7 @@ const parentOf = (s: State, path: string) =>
     const { ctx } = s
     const r = yield* ctx.dirs
       .resolve(s.root, path, { followFinal: false, makeMissing: 0o755 })
-      .pipe(Effect.mapError((e) => error(ctx, "Unresolvable", path, e.message, { errno: e.errno })))
+      .pipe(Effect.mapError((e) => error(ctx, "Unresolvable", path, e.message, { errno: Directory.errnoOf(e) })))
     if (r.name === undefined) return yield* fail(ctx, "InvalidPath", path, "it resolves to the host root itself")
     s.changes++
     return { parent: { handle: r.parent, below: HostPath.dirname(r.path) } satisfies Place, name: r.name }
@@ -189,7 +189,7 @@ const statOf = (ctx: Ctx, dir: Directory.Handle, name: FileName.Bytes, path: str
   Effect.flatMap(Effect.result(ctx.dirs.stat(dir, name)), (r) =>
     r._tag === "Success"
       ? Effect.succeed<Directory.Stat | undefined>(r.success)
-      : r.failure.reason === "NotFound"
+      : r.failure.reason._tag === "NotFound"
         ? Effect.succeed(undefined)
         : Effect.fail(fromDirectory(ctx, path)(r.failure))
   )
@@ -210,14 +210,14 @@ const structure = (s: State) =>
           }
           parent = { handle: r.success.parent, below: HostPath.dirname(r.success.path) }
           name = r.success.name
-        } else if (r.failure.reason === "NotFound" || r.failure.reason === "NotADirectory") {
+        } else if (r.failure.reason._tag === "NotFound" || r.failure.reason._tag === "NotADirectory") {
           // A parent is missing: nothing to remove for an absent path; made for anything else.
           if (e.type === "Absent") continue
           const made = yield* parentOf(s, e.path)
           parent = made.parent
           name = made.name
         } else {
-          return yield* fail(ctx, "Unresolvable", e.path, r.failure.message, { errno: r.failure.errno })
+          return yield* fail(ctx, "Unresolvable", e.path, r.failure.message, { errno: Directory.errnoOf(r.failure) })
         }
         yield* onDevice(s, parent.handle)
       } else {
@@ -237,14 +237,17 @@ const structure = (s: State) =>
           if (current?.type === "Directory") {
             const opened = yield* Effect.result(ctx.dirs.openDirectory(parent.handle, name, { sameMount: !top }))
             if (opened._tag === "Success") handle = opened.success
-            else if (opened.failure.reason === "OtherMount") {
+            else if (opened.failure.reason._tag === "OtherMount") {
               return yield* fail(
                 ctx,
                 "OtherMount",
                 e.path,
-                `${opened.failure.detail}: a restore does not write across a mount below a recorded path`
+                `${opened.failure.reason.detail}: a restore does not write across a mount below a recorded path`
               )
-            } else if (opened.failure.reason !== "SymbolicLink" && opened.failure.reason !== "NotADirectory") {
+            } else if (
+              opened.failure.reason._tag !== "SymbolicLink" &&
+              opened.failure.reason._tag !== "NotADirectory"
+            ) {
               return yield* fromDirectory(ctx, e.path)(opened.failure)
             }
             // Swapped for something else since the stat: removed and made below.
@@ -288,7 +291,7 @@ const sameBytes = (s: State, r: Reader, compare: Uint8Array, leaf: Leaf, e: File
     const { ctx } = s
     const opened = yield* Effect.result(ctx.dirs.openFile(leaf.parent, leaf.name, { mode: "read" }))
     if (opened._tag === "Failure") {
-      const reason = opened.failure.reason
+      const reason = opened.failure.reason._tag
       if (reason === "NotFound" || reason === "SymbolicLink" || reason === "WrongType") return false
       return yield* fromDirectory(ctx, e.path)(opened.failure)
     }

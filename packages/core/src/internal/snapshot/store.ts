@@ -38,14 +38,14 @@ const openOrMake = (
   Effect.gen(function* () {
     const opened = yield* Effect.result(ctx.dirs.openRoot(path))
     if (opened._tag === "Success") return opened.success
-    if (opened.failure.reason !== "NotFound" || !make || path === "/") {
-      return opened.failure.reason === "NotFound" && !make ? undefined : yield* opened.failure
+    if (opened.failure.reason._tag !== "NotFound" || !make || path === "/") {
+      return opened.failure.reason._tag === "NotFound" && !make ? undefined : yield* opened.failure
     }
     const parent = yield* openOrMake(ctx, HostPath.dirname(path), true)
     if (parent === undefined) return undefined
     const name = bytes(path.slice(path.lastIndexOf("/") + 1))
     const made = yield* Effect.result(ctx.dirs.makeDirectory(parent, name, 0o755))
-    if (made._tag === "Failure" && made.failure.reason !== "Exists") return yield* made.failure
+    if (made._tag === "Failure" && made.failure.reason._tag !== "Exists") return yield* made.failure
     return yield* ctx.dirs.openDirectory(parent, name)
   })
 
@@ -90,14 +90,14 @@ export const openChecked = (ctx: Ctx, dir: Directory.Handle, name: string) =>
     const opened = yield* Effect.result(ctx.dirs.openFile(dir, bytes(name), { mode: "read" }))
     if (opened._tag === "Failure") {
       const e = opened.failure
-      switch (e.reason) {
+      switch (e.reason._tag) {
         case "NotFound":
           return undefined
         case "SymbolicLink":
           return yield* fail(ctx, "Unsafe", "", `${what} is a symbolic link; a snapshot's files are never followed`)
         case "WrongType":
         case "IsADirectory":
-          return yield* fail(ctx, "Unsafe", "", `${what} is not a regular file (${e.detail})`)
+          return yield* fail(ctx, "Unsafe", "", `${what} is not a regular file (${e.reason.detail})`)
         default:
           return yield* fromDirectory(ctx, "")(e)
       }
@@ -136,7 +136,7 @@ export const lock = (ctx: Ctx, parent: Directory.Handle) =>
     const file =
       created._tag === "Success"
         ? created.success
-        : created.failure.reason === "Exists"
+        : created.failure.reason._tag === "Exists"
           ? yield* openChecked(ctx, parent, lockName(ctx)).pipe(
               Effect.flatMap((o) =>
                 o === undefined ? fail(ctx, "Io", "", `${path} vanished while it was opened`) : Effect.succeed(o.file)
@@ -172,8 +172,8 @@ export const openSnapshot = (ctx: Ctx, parent: Directory.Handle) =>
     const opened = yield* Effect.result(ctx.dirs.openDirectory(parent, bytes(ctx.base)))
     if (opened._tag === "Failure") {
       const e = opened.failure
-      if (e.reason === "NotFound") return undefined
-      if (e.reason === "SymbolicLink" || e.reason === "NotADirectory") {
+      if (e.reason._tag === "NotFound") return undefined
+      if (e.reason._tag === "SymbolicLink" || e.reason._tag === "NotADirectory") {
         const st = yield* Effect.option(ctx.dirs.stat(parent, bytes(ctx.base)))
         return yield* fail(
           ctx,
@@ -282,7 +282,7 @@ export const discard = (ctx: Ctx, parent: Directory.Handle) =>
     yield* removeLeftovers(ctx, parent)
     const present = yield* Effect.result(ctx.dirs.stat(parent, bytes(ctx.base)))
     if (present._tag === "Failure") {
-      if (present.failure.reason === "NotFound") return false
+      if (present.failure.reason._tag === "NotFound") return false
       return yield* fromDirectory(ctx, "")(present.failure)
     }
     yield* checkIsSnapshot(ctx, parent, present.success, false)

@@ -96,12 +96,12 @@ const record = (
       case "File": {
         const opened = yield* Effect.result(ctx.dirs.openFile(dir, name, { mode: "read" }))
         if (opened._tag === "Failure") {
-          if (opened.failure.reason === "WrongType" || opened.failure.reason === "SymbolicLink") {
+          if (opened.failure.reason._tag === "WrongType" || opened.failure.reason._tag === "SymbolicLink") {
             return yield* fail(
               ctx,
               "Io",
               path,
-              `it changed while the snapshot was taken (${opened.failure.detail}); take it again`
+              `it changed while the snapshot was taken (${opened.failure.reason.detail}); take it again`
             )
           }
           return yield* fromDirectory(ctx, path)(opened.failure)
@@ -133,15 +133,15 @@ const record = (
         const opened = yield* Effect.result(ctx.dirs.openDirectory(dir, name, { sameMount: !top }))
         if (opened._tag === "Failure") {
           const e = opened.failure
-          if (e.reason === "OtherMount") {
+          if (e.reason._tag === "OtherMount") {
             return yield* fail(
               ctx,
               "OtherMount",
               path,
-              `${e.detail}: a snapshot does not cross mounts; exclude it, or list it as a path of its own`
+              `${e.reason.detail}: a snapshot does not cross mounts; exclude it, or list it as a path of its own`
             )
           }
-          if (e.reason === "SymbolicLink" || e.reason === "NotADirectory") {
+          if (e.reason._tag === "SymbolicLink" || e.reason._tag === "NotADirectory") {
             return yield* fail(
               ctx,
               "Io",
@@ -170,7 +170,7 @@ const record = (
           const cst = yield* Effect.result(ctx.dirs.stat(h, entry.name))
           if (cst._tag === "Failure") {
             // Removed since the listing: it is not part of the state recorded.
-            if (cst.failure.reason === "NotFound") continue
+            if (cst.failure.reason._tag === "NotFound") continue
             return yield* fromDirectory(ctx, child)(cst.failure)
           }
           yield* record(walk, h, entry.name, child, cst.success, false)
@@ -188,17 +188,17 @@ const recordTop = (walk: Walk, root: Directory.Handle, path: string) =>
     const { ctx } = walk
     const r = yield* Effect.result(ctx.dirs.resolve(root, path, { followFinal: false }))
     if (r._tag === "Failure") {
-      if (r.failure.reason === "NotFound" || r.failure.reason === "NotADirectory") {
+      if (r.failure.reason._tag === "NotFound" || r.failure.reason._tag === "NotADirectory") {
         walk.entries.push({ type: "Absent", path })
         return
       }
-      return yield* fail(ctx, "Unresolvable", path, r.failure.message, { errno: r.failure.errno })
+      return yield* fail(ctx, "Unresolvable", path, r.failure.message, { errno: Directory.errnoOf(r.failure) })
     }
     if (r.success.name === undefined)
       return yield* fail(ctx, "InvalidPath", path, "it resolves to the host root itself")
     const st = yield* Effect.result(ctx.dirs.stat(r.success.parent, r.success.name))
     if (st._tag === "Failure") {
-      if (st.failure.reason === "NotFound") {
+      if (st.failure.reason._tag === "NotFound") {
         walk.entries.push({ type: "Absent", path })
         return
       }
@@ -240,7 +240,7 @@ export const take = (
         "a snapshot is already there (an earlier upgrade did not finish); recover or discard it first"
       )
     }
-    if (present.failure.reason !== "NotFound") return yield* fromDirectory(ctx, "")(present.failure)
+    if (present.failure.reason._tag !== "NotFound") return yield* fromDirectory(ctx, "")(present.failure)
     yield* Store.removeLeftovers(ctx, parent)
     const root = yield* dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx, "")))
     const chain = yield* dirs.ancestors(parent).pipe(Effect.mapError(fromDirectory(ctx, "")))
@@ -283,7 +283,7 @@ export const take = (
     // The commit point: before the rename there is no snapshot, after it a whole one.
     yield* dirs.rename(parent, stagingBytes, parent, FileName.encode(ctx.base), { noReplace: true }).pipe(
       Effect.mapError((e) =>
-        e.reason === "Exists"
+        e.reason._tag === "Exists"
           ? error(ctx, "Exists", "", "a snapshot appeared while this one was taken (a process that does not lock)")
           : fromDirectory(ctx, "")(e)
       ),

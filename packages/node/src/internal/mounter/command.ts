@@ -77,7 +77,7 @@ export const commandMounter = Effect.fnUntraced(function* (options: CommandOptio
       )
       if (r._tag === "Failure") {
         const e = r.failure
-        return e.reason === "NotFound"
+        return e.reason._tag === "NotFound"
           ? { reason: "Gone" as const, detail: "the path no longer exists" }
           : { reason: "LinkInPath" as const, detail: e.message }
       }

@@ -1,0 +1,228 @@
+/**
+ * What `Directory.make` derives from an implementation's primitives: path
+ * resolution below a root handle (the layer's one-call `resolveDirectory`
+ * where it has one, else the walk from handle to handle), `unlinkAll` from
+ * `unlink`, and `ancestors` by `..` from a handle.
+ *
+ * Internal: `Directory.make` is the public entry; the contract (the
+ * interface and its errors) is in `Directory`.
+ *
+ * @since 0.3.0
+ */
+import { Effect, type Scope } from "effect"
+import type { Directories, Handle, Primitives, Resolved, ResolveOptions, Stat } from "../../Directory.ts"
+import * as FileName from "../../FileName.ts"
+import {
+  type DirectoryError,
+  fail,
+  InvalidName,
+  NotADirectory,
+  NotFound,
+  SymbolicLink,
+  TooManyLinks
+} from "./errors.ts"
+import {
+  childPath,
+  components,
+  endsInSlash,
+  isAbsolute,
+  isDot,
+  isDotDot,
+  MaxSymlinks,
+  NameMax,
+  PathMax
+} from "./names.ts"
+
+/** A directory the walk holds: its handle and where it is below the root. */
+interface Held {
+  readonly handle: Handle
+  readonly path: string
+}
+
+/** Why a path cannot be resolved at all, before anything is looked at: too long, a component too long, a NUL byte. */
+const pathProblem = (
+  path: string,
+  bytes: FileName.Bytes,
+  names: ReadonlyArray<FileName.Bytes>
+): DirectoryError | undefined => {
+  const invalid = (errno: string, detail: string) => fail(new InvalidName({ errno, detail }), "resolve", path)
+  if (bytes.includes(0)) return invalid("EINVAL", "the path contains a NUL byte")
+  if (bytes.length >= PathMax) return invalid("ENAMETOOLONG", `the path is ${bytes.length} bytes, ${PathMax} or more`)
+  const long = names.find((c) => c.length > NameMax)
+  if (long !== undefined) return invalid("ENAMETOOLONG", `a component is ${long.length} bytes, more than ${NameMax}`)
+  return undefined
+}
+
+const notADirectory = (path: string) =>
+  fail(new NotADirectory({ errno: "ENOTDIR", detail: "not a directory" }), "resolve", path)
+
+/**
+ * The walk: one component at a time from the handle before it, every
+ * directory opened with `O_NOFOLLOW`, so a link swapped in meanwhile is met
+ * as a link (and resolved below the root), never followed by the kernel.
+ */
+const walk = (
+  p: Primitives,
+  start: ReadonlyArray<Held>,
+  names: ReadonlyArray<FileName.Bytes>,
+  options: ResolveOptions,
+  trailingSlash: boolean
+): Effect.Effect<Resolved, DirectoryError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const followFinal = options.followFinal ?? false
+    const noSymlinks = options.noSymlinks ?? false
+    // A trailing slash: the last component must be a directory (a link there is followed).
+    let mustDir = trailingSlash
+    const stack = [...start]
+    let pending = [...names]
+    let links = 0
+    let retries = 0
+    const top = () => stack[stack.length - 1] as Held
+    while (pending.length > 0) {
+      const c = pending.shift() as FileName.Bytes
+      if (isDot(c)) continue
+      if (isDotDot(c)) {
+        // As RESOLVE_BENEATH: back up the directories walked, never above the root.
+        if (stack.length > 1) stack.pop()
+        continue
+      }
+      const here = top()
+      const last = pending.length === 0
+      if (last && !followFinal && !mustDir) return { parent: here.handle, name: c, path: childPath(here.path, c) }
+      const st = yield* Effect.result(p.stat(here.handle, c))
+      if (st._tag === "Failure") {
+        const tag = st.failure.reason._tag
+        if (last && tag === "NotFound") return { parent: here.handle, name: c, path: childPath(here.path, c) }
+        if (tag === "NotFound" && options.makeMissing !== undefined && retries < 8) {
+          const made = yield* Effect.result(p.makeDirectory(here.handle, c, options.makeMissing))
+          if (made._tag === "Failure" && made.failure.reason._tag !== "Exists") return yield* made.failure
+          // Made (or made by someone else meanwhile): looked at again, as anything met on the way.
+          retries++
+          pending = [c, ...pending]
+          continue
+        }
+        return yield* st.failure
+      }
+      if (st.success.type === "SymbolicLink") {
+        const at = childPath(here.path, c)
+        if (noSymlinks) {
+          return yield* fail(new SymbolicLink({ errno: "ELOOP", detail: "a link where none may be" }), "resolve", at)
+        }
+        links++
+        if (links > MaxSymlinks) {
+          return yield* fail(
+            new TooManyLinks({ errno: "ELOOP", detail: `more than ${MaxSymlinks} links` }),
+            "resolve",
+            at
+          )
+        }
+        const target = yield* p.readLink(here.handle, c)
+        if (target.length === 0) return yield* fail(new NotFound({ detail: "an empty link" }), "resolve", at)
+        // A link that ends the path and whose target ends in a slash: what it leads to must be a directory.
+        if (last && endsInSlash(target)) mustDir = true
+        if (isAbsolute(target)) stack.length = 1
+        pending = [...components(target), ...pending]
+        continue
+      }
+      if (last) {
+        if (mustDir && st.success.type !== "Directory") return yield* notADirectory(childPath(here.path, c))
+        return { parent: here.handle, name: c, path: childPath(here.path, c) }
+      }
+      if (st.success.type !== "Directory") return yield* notADirectory(childPath(here.path, c))
+      const opened = yield* Effect.result(p.openDirectory(here.handle, c))
+      if (opened._tag === "Failure") {
+        // Swapped between the stat and the open (a link is ENOTDIR here, O_DIRECTORY
+        // being set): look at it again, a few times.
+        const tag = opened.failure.reason._tag
+        if ((tag === "SymbolicLink" || tag === "NotADirectory") && retries < 8) {
+          retries++
+          pending = [c, ...pending]
+          continue
+        }
+        return yield* opened.failure
+      }
+      stack.push({ handle: opened.success, path: childPath(here.path, c) })
+    }
+    const at = top()
+    return { parent: at.handle, name: undefined, path: at.path }
+  })
+
+/** `Directories.resolve` over `p`: the layer's one call for the directories where it has it, else the walk. */
+const resolveWith =
+  (p: Primitives): Directories["resolve"] =>
+  (root, path, options = {}) =>
+    Effect.gen(function* () {
+      const bytes = FileName.encode(path)
+      const names = components(bytes)
+      const problem = pathProblem(path, bytes, names)
+      if (problem !== undefined) return yield* problem
+      const trailingSlash = endsInSlash(bytes)
+      const base = [{ handle: root, path: "/" }]
+      const last = names[names.length - 1]
+      const fast = p.resolveDirectory
+      // One kernel call for the directories; the last component looked at here.
+      if (fast !== undefined && last !== undefined && !isDot(last) && !isDotDot(last) && names.length > 1) {
+        const fastResult = yield* Effect.result(
+          fast(root, names.slice(0, -1), { noSymlinks: options.noSymlinks ?? false })
+        )
+        // A missing directory to make: the walk makes it.
+        const dir =
+          fastResult._tag === "Success"
+            ? fastResult.success
+            : fastResult.failure.reason._tag === "NotFound" && options.makeMissing !== undefined
+              ? undefined
+              : yield* fastResult.failure
+        if (dir !== undefined) {
+          const found = { parent: dir.handle, name: last, path: childPath(dir.path, last) }
+          if (!(options.followFinal ?? false) && !trailingSlash) return found
+          const st = yield* Effect.result(p.stat(dir.handle, last))
+          if (st._tag === "Failure") {
+            if (st.failure.reason._tag === "NotFound") return found
+            return yield* st.failure
+          }
+          if (st.success.type !== "SymbolicLink") {
+            if (trailingSlash && st.success.type !== "Directory") return yield* notADirectory(childPath(dir.path, last))
+            return found
+          }
+          // A link to follow: its `..` needs the directories on the way, which the walk keeps.
+        }
+      }
+      return yield* walk(p, base, names, options, trailingSlash)
+    })
+
+/** `Directories.ancestors` over `p`: the stats of `dir` and every directory above it, by `..` from the handle. */
+const ancestorsWith =
+  (p: Primitives): Directories["ancestors"] =>
+  (dir) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const out: Array<Stat> = [yield* p.stat(dir)]
+        // A directory bind-mounted below itself shows one identity (device and
+        // inode, as `Directory.identity`) twice; with the mount id it is a loop only at the root.
+        const where = (st: Stat) => `${st.device}:${st.inode}@${st.mountId}`
+        const seen = new Set([where(out[0] as Stat)])
+        let here = dir
+        // Bounded by PATH_MAX / 2: a deeper chain is a loop no kernel makes.
+        for (let depth = 0; depth < 2048; depth++) {
+          const up = yield* p.openParent(here)
+          const st = yield* p.stat(up)
+          const id = where(st)
+          if (seen.has(id)) return out
+          seen.add(id)
+          out.push(st)
+          here = up
+        }
+        return out
+      })
+    )
+
+/** The service from an implementation's primitives (see `Directory.make`). */
+export const derive = (p: Primitives): Directories => {
+  const unlinkAll: Directories["unlinkAll"] =
+    p.unlinkAll ??
+    ((dir, names) =>
+      Effect.forEach(names, (name) =>
+        Effect.match(p.unlink(dir, name), { onFailure: (e) => e, onSuccess: () => undefined })
+      ))
+  return { ...p, resolve: resolveWith(p), unlinkAll, ancestors: ancestorsWith(p) }
+}

@@ -1,0 +1,141 @@
+/**
+ * Decoding a host root: the real host, or an absolute path to an existing
+ * directory, made canonical once (`realpath`, or a resolution below the
+ * mount table's root for a root in another mount namespace), with the mount
+ * table that describes it.
+ *
+ * Internal: `HostPath.decodeRoot` is the public entry; the `HostRoot` it
+ * returns is declared there.
+ *
+ * @since 0.3.0
+ */
+import { Effect, type FileSystem } from "effect"
+import type { PlatformError } from "effect/PlatformError"
+import type { HostRoot, RootInput } from "../../HostPath.ts"
+import {
+  type HostPathError,
+  type HostPathErrorReason,
+  InvalidPath,
+  NotAbsolute,
+  NotADirectory,
+  NotFound,
+  OutsideTable,
+  refusal,
+  SymlinkLoop,
+  Unreadable
+} from "./errors.ts"
+import { clean, isWithin, relative } from "./lexical.ts"
+import { outcome, walk } from "./resolve.ts"
+
+/** What marks a decoded `HostRoot`. */
+export const HostRootTypeId: unique symbol = Symbol.for("@hostnode/core/HostPath/HostRoot")
+
+/** The mount table of this process's own mount namespace, as the Go contract's empty `mountInfo` means it. */
+export const DefaultMountInfo = "/proc/self/mountinfo"
+
+// `/proc/<pid>/root` is a magic link to another process's root; realpath would
+// resolve it as a link to `/` and lose the namespace.
+const procRoot = /^\/proc\/(\d+)\/root(?=\/|$)/
+
+const rootError = (given: string, reason: HostPathErrorReason) => refusal(reason, given)
+
+/** What is wrong with `path` as an absolute path, or `undefined`. */
+export const absoluteProblem = (path: string, what: string): HostPathErrorReason | undefined => {
+  if (path === "") return new InvalidPath({ detail: `${what} is empty` })
+  if (path.includes("\0")) return new InvalidPath({ detail: `${what} contains a NUL byte` })
+  if (!path.startsWith("/")) return new NotAbsolute({ detail: `${what} is not an absolute path` })
+  return undefined
+}
+
+/** Decodes a host root (see `HostPath.decodeRoot`). */
+export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Effect.Effect<HostRoot, HostPathError> =>
+  Effect.gen(function* () {
+    const given = typeof input === "string" ? input : input.path
+    const wanted = given === "" ? "/" : given
+    const problem = absoluteProblem(wanted, "the host root")
+    if (problem !== undefined) return yield* rootError(given, problem)
+    const cleaned = clean(wanted)
+    const proc = procRoot.exec(cleaned)
+    const explicitTable = typeof input === "string" ? undefined : input.tableRoot
+    let tableRoot = proc === null ? "/" : proc[0]
+    if (explicitTable !== undefined && explicitTable !== "") {
+      const p = absoluteProblem(explicitTable, "the mount table's root")
+      if (p !== undefined) return yield* rootError(given, p)
+      tableRoot = clean(explicitTable)
+    }
+    if (!isWithin(tableRoot, cleaned)) {
+      return yield* rootError(
+        given,
+        new OutsideTable({
+          detail: `the host root is not below the mount table's root ${tableRoot}${proc === null ? "" : ` (it is below ${proc[0]}, another mount namespace)`}`
+        })
+      )
+    }
+    // A failed call on `full` (which follows links): missing, or unreadable (a loop on the way included).
+    const failed = (what: string, full: string) => (e: PlatformError) =>
+      Effect.flatMap(outcome(fs, full, e), (o) =>
+        Effect.fail(
+          rootError(
+            given,
+            o === "Missing"
+              ? new NotFound({ detail: `${what} does not exist` })
+              : new Unreadable({ detail: `${what}: ${e.message}` })
+          )
+        )
+      )
+    let path: string
+    if (tableRoot === "/" && proc === null) {
+      path = yield* fs.realPath(cleaned).pipe(
+        Effect.map(clean),
+        Effect.catchTag("PlatformError", (e) =>
+          Effect.flatMap(outcome(fs, cleaned, e), (o) =>
+            Effect.fail(
+              rootError(
+                given,
+                // realpath's ELOOP is a loop in the root's own links.
+                o === "Loop"
+                  ? new SymlinkLoop({ detail: `the host root's links never end: ${e.message}` })
+                  : o === "Missing"
+                    ? new NotFound({ detail: "the host root does not exist" })
+                    : new Unreadable({ detail: `the host root: ${e.message}` })
+              )
+            )
+          )
+        )
+      )
+    } else {
+      const tableInfo = yield* fs
+        .stat(tableRoot)
+        .pipe(Effect.catchTag("PlatformError", failed(`the mount table's root ${tableRoot}`, tableRoot)))
+      if (tableInfo.type !== "Directory") {
+        return yield* rootError(
+          given,
+          new NotADirectory({ detail: `the mount table's root ${tableRoot} is not a directory` })
+        )
+      }
+      path = yield* walk(fs, tableRoot, relative(tableRoot, cleaned) ?? "/", { followFinal: true }, true).pipe(
+        Effect.mapError((e) => rootError(given, e.reason))
+      )
+    }
+    const info = yield* fs.stat(path).pipe(Effect.catchTag("PlatformError", failed(`the host root ${path}`, path)))
+    if (info.type !== "Directory") {
+      return yield* rootError(
+        given,
+        new NotADirectory({ detail: `the host root ${path} is a ${info.type}, not a directory` })
+      )
+    }
+    const mountInfo = typeof input === "string" ? undefined : input.mountInfo
+    return {
+      [HostRootTypeId]: HostRootTypeId,
+      given,
+      path,
+      mountInfo:
+        mountInfo !== undefined && mountInfo !== ""
+          ? mountInfo
+          : proc !== null && tableRoot === proc[0]
+            ? `/proc/${proc[1]}/mountinfo`
+            : DefaultMountInfo,
+      tableRoot,
+      isReal: path === "/" && tableRoot === "/"
+    } satisfies HostRoot
+  })
