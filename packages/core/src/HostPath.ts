@@ -9,10 +9,10 @@
  * also resolves the symlinks it meets as though the root were `/` (chroot
  * semantics, as filepath-securejoin does), which needs the FileSystem.
  *
- * Boundary: the lexical path algebra is in `internal/hostPath/lexical.ts`,
- * the errors in `internal/hostPath/errors.ts`, the resolution walk in
- * `internal/hostPath/resolve.ts`; this module decodes roots and paths and
- * re-exports the rest. It reads the FileSystem's failures by their
+ * Boundary: this module is the API (roots, paths, their decoding); the
+ * lexical path algebra is in `internal/hostPath/lexical.ts`, the errors in
+ * `errors.ts`, the resolution walk in `resolve.ts`, root decoding in
+ * `root.ts` of that directory. It reads the FileSystem's failures by their
  * PlatformError reason tags only: what a `BadResource` was (ENOTDIR or ELOOP)
  * is told from the tree, never from the platform's error code.
  *

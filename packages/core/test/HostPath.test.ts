@@ -215,6 +215,32 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         }
       }).pipe(Effect.scoped)
     )
+    it.effect("catchReason reaches each reason", () =>
+      Effect.gen(function* () {
+        const { root } = yield* makeLayout({ self: "self" })
+        // A refused root has no path; a refused path below it names the path.
+        const relative = yield* HostPath.decodeRoot("relative").pipe(
+          Effect.as("decoded"),
+          Effect.catchReason("HostPathError", "NotAbsolute", (reason, error) =>
+            Effect.succeed(`${reason.detail} (${error.path ?? "the root itself"})`)
+          )
+        )
+        assert.strictEqual(relative, "the host root is not an absolute path (the root itself)")
+        const loop = yield* HostPath.resolve(root, "/self").pipe(
+          Effect.catchReason("HostPathError", "SymlinkLoop", (reason, error) =>
+            Effect.succeed(`${error.path}: ${reason.detail}`)
+          )
+        )
+        assert.strictEqual(loop, `/self: ${root}/self leads back to itself`)
+        const r = yield* HostPath.decodeRoot(root)
+        const refused = HostPath.checkPath(r, "relative")
+        // @ts-expect-error "Relative" is not a reason of HostPathError
+        refused.pipe(Effect.catchReason("HostPathError", "Relative", () => Effect.void))
+        const reason = yield* Effect.flip(refused).pipe(Effect.map((e) => e.reason))
+        assert.strictEqual(reason._tag, "NotAbsolute")
+        assert.strictEqual(reason.message, "NotAbsolute: the path is not an absolute path")
+      }).pipe(Effect.scoped)
+    )
     it.effect("a root is made canonical once: slashes, `..` and links in its own path resolved", () =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem

@@ -78,7 +78,9 @@ export const layerWith = (options?: Options): Layer.Layer<Services> => {
  *
  * // Detach the pod volumes a stopped kubelet left, on this host.
  * const program = Unmount.unmountStrictlyBelow([Paths.KubeletDir]).pipe(
- *   Effect.tap((report) => Effect.log("unmounted", report.unmounted.length)),
+ *   Effect.tap((report) =>
+ *     Effect.logInfo("unmounted").pipe(Effect.annotateLogs({ mounts: report.unmounted.length }))
+ *   ),
  *   Effect.provide(NodeHost.layer)
  * )
  * export const main = () => NodeRuntime.runMain(program)
