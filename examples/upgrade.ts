@@ -4,8 +4,8 @@
  * restarted. If anything fails, `Snapshot.guarded` puts every saved path back
  * (and has systemd read the restored unit files), and the step's own error is
  * the failure; if the rollback fails too, the one failure is a
- * `Snapshot.RollbackFailed` carrying both. If the step succeeds, the saved
- * copy is discarded.
+ * `Snapshot.SnapshotError` whose reason is `RollbackFailed`, carrying both.
+ * If the step succeeds, the saved copy is discarded.
  */
 import type { Directory, HostPath, Systemd, UnitName } from "@hostnode/core"
 import { RestartChanged, Snapshot } from "@hostnode/core"
@@ -18,7 +18,6 @@ export const upgrade: (
 ) => Effect.Effect<
   void,
   | Snapshot.SnapshotError
-  | Snapshot.RollbackFailed
   | HostPath.HostPathError
   | PlatformError.PlatformError
   | RestartChanged.RestartError

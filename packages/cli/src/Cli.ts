@@ -271,10 +271,8 @@ const reasonTagOf = (error: Failure): string | undefined => {
 /** The advice for `error`: what to check or do next ("" when there is none). */
 const hintFor = (error: Failure): string => {
   if (error instanceof UsageError) return error.fix
-  const reason = (error as { readonly reason?: unknown }).reason
-  if (error._tag === "SnapshotError" && typeof reason === "string" && snapshotHints[reason] !== undefined) {
-    return snapshotHints[reason]
-  }
+  const snapshotHint = error._tag === "SnapshotError" ? snapshotHints[reasonTagOf(error) ?? ""] : undefined
+  if (snapshotHint !== undefined) return snapshotHint
   if (error._tag === "LocalDnsError") return localDnsHints[reasonTagOf(error) ?? ""] ?? hints[error._tag] ?? ""
   return hints[error._tag] ?? ""
 }
@@ -327,7 +325,7 @@ export const isInputError = (error: Failure): boolean => {
     case "HostPathError":
       return inputPathReasons.has(String((reason as { readonly _tag?: unknown } | undefined)?._tag))
     case "SnapshotError":
-      return reason === "InvalidPath" || reason === "HostRootMismatch" || reason === "NotASnapshot"
+      return ["InvalidPath", "HostRootMismatch", "NotASnapshot"].includes(reasonTagOf(error) ?? "")
     case "ContainerError": {
       const tag = (reason as { readonly _tag?: unknown } | undefined)?._tag
       return tag === "InvalidPid" || tag === "NotFound" || tag === "NoContainer"

@@ -46,34 +46,160 @@
  * Memory: a take holds one 4 MiB buffer, a restore two 1 MiB ones, besides
  * the manifest (at most 64 MiB of JSON), whatever the files' sizes.
  *
+ * The snapshot's own failures are one error, {@link SnapshotError}, naming the
+ * snapshot directory and the host root; its `reason` is one of the reason
+ * classes exported here (`Corrupt`, `Busy`, `Io`, `RollbackFailed`, ...), each
+ * with only the facts of its case, so that
+ * `Effect.catchReason("SnapshotError", "Busy", (reason) => ...)` handles one
+ * case and sees its fields (`reason.pid`).
+ *
  * Boundary: the paths themselves come from the caller or `ConfSnap`; the
  * hash is `Hashing` (portable by default, the platform's from the node
- * layer). The steps are in `internal/snapshot`.
+ * layer). The steps are in `internal/snapshot`: the options decoded
+ * (`input.ts`), the handle and the locked steps of each operation
+ * (`handle.ts`), take, restore, the store on disk, the manifest's checks and
+ * the errors.
  *
  * @since 0.1.0
  */
-import { type Cause, Duration, Effect, Exit, FileSystem, Option, Ref, type Scope, Semaphore } from "effect"
+import { type Duration, Effect, Exit, type FileSystem, Option, type Scope } from "effect"
 import * as ConfSnap from "./ConfSnap.ts"
-import * as Directory from "./Directory.ts"
+import type * as Directory from "./Directory.ts"
 import * as FileName from "./FileName.ts"
-import * as Hashing from "./Hashing.ts"
-import * as HostPath from "./HostPath.ts"
+import type * as HostPath from "./HostPath.ts"
+import { fail } from "./internal/snapshot/context.ts"
+import { Missing, type SnapshotError } from "./internal/snapshot/error.ts"
 import {
-  type Ctx,
-  DefaultLockTimeout,
-  error,
-  fail,
-  fromDirectory,
-  isBelow,
-  isHostPath
-} from "./internal/snapshot/context.ts"
-import * as ManifestCodec from "./internal/snapshot/manifest.ts"
-import { DataName, type Manifest, ManifestName, RollbackFailed, type SnapshotError } from "./internal/snapshot/model.ts"
-import * as Restore from "./internal/snapshot/restore.ts"
+  checkRoot,
+  discardAt,
+  load,
+  makeHandle,
+  restoreIn,
+  rollbackOn,
+  takeHeld,
+  takeIn,
+  withParent
+} from "./internal/snapshot/handle.ts"
+import { checkTakeInput, makeCtx, rootLabel } from "./internal/snapshot/input.ts"
 import * as Store from "./internal/snapshot/store.ts"
-import * as Take from "./internal/snapshot/take.ts"
-import { Systemd, type SystemdError } from "./Systemd.ts"
+import type { Systemd, SystemdError } from "./Systemd.ts"
 
+export {
+  /**
+   * Another process holds the snapshot's lock past the timeout; `pid` names it when the platform says.
+   *
+   * @since 0.3.0
+   */
+  Busy,
+  /**
+   * A file's bytes do not match their hash, or `data` has the wrong size or holes.
+   *
+   * @since 0.3.0
+   */
+  Corrupt,
+  /**
+   * A take found a snapshot already in the directory (an earlier upgrade did not finish).
+   *
+   * @since 0.3.0
+   */
+  Exists,
+  /**
+   * The snapshot was taken below another host root than the one it is restored below.
+   *
+   * @since 0.3.0
+   */
+  HostRootMismatch,
+  /**
+   * The manifest is not JSON, too large, not of the Schema, or its entries do not form the trees it names.
+   *
+   * @since 0.3.0
+   */
+  InvalidManifest,
+  /**
+   * A path, the snapshot directory or the lock timeout given is not usable, or the snapshot and a recorded path overlap.
+   *
+   * @since 0.3.0
+   */
+  InvalidPath,
+  /**
+   * The file system refused an operation: the errno, the host path and the operation.
+   *
+   * @since 0.3.0
+   */
+  Io,
+  /**
+   * A restore had to remove something it may not (a mount); the host is partly restored.
+   *
+   * @since 0.3.0
+   */
+  Kept,
+  /**
+   * There is no snapshot in the directory (discarded, or consumed by a restore).
+   *
+   * @since 0.3.0
+   */
+  Missing,
+  /**
+   * What is at the snapshot's directory is not one; nothing is changed.
+   *
+   * @since 0.3.0
+   */
+  NotASnapshot,
+  /**
+   * A directory below a recorded path is another mount, which a snapshot does not cross.
+   *
+   * @since 0.3.0
+   */
+  OtherMount,
+  /**
+   * A manifest path is not a clean absolute lossless host path: it could resolve outside the root.
+   *
+   * @since 0.3.0
+   */
+  PathOutsideRoot,
+  /**
+   * An upgrade and its rollback both failed; carries both, the snapshot is kept for `recover`.
+   *
+   * @since 0.2.0
+   */
+  RollbackFailed,
+  /**
+   * A snapshot could not be taken, checked, restored or rolled back; `reason` says why.
+   *
+   * @since 0.1.0
+   */
+  SnapshotError,
+  /**
+   * Why a snapshot operation failed: the union of the reason classes, told apart by `_tag`.
+   *
+   * @since 0.1.0
+   */
+  SnapshotErrorReason,
+  /**
+   * A host path could not be resolved below the root (a symlink loop, an unreadable link).
+   *
+   * @since 0.3.0
+   */
+  Unresolvable,
+  /**
+   * A file or directory of the snapshot is not what a take makes (a link, another owner, writable by others).
+   *
+   * @since 0.3.0
+   */
+  Unsafe,
+  /**
+   * A recorded path is a socket, FIFO or device.
+   *
+   * @since 0.3.0
+   */
+  UnsupportedFileType,
+  /**
+   * The manifest is of a format version this code does not read.
+   *
+   * @since 0.3.0
+   */
+  UnsupportedVersion
+} from "./internal/snapshot/error.ts"
 export {
   /**
    * An absent entry's Schema.
@@ -129,24 +255,6 @@ export {
    * @since 0.2.0
    */
   ReadableVersions,
-  /**
-   * An upgrade and its rollback both failed; carries both.
-   *
-   * @since 0.2.0
-   */
-  RollbackFailed,
-  /**
-   * A snapshot could not be taken, checked or restored.
-   *
-   * @since 0.1.0
-   */
-  SnapshotError,
-  /**
-   * Why a snapshot operation failed.
-   *
-   * @since 0.1.0
-   */
-  SnapshotErrorReason,
   /**
    * A symbolic link entry's Schema.
    *
@@ -264,294 +372,6 @@ export interface OpenOptions {
  */
 export type RecoverOptions = OpenOptions
 
-// ---------------------------------------------------------------------------
-// The context of one operation
-// ---------------------------------------------------------------------------
-
-/** The host root of an operation's options, for log annotations before it is decoded. */
-const rootLabel = (hostRoot: string | HostPath.HostRoot): string =>
-  HostPath.isHostRoot(hostRoot) ? hostRoot.path : hostRoot === "" ? "/" : hostRoot
-
-/**
- * The context of one operation: the host root decoded, the snapshot
- * directory checked (absolute, not `/`), the lock timeout decoded; a bad
- * one fails here, before anything is read or written.
- */
-const makeCtx = (options: {
-  readonly dir: string
-  readonly hostRoot: string | HostPath.HostRoot
-  readonly allowHostRootMismatch?: boolean | undefined
-  readonly lockTimeout?: Duration.Input | undefined
-}) =>
-  Effect.gen(function* () {
-    const dirs = yield* Directory.Directories
-    const fs = yield* FileSystem.FileSystem
-    const hashing = yield* Hashing.Hashing
-    const root = yield* HostPath.rootOf({ hostRoot: options.hostRoot })
-    const dir = options.dir.startsWith("/") ? HostPath.clean(options.dir) : options.dir
-    const label = { dir: options.dir, hostRoot: root.path }
-    if (!options.dir.startsWith("/") || !isHostPath(dir)) {
-      return yield* fail(
-        label,
-        "InvalidPath",
-        "",
-        `the snapshot directory ${JSON.stringify(options.dir)} must be an absolute path other than /`
-      )
-    }
-    const lockTimeout = Duration.fromInput(options.lockTimeout ?? DefaultLockTimeout)
-    if (Option.isNone(lockTimeout) || Duration.toMillis(lockTimeout.value) < 0) {
-      return yield* fail(label, "InvalidPath", "", `the lock timeout ${String(options.lockTimeout)} is not a duration`)
-    }
-    const ctx: Ctx = {
-      dirs,
-      fs,
-      hashing,
-      credentials: yield* dirs.credentials,
-      dir,
-      parentPath: HostPath.dirname(dir),
-      base: dir.slice(dir.lastIndexOf("/") + 1),
-      root,
-      hostRoot: root.path,
-      allowHostRootMismatch: options.allowHostRootMismatch ?? false,
-      lockTimeout: lockTimeout.value
-    }
-    return ctx
-  })
-
-/**
- * The listed paths, checked and cleaned; a path at or below another listed
- * one is dropped (sorted component by component, a path's descendants follow
- * it: O(n log n)). The snapshot directory may not lie, by its text, at,
- * below or above a recorded path's place below the root; the take checks
- * again by identity once both are resolved.
- */
-const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const cleaned: Array<string> = []
-    for (const p of paths) {
-      if (!p.startsWith("/") || p.includes("\0")) {
-        return yield* fail(ctx, "InvalidPath", p, "a snapshot path must be an absolute host path without NUL bytes")
-      }
-      const c = HostPath.clean(p)
-      if (c === "/") return yield* fail(ctx, "InvalidPath", p, "the whole host root cannot be snapshotted")
-      cleaned.push(c)
-    }
-    const key = (p: string) => p.replaceAll("/", "\0")
-    const covered = new Set<string>()
-    let top: string | undefined
-    for (const p of [...new Set(cleaned)].sort((a, b) => (key(a) < key(b) ? -1 : 1))) {
-      if (top !== undefined && isBelow(top, p)) covered.add(p)
-      else top = p
-    }
-    const kept = [...new Set(cleaned)].filter((p) => !covered.has(p))
-    for (const p of kept) {
-      const full = HostPath.fullPath(ctx.root, p)
-      if (HostPath.covers(full, ctx.dir) || HostPath.covers(ctx.dir, full)) {
-        return yield* fail(ctx, "InvalidPath", p, `the snapshot directory and the recorded path ${full} overlap`)
-      }
-    }
-    return kept
-  })
-
-/**
- * Runs `body` with the snapshot's parent open and, unless the caller holds
- * it already, its lock: in a scope of its own, so the lock is released when
- * `body` ends. `undefined` when the parent does not exist (and `make` is false).
- */
-const withParent = <A, E, R>(
-  ctx: Ctx,
-  options: { readonly make: boolean; readonly held: boolean },
-  body: (parent: Directory.Handle) => Effect.Effect<A, E, R>
-) =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const parent = yield* Store.openParent(ctx, options.make)
-      if (parent === undefined) return Option.none<A>()
-      if (!options.held) yield* Store.lock(ctx, parent)
-      return Option.some(yield* body(parent))
-    })
-  )
-
-/** Reads and checks the manifest of the snapshot directory `snapshot`. */
-const load = (ctx: Ctx, snapshot: Directory.Handle) =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const opened = yield* Store.openChecked(ctx, snapshot, ManifestName)
-      if (opened === undefined) return yield* fail(ctx, "InvalidManifest", "", `${ManifestName} is missing`)
-      if (opened.stat.size > ManifestCodec.MaxManifestBytes) {
-        return yield* fail(
-          ctx,
-          "InvalidManifest",
-          "",
-          `${ManifestName} is ${opened.stat.size} bytes, more than the ${ManifestCodec.MaxManifestBytes} a take ever writes`
-        )
-      }
-      const bytes = yield* Store.readWhole(ctx, opened.file, opened.stat.size)
-      const manifest = yield* ManifestCodec.decode(ctx, bytes)
-      return yield* ManifestCodec.check(ctx, manifest)
-    })
-  )
-
-/** Opens `data` and checks it against the manifest: the size it says, and no holes. */
-const openData = (ctx: Ctx, snapshot: Directory.Handle, manifest: Manifest) =>
-  Effect.gen(function* () {
-    const opened = yield* Store.openChecked(ctx, snapshot, DataName)
-    if (opened === undefined) return yield* fail(ctx, "Corrupt", "", `${DataName} is missing`)
-    if (opened.stat.size !== manifest.dataSize) {
-      return yield* fail(
-        ctx,
-        "Corrupt",
-        "",
-        `${DataName} is ${opened.stat.size} bytes; the manifest says ${manifest.dataSize}`
-      )
-    }
-    const hole = yield* opened.file.holeAt(0).pipe(Effect.mapError(fromDirectory(ctx, "")))
-    if (hole < opened.stat.size) {
-      // A take writes every byte: a hole means someone else made this file (a sparse
-      // file claims any size for free; hashing it would read zeros for hours).
-      return yield* fail(ctx, "Corrupt", "", `${DataName} has a hole at byte ${hole}: it was not written by a take`)
-    }
-    return opened.file
-  })
-
-/**
- * Fails with `HostRootMismatch` when `manifest` was taken below another host
- * root than the one of `ctx`, unless the caller allowed it: the host root is
- * an operator's input, and a restore below the wrong tree removes every
- * recorded path that is not there.
- */
-const checkRoot = (ctx: Ctx, manifest: Manifest) => {
-  const recorded = manifest.hostRoot === "" ? "/" : manifest.hostRoot
-  return recorded === ctx.hostRoot || ctx.allowHostRootMismatch
-    ? Effect.void
-    : fail(
-        ctx,
-        "HostRootMismatch",
-        "",
-        `it was taken below host root ${JSON.stringify(recorded)}, not ${JSON.stringify(ctx.hostRoot)}; pass allowHostRootMismatch (--allow-root-mismatch) if that is the same tree under another name`
-      )
-}
-
-// ---------------------------------------------------------------------------
-// Restore and discard, in a held lock
-// ---------------------------------------------------------------------------
-
-/**
- * Restores the snapshot in `parent` (the lock held), reloads systemd on the
- * real root, then consumes it. `false` when there is no snapshot.
- */
-const restoreIn = (ctx: Ctx, parent: Directory.Handle) =>
-  Effect.gen(function* () {
-    const snapshot = yield* Store.openSnapshot(ctx, parent)
-    if (snapshot === undefined) return false
-    const checked = yield* load(ctx, snapshot)
-    yield* checkRoot(ctx, checked.manifest)
-    const data = yield* openData(ctx, snapshot, checked.manifest)
-    const changes = yield* Restore.restore(ctx, checked, data, snapshot)
-    if (ctx.root.isReal) {
-      // Unit files and drop-ins were rewritten: systemd must read them again.
-      yield* Effect.flatMap(Effect.service(Systemd), (s) => s.daemonReload)
-    }
-    // Consumed: a later recover must not put this state back over newer configuration.
-    yield* Store.discard(ctx, parent).pipe(
-      Effect.mapError((e) =>
-        error(
-          ctx,
-          e.reason,
-          e.path,
-          `the configuration was restored, but the snapshot could not be removed (remove it before anything runs recover): ${e.detail}`,
-          { ...(e.errno === undefined ? {} : { errno: e.errno }) }
-        )
-      )
-    )
-    yield* Effect.logInfo("configuration snapshot restored").pipe(
-      Effect.annotateLogs({ entries: checked.manifest.entries.length, changes })
-    )
-    return true
-  }).pipe(Effect.scoped)
-
-const restoreAt = (ctx: Ctx, held: boolean): Effect.Effect<void, SnapshotError | SystemdError, Systemd> =>
-  withParent(ctx, { make: false, held }, (parent) => restoreIn(ctx, parent)).pipe(
-    Effect.flatMap((found) =>
-      Option.isSome(found) && found.value
-        ? Effect.void
-        : fail(ctx, "Missing", "", "there is no snapshot in this directory (discarded, or consumed by a restore)")
-    ),
-    Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot }),
-    Effect.withSpan("Snapshot.restore", { attributes: { dir: ctx.dir, hostRoot: ctx.hostRoot } })
-  )
-
-const discardAt = (ctx: Ctx, held: boolean) =>
-  withParent(ctx, { make: false, held }, (parent) => Store.discard(ctx, parent)).pipe(
-    Effect.map((found) => Option.isSome(found) && found.value),
-    Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot }),
-    Effect.withSpan("Snapshot.discard", { attributes: { dir: ctx.dir } })
-  )
-
-const makeHandle = (ctx: Ctx, manifest: Manifest, held: boolean) =>
-  Effect.gen(function* () {
-    const restored = yield* Ref.make(false)
-    const serial = yield* Semaphore.make(1)
-    const snapshot: Snapshot = {
-      dir: ctx.dir,
-      hostRoot: ctx.hostRoot,
-      paths: manifest.paths,
-      absent: ManifestCodec.absentPaths(manifest),
-      restore: serial.withPermits(1)(restoreAt(ctx, held).pipe(Effect.tap(() => Ref.set(restored, true)))),
-      discard: serial.withPermits(1)(
-        Effect.gen(function* () {
-          if (yield* Ref.get(restored)) return
-          if (yield* discardAt(ctx, held)) yield* Effect.logDebug("configuration snapshot discarded")
-        }).pipe(
-          Effect.catch((e) =>
-            Effect.logWarning("could not discard the configuration snapshot; remove it by hand", {
-              error: e.message
-            }).pipe(Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot }))
-          )
-        )
-      ),
-      restored: Ref.get(restored)
-    }
-    return snapshot
-  })
-
-// ---------------------------------------------------------------------------
-// The operations
-// ---------------------------------------------------------------------------
-
-/** Takes the snapshot in `parent` (the lock held) and makes its handle. */
-const takeIn = (ctx: Ctx, parent: Directory.Handle, options: TakeOfOptions, held: boolean) =>
-  Effect.gen(function* () {
-    const exclude = (options.exclude ?? ConfSnap.Exclude).map(HostPath.clean)
-    for (const x of exclude) {
-      if (!isHostPath(x))
-        return yield* fail(ctx, "InvalidPath", x, "an exclusion must be an absolute host path other than /")
-    }
-    const paths = yield* normalizePaths(ctx, options.paths)
-    const manifest = yield* Take.take(ctx, parent, paths, exclude)
-    yield* Effect.logInfo("configuration snapshot taken").pipe(
-      Effect.annotateLogs({ entries: manifest.entries.length, bytes: manifest.dataSize })
-    )
-    const absent = ManifestCodec.absentPaths(manifest)
-    if (absent.length === paths.length) {
-      yield* Effect.logWarning(
-        `every recorded path is absent below host root ${ctx.hostRoot}: is that the node's root? A restore there would only remove them`
-      ).pipe(Effect.annotateLogs({ paths: absent.length }))
-    }
-    return yield* makeHandle(ctx, manifest, held)
-  })
-
-/** Checks the paths before the parent is made or the lock taken: bad input changes nothing. */
-const checkTakeInput = (ctx: Ctx, options: TakeOfOptions) =>
-  Effect.gen(function* () {
-    for (const x of options.exclude ?? []) {
-      if (!x.startsWith("/") || !isHostPath(HostPath.clean(x))) {
-        return yield* fail(ctx, "InvalidPath", x, "an exclusion must be an absolute host path other than /")
-      }
-    }
-    yield* normalizePaths(ctx, options.paths)
-  })
-
 /**
  * Saves `paths` below `hostRoot` into `dir` (the Go package's
  * `TakeSnapshotOf`), for a mode whose node stack writes more of the host in
@@ -584,10 +404,12 @@ export const takeOf: (
  *
  * @since 0.1.0
  */
-export const take = (
+export const take: (
   options: TakeOptions
-): Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =>
-  takeOf({ ...options, paths: ConfSnap.DefaultPaths, exclude: ConfSnap.Exclude })
+) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
+  Effect.fn("Snapshot.take")(function* (options: TakeOptions) {
+    return yield* takeOf({ ...options, paths: ConfSnap.DefaultPaths, exclude: ConfSnap.Exclude })
+  })
 
 /**
  * A handle on a snapshot already in `dir`, for instance one an earlier process
@@ -602,7 +424,7 @@ export const open: (
 ) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
   Effect.fn("Snapshot.open")(function* (options: OpenOptions) {
     const ctx = yield* makeCtx(options)
-    const missing = fail(ctx, "Missing", "", "there is no snapshot in this directory")
+    const missing = fail(ctx, new Missing({ detail: "there is no snapshot in this directory" }))
     const manifest = yield* Effect.scoped(
       Effect.gen(function* () {
         const parent = yield* Store.openParent(ctx, false)
@@ -683,36 +505,6 @@ export const discard: (
     return yield* discardAt(ctx, false)
   })
 
-/** The release of {@link scoped} and {@link guarded}: discard on success, restore (consuming) on failure. */
-const rollbackOn = (snapshot: Snapshot, cause: Cause.Cause<unknown>) =>
-  snapshot.restore.pipe(
-    Effect.mapError(
-      (rollback) => new RollbackFailed({ dir: snapshot.dir, hostRoot: snapshot.hostRoot, upgrade: cause, rollback })
-    ),
-    Effect.tapError((e) =>
-      Effect.logError("rolling back the configuration failed; the snapshot is kept for Snapshot.recover", {
-        error: e.rollback.message
-      }).pipe(Effect.annotateLogs({ snapshotDir: snapshot.dir, hostRoot: snapshot.hostRoot }))
-    )
-  )
-
-/** Opens the parent in the caller's scope and holds the lock there, then takes: the lock lasts as long as the scope. */
-const takeHeld = (options: ScopedOptions) =>
-  Effect.gen(function* () {
-    const ctx = yield* makeCtx(options)
-    const takeOptions: TakeOfOptions = {
-      dir: options.dir,
-      hostRoot: options.hostRoot,
-      paths: options.paths ?? ConfSnap.DefaultPaths,
-      exclude: options.exclude
-    }
-    yield* checkTakeInput(ctx, takeOptions)
-    const parent = yield* Store.openParent(ctx, true)
-    if (parent === undefined) return yield* fail(ctx, "Io", "", `${ctx.parentPath} could not be made`)
-    yield* Store.lock(ctx, parent)
-    return yield* takeIn(ctx, parent, takeOptions, true)
-  })
-
 /**
  * The snapshot as a scoped resource around an upgrade: acquiring takes it
  * ({@link takeOf}, with `ConfSnap.DefaultPaths` unless `paths` is given) and
@@ -723,47 +515,51 @@ const takeHeld = (options: ScopedOptions) =>
  *
  * If that restore fails, the host is partly restored and the snapshot is
  * kept for `recover`; the scope then fails with both: its cause holds the
- * upgrade's failure and a {@link RollbackFailed} (which carries the
- * upgrade's cause and the restore's error; `Cause.prettyErrors` shows both).
- * Effect's `catch` sees only the first failure of a cause, the upgrade's:
- * an agent that handles errors by tag should use {@link guarded}, whose only
- * failure is then the `RollbackFailed`.
+ * upgrade's failure and a `SnapshotError` whose reason is
+ * {@link RollbackFailed} (which carries the upgrade's cause and the
+ * restore's error; `Cause.prettyErrors` shows both). Effect's `catch` sees
+ * only the first failure of a cause, the upgrade's: an agent that handles
+ * errors by tag should use {@link guarded}, whose only failure is then that
+ * `SnapshotError`.
  *
  * @since 0.1.0
  */
-export const scoped = (
+export const scoped: (
   options: ScopedOptions
-): Effect.Effect<
+) => Effect.Effect<
   Snapshot,
-  SnapshotError | HostPath.HostPathError | RollbackFailed,
+  SnapshotError | HostPath.HostPathError,
   FileSystem.FileSystem | Directory.Directories | Systemd | Scope.Scope
-> =>
-  Effect.acquireRelease(takeHeld(options), (snapshot, exit) =>
+> = Effect.fn("Snapshot.scoped")(function* (options: ScopedOptions) {
+  return yield* Effect.acquireRelease(takeHeld(options), (snapshot, exit) =>
     Exit.isSuccess(exit)
       ? snapshot.discard
       : // A release cannot fail in its type; its failure joins the scope's cause (see above).
         (rollbackOn(snapshot, exit.cause) as Effect.Effect<void>)
   )
+})
 
 /**
  * Runs `upgrade` with the snapshot taken around it (as {@link scoped} does,
  * the lock held throughout): on success the snapshot is discarded and the
  * result returned; on failure or interruption it is restored and the
  * upgrade's cause propagates. When the restore fails too, the one failure is
- * a {@link RollbackFailed} carrying the upgrade's cause and the restore's
- * error, and the snapshot is kept for `recover`.
+ * a `SnapshotError` whose reason is {@link RollbackFailed}, carrying the
+ * upgrade's cause and the restore's error (`Effect.catchReason("SnapshotError",
+ * "RollbackFailed", ...)` reaches it), and the snapshot is kept for `recover`.
  *
  * @since 0.2.0
  */
-export const guarded = <A, E, R>(
+export const guarded: <A, E, R>(
   upgrade: Effect.Effect<A, E, R>,
   options: ScopedOptions
-): Effect.Effect<
+) => Effect.Effect<
   A,
-  E | SnapshotError | HostPath.HostPathError | RollbackFailed,
+  E | SnapshotError | HostPath.HostPathError,
   R | FileSystem.FileSystem | Directory.Directories | Systemd
-> =>
-  Effect.scoped(
+> = Effect.fn("Snapshot.guarded")(function* <A, E, R>(upgrade: Effect.Effect<A, E, R>, options: ScopedOptions) {
+  yield* Effect.annotateCurrentSpan("dir", options.dir)
+  return yield* Effect.scoped(
     Effect.uninterruptibleMask((restoreInterruption) =>
       Effect.gen(function* () {
         const snapshot = yield* takeHeld(options)
@@ -776,7 +572,8 @@ export const guarded = <A, E, R>(
         return yield* exit
       })
     )
-  ).pipe(Effect.withSpan("Snapshot.guarded", { attributes: { dir: options.dir } }))
+  )
+})
 
 /**
  * The lossless string form of a name in a manifest, for a person (bytes that are not UTF-8 as `\xNN`).

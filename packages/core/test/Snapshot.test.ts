@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfSnap, Snapshot, Systemd } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import { SnapshotConformance } from "@hostnode/test/conformance"
-import { Effect, Exit, FileSystem, Ref, Schema } from "effect"
+import { Cause, Effect, Exit, FileSystem, Ref, Schema } from "effect"
 
 const node = {
   "/etc/systemd/system/kubelet.service": "[Service]\nExecStart=/usr/local/bin/kubelet $KUBELET_ARGS\n",
@@ -128,15 +128,60 @@ describe("Snapshot.Manifest and SnapshotError", () => {
 
   it("SnapshotError names the snapshot, the host root, the path and what is wrong", () => {
     const e = new Snapshot.SnapshotError({
-      reason: "Corrupt",
+      reason: new Snapshot.Corrupt({
+        path: "/etc/containerd/config.toml",
+        detail: "content hash 00 does not match the recorded ff"
+      }),
       dir: "/var/lib/agent/snap",
-      hostRoot: "",
-      path: "/etc/containerd/config.toml",
-      detail: "content hash 00 does not match the recorded ff"
+      hostRoot: ""
     })
     assert.strictEqual(
       e.message,
       'snapshot "/var/lib/agent/snap" (host root "/"): Corrupt at "/etc/containerd/config.toml": content hash 00 does not match the recorded ff'
     )
   })
+
+  it.effect("catchReason reaches each reason, with its own fields; a reason that does not exist is refused", () =>
+    Effect.gen(function* () {
+      const busy: Effect.Effect<never, Snapshot.SnapshotError> = Effect.fail(
+        new Snapshot.SnapshotError({
+          reason: new Snapshot.Busy({ pid: 4242, detail: "process 4242 holds /var/lib/agent/snap.lock" }),
+          dir: "/var/lib/agent/snap",
+          hostRoot: "/"
+        })
+      )
+      const pid = yield* busy.pipe(
+        Effect.catchReason("SnapshotError", "Busy", (reason, error) =>
+          Effect.succeed({ pid: reason.pid, dir: error.dir, tag: error.reason._tag })
+        )
+      )
+      assert.deepStrictEqual(pid, { pid: 4242, dir: "/var/lib/agent/snap", tag: "Busy" })
+      // Another reason is not caught: the error is kept as it was.
+      const other = yield* Effect.flip(
+        busy.pipe(Effect.catchReason("SnapshotError", "Corrupt", (reason) => Effect.succeed(reason.path)))
+      )
+      assert.strictEqual(other.reason._tag, "Busy")
+      const rollback = yield* Effect.fail(
+        new Snapshot.SnapshotError({
+          reason: new Snapshot.RollbackFailed({
+            upgrade: Cause.fail("kubelet did not come up"),
+            rollback: new Snapshot.SnapshotError({
+              reason: new Snapshot.Io({ path: "/etc/containerd/config.toml", errno: "EACCES", detail: "renameat2" }),
+              dir: "/var/lib/agent/snap",
+              hostRoot: "/"
+            })
+          }),
+          dir: "/var/lib/agent/snap",
+          hostRoot: "/"
+        })
+      ).pipe(
+        Effect.catchReason("SnapshotError", "RollbackFailed", (reason) =>
+          Effect.succeed(reason.rollback._tag === "SnapshotError" ? reason.rollback.reason._tag : reason.rollback._tag)
+        )
+      )
+      assert.strictEqual(rollback, "Io")
+      // @ts-expect-error: "Stale" is no reason of SnapshotError
+      busy.pipe(Effect.catchReason("SnapshotError", "Stale", () => Effect.void))
+    })
+  )
 })

@@ -237,7 +237,8 @@ export const isInputError = (e: { readonly _tag: string; readonly reason?: unkno
     ["InvalidPath", "NotAbsolute", "NotFound", "NotADirectory", "IsHostRoot", "OutsideTable"].includes(
       String((e.reason as { readonly _tag?: unknown } | undefined)?._tag)
     )) ||
-  (e._tag === "SnapshotError" && (e.reason === "InvalidPath" || e.reason === "PathOutsideRoot"))
+  (e._tag === "SnapshotError" &&
+    ["InvalidPath", "PathOutsideRoot"].includes(String((e.reason as { readonly _tag?: unknown } | undefined)?._tag)))
 
 const mountsIn = (table: MountInfo.MountTable, dir: string) =>
   table.filter((e) => HostPath.isWithin(dir, HostPath.clean(e.mountPoint)))

@@ -11,7 +11,7 @@ import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as Hashing from "../../Hashing.ts"
 import * as HostPath from "../../HostPath.ts"
-import { SnapshotError, type SnapshotErrorReason } from "./model.ts"
+import { Io, SnapshotError, type SnapshotErrorReason, Unresolvable } from "./error.ts"
 
 /** One operation's context. */
 export interface Ctx {
@@ -37,42 +37,45 @@ export interface Ctx {
 /** How long an operation waits for the snapshot's lock by default. */
 export const DefaultLockTimeout: Duration.Duration = Duration.minutes(1)
 
-/** A failure of this snapshot: its directory and host root, the reason, the path and what happened. */
-export const error = (
-  ctx: Pick<Ctx, "dir" | "hostRoot">,
-  reason: SnapshotErrorReason,
-  path: string,
-  detail: string,
-  extra?: { readonly errno?: string | undefined; readonly pid?: number }
-) =>
-  new SnapshotError({
-    reason,
-    dir: ctx.dir,
-    hostRoot: ctx.hostRoot,
-    path,
-    detail,
-    ...(extra?.errno === undefined || extra.errno === "" ? {} : { errno: extra.errno }),
-    ...(extra?.pid === undefined ? {} : { pid: extra.pid })
-  })
+/** What names an operation's snapshot in its errors. */
+type Label = Pick<Ctx, "dir" | "hostRoot">
+
+/** A failure of this snapshot: its directory and host root, and why. */
+export const error = (ctx: Label, reason: SnapshotErrorReason): SnapshotError =>
+  new SnapshotError({ reason, dir: ctx.dir, hostRoot: ctx.hostRoot })
 
 /** {@link error} as a failed effect. */
-export const fail = (
-  ctx: Pick<Ctx, "dir" | "hostRoot">,
-  reason: SnapshotErrorReason,
-  path: string,
-  detail: string,
-  extra?: { readonly errno?: string | undefined; readonly pid?: number }
-) => Effect.fail(error(ctx, reason, path, detail, extra))
+export const fail = (ctx: Label, reason: SnapshotErrorReason) => Effect.fail(error(ctx, reason))
+
+/** The errno a refused handle operation names, as the optional field of a reason (none when it names none). */
+const errnoOf = (e: Directory.DirectoryError): { readonly errno?: string } => {
+  const errno = Directory.errnoOf(e)
+  return errno === undefined || errno === "" ? {} : { errno }
+}
 
 /**
- * A refused handle operation as a snapshot error naming the host path
- * concerned, the errno and the operation on the full path (`ENOSPC` reads
- * `ENOSPC`, not an opaque code).
+ * A refused handle operation as an `Io` snapshot error naming the host path
+ * concerned (none for the snapshot's own files), the errno and the
+ * operation on the full path (`ENOSPC` reads `ENOSPC`, not an opaque code).
  */
 export const fromDirectory =
-  (ctx: Pick<Ctx, "dir" | "hostRoot">, path: string, reason: SnapshotErrorReason = "Io") =>
+  (ctx: Label, path?: string) =>
   (e: Directory.DirectoryError): SnapshotError =>
-    error(ctx, reason, path, e.message, { errno: Directory.errnoOf(e) })
+    error(ctx, new Io({ ...(path === undefined ? {} : { path }), ...errnoOf(e), detail: e.message }))
+
+/** A host path that could not be resolved below the root, as an `Unresolvable` snapshot error. */
+export const unresolvable = (ctx: Label, path: string, e: Directory.DirectoryError): SnapshotError =>
+  error(ctx, new Unresolvable({ path, ...errnoOf(e), detail: e.message }))
+
+/**
+ * `reason` with `prefix` before its detail, the rest kept: a step that fails
+ * after an earlier one changed the host says what had been done.
+ */
+export const prefixed = (reason: SnapshotErrorReason, prefix: string): SnapshotErrorReason => {
+  if (reason._tag === "RollbackFailed") return reason
+  const Reason = reason.constructor as new (fields: { readonly detail: string }) => SnapshotErrorReason
+  return new Reason({ ...reason, detail: `${prefix}${reason.detail}` })
+}
 
 /** True when a clean absolute path `p` is a host path a manifest may hold: absolute, not `/`, clean, no NUL. */
 export const isHostPath = (p: string): boolean =>

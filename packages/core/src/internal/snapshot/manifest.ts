@@ -14,6 +14,7 @@ import { Effect, Schema } from "effect"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import { baseOf, type Ctx, error, fail, isBelow, isHostPath } from "./context.ts"
+import { Corrupt, InvalidManifest, PathOutsideRoot, UnsupportedVersion } from "./error.ts"
 import { DataName, type Entry, FormatVersion, Manifest, ManifestName, ReadableVersions } from "./model.ts"
 
 /** The largest manifest read: far above any real one (10,000 files make about 3 MB), far below what hurts. */
@@ -29,7 +30,9 @@ const UnknownJson = Schema.fromJsonString(Schema.Unknown)
 export const encode = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
   Schema.encodeEffect(ManifestJson)(manifest).pipe(
     Effect.map(FileName.encode),
-    Effect.mapError((e) => error(ctx, "InvalidManifest", "", `the manifest could not be encoded: ${e.message}`))
+    Effect.mapError((e) =>
+      error(ctx, new InvalidManifest({ detail: `the manifest could not be encoded: ${e.message}` }))
+    )
   )
 
 /** A manifest's bytes decoded: JSON, then the version, then the Schema. */
@@ -37,7 +40,7 @@ export const decode = (ctx: Pick<Ctx, "dir" | "hostRoot">, bytes: Uint8Array) =>
   Effect.gen(function* () {
     const raw = yield* Schema.decodeUnknownEffect(UnknownJson)(FileName.decode(bytes)).pipe(
       Effect.mapError((e) =>
-        error(ctx, "InvalidManifest", "", `${ManifestName} is not valid JSON (truncated?): ${e.message}`)
+        error(ctx, new InvalidManifest({ detail: `${ManifestName} is not valid JSON (truncated?): ${e.message}` }))
       )
     )
     if (
@@ -48,14 +51,14 @@ export const decode = (ctx: Pick<Ctx, "dir" | "hostRoot">, bytes: Uint8Array) =>
     ) {
       return yield* fail(
         ctx,
-        "UnsupportedVersion",
-        "",
-        `format version ${JSON.stringify(raw.version)}; this code reads versions ${ReadableVersions.join(" and ")} and writes ${FormatVersion}`
+        new UnsupportedVersion({
+          detail: `format version ${JSON.stringify(raw.version)}; this code reads versions ${ReadableVersions.join(" and ")} and writes ${FormatVersion}`
+        })
       )
     }
     return yield* Schema.decodeUnknownEffect(Manifest)(raw).pipe(
       Effect.mapError((e) =>
-        error(ctx, "InvalidManifest", "", `${ManifestName} does not match the manifest Schema: ${e.message}`)
+        error(ctx, new InvalidManifest({ detail: `${ManifestName} does not match the manifest Schema: ${e.message}` }))
       )
     )
   })
@@ -103,7 +106,8 @@ const isValidPath = (p: string): boolean =>
 /** Every check that needs no file contents: paths, tree shape, data ranges. */
 export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
   Effect.gen(function* () {
-    const invalid = (path: string, detail: string) => fail(ctx, "InvalidManifest", path, detail)
+    const invalid = (path: string | undefined, detail: string) =>
+      fail(ctx, new InvalidManifest({ ...(path === undefined ? {} : { path }), detail }))
     for (const p of manifest.paths) {
       if (!isValidPath(p)) return yield* outside(p)
     }
@@ -111,7 +115,7 @@ export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
       if (!isValidPath(p)) return yield* outside(p)
     }
     const topLevel = new Set(manifest.paths)
-    if (topLevel.size !== manifest.paths.length) return yield* invalid("", "a path is listed twice")
+    if (topLevel.size !== manifest.paths.length) return yield* invalid(undefined, "a path is listed twice")
     // Sorted component by component, a path's descendants follow it directly:
     // a listed path below another is below the last one that was not.
     let top: string | undefined
@@ -142,7 +146,10 @@ export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
         return yield* invalid(e.path, "the link target is not a lossless name")
       }
       if (e.type === "File" && e.offset + e.size > manifest.dataSize) {
-        return yield* fail(ctx, "Corrupt", e.path, `its bytes lie outside ${DataName} (${manifest.dataSize} bytes)`)
+        return yield* fail(
+          ctx,
+          new Corrupt({ path: e.path, detail: `its bytes lie outside ${DataName} (${manifest.dataSize} bytes)` })
+        )
       }
     }
     for (const p of manifest.paths) {
@@ -153,9 +160,10 @@ export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
     function outside(p: string) {
       return fail(
         ctx,
-        "PathOutsideRoot",
-        p,
-        "not a clean absolute host path in the lossless name form, so it could resolve outside the host root"
+        new PathOutsideRoot({
+          path: p,
+          detail: "not a clean absolute host path in the lossless name form, so it could resolve outside the host root"
+        })
       )
     }
   })

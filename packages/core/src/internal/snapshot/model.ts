@@ -1,7 +1,7 @@
 /**
- * What a snapshot is on disk and how its operations fail: the manifest
- * Schema (format version 2, which adds file times; version 1 is still
- * read), the names of the files in a snapshot directory, and the errors.
+ * What a snapshot is on disk: the manifest Schema (format version 2, which
+ * adds file times; version 1 is still read) and the names of the files in a
+ * snapshot directory. How its operations fail is `error.ts`.
  *
  * Internal: `Snapshot` re-exports all of it; the steps in this directory
  * share it.
@@ -9,7 +9,6 @@
  * @since 0.2.0
  */
 import { Schema } from "effect"
-import { SystemdError } from "../../Systemd.ts"
 
 /** The manifest's file name inside a snapshot directory. */
 export const ManifestName = "manifest.json"
@@ -111,104 +110,3 @@ export const Manifest = Schema.Struct({
 
 /** A snapshot's manifest. */
 export type Manifest = typeof Manifest.Type
-
-/**
- * Why a snapshot operation failed:
- * - `Exists`: a take found a snapshot already in `dir` (an earlier process
- *   left it; `recover` it first, or it is lost).
- * - `Missing`: there is no snapshot in `dir` (it was discarded, or a restore
- *   consumed it).
- * - `InvalidPath`: a path given to a take is not absolute, or the snapshot
- *   directory is at, below or above a recorded path once both are resolved.
- * - `InvalidManifest`: the manifest is not JSON, is truncated, too large,
- *   does not match the Schema, or its entries do not form the trees it names.
- * - `UnsupportedVersion`: the manifest is of a format version this code does
- *   not read.
- * - `PathOutsideRoot`: a manifest path is not a clean absolute host path (or
- *   not a lossless name), so it could resolve outside the host root.
- * - `Corrupt`: a file's bytes do not match their content hash, or `data` has
- *   the wrong size or holes (it was not written by a take).
- * - `Unsafe`: a file or directory of the snapshot is not what a take makes:
- *   a link, a FIFO or other non-regular file, owned by another user, or
- *   writable by group or others.
- * - `Busy`: another process holds the snapshot's lock past the timeout;
- *   `pid` names it when the platform says.
- * - `UnsupportedFileType`: a recorded path is a socket, FIFO or device.
- * - `OtherMount`: a directory below a recorded path is another mount; a
- *   snapshot neither records nor restores across a mount.
- * - `Kept`: a restore had to remove something it may not (a mount at or
- *   below it); the detail lists what, the host is partly restored and the
- *   snapshot kept.
- * - `Unresolvable`: a host path could not be resolved below the root
- *   (a symlink loop, an unreadable link).
- * - `HostRootMismatch`: the snapshot was taken below another host root than
- *   the one it is being restored below (a mistyped `--host-root` would
- *   otherwise remove every recorded path that is missing there); pass
- *   `allowHostRootMismatch` when the same tree really has another name.
- * - `NotASnapshot`: what is at the snapshot's directory is not one (a file,
- *   or a directory holding more than a take writes: `--dir /etc` typed for
- *   `--dir /etc/snap`); a discard refuses it and removes nothing, a take
- *   writes nothing.
- * - `Io`: the file system refused an operation; `errno` and `detail` say
- *   which and where.
- */
-export const SnapshotErrorReason = Schema.Literals([
-  "Exists",
-  "Missing",
-  "InvalidPath",
-  "InvalidManifest",
-  "UnsupportedVersion",
-  "PathOutsideRoot",
-  "Corrupt",
-  "Unsafe",
-  "Busy",
-  "UnsupportedFileType",
-  "OtherMount",
-  "Kept",
-  "Unresolvable",
-  "HostRootMismatch",
-  "NotASnapshot",
-  "Io"
-])
-
-/** Why a snapshot operation failed. */
-export type SnapshotErrorReason = typeof SnapshotErrorReason.Type
-
-/**
- * A snapshot could not be taken, checked or restored. It names the snapshot
- * directory, the host root, the host path concerned (empty when none), the
- * errno of a refused system call (empty when none), the pid of a lock's
- * holder (for `Busy`, when known) and what exactly is wrong, so a person can
- * go and look. A restore that fails keeps the snapshot; a corrupt one fails
- * before anything is written.
- */
-export class SnapshotError extends Schema.TaggedError<SnapshotError>()("SnapshotError", {
-  reason: SnapshotErrorReason,
-  dir: Schema.String,
-  hostRoot: Schema.String,
-  path: Schema.String,
-  errno: Schema.optionalKey(Schema.String),
-  pid: Schema.optionalKey(Schema.Int),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    const at = this.path === "" ? "" : ` at ${JSON.stringify(this.path)}`
-    return `snapshot ${JSON.stringify(this.dir)} (host root ${JSON.stringify(this.hostRoot || "/")}): ${this.reason}${at}: ${this.detail}`
-  }
-}
-
-/**
- * An upgrade failed and so did its rollback: the host is partly restored.
- * Carries both, so neither is lost: `upgrade` is the upgrade's cause,
- * `rollback` the restore's error. The snapshot is kept for `Snapshot.recover`.
- */
-export class RollbackFailed extends Schema.TaggedError<RollbackFailed>()("RollbackFailed", {
-  dir: Schema.String,
-  hostRoot: Schema.String,
-  upgrade: Schema.Cause(Schema.Unknown, Schema.Defect()),
-  rollback: Schema.Union([SnapshotError, SystemdError])
-}) {
-  override get message(): string {
-    return `the upgrade failed and rolling the configuration back failed too (${this.rollback.message}); the snapshot ${JSON.stringify(this.dir)} is kept for Snapshot.recover`
-  }
-}

@@ -14,7 +14,8 @@
 import { Effect } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as HostPath from "../../HostPath.ts"
-import { type Ctx, fail, fromDirectory } from "./context.ts"
+import { type Ctx, fail, fromDirectory, unresolvable } from "./context.ts"
+import { InvalidPath } from "./error.ts"
 
 /**
  * Where `path` is below the root: the directory it resolves in and its stat
@@ -31,7 +32,7 @@ const locate = (ctx: Ctx, root: Directory.Handle, path: string, nearest: boolean
           if (!nearest) return undefined
           continue
         }
-        return yield* fail(ctx, "Unresolvable", path, r.failure.message, { errno: Directory.errnoOf(r.failure) })
+        return yield* Effect.fail(unresolvable(ctx, path, r.failure))
       }
       if (r.success.name === undefined) return { parent: r.success.parent, entry: undefined }
       const st = yield* Effect.result(ctx.dirs.stat(r.success.parent, r.success.name))
@@ -81,9 +82,10 @@ export const checkOverlap = (
         if (at.entry !== undefined && at.entry.type === "Directory" && held.has(Directory.identity(at.entry))) {
           return yield* fail(
             ctx,
-            "InvalidPath",
-            p,
-            `the snapshot directory ${ctx.dir} lies at or below the recorded path ${p} (once resolved below the root): it would ${options.below ? "be removed as created since" : "record itself"}`
+            new InvalidPath({
+              path: p,
+              detail: `the snapshot directory ${ctx.dir} lies at or below the recorded path ${p} (once resolved below the root): it would ${options.below ? "be removed as created since" : "record itself"}`
+            })
           )
         }
         if (writes && self !== undefined) {
@@ -99,9 +101,10 @@ export const checkOverlap = (
           if (below) {
             return yield* fail(
               ctx,
-              "InvalidPath",
-              p,
-              `the recorded path ${p} lies inside the snapshot directory ${ctx.dir} (once resolved below the root): a restore would write into the snapshot`
+              new InvalidPath({
+                path: p,
+                detail: `the recorded path ${p} lies inside the snapshot directory ${ctx.dir} (once resolved below the root): a restore would write into the snapshot`
+              })
             )
           }
         }

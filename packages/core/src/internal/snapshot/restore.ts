@@ -31,13 +31,14 @@
  * @since 0.2.0
  */
 import { Effect } from "effect"
-import * as Directory from "../../Directory.ts"
+import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
-import { type Ctx, childOf, error, fail, fromDirectory, nameOf } from "./context.ts"
+import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
+import { Corrupt, InvalidManifest, InvalidPath, Io, Kept, OtherMount, type SnapshotError } from "./error.ts"
 import type { Checked } from "./manifest.ts"
-import type { FileEntry, SnapshotError, SymlinkEntry } from "./model.ts"
+import type { FileEntry, SymlinkEntry } from "./model.ts"
 import { checkOverlap } from "./overlap.ts"
 import { provide } from "./store.ts"
 
@@ -65,7 +66,7 @@ const readAt = (ctx: Ctx, r: Reader, offset: number, length: number, path: strin
     }
     r.start = offset
     r.end = offset + n
-    if (n < length) return yield* fail(ctx, "Corrupt", path, "data ends before this file's bytes")
+    if (n < length) return yield* fail(ctx, new Corrupt({ path, detail: "data ends before this file's bytes" }))
     return r.window.subarray(0, length)
   })
 
@@ -81,7 +82,10 @@ const verify = (ctx: Ctx, r: Reader, checked: Checked) =>
       }
       const hash = hasher.digestHex()
       if (hash !== e.sha256) {
-        return yield* fail(ctx, "Corrupt", e.path, `content hash ${hash} does not match the recorded ${e.sha256}`)
+        return yield* fail(
+          ctx,
+          new Corrupt({ path: e.path, detail: `content hash ${hash} does not match the recorded ${e.sha256}` })
+        )
       }
     }
   })
@@ -123,7 +127,7 @@ const full = (s: State, below: string) => HostPath.fullPath(s.ctx.root, below)
 
 /** Notes the file system `h` is on, for the batch syncs. */
 const onDevice = (s: State, h: Directory.Handle) =>
-  Effect.flatMap(s.ctx.dirs.stat(h).pipe(Effect.mapError(fromDirectory(s.ctx, ""))), (st) =>
+  Effect.flatMap(s.ctx.dirs.stat(h).pipe(Effect.mapError(fromDirectory(s.ctx))), (st) =>
     Effect.sync(() => {
       if (!s.devices.has(st.device)) s.devices.set(st.device, h)
     })
@@ -161,9 +165,10 @@ const removeTree = (
     if (report.kept.length > 0) {
       return yield* fail(
         ctx,
-        "Kept",
-        path,
-        `${report.kept.map((k) => `${FileName.display(k.path)} (${k.reason}: ${k.detail})`).join("; ")}: it is in the way of the recorded state and may not be removed; the host is partly restored`
+        new Kept({
+          path,
+          detail: `${report.kept.map((k) => `${FileName.display(k.path)} (${k.reason}: ${k.detail})`).join("; ")}: it is in the way of the recorded state and may not be removed; the host is partly restored`
+        })
       )
     }
   }).pipe(Effect.scoped)
@@ -178,8 +183,9 @@ const parentOf = (s: State, path: string) =>
     const { ctx } = s
     const r = yield* ctx.dirs
       .resolve(s.root, path, { followFinal: false, makeMissing: 0o755 })
-      .pipe(Effect.mapError((e) => error(ctx, "Unresolvable", path, e.message, { errno: Directory.errnoOf(e) })))
-    if (r.name === undefined) return yield* fail(ctx, "InvalidPath", path, "it resolves to the host root itself")
+      .pipe(Effect.mapError((e) => unresolvable(ctx, path, e)))
+    if (r.name === undefined)
+      return yield* fail(ctx, new InvalidPath({ path, detail: "it resolves to the host root itself" }))
     s.changes++
     return { parent: { handle: r.parent, below: HostPath.dirname(r.path) } satisfies Place, name: r.name }
   })
@@ -206,7 +212,7 @@ const structure = (s: State) =>
         const r = yield* Effect.result(ctx.dirs.resolve(s.root, e.path, { followFinal: false }))
         if (r._tag === "Success") {
           if (r.success.name === undefined) {
-            return yield* fail(ctx, "InvalidPath", e.path, "it resolves to the host root itself")
+            return yield* fail(ctx, new InvalidPath({ path: e.path, detail: "it resolves to the host root itself" }))
           }
           parent = { handle: r.success.parent, below: HostPath.dirname(r.success.path) }
           name = r.success.name
@@ -217,12 +223,13 @@ const structure = (s: State) =>
           parent = made.parent
           name = made.name
         } else {
-          return yield* fail(ctx, "Unresolvable", e.path, r.failure.message, { errno: Directory.errnoOf(r.failure) })
+          return yield* Effect.fail(unresolvable(ctx, e.path, r.failure))
         }
         yield* onDevice(s, parent.handle)
       } else {
         const p = s.places.get(HostPath.dirname(e.path))
-        if (p === undefined) return yield* fail(ctx, "InvalidManifest", e.path, "its directory was not restored first")
+        if (p === undefined)
+          return yield* fail(ctx, new InvalidManifest({ path: e.path, detail: "its directory was not restored first" }))
         parent = p
         name = nameOf(e.path)
       }
@@ -240,9 +247,10 @@ const structure = (s: State) =>
             else if (opened.failure.reason._tag === "OtherMount") {
               return yield* fail(
                 ctx,
-                "OtherMount",
-                e.path,
-                `${opened.failure.reason.detail}: a restore does not write across a mount below a recorded path`
+                new OtherMount({
+                  path: e.path,
+                  detail: `${opened.failure.reason.detail}: a restore does not write across a mount below a recorded path`
+                })
               )
             } else if (
               opened.failure.reason._tag !== "SymbolicLink" &&
@@ -417,11 +425,9 @@ const writeTemp = (s: State, r: Reader, leaf: Leaf, e: FileEntry, tmp: FileName.
 
 /** One `syncfs` per file system touched. */
 const syncAll = (s: State) =>
-  Effect.forEach(
-    s.devices.values(),
-    (h) => s.ctx.dirs.syncFileSystem(h).pipe(Effect.mapError(fromDirectory(s.ctx, ""))),
-    { discard: true }
-  )
+  Effect.forEach(s.devices.values(), (h) => s.ctx.dirs.syncFileSystem(h).pipe(Effect.mapError(fromDirectory(s.ctx))), {
+    discard: true
+  })
 
 /** Step 4: the staged files durable as one batch, then renamed over their targets. */
 const commit = (s: State, staged: ReadonlyArray<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }>) =>
@@ -470,13 +476,13 @@ export const restore = (ctx: Ctx, checked: Checked, data: Directory.File, snapsh
   Effect.gen(function* () {
     const reader: Reader = { data, window: new Uint8Array(WindowBytes), start: 0, end: 0 }
     yield* verify(ctx, reader, checked)
-    const root = yield* ctx.dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx, "")))
-    const chain = yield* ctx.dirs.ancestors(snapshot).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const root = yield* ctx.dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx)))
+    const chain = yield* ctx.dirs.ancestors(snapshot).pipe(Effect.mapError(fromDirectory(ctx)))
     const absent = new Set(checked.manifest.entries.filter((e) => e.type === "Absent").map((e) => e.path))
     yield* checkOverlap(ctx, root, checked.manifest.paths, chain, { below: true, absent })
     const session = yield* SafeRemove.open(ctx.root, { handle: root }).pipe(
       provide(ctx),
-      Effect.mapError((e) => error(ctx, "Io", "", `the host root's mounts cannot be read: ${e.message}`))
+      Effect.mapError((e) => error(ctx, new Io({ detail: `the host root's mounts cannot be read: ${e.message}` })))
     )
     const s: State = {
       ctx,

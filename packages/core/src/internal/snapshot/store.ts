@@ -16,6 +16,7 @@ import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
 import { type Ctx, error, fail, fromDirectory } from "./context.ts"
+import { Busy, Io, NotASnapshot, Unsafe } from "./error.ts"
 import { DataName, ManifestName } from "./model.ts"
 
 /** The lock file's name, beside the snapshot directory; it stays, so every process locks the same inode. */
@@ -55,24 +56,24 @@ const openOrMake = (
  * first when `make`; `undefined` when it does not exist and may not be made.
  */
 export const openParent = (ctx: Ctx, make: boolean) =>
-  openOrMake(ctx, ctx.parentPath, make).pipe(Effect.mapError(fromDirectory(ctx, "")))
+  openOrMake(ctx, ctx.parentPath, make).pipe(Effect.mapError(fromDirectory(ctx)))
 
 /** Fails `Unsafe` unless `st` is owned by the running user and writable by nobody else. */
 const checkOwned = (ctx: Ctx, st: Directory.Stat, what: string) => {
   if (st.uid !== ctx.credentials.uid) {
     return fail(
       ctx,
-      "Unsafe",
-      "",
-      `${what} is owned by uid ${st.uid}, not by the running user (uid ${ctx.credentials.uid}): another user could have written it`
+      new Unsafe({
+        detail: `${what} is owned by uid ${st.uid}, not by the running user (uid ${ctx.credentials.uid}): another user could have written it`
+      })
     )
   }
   if ((st.mode & 0o022) !== 0) {
     return fail(
       ctx,
-      "Unsafe",
-      "",
-      `${what} is writable by ${(st.mode & 0o020) !== 0 ? "its group" : "others"} (mode ${st.mode.toString(8)}): another user could have written it`
+      new Unsafe({
+        detail: `${what} is writable by ${(st.mode & 0o020) !== 0 ? "its group" : "others"} (mode ${st.mode.toString(8)}): another user could have written it`
+      })
     )
   }
   return Effect.void
@@ -94,15 +95,18 @@ export const openChecked = (ctx: Ctx, dir: Directory.Handle, name: string) =>
         case "NotFound":
           return undefined
         case "SymbolicLink":
-          return yield* fail(ctx, "Unsafe", "", `${what} is a symbolic link; a snapshot's files are never followed`)
+          return yield* fail(
+            ctx,
+            new Unsafe({ detail: `${what} is a symbolic link; a snapshot's files are never followed` })
+          )
         case "WrongType":
         case "IsADirectory":
-          return yield* fail(ctx, "Unsafe", "", `${what} is not a regular file (${e.reason.detail})`)
+          return yield* fail(ctx, new Unsafe({ detail: `${what} is not a regular file (${e.reason.detail})` }))
         default:
-          return yield* fromDirectory(ctx, "")(e)
+          return yield* fromDirectory(ctx)(e)
       }
     }
-    const st = yield* opened.success.stat.pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const st = yield* opened.success.stat.pipe(Effect.mapError(fromDirectory(ctx)))
     yield* checkOwned(ctx, st, what)
     return { file: opened.success, stat: st }
   })
@@ -113,7 +117,7 @@ export const readWhole = (ctx: Ctx, file: Directory.File, size: number) =>
     const buf = new Uint8Array(size)
     let n = 0
     while (n < size) {
-      const r = yield* file.read(buf.subarray(n), n).pipe(Effect.mapError(fromDirectory(ctx, "")))
+      const r = yield* file.read(buf.subarray(n), n).pipe(Effect.mapError(fromDirectory(ctx)))
       if (r === 0) break
       n += r
     }
@@ -139,23 +143,25 @@ export const lock = (ctx: Ctx, parent: Directory.Handle) =>
         : created.failure.reason._tag === "Exists"
           ? yield* openChecked(ctx, parent, lockName(ctx)).pipe(
               Effect.flatMap((o) =>
-                o === undefined ? fail(ctx, "Io", "", `${path} vanished while it was opened`) : Effect.succeed(o.file)
+                o === undefined
+                  ? fail(ctx, new Io({ detail: `${path} vanished while it was opened` }))
+                  : Effect.succeed(o.file)
               )
             )
-          : yield* fromDirectory(ctx, "")(created.failure)
+          : yield* fromDirectory(ctx)(created.failure)
     const timeout = Duration.toMillis(ctx.lockTimeout)
     const start = yield* Clock.currentTimeMillis
     for (;;) {
-      if (yield* file.tryLock.pipe(Effect.mapError(fromDirectory(ctx, "")))) return
+      if (yield* file.tryLock.pipe(Effect.mapError(fromDirectory(ctx)))) return
       const waited = (yield* Clock.currentTimeMillis) - start
       if (waited >= timeout) {
         const pid = yield* file.lockHolder
         return yield* fail(
           ctx,
-          "Busy",
-          "",
-          `${pid === undefined ? "another process" : `process ${pid}`} holds ${path} (a take, restore, recover or discard of this snapshot); waited ${Math.round(waited)} ms`,
-          pid === undefined ? {} : { pid }
+          new Busy({
+            ...(pid === undefined ? {} : { pid }),
+            detail: `${pid === undefined ? "another process" : `process ${pid}`} holds ${path} (a take, restore, recover or discard of this snapshot); waited ${Math.round(waited)} ms`
+          })
         )
       }
       yield* Effect.sleep(Duration.millis(Math.min(25, timeout - waited)))
@@ -177,14 +183,14 @@ export const openSnapshot = (ctx: Ctx, parent: Directory.Handle) =>
         const st = yield* Effect.option(ctx.dirs.stat(parent, bytes(ctx.base)))
         return yield* fail(
           ctx,
-          "Unsafe",
-          "",
-          `${ctx.dir} is a ${Option.match(st, { onNone: () => "node", onSome: (s) => s.type })}, not a directory; it is never followed`
+          new Unsafe({
+            detail: `${ctx.dir} is a ${Option.match(st, { onNone: () => "node", onSome: (s) => s.type })}, not a directory; it is never followed`
+          })
         )
       }
-      return yield* fromDirectory(ctx, "")(e)
+      return yield* fromDirectory(ctx)(e)
     }
-    const st = yield* ctx.dirs.stat(opened.success).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const st = yield* ctx.dirs.stat(opened.success).pipe(Effect.mapError(fromDirectory(ctx)))
     yield* checkOwned(ctx, st, ctx.dir)
     return opened.success
   })
@@ -195,7 +201,7 @@ const parentSession = (ctx: Ctx, parent: Directory.Handle) =>
     Effect.flatMap((root) => SafeRemove.open(root, { handle: parent })),
     provide(ctx),
     Effect.mapError((e) =>
-      error(ctx, "Io", "", `the snapshot's directory ${ctx.parentPath} cannot be used: ${e.message}`)
+      error(ctx, new Io({ detail: `the snapshot's directory ${ctx.parentPath} cannot be used: ${e.message}` }))
     )
   )
 
@@ -217,7 +223,10 @@ const removeNames = (ctx: Ctx, parent: Directory.Handle, names: ReadonlyArray<st
       const report = yield* session.removeAt(parent, bytes(name), HostPath.child(session.root.path, name))
       const kept = report.kept[0]
       if (kept !== undefined) {
-        return yield* fail(ctx, "Io", "", `${FileName.display(kept.path)} could not be removed: ${kept.detail}`)
+        return yield* fail(
+          ctx,
+          new Io({ detail: `${FileName.display(kept.path)} could not be removed: ${kept.detail}` })
+        )
       }
       if (leftover) {
         yield* Effect.logInfo("removed an uncommitted or half-discarded snapshot").pipe(
@@ -225,13 +234,13 @@ const removeNames = (ctx: Ctx, parent: Directory.Handle, names: ReadonlyArray<st
         )
       }
     }
-    yield* ctx.dirs.sync(parent).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    yield* ctx.dirs.sync(parent).pipe(Effect.mapError(fromDirectory(ctx)))
   })
 
 /** Removes what a take that never committed, or a discard that never finished, left beside the snapshot. */
 export const removeLeftovers = (ctx: Ctx, parent: Directory.Handle) =>
   Effect.gen(function* () {
-    const listed = yield* ctx.dirs.list(parent).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const listed = yield* ctx.dirs.list(parent).pipe(Effect.mapError(fromDirectory(ctx)))
     const prefix = stagingPrefix(ctx)
     const aside = discardingName(ctx)
     const names = listed.map((e) => FileName.decode(e.name)).filter((n) => n.startsWith(prefix) || n === aside)
@@ -249,10 +258,13 @@ export const removeLeftovers = (ctx: Ctx, parent: Directory.Handle) =>
 export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Directory.Stat, complete: boolean) =>
   Effect.gen(function* () {
     if (st.type !== "Directory") {
-      return yield* fail(ctx, "NotASnapshot", "", `it is a ${st.type}, not a snapshot directory; nothing was changed`)
+      return yield* fail(
+        ctx,
+        new NotASnapshot({ detail: `it is a ${st.type}, not a snapshot directory; nothing was changed` })
+      )
     }
-    const dir = yield* ctx.dirs.openDirectory(parent, bytes(ctx.base)).pipe(Effect.mapError(fromDirectory(ctx, "")))
-    const names = (yield* ctx.dirs.list(dir).pipe(Effect.mapError(fromDirectory(ctx, "")))).map((e) =>
+    const dir = yield* ctx.dirs.openDirectory(parent, bytes(ctx.base)).pipe(Effect.mapError(fromDirectory(ctx)))
+    const names = (yield* ctx.dirs.list(dir).pipe(Effect.mapError(fromDirectory(ctx)))).map((e) =>
       FileName.decode(e.name)
     )
     const foreign = names.filter((n) => n !== ManifestName && n !== DataName)
@@ -261,13 +273,16 @@ export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Director
       const more = foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""
       return yield* fail(
         ctx,
-        "NotASnapshot",
-        "",
-        `it holds ${shown.join(", ")}${more}, which no take writes (a snapshot holds only ${ManifestName} and ${DataName}); nothing was changed`
+        new NotASnapshot({
+          detail: `it holds ${shown.join(", ")}${more}, which no take writes (a snapshot holds only ${ManifestName} and ${DataName}); nothing was changed`
+        })
       )
     }
     if (complete && !names.includes(ManifestName)) {
-      return yield* fail(ctx, "NotASnapshot", "", `it is a directory without ${ManifestName}; nothing was changed`)
+      return yield* fail(
+        ctx,
+        new NotASnapshot({ detail: `it is a directory without ${ManifestName}; nothing was changed` })
+      )
     }
   }).pipe(Effect.scoped)
 
@@ -283,13 +298,13 @@ export const discard = (ctx: Ctx, parent: Directory.Handle) =>
     const present = yield* Effect.result(ctx.dirs.stat(parent, bytes(ctx.base)))
     if (present._tag === "Failure") {
       if (present.failure.reason._tag === "NotFound") return false
-      return yield* fromDirectory(ctx, "")(present.failure)
+      return yield* fromDirectory(ctx)(present.failure)
     }
     yield* checkIsSnapshot(ctx, parent, present.success, false)
     yield* ctx.dirs
       .rename(parent, bytes(ctx.base), parent, bytes(discardingName(ctx)), { noReplace: true })
-      .pipe(Effect.mapError(fromDirectory(ctx, "")))
-    yield* ctx.dirs.sync(parent).pipe(Effect.mapError(fromDirectory(ctx, "")))
+      .pipe(Effect.mapError(fromDirectory(ctx)))
+    yield* ctx.dirs.sync(parent).pipe(Effect.mapError(fromDirectory(ctx)))
     yield* removeNames(ctx, parent, [discardingName(ctx)], false)
     return true
   })

@@ -18,9 +18,10 @@
 import { Effect, Random } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
-import { type Ctx, childOf, error, fail, fromDirectory, nameOf } from "./context.ts"
+import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
+import { Exists, InvalidPath, Io, OtherMount, type SnapshotError, UnsupportedFileType } from "./error.ts"
 import * as ManifestCodec from "./manifest.ts"
-import { DataName, type Entry, FormatVersion, type Manifest, ManifestName, type SnapshotError } from "./model.ts"
+import { DataName, type Entry, FormatVersion, type Manifest, ManifestName } from "./model.ts"
 import { checkOverlap } from "./overlap.ts"
 import * as Store from "./store.ts"
 
@@ -48,7 +49,7 @@ const flush = (ctx: Ctx, w: DataWriter) =>
     const n = w.fill
     w.flushed += n
     w.fill = 0
-    return w.data.write(w.buffer.subarray(0, n), at).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    return w.data.write(w.buffer.subarray(0, n), at).pipe(Effect.mapError(fromDirectory(ctx)))
   })
 
 /** Reads the open file (of `size` bytes by its fstat) into `data`, hashing as it goes; the bytes read and their hash. */
@@ -99,9 +100,10 @@ const record = (
           if (opened.failure.reason._tag === "WrongType" || opened.failure.reason._tag === "SymbolicLink") {
             return yield* fail(
               ctx,
-              "Io",
-              path,
-              `it changed while the snapshot was taken (${opened.failure.reason.detail}); take it again`
+              new Io({
+                path,
+                detail: `it changed while the snapshot was taken (${opened.failure.reason.detail}); take it again`
+              })
             )
           }
           return yield* fromDirectory(ctx, path)(opened.failure)
@@ -136,17 +138,16 @@ const record = (
           if (e.reason._tag === "OtherMount") {
             return yield* fail(
               ctx,
-              "OtherMount",
-              path,
-              `${e.reason.detail}: a snapshot does not cross mounts; exclude it, or list it as a path of its own`
+              new OtherMount({
+                path,
+                detail: `${e.reason.detail}: a snapshot does not cross mounts; exclude it, or list it as a path of its own`
+              })
             )
           }
           if (e.reason._tag === "SymbolicLink" || e.reason._tag === "NotADirectory") {
             return yield* fail(
               ctx,
-              "Io",
-              path,
-              "it changed while the snapshot was taken (no longer a directory); take it again"
+              new Io({ path, detail: "it changed while the snapshot was taken (no longer a directory); take it again" })
             )
           }
           return yield* fromDirectory(ctx, path)(e)
@@ -156,9 +157,7 @@ const record = (
         if (Directory.identity(own) === walk.staging) {
           return yield* fail(
             ctx,
-            "InvalidPath",
-            path,
-            `the snapshot's staging directory is below the recorded path ${path}`
+            new InvalidPath({ path, detail: `the snapshot's staging directory is below the recorded path ${path}` })
           )
         }
         walk.entries.push({ type: "Directory", path, mode: own.mode, uid: own.uid, gid: own.gid })
@@ -178,7 +177,10 @@ const record = (
         return
       }
       default:
-        return yield* fail(ctx, "UnsupportedFileType", path, `a ${st.type} cannot be recorded and restored faithfully`)
+        return yield* fail(
+          ctx,
+          new UnsupportedFileType({ path, detail: `a ${st.type} cannot be recorded and restored faithfully` })
+        )
     }
   }).pipe(Effect.scoped)
 
@@ -192,10 +194,10 @@ const recordTop = (walk: Walk, root: Directory.Handle, path: string) =>
         walk.entries.push({ type: "Absent", path })
         return
       }
-      return yield* fail(ctx, "Unresolvable", path, r.failure.message, { errno: Directory.errnoOf(r.failure) })
+      return yield* Effect.fail(unresolvable(ctx, path, r.failure))
     }
     if (r.success.name === undefined)
-      return yield* fail(ctx, "InvalidPath", path, "it resolves to the host root itself")
+      return yield* fail(ctx, new InvalidPath({ path, detail: "it resolves to the host root itself" }))
     const st = yield* Effect.result(ctx.dirs.stat(r.success.parent, r.success.name))
     if (st._tag === "Failure") {
       if (st.failure.reason._tag === "NotFound") {
@@ -215,7 +217,7 @@ const writeNew = (ctx: Ctx, dir: Directory.Handle, name: string, bytes: Uint8Arr
       yield* f.write(bytes, 0)
       yield* f.sync
     })
-  ).pipe(Effect.mapError(fromDirectory(ctx, "")))
+  ).pipe(Effect.mapError(fromDirectory(ctx)))
 
 /**
  * Takes the snapshot of `paths` (checked and cleaned) into the snapshot
@@ -235,26 +237,26 @@ export const take = (
       yield* Store.checkIsSnapshot(ctx, parent, present.success, true)
       return yield* fail(
         ctx,
-        "Exists",
-        "",
-        "a snapshot is already there (an earlier upgrade did not finish); recover or discard it first"
+        new Exists({
+          detail: "a snapshot is already there (an earlier upgrade did not finish); recover or discard it first"
+        })
       )
     }
-    if (present.failure.reason._tag !== "NotFound") return yield* fromDirectory(ctx, "")(present.failure)
+    if (present.failure.reason._tag !== "NotFound") return yield* fromDirectory(ctx)(present.failure)
     yield* Store.removeLeftovers(ctx, parent)
-    const root = yield* dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx, "")))
-    const chain = yield* dirs.ancestors(parent).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    const root = yield* dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx)))
+    const chain = yield* dirs.ancestors(parent).pipe(Effect.mapError(fromDirectory(ctx)))
     yield* checkOverlap(ctx, root, paths, chain, { below: false })
 
     const stagingName = `${Store.stagingPrefix(ctx)}${(yield* Random.nextIntBetween(0, 0x7fffffff)).toString(36)}`
     const stagingBytes = FileName.encode(stagingName)
-    yield* dirs.makeDirectory(parent, stagingBytes, 0o700).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    yield* dirs.makeDirectory(parent, stagingBytes, 0o700).pipe(Effect.mapError(fromDirectory(ctx)))
     const written = Effect.gen(function* () {
-      const staging = yield* dirs.openDirectory(parent, stagingBytes).pipe(Effect.mapError(fromDirectory(ctx, "")))
-      const stagingStat = yield* dirs.stat(staging).pipe(Effect.mapError(fromDirectory(ctx, "")))
+      const staging = yield* dirs.openDirectory(parent, stagingBytes).pipe(Effect.mapError(fromDirectory(ctx)))
+      const stagingStat = yield* dirs.stat(staging).pipe(Effect.mapError(fromDirectory(ctx)))
       const data = yield* dirs
         .openFile(staging, FileName.encode(DataName), { mode: "create", permissions: 0o600 })
-        .pipe(Effect.mapError(fromDirectory(ctx, "")))
+        .pipe(Effect.mapError(fromDirectory(ctx)))
       const walk: Walk = {
         ctx,
         writer: new DataWriter(data),
@@ -264,7 +266,7 @@ export const take = (
       }
       for (const p of paths) yield* recordTop(walk, root, p)
       yield* flush(ctx, walk.writer)
-      yield* data.sync.pipe(Effect.mapError(fromDirectory(ctx, "")))
+      yield* data.sync.pipe(Effect.mapError(fromDirectory(ctx)))
       const manifest: Manifest = {
         format: "hostnode-snapshot",
         version: FormatVersion,
@@ -275,7 +277,7 @@ export const take = (
         entries: walk.entries
       }
       yield* writeNew(ctx, staging, ManifestName, yield* ManifestCodec.encode(ctx, manifest))
-      yield* dirs.sync(staging).pipe(Effect.mapError(fromDirectory(ctx, "")))
+      yield* dirs.sync(staging).pipe(Effect.mapError(fromDirectory(ctx)))
       return manifest
     }).pipe(Effect.scoped)
     const removeStaging = Effect.scoped(Store.removeLeftovers(ctx, parent)).pipe(Effect.ignore)
@@ -284,11 +286,14 @@ export const take = (
     yield* dirs.rename(parent, stagingBytes, parent, FileName.encode(ctx.base), { noReplace: true }).pipe(
       Effect.mapError((e) =>
         e.reason._tag === "Exists"
-          ? error(ctx, "Exists", "", "a snapshot appeared while this one was taken (a process that does not lock)")
-          : fromDirectory(ctx, "")(e)
+          ? error(
+              ctx,
+              new Exists({ detail: "a snapshot appeared while this one was taken (a process that does not lock)" })
+            )
+          : fromDirectory(ctx)(e)
       ),
       Effect.tapError(() => removeStaging)
     )
-    yield* dirs.sync(parent).pipe(Effect.mapError(fromDirectory(ctx, "")))
+    yield* dirs.sync(parent).pipe(Effect.mapError(fromDirectory(ctx)))
     return manifest
   })
