@@ -374,19 +374,21 @@ const operate = <A, E extends Failure, R>(
       Option.match(progress, {
         onNone: () => program,
         onSome: (p) =>
-          Effect.gen(function* () {
-            // Every log line clears the progress line first; it is drawn again at the next count.
-            const loggers = yield* Progress.clearingLoggers(p)
-            return yield* program.pipe(
-              Effect.provide(
-                Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(
-                  Layer.provide(Layer.succeed(Progress.Progress, p))
-                )
-              ),
-              Effect.provideService(Logger.CurrentLoggers, loggers),
-              Effect.ensuring(p.clear)
-            )
-          })
+          Effect.scoped(
+            Effect.gen(function* () {
+              // Log lines are held briefly and written on a cleared progress line (drawn again after them);
+              // closing the scope writes the last of them, before the line is cleared and the result printed.
+              const loggers = yield* Progress.clearingLoggers(p)
+              return yield* program.pipe(
+                Effect.provide(
+                  Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(
+                    Layer.provide(Layer.succeed(Progress.Progress, p))
+                  )
+                ),
+                Effect.provideService(Logger.CurrentLoggers, loggers)
+              )
+            })
+          ).pipe(Effect.ensuring(p.clear))
       })
     // With --container, the container's services replace the host's (a dry run wraps those);
     // a bad --container is the run's failure, shown and exited with like any bad input.

@@ -7,73 +7,160 @@
  * a second. The operations know nothing about it.
  *
  * Boundary: where the line goes is the {@link Progress} service. `bin.ts`
- * provides {@link layerTerminal} only when stdout and stderr are terminals,
- * and the CLI never wraps a `--json` run, so a pipe or a machine reading JSON
- * sees nothing extra.
+ * provides {@link layerInteractive}, which is {@link layerTerminal} (writing
+ * through Effect's `Stdio` stderr sink) only when `Stdio` says stdout and
+ * stderr are terminals, and the CLI never wraps a `--json` run, so a pipe or a
+ * machine reading JSON sees nothing extra. While the line is shown, the
+ * console logger is replaced by {@link clearingLoggers}: log lines are held
+ * for a few milliseconds and written together by {@link Progress.log}, which
+ * removes the line first, so a warning never lands inside a half-drawn line.
  *
  * @since 0.1.0
  */
 import { Directory, Mounter } from "@hostnode/core"
-import { Clock, Context, Effect, FileSystem, Layer, Logger } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Effect,
+  FileSystem,
+  Formatter,
+  Layer,
+  Logger,
+  References,
+  type Scope,
+  Stdio,
+  Stream
+} from "effect"
 
 /**
  * Where progress lines go. `show` replaces the line shown; `clear` removes it
- * before the result is printed; `beforeLog` removes it, synchronously, right
- * before a log line is written to the same terminal, so a warning never lands
- * in the middle of a half-drawn line (loggers are synchronous, hence the
- * plain function).
+ * before the result is printed; `log` writes whole log lines to the same
+ * terminal, removing the line shown first (and drawing it again after them),
+ * so a warning never lands in the middle of a half-drawn line.
  *
  * @since 0.1.0
  */
-export class Progress extends Context.Service<
-  Progress,
-  {
-    readonly show: (line: string) => Effect.Effect<void>
-    readonly clear: Effect.Effect<void>
-    readonly beforeLog: () => void
-  }
->()("@hostnode/cli/Progress") {}
+export interface Progress {
+  readonly show: (line: string) => Effect.Effect<void>
+  readonly clear: Effect.Effect<void>
+  /** @since 0.3.0 */
+  readonly log: (lines: ReadonlyArray<string>) => Effect.Effect<void>
+}
 
 /**
- * Progress on the terminal behind stderr, one line redrawn in place (carriage return, erase line).
+ * The {@link Progress} service.
  *
  * @since 0.1.0
  */
-export const layerTerminal: Layer.Layer<Progress> = Layer.succeed(
+export const Progress = Context.Service<Progress>("@hostnode/cli/Progress")
+
+/** Carriage return, erase the whole line: the cursor is back at column 0 of an empty line. */
+const EraseLine = "\r\x1b[2K"
+
+/**
+ * Progress on the terminal behind `Stdio`'s stderr, one line redrawn in place
+ * (carriage return, erase line). A write that fails (a closed terminal) is
+ * dropped: progress never fails the operation it shows.
+ *
+ * @since 0.1.0
+ */
+export const layerTerminal: Layer.Layer<Progress, never, Stdio.Stdio> = Layer.effect(
   Progress,
-  Progress.of({
-    show: (line) =>
-      Effect.sync(() => {
-        process.stderr.write(`\r\x1b[2K${line}`)
+  Effect.gen(function* () {
+    const stdio = yield* Stdio.Stdio
+    const write = (text: string) => Effect.ignore(Stream.run(Stream.make(text), stdio.stderr()))
+    // The line on screen, drawn again after log lines; undefined once cleared.
+    let shown: string | undefined
+    return Progress.of({
+      show: (line) =>
+        Effect.suspend(() => {
+          shown = line
+          return write(`${EraseLine}${line}`)
+        }),
+      clear: Effect.suspend(() => {
+        shown = undefined
+        return write(EraseLine)
       }),
-    clear: Effect.sync(() => {
-      process.stderr.write("\r\x1b[2K")
-    }),
-    beforeLog: () => {
-      process.stderr.write("\r\x1b[2K")
-    }
+      log: (lines) =>
+        Effect.suspend(() =>
+          lines.length === 0 ? Effect.void : write(`${EraseLine}${lines.map((l) => `${l}\n`).join("")}${shown ?? ""}`)
+        )
+    })
   })
 )
 
 /**
- * The loggers in context, each made to call `progress.beforeLog` first: the
- * progress line is cleared before every log line. It is drawn again at the
- * next count.
+ * {@link layerTerminal} where a person watches, that is where `Stdio` says
+ * both stdout and stderr are terminals; no progress otherwise (a pipe, a
+ * file, CI). Its type provides nothing: the CLI asks for the
+ * {@link Progress} service only as an option.
+ *
+ * @since 0.3.0
+ */
+export const layerInteractive: Layer.Layer<never, never, Stdio.Stdio> = Layer.unwrap(
+  Effect.gen(function* () {
+    const stdio = yield* Stdio.Stdio
+    const terminals = (yield* stdio.stdoutIsTerminal) && (yield* stdio.stderrIsTerminal)
+    const chosen: Layer.Layer<never, never, Stdio.Stdio> = terminals ? layerTerminal : Layer.empty
+    return chosen
+  })
+)
+
+/**
+ * How long log lines are held while progress is shown: short enough that a
+ * person sees a warning as it happens, long enough that a burst of lines is
+ * written on one clearing of the progress line.
+ */
+const LogWindowMillis = 20
+
+const pad = (n: number, width = 2) => n.toString().padStart(width, "0")
+
+/**
+ * One log entry as the line Effect's default logger prints
+ * (`[12:00:00.000] INFO (#1) span=3ms: message {annotations}`), as a string
+ * rather than written to the console: the values that are not strings are
+ * shown with Effect's `Formatter`.
+ *
+ * @since 0.3.0
+ */
+export const logLine: Logger.Logger<unknown, string> = Logger.make(({ cause, date, fiber, logLevel, message }) => {
+  const parts = (Array.isArray(message) ? message : [message]).map((m) =>
+    typeof m === "string" ? m : Formatter.format(m)
+  )
+  if (cause.reasons.length > 0) parts.push(Cause.pretty(cause))
+  const now = date.getTime()
+  let spans = ""
+  for (const [label, start] of fiber.getRef(References.CurrentLogSpans)) spans += ` ${label}=${now - start}ms`
+  const annotations = fiber.getRef(References.CurrentLogAnnotations)
+  if (Object.keys(annotations).length > 0) parts.push(Formatter.format(annotations))
+  const time = `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`
+  return `[${time}] ${logLevel.toUpperCase()} (#${fiber.id})${spans}: ${parts.join(" ")}`
+})
+
+/**
+ * The loggers in context with the console logger (Effect's default logger)
+ * replaced by a batched one that writes through `progress.log`: log lines are
+ * held for a few milliseconds, then the progress line is cleared and they are
+ * written together (the progress line is drawn again after them). The other
+ * loggers (the tracer's) stay as they are. When the scope closes, the lines
+ * still held are written: close it before the result is printed.
  *
  * @since 0.2.0
  */
-export const clearingLoggers = (progress: Progress["Service"]) =>
-  Effect.map(Effect.service(Logger.CurrentLoggers), (loggers) => {
-    const wrapped = new Set<Logger.Logger<unknown, unknown>>()
-    for (const logger of loggers) {
-      wrapped.add(
-        Logger.make((options) => {
-          progress.beforeLog()
-          return logger.log(options)
-        })
-      )
-    }
-    return wrapped
+export const clearingLoggers = (
+  progress: Progress
+): Effect.Effect<ReadonlySet<Logger.Logger<unknown, unknown>>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const loggers = yield* Logger.CurrentLoggers
+    if (!loggers.has(Logger.defaultLogger)) return loggers
+    const batched = yield* Logger.batched(logLine, {
+      window: LogWindowMillis,
+      flush: (lines) => progress.log(lines)
+    })
+    const replaced = new Set<Logger.Logger<unknown, unknown>>([batched])
+    for (const logger of loggers) if (logger !== Logger.defaultLogger) replaced.add(logger)
+    return replaced
   })
 
 /** The counts shown, in the order they appear on the line. */
