@@ -32,6 +32,7 @@ import {
   Unmount
 } from "@hostnode/core"
 import { NodeContainer } from "@hostnode/node"
+import { DryRun } from "@hostnode/test"
 import {
   Console,
   Data,
@@ -49,7 +50,6 @@ import {
 } from "effect"
 import { Argument, type CliError, CliOutput, Command, Flag, GlobalFlag } from "effect/cli"
 import * as Demo from "./Demo.ts"
-import * as DryRun from "./DryRun.ts"
 import { plural } from "./internal/text.ts"
 import * as Progress from "./Progress.ts"
 

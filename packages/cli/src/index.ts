@@ -6,25 +6,25 @@
  */
 
 /**
+ * `--dry-run` as layers wrapping the real services, and the plan they record:
+ * `@hostnode/test`'s `DryRun`, re-exported (it moved there in 0.3.0, so a
+ * program can dry-run itself without the CLI).
+ *
+ * @since 0.1.0
+ */
+export { DryRun } from "@hostnode/test"
+/**
  * The command tree and its runner.
  *
  * @since 0.1.0
  */
 export * as Cli from "./Cli.ts"
-
 /**
  * `hostnode demo`: the guided run on a simulated node, its report, claims and text rendering.
  *
  * @since 0.1.0
  */
 export * as Demo from "./Demo.ts"
-
-/**
- * `--dry-run` as layers wrapping the real services, and the plan they record.
- *
- * @since 0.1.0
- */
-export * as DryRun from "./DryRun.ts"
 
 /**
  * Progress of long work on a terminal, as a layer over the services an operation uses.

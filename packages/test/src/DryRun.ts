@@ -1,10 +1,14 @@
 /**
- * `--dry-run` as layers: each wraps a real service already in context
- * (FileSystem, Mounter, ChildProcessSpawner, Systemd) so that reads go to the
- * host while every write, removal, unmount, command and unit job is appended
- * to the shared {@link DryRunPlan} instead of being performed. The operations
- * of @hostnode/core know nothing about it: they run as they would, on
- * services that only pretend to change the host.
+ * Dry runs as layers (the CLI's `--dry-run`, and any program's): each wraps a
+ * real service already in context (FileSystem, Mounter, ChildProcessSpawner,
+ * Systemd) so that reads go to the host while every write, removal, unmount,
+ * command and unit job is appended to the shared {@link DryRunPlan} instead of
+ * being performed. The operations of `@hostnode/core` (and an agent's own
+ * program built on them) know nothing about it: they run as they would, on
+ * services that only pretend to change the host. An agent wraps its program
+ * in {@link layer} over its real layers, provides {@link DryRunPlan.layer},
+ * and reads the plan with {@link steps}. (The module moved here from
+ * `@hostnode/cli` in 0.3.0; the CLI re-exports it.)
  *
  * So that an operation takes the same decisions as a real run, what it
  * pretended to do is visible to what it reads next: the file system is an
@@ -25,10 +29,12 @@
 import { tmpdir } from "node:os"
 import { posix } from "node:path"
 import { Directory, FileName, HostCommand, HostPath, LocalDns, Mounter, MountInfo, Systemd } from "@hostnode/core"
-import { MemoryCommands, MemoryFileSystem, MemoryNetwork } from "@hostnode/test"
 import { ByteSize, Context, Effect, FileSystem, Layer, Option, Random, Ref, Schema, Sink, Stream } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import * as MemoryCommands from "./MemoryCommands.ts"
+import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import * as MemoryNetwork from "./MemoryNetwork.ts"
 
 /**
  * One recorded step: which service was asked, what for, on which target.

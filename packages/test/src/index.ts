@@ -7,6 +7,13 @@
  */
 
 /**
+ * Dry runs as layers: each wraps a real service in context so that reads go to the host and every change is
+ * recorded in a plan instead of being made (the CLI's `--dry-run`; an agent can wrap its own program in them).
+ *
+ * @since 0.3.0
+ */
+export * as DryRun from "./DryRun.ts"
+/**
  * Fault injection for any ChildProcessSpawner: chosen commands fail as a real tool would, without running.
  *
  * @since 0.2.0

@@ -6,7 +6,7 @@
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { DryRun } from "@hostnode/cli"
+import { DryRun } from "@hostnode/test"
 import { FileSystemConformance } from "@hostnode/test/conformance"
 import { Effect, FileSystem, Layer, Option, Stream } from "effect"
 
