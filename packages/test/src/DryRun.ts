@@ -1163,8 +1163,15 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
 /**
  * Mounter that records each unmount and hides it from the mount table the
  * dry run's file system serves: the newest mount at the target goes, with
- * every mount below it (what a lazy detach does). A target where nothing is
- * mounted fails as umount2 would, with EINVAL.
+ * every mount below it (what a lazy detach does). Each target is verified
+ * first as the real mounters verify it, on the host's paths and the table as
+ * the dry run left it: outside the root handle is `OutsideRoot`, a missing
+ * component `Gone`, a symbolic link on the way `LinkInPath`, a path that
+ * leads to another mount `Moved` (all `Unverified`, nothing recorded). Where
+ * the table lists nothing at all, the target fails as umount2 would, with
+ * EINVAL. A dry run cannot know that a mount is busy: a strict (not lazy)
+ * unmount of a mount some process holds is `Unmounted` here and `EBUSY` for
+ * real.
  *
  * @since 0.1.0
  */
@@ -1211,32 +1218,75 @@ export const layerMounterWith = (
         if (under !== undefined) plan.uncovered.set(full, deviceNumber(under.major, under.minor))
         return true
       }
+      /**
+       * The path checks of a real mounter, on the host's paths: below the root handle, every component a
+       * directory reached without a link. Undefined when the path passes them.
+       */
+      const verifyPath = (
+        root: Directory.Handle,
+        t: Mounter.Target
+      ): Effect.Effect<Mounter.UnmountResult | undefined> =>
+        Effect.gen(function* () {
+          const unverified = (reason: Mounter.UnverifiedReason, detail: string): Mounter.UnmountResult => ({
+            _tag: "Unverified",
+            target: t.path,
+            reason,
+            detail: `${detail} (dry run)`
+          })
+          const rel = Mounter.below(root.path, t.path)
+          if (rel === undefined) return unverified("OutsideRoot", `not below the host root ${root.path}`)
+          let at = root.path
+          for (const bytes of Directory.components(FileName.encode(rel))) {
+            const name = FileName.decode(bytes)
+            at = HostPath.child(at, name)
+            const info = yield* Effect.option(fs.lstat(at))
+            if (Option.isNone(info)) return unverified("Gone", "the path no longer exists")
+            if (info.value.type === "SymbolicLink") {
+              return unverified("LinkInPath", `${FileName.display(name)} is a symbolic link`)
+            }
+            if (info.value.type !== "Directory") {
+              return unverified("Moved", `${FileName.display(name)} is not a directory: the path leads to no mount`)
+            }
+          }
+          return undefined
+        })
       return Mounter.Mounter.of({
-        unmount: (_root, targets, options) =>
+        unmount: (root, targets, options) =>
           Effect.gen(function* () {
             // One read per call, kept up to date as the targets are detached.
             const entries = [...(yield* table)]
-            return yield* Effect.forEach(targets, (t): Effect.Effect<Mounter.UnmountResult> => {
-              // Verified against the table a real run would read: the path must lead to the listed mount.
-              const top = entries.findLast((e) => e.mountPoint === t.tablePath)
-              if (top !== undefined && top.id !== t.mountId) {
-                return Effect.succeed({
-                  _tag: "Unverified" as const,
-                  target: t.path,
-                  reason: "Moved" as const,
-                  detail: `the path leads to mount ${top.id}, not to mount ${t.mountId} (dry run)`
+            return yield* Effect.forEach(
+              targets,
+              (t): Effect.Effect<Mounter.UnmountResult> =>
+                Effect.gen(function* () {
+                  const refused = yield* verifyPath(root, t)
+                  if (refused !== undefined) return refused
+                  // Verified against the table a real run would read: the path must lead to the listed mount (the
+                  // newest of those at the longest mount point on the way to it).
+                  const reached = longestPrefix(entries.filter((e) => HostPath.covers(e.mountPoint, t.tablePath)))
+                  if (reached !== undefined && reached.id !== t.mountId) {
+                    return {
+                      _tag: "Unverified" as const,
+                      target: t.path,
+                      reason: "Moved" as const,
+                      detail: `the path leads to mount ${reached.id}, not to mount ${t.mountId} (dry run)`
+                    }
+                  }
+                  return detach(entries, t.tablePath)
+                    ? yield* plan
+                        .record({
+                          service: "Mounter",
+                          action: options.lazy ? "unmount (lazy)" : "unmount",
+                          target: t.path
+                        })
+                        .pipe(Effect.as({ _tag: "Unmounted" as const, target: t.path }))
+                    : {
+                        _tag: "Failed" as const,
+                        target: t.path,
+                        failure: { target: t.path, errno: "EINVAL", message: "not mounted (dry run)" }
+                      }
                 })
-              }
-              return detach(entries, t.tablePath)
-                ? plan
-                    .record({ service: "Mounter", action: options.lazy ? "unmount (lazy)" : "unmount", target: t.path })
-                    .pipe(Effect.as({ _tag: "Unmounted" as const, target: t.path }))
-                : Effect.succeed({
-                    _tag: "Failed" as const,
-                    target: t.path,
-                    failure: { target: t.path, errno: "EINVAL", message: "not mounted (dry run)" }
-                  })
-            })
+            )
           })
       })
     })

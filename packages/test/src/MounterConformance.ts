@@ -12,6 +12,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Directory, Mounter, type MountInfo } from "@hostnode/core"
 import { Effect, FileSystem, type Layer } from "effect"
+import { skipping } from "./internal/skipping.ts"
 import { MountFixture } from "./MountFixture.ts"
 
 const countAt = (table: MountInfo.MountTable, path: string): number => table.filter((e) => e.mountPoint === path).length
@@ -34,6 +35,20 @@ const setup = Effect.gen(function* () {
 })
 
 /**
+ * Options of {@link suite}.
+ *
+ * @since 0.3.0
+ */
+export interface Options {
+  /**
+   * Tests that cannot apply to the implementation (a dry run's mounter), by
+   * title, each with the reason, shown in the skipped test's name. A title
+   * the suite does not have fails the suite.
+   */
+  readonly skip?: Readonly<Record<string, string>> | undefined
+}
+
+/**
  * Registers the suite under `name`. `hostLayer` provides the `Mounter` under
  * test, a `MountFixture` that makes mounts in the same mount namespace, the
  * `FileSystem` that sees them and the `Directories` the root handle comes from.
@@ -42,9 +57,11 @@ const setup = Effect.gen(function* () {
  */
 export const suite = (
   name: string,
-  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem | Directory.Directories>
+  hostLayer: Layer.Layer<Mounter.Mounter | MountFixture | FileSystem.FileSystem | Directory.Directories>,
+  options?: Options
 ): void =>
-  layer(hostLayer)(`Mounter conformance: ${name}`, (it) => {
+  layer(hostLayer)(`Mounter conformance: ${name}`, (all) => {
+    const it = skipping(all, options?.skip)
     it.effect("unmounts a tmpfs and reports it", () =>
       Effect.gen(function* () {
         const { fx, fs, box, root, mounter } = yield* setup
