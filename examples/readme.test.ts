@@ -12,7 +12,16 @@ const tsBlocks = (markdown: string): ReadonlyArray<string> =>
   [...markdown.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? "")
 
 describe("README", () => {
-  for (const file of ["repave.ts", "main.ts", "container.ts", "repave.test.ts", "upgrade.ts", "upgrade.test.ts"]) {
+  for (const file of [
+    "repave.ts",
+    "main.ts",
+    "container.ts",
+    "repave.test.ts",
+    "upgrade.ts",
+    "upgrade.test.ts",
+    "dryrun.ts",
+    "dryrun.test.ts"
+  ]) {
     it.effect(`shows examples/${file} exactly`, () =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
