@@ -5,14 +5,16 @@
  * @since 0.1.0
  */
 
-/**
- * `--dry-run` as layers wrapping the real services, and the plan they record:
- * `@hostnode/test`'s `DryRun`, re-exported (it moved there in 0.3.0, so a
- * program can dry-run itself without the CLI).
- *
- * @since 0.1.0
- */
-export { DryRun } from "@hostnode/test"
+export {
+  /**
+   * `--dry-run` as layers wrapping the real services, and the plan they record:
+   * `@hostnode/test`'s `DryRun`, re-exported (it moved there in 0.3.0, so a
+   * program can dry-run itself without the CLI).
+   *
+   * @since 0.1.0
+   */
+  DryRun
+} from "@hostnode/test"
 /**
  * The command tree and its runner.
  *
