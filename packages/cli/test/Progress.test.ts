@@ -118,12 +118,19 @@ describe("Progress", () => {
     const { written, layer } = capturingStdio()
     return Effect.gen(function* () {
       const progress = yield* Progress.Progress
+      /** Waits (a few seconds at most) until a chunk with `text` has been written. */
+      const writtenSoon = (text: string) =>
+        Effect.sleep("5 millis").pipe(
+          Effect.repeat({ until: () => written.some((w) => w.includes(text)) }),
+          Effect.timeoutOrElse({ duration: "5 seconds", orElse: () => Effect.die(new Error(`${text} never written`)) })
+        )
       const work = Effect.gen(function* () {
         for (let i = 1; i <= 4; i++) {
           yield* progress.show(`work: ${i} files`)
           yield* Effect.logWarning(`warning ${i}`).pipe(Effect.annotateLogs({ step: i }))
-          // Odd steps wait past the log window (written then); even ones leave it to the next flush.
-          if (i % 2 === 1) yield* Effect.sleep("60 millis")
+          // Odd steps wait until the window has passed and the line is written (the work goes on meanwhile);
+          // even ones leave it to the next flush.
+          if (i % 2 === 1) yield* writtenSoon(`warning ${i}`)
         }
         yield* progress.show("work: 5 files")
         // Still held when the scope closes: closing it writes it.
@@ -151,7 +158,7 @@ describe("Progress", () => {
       const firstLog = written.findIndex((w) => w.includes("warning 1"))
       assert.isBelow(
         firstLog,
-        written.findIndex((w) => w.includes("work: 3 files"))
+        written.findIndex((w) => w.includes("work: 2 files"))
       )
       // After a log, the progress line is drawn again; at the end it is cleared.
       assert.match(written[firstLog] ?? "", /warning 1 \{"step":1\}\nwork: 1 files$/)
