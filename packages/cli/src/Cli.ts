@@ -192,8 +192,44 @@ export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
   }
 }
 
-/** What to check, per error tag: the advice printed under a failure. */
-const hints: Record<string, string> = {
+/**
+ * The tag of `error`'s reason: `reason._tag` for an error whose reason is a
+ * tagged class (the 0.3.0 shape), or a reason that is still a plain string.
+ */
+const reasonTag = (error: Failure): string | undefined => {
+  const reason = (error as { readonly reason?: unknown }).reason
+  if (typeof reason === "string") return reason
+  if (typeof reason === "object" && reason !== null && "_tag" in reason && typeof reason._tag === "string") {
+    return reason._tag
+  }
+  return undefined
+}
+
+/** The keys the tables below are read with, most specific first: `Tag/Reason`, then `Tag`. */
+const keysOf = (error: Failure): ReadonlyArray<string> => {
+  const reason = reasonTag(error)
+  return reason === undefined ? [error._tag] : [`${error._tag}/${reason}`, error._tag]
+}
+
+/** The entry of `table` for `error`: its reason's if there is one, else its tag's. */
+const lookup = <A>(table: Readonly<Record<string, A>>, error: Failure): A | undefined => {
+  for (const key of keysOf(error)) if (Object.hasOwn(table, key)) return table[key]
+  return undefined
+}
+
+/** A field of `error`'s reason, else of the error itself (the reshape moved facts into the reasons). */
+const fieldOf = (error: Failure, name: string): unknown => {
+  const reason = (error as { readonly reason?: unknown }).reason
+  if (typeof reason === "object" && reason !== null && name in reason) return (reason as Record<string, unknown>)[name]
+  return (error as unknown as Record<string, unknown>)[name]
+}
+
+/**
+ * What to check, by `Tag/Reason` or by tag (see {@link keysOf}): the advice
+ * printed under a failure. A snapshot error's advice is by its reason: what
+ * went wrong differs too much for one sentence.
+ */
+const hints: Readonly<Record<string, string>> = {
   UnmountError:
     "Check what keeps each mount busy (`fuser -vm MOUNTPOINT`, `lsof +f -- MOUNTPOINT`) and whether a process holds a file open there; then run again.",
   MountInfoError: "Check that the mount table (/proc/self/mountinfo) is readable by this process.",
@@ -210,9 +246,29 @@ const hints: Record<string, string> = {
     "The units listed as restarted run the new configuration, the rest the old one; check the failed unit with `systemctl status UNIT` and `journalctl -u UNIT`.",
   LocalDnsError:
     "Check `ip -j addr show` and `iptables -t raw -S`, and that this process may change links and rules (CAP_NET_ADMIN).",
+  "LocalDnsError/InvalidListener":
+    "Give listener addresses as canonical dotted quads in 169.254.0.0/16 (no leading zeros), the two different.",
+  "LocalDnsError/SameAddress":
+    "Give listener addresses as canonical dotted quads in 169.254.0.0/16 (no leading zeros), the two different.",
+  "LocalDnsError/Timeout": "Check that the LocalDNS resolver runs and listens on the addresses above.",
   IsolationError: "Check that systemd answers: `systemctl is-active containerd.service kubelet.service`.",
   ContainerError:
-    "Give --container the host pid of the container's init (e.g. `docker inspect -f '{{.State.Pid}}' NAME`), as root, while it runs."
+    "Give --container the host pid of the container's init (e.g. `docker inspect -f '{{.State.Pid}}' NAME`), as root, while it runs.",
+  "SnapshotError/Missing":
+    "There is no snapshot in that directory: check --dir (the directory `hostnode snapshot take --dir DIR` was given); a snapshot that was restored or discarded is gone.",
+  "SnapshotError/Exists":
+    "A snapshot is already in --dir (an earlier run did not finish): `hostnode snapshot recover --dir DIR` restores it, `hostnode snapshot discard --dir DIR` drops it; or take the new one in another directory.",
+  "SnapshotError/InvalidManifest":
+    "The directory is not a snapshot `hostnode snapshot take` wrote, or it is damaged: check --dir; a damaged snapshot cannot be restored, `hostnode snapshot discard --dir DIR` removes it.",
+  "SnapshotError/UnsupportedVersion": "The snapshot was written by a newer hostnode: restore it with that version.",
+  "SnapshotError/Corrupt":
+    "The snapshot's data does not match its manifest (damaged, or not written by a take): it cannot be restored; `hostnode snapshot discard --dir DIR` removes it.",
+  "SnapshotError/NotASnapshot":
+    "--dir names something that is not a snapshot (a file, or a directory of other files): to take one, give a directory that does not exist yet (the take makes it); to restore, recover or discard, the directory `hostnode snapshot take --dir DIR` wrote.",
+  "SnapshotError/Busy":
+    "Another process works on this snapshot (its pid is above where known): wait for it, or raise --lock-timeout.",
+  "SnapshotError/Unsafe":
+    "The snapshot directory or its files are not as a take makes them (a link, another owner, writable by others): check who wrote them before using it."
 }
 
 /** A value as plain JSON: Maps become objects, Errors their name and message, effects and functions are dropped. */
@@ -235,46 +291,10 @@ const toPlain = (value: unknown): unknown => {
   return out
 }
 
-/** A snapshot error's advice, by its reason: what went wrong differs too much for one sentence. */
-const snapshotHints: Record<string, string> = {
-  Missing:
-    "There is no snapshot in that directory: check --dir (the directory `hostnode snapshot take --dir DIR` was given); a snapshot that was restored or discarded is gone.",
-  Exists:
-    "A snapshot is already in --dir (an earlier run did not finish): `hostnode snapshot recover --dir DIR` restores it, `hostnode snapshot discard --dir DIR` drops it; or take the new one in another directory.",
-  InvalidManifest:
-    "The directory is not a snapshot `hostnode snapshot take` wrote, or it is damaged: check --dir; a damaged snapshot cannot be restored, `hostnode snapshot discard --dir DIR` removes it.",
-  UnsupportedVersion: "The snapshot was written by a newer hostnode: restore it with that version.",
-  Corrupt:
-    "The snapshot's data does not match its manifest (damaged, or not written by a take): it cannot be restored; `hostnode snapshot discard --dir DIR` removes it.",
-  NotASnapshot:
-    "--dir names something that is not a snapshot (a file, or a directory of other files): to take one, give a directory that does not exist yet (the take makes it); to restore, recover or discard, the directory `hostnode snapshot take --dir DIR` wrote.",
-  Busy: "Another process works on this snapshot (its pid is above where known): wait for it, or raise --lock-timeout.",
-  Unsafe:
-    "The snapshot directory or its files are not as a take makes them (a link, another owner, writable by others): check who wrote them before using it."
-}
-
-/** A LocalDNS error's advice, by its reason tag where a network step's (the `LocalDnsError` hint) does not fit. */
-const localDnsHints: Record<string, string> = {
-  InvalidListener:
-    "Give listener addresses as canonical dotted quads in 169.254.0.0/16 (no leading zeros), the two different.",
-  SameAddress:
-    "Give listener addresses as canonical dotted quads in 169.254.0.0/16 (no leading zeros), the two different.",
-  Timeout: "Check that the LocalDNS resolver runs and listens on the addresses above."
-}
-
-/** The tag of an error's `reason` when the reason is a tagged class (`LocalDnsError`, ...). */
-const reasonTagOf = (error: Failure): string | undefined => {
-  const reason = (error as { readonly reason?: unknown }).reason
-  return typeof reason === "object" && reason !== null && "_tag" in reason ? String(reason._tag) : undefined
-}
-
 /** The advice for `error`: what to check or do next ("" when there is none). */
 const hintFor = (error: Failure): string => {
   if (error instanceof UsageError) return error.fix
-  const snapshotHint = error._tag === "SnapshotError" ? snapshotHints[reasonTagOf(error) ?? ""] : undefined
-  if (snapshotHint !== undefined) return snapshotHint
-  if (error._tag === "LocalDnsError") return localDnsHints[reasonTagOf(error) ?? ""] ?? hints[error._tag] ?? ""
-  return hints[error._tag] ?? ""
+  return lookup(hints, error) ?? ""
 }
 
 /**
@@ -299,13 +319,27 @@ export const errorText = (command: string, error: { readonly _tag: string; reado
 
 type Failure = { readonly _tag: string; readonly message: string }
 
-const inputPathReasons: ReadonlySet<string> = new Set([
-  "InvalidPath",
-  "NotAbsolute",
-  "NotFound",
-  "NotADirectory",
-  "IsHostRoot",
-  "OutsideTable"
+/**
+ * The errors that refuse the caller's input before anything was changed, by
+ * tag (every reason) or by `Tag/Reason`.
+ */
+const inputErrors: ReadonlySet<string> = new Set([
+  "UsageError",
+  "UnitNameError",
+  "LocalDnsError/InvalidListener",
+  "LocalDnsError/SameAddress",
+  "HostPathError/InvalidPath",
+  "HostPathError/NotAbsolute",
+  "HostPathError/NotFound",
+  "HostPathError/NotADirectory",
+  "HostPathError/IsHostRoot",
+  "HostPathError/OutsideTable",
+  "SnapshotError/InvalidPath",
+  "SnapshotError/HostRootMismatch",
+  "SnapshotError/NotASnapshot",
+  "ContainerError/InvalidPid",
+  "ContainerError/NotFound",
+  "ContainerError/NoContainer"
 ])
 
 /**
@@ -314,26 +348,7 @@ const inputPathReasons: ReadonlySet<string> = new Set([
  *
  * @since 0.2.0
  */
-export const isInputError = (error: Failure): boolean => {
-  const reason = (error as { readonly reason?: unknown }).reason
-  switch (error._tag) {
-    case "UsageError":
-    case "UnitNameError":
-      return true
-    case "LocalDnsError":
-      return reasonTagOf(error) === "InvalidListener" || reasonTagOf(error) === "SameAddress"
-    case "HostPathError":
-      return inputPathReasons.has(String((reason as { readonly _tag?: unknown } | undefined)?._tag))
-    case "SnapshotError":
-      return ["InvalidPath", "HostRootMismatch", "NotASnapshot"].includes(reasonTagOf(error) ?? "")
-    case "ContainerError": {
-      const tag = (reason as { readonly _tag?: unknown } | undefined)?._tag
-      return tag === "InvalidPid" || tag === "NotFound" || tag === "NoContainer"
-    }
-    default:
-      return false
-  }
-}
+export const isInputError = (error: Failure): boolean => keysOf(error).some((key) => inputErrors.has(key))
 
 /**
  * The exit code for a failed operation (see {@link ExitCodes}).
@@ -456,35 +471,64 @@ const operate = <A, E extends Failure, R>(
     if (kept > 0) return yield* new CliExit({ code: ExitCodes.kept })
   })
 
-/** The library's option names in a refusal's message, as the flags a person types. */
-const asFlags = (message: string): string =>
-  message
-    .replace("pass allowHostRootMismatch (--allow-root-mismatch)", "pass --allow-root-mismatch")
-    .replace("pass allowRoot to mean the whole host", "pass --allow-root to mean every mount below the host root")
+/**
+ * The flag a person types for the library option a refusal names, by
+ * `Tag/Reason`: the library's own advice (its message from "; pass " on,
+ * which names the option) is replaced by this.
+ */
+const flagAdvice: Readonly<Record<string, string>> = {
+  "HostPathError/IsHostRoot": "pass --allow-root to mean every mount below the host root",
+  "SnapshotError/HostRootMismatch": "pass --allow-root-mismatch if that is the same tree under another name"
+}
+
+/** `error`'s message, with the flag to pass where the library names its option (see {@link flagAdvice}). */
+const asFlags = (error: Failure): string => {
+  const advice = lookup(flagAdvice, error)
+  if (advice === undefined) return error.message
+  const cut = error.message.indexOf("; pass ")
+  return `${cut === -1 ? error.message : error.message.slice(0, cut)}; ${advice}`
+}
+
+/**
+ * Whether a `HostPathError` refuses the host root itself (`--host-root`) rather
+ * than a path below it: such an error has no path (before 0.3.0: the path "/").
+ */
+const refusesRoot = (error: Failure): boolean => {
+  const path = fieldOf(error, "path")
+  return path === undefined || path === "/"
+}
+
+/** A path refused as not absolute: what a host path looks like ("" for the empty --host-root, which says it). */
+const absolutePathFix = (error: Failure): string =>
+  refusesRoot(error) ? "" : "give absolute host paths, as seen from the host's /, e.g. /var/lib/kubelet"
+
+/** A --host-root that is not an existing directory. */
+const rootFix = (error: Failure): string =>
+  refusesRoot(error) ? "give --host-root an existing directory, or leave it out for the real host" : ""
+
+/** A unit name without a type suffix (or with nothing before it): the `.service` it probably meant. */
+const unitFix = (error: Failure): string => {
+  const unit = fieldOf(error, "unit")
+  if (typeof unit !== "string") return ""
+  return /^[A-Za-z0-9:_.\\@-]+$/.test(unit)
+    ? `did you mean ${unit}.service?`
+    : "a unit name is ASCII letters, digits and :-_.\\@ with a type suffix such as .service"
+}
+
+/** What to do about a refused input where the message does not say it, by `Tag/Reason` or by tag. */
+const inputFixes: Readonly<Record<string, (error: Failure) => string>> = {
+  "UnitNameError/NoTypeSuffix": unitFix,
+  "UnitNameError/NothingBeforeSuffix": unitFix,
+  "HostPathError/NotAbsolute": absolutePathFix,
+  "HostPathError/InvalidPath": absolutePathFix,
+  "HostPathError/NotFound": rootFix,
+  "HostPathError/NotADirectory": rootFix
+}
 
 /** What to do about a refused input, where the message itself does not say it. */
 const inputFix = (error: Failure): string => {
   if (error instanceof UsageError) return error.fix
-  const fields = error as { readonly reason?: unknown; readonly unit?: unknown; readonly path?: unknown }
-  const unitNameReason = (fields.reason as { readonly _tag?: unknown } | undefined)?._tag
-  if (
-    error._tag === "UnitNameError" &&
-    typeof fields.unit === "string" &&
-    (unitNameReason === "NoTypeSuffix" || unitNameReason === "NothingBeforeSuffix")
-  ) {
-    return /^[A-Za-z0-9:_.\\@-]+$/.test(fields.unit)
-      ? `did you mean ${fields.unit}.service?`
-      : "a unit name is ASCII letters, digits and :-_.\\@ with a type suffix such as .service"
-  }
-  // A HostPathError without a path refuses the host root itself.
-  const pathReason = (fields.reason as { readonly _tag?: unknown } | undefined)?._tag
-  if (error._tag === "HostPathError" && (pathReason === "NotAbsolute" || pathReason === "InvalidPath")) {
-    return fields.path === undefined ? "" : "give absolute host paths, as seen from the host's /, e.g. /var/lib/kubelet"
-  }
-  if (error._tag === "HostPathError" && (pathReason === "NotFound" || pathReason === "NotADirectory")) {
-    return fields.path === undefined ? "give --host-root an existing directory, or leave it out for the real host" : ""
-  }
-  return ""
+  return lookup(inputFixes, error)?.(error) ?? ""
 }
 
 /**
@@ -495,7 +539,7 @@ const inputFix = (error: Failure): string => {
  */
 export const inputErrorLine = (command: string, error: { readonly _tag: string; readonly message: string }): string => {
   const fix = inputFix(error)
-  return `hostnode ${command}: ${asFlags(error.message)}${fix === "" ? "" : ` (${fix})`}`
+  return `hostnode ${command}: ${asFlags(error)}${fix === "" ? "" : ` (${fix})`}`
 }
 
 /**
