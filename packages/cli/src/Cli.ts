@@ -170,16 +170,71 @@ export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: Failur
 }
 
 /**
+ * Why: a group such as `snapshot` was given without its subcommand.
+ *
+ * @since 0.3.0
+ */
+export class MissingSubcommand extends Schema.TaggedError<MissingSubcommand>()("MissingSubcommand", {
+  /** The group, as typed. */
+  group: Schema.String,
+  /** The subcommands it takes. */
+  subcommands: Schema.Array(Schema.String)
+}) {
+  /**
+   * Which subcommands the group takes.
+   *
+   * @since 0.3.0
+   */
+  override get message(): string {
+    return `missing subcommand: ${this.subcommands.slice(0, -1).join(", ")} or ${this.subcommands.at(-1)}`
+  }
+}
+
+/**
+ * Why: a slot this node does not have (the node has one node root).
+ *
+ * @since 0.3.0
+ */
+export class UnknownSlot extends Schema.TaggedError<UnknownSlot>()("UnknownSlot", {
+  /** The slot given. */
+  slot: Schema.String,
+  /** The slot the node has. */
+  known: Schema.String
+}) {
+  /**
+   * The slot given, and the one there is.
+   *
+   * @since 0.3.0
+   */
+  override get message(): string {
+    return `unknown slot ${JSON.stringify(this.slot)}: this node has one node root, slot "${this.known}"`
+  }
+}
+
+/**
+ * Why a command refused its usage.
+ *
+ * @since 0.3.0
+ */
+export const UsageErrorReason = Schema.Union([MissingSubcommand, UnknownSlot])
+
+/**
+ * Why a command refused its usage.
+ *
+ * @since 0.3.0
+ */
+export type UsageErrorReason = typeof UsageErrorReason.Type
+
+/**
  * Bad usage found by the command itself rather than by the parser (a group
  * such as `snapshot` without its subcommand, a slot this node does not have):
- * exit 2, nothing was done. `fix` says
- * what to do instead.
+ * exit 2, nothing was done. `reason` says what was wrong; `fix` says what to
+ * do instead.
  *
  * @since 0.2.0
  */
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
-  reason: Schema.Literals(["MissingSubcommand", "UnknownSlot"]),
-  detail: Schema.String,
+  reason: UsageErrorReason,
   fix: Schema.String
 }) {
   /**
@@ -188,7 +243,7 @@ export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
    * @since 0.2.0
    */
   override get message(): string {
-    return this.detail
+    return this.reason.message
   }
 }
 
@@ -792,8 +847,7 @@ const snapshotDiscard = Command.make("discard", snapshotFlags, ({ dir, lockTimeo
 const missingSubcommand = (group: string, names: ReadonlyArray<string>) => () =>
   Effect.gen(function* () {
     const error = new UsageError({
-      reason: "MissingSubcommand",
-      detail: `missing subcommand: ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`,
+      reason: new MissingSubcommand({ group, subcommands: names }),
       fix: `see \`hostnode ${group} --help\``
     })
     yield* (yield* Json)
@@ -1026,8 +1080,7 @@ const running = Command.make(
       slot !== HostSlot
         ? Effect.fail<UsageError | IsolationBackend.IsolationError>(
             new UsageError({
-              reason: "UnknownSlot",
-              detail: `unknown slot ${JSON.stringify(slot)}: this node has one node root, slot "${HostSlot}"`,
+              reason: new UnknownSlot({ slot, known: HostSlot }),
               fix: "leave SLOT out: `hostnode running`"
             })
           )

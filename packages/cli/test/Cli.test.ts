@@ -621,3 +621,43 @@ describe("Cli, as a newcomer uses it", () => {
     }).pipe(Effect.provide(node))
   )
 })
+
+describe("UsageError", () => {
+  it.effect("catchReason reaches each reason, with its own fields; the JSON document nests it", () =>
+    Effect.gen(function* () {
+      const refuse = (reason: Cli.UsageErrorReason) =>
+        Effect.fail(new Cli.UsageError({ reason, fix: "see `hostnode --help`" }))
+      const slot = yield* refuse(new Cli.UnknownSlot({ slot: "other", known: "host" })).pipe(
+        Effect.as(""),
+        Effect.catchReason("UsageError", "UnknownSlot", (reason) => Effect.succeed(reason.slot))
+      )
+      assert.strictEqual(slot, "other")
+      const group = yield* refuse(
+        new Cli.MissingSubcommand({ group: "snapshot", subcommands: ["take", "restore"] })
+      ).pipe(
+        Effect.as(""),
+        Effect.catchReason("UsageError", "MissingSubcommand", (reason, error) =>
+          Effect.succeed(`${reason.group}: ${error.message}`)
+        )
+      )
+      assert.strictEqual(group, "snapshot: missing subcommand: take or restore")
+      // @ts-expect-error: UsageError has no reason of that name
+      Effect.catchReason("UsageError", "NoSuchReason", () => Effect.void)
+      const doc = Cli.errorJson(
+        new Cli.UsageError({ reason: new Cli.UnknownSlot({ slot: "x", known: "host" }), fix: "leave SLOT out" })
+      )
+      assert.deepInclude(doc, {
+        _tag: "UsageError",
+        reason: {
+          _tag: "UnknownSlot",
+          message: 'unknown slot "x": this node has one node root, slot "host"',
+          slot: "x",
+          known: "host"
+        }
+      })
+      assert.isTrue(
+        Cli.isInputError(new Cli.UsageError({ reason: new Cli.UnknownSlot({ slot: "x", known: "host" }), fix: "" }))
+      )
+    })
+  )
+})
