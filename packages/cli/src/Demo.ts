@@ -1,3 +1,22 @@
+/**
+ * `hostnode demo`: a guided run of the library's main operations on a
+ * simulated Kubernetes node, for a person meeting hostnode for the first
+ * time. It seeds a realistic node, then runs an upgrade that fails and is
+ * rolled back by `Snapshot.scoped`, the same upgrade succeeding, and a
+ * repave; every step is timed with the Effect `Clock`, and the run ends with
+ * claims, each checked against the simulated host's state.
+ *
+ * Boundary: {@link run} builds and provides its own `MemoryNode.layer` (files,
+ * mounts, systemd and network all in memory), so whatever the caller's
+ * context holds (the real host's layers, `--host-root`), the demo never reads
+ * or changes this machine. It returns a {@link DemoReport} and prints
+ * nothing: the CLI prints it ({@link renderText}, or the report as JSON). The
+ * claims are pure functions over what was observed ({@link rollbackClaims},
+ * {@link upgradeClaims}, {@link repaveClaims}), so a test can feed them a
+ * tampered observation.
+ *
+ * @since 0.1.0
+ */
 import type { DemoReport } from "./internal/demo/report.ts"
 import { plural } from "./internal/text.ts"
 
