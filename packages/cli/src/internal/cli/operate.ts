@@ -1,0 +1,231 @@
+/**
+ * Running one operation as a command: `--host-root` and `--container`
+ * decoded, the dry run and progress wrapped around it, and its outcome
+ * printed (text or one JSON document) and turned into the exit code.
+ * Boundary: the common handling; each command's own flags and output are
+ * `commands.ts`.
+ */
+import { type Directory, HostPath, type Mounter, type Systemd } from "@hostnode/core"
+import { NodeContainer } from "@hostnode/node"
+import { DryRun } from "@hostnode/test"
+import { Console, Effect, type FileSystem, Layer, Logger, Option, Path } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
+import * as Progress from "../../Progress.ts"
+import { plural } from "../text.ts"
+import {
+  CliExit,
+  ExitCodes,
+  errorJson,
+  errorText,
+  exitCodeFor,
+  type Failure,
+  inputErrorLine,
+  isInputError,
+  toPlain
+} from "./errors.ts"
+import { Container, DryRunFlag, HostRoot, Json } from "./flags.ts"
+
+/** What a command adds to the common handling of {@link operate}. */
+interface OperateOptions<A> {
+  /** The result as JSON (default: the value as plain JSON). */
+  readonly toJson?: ((a: A) => unknown) | undefined
+  /** How many paths the operation had to keep: more than none ends the run with exit code 3. */
+  readonly kept?: ((a: A) => number) | undefined
+  /** Warnings for a person (stderr) and a machine (`warnings` in the JSON document). */
+  readonly warnings?: ((a: A) => ReadonlyArray<string>) | undefined
+}
+
+/**
+ * What running an operation needs besides the operation's own services: the
+ * host's services that the dry run reads through and the container
+ * composition replaces, and the global settings it reads.
+ */
+type Around =
+  | FileSystem.FileSystem
+  | Directory.Directories
+  | Mounter.Mounter
+  | ChildProcessSpawner.ChildProcessSpawner
+  | Systemd.Systemd
+  | Effect.Services<typeof HostRoot | typeof Container | typeof Json | typeof DryRunFlag>
+
+/**
+ * Runs one operation as the command `name`: runs it (under `--dry-run` on
+ * the {@link DryRun} layers), then prints the outcome (text or JSON) and
+ * turns a failure into its exit code (see {@link ExitCodes}).
+ */
+export const operate = <A, E extends Failure, R>(
+  name: string,
+  program: Effect.Effect<A, E, R>,
+  describe: (a: A) => string,
+  options: OperateOptions<A> = {}
+): Effect.Effect<void, CliExit, R | Around> =>
+  Effect.gen(function* () {
+    const json = yield* Json
+    const dryRun = yield* DryRunFlag
+    const toJson = options.toJson ?? toPlain
+    // Progress only for a person at a terminal (bin.ts provides it there), never in JSON.
+    const progress = json ? Option.none() : yield* Effect.serviceOption(Progress.Progress)
+    const shown: Effect.Effect<A, E, R | Mounter.Mounter | FileSystem.FileSystem | Directory.Directories> =
+      Option.match(progress, {
+        onNone: () => program,
+        onSome: (p) =>
+          Effect.scoped(
+            Effect.gen(function* () {
+              // Log lines are held briefly and written on a cleared progress line (drawn again after them);
+              // closing the scope writes the last of them, before the line is cleared and the result printed.
+              const loggers = yield* Progress.clearingLoggers(p)
+              return yield* program.pipe(
+                Effect.provide(
+                  Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(
+                    Layer.provide(Layer.succeed(Progress.Progress, p))
+                  )
+                ),
+                Effect.provideService(Logger.CurrentLoggers, loggers)
+              )
+            })
+          ).pipe(Effect.ensuring(p.clear))
+      })
+    // With --container, the container's services replace the host's (a dry run wraps those);
+    // a bad --container is the run's failure, shown and exited with like any bad input.
+    const container = yield* Effect.result(Effect.andThen(rootGiven, containerOf))
+    const pid = container._tag === "Success" ? container.success : undefined
+    const inContainer = NodeContainer.layer(pid ?? 0)
+    const table = pid === undefined ? {} : { mountInfo: `/proc/${pid}/mountinfo`, tableRoot: `/proc/${pid}/root` }
+    const dryShown = shown.pipe(Effect.provide(DryRun.layerWith(table)), Effect.annotateLogs({ dryRun: true }))
+    const where = <A2, E2, R2>(
+      effect: Effect.Effect<A2, E2, R2>
+    ): Effect.Effect<A2, E2 | NodeContainer.ContainerError | HostPath.HostPathError, R2> => {
+      if (container._tag === "Failure") return Effect.fail(container.failure)
+      if (pid === undefined) return effect
+      // The container's services are provided over the host's; what they do not provide stays required.
+      return Effect.provide(effect, inContainer) as Effect.Effect<A2, E2 | NodeContainer.ContainerError, R2>
+    }
+    const outcome = dryRun
+      ? yield* Effect.gen(function* () {
+          // The operation's own logs say "removed", "restarted": mark them as a dry run's.
+          const result = yield* Effect.result(where(dryShown))
+          return { result, plan: yield* DryRun.steps }
+        }).pipe(Effect.provide(DryRun.DryRunPlan.layer))
+      : { result: yield* Effect.result(where(shown)), plan: undefined }
+    const { result, plan } = outcome
+    const planJson = plan === undefined ? {} : { dryRun: true, plan }
+    const warnings = result._tag === "Success" ? (options.warnings?.(result.success) ?? []) : []
+    const kept = result._tag === "Success" ? (options.kept?.(result.success) ?? 0) : 0
+    if (json) {
+      yield* Console.log(
+        JSON.stringify(
+          result._tag === "Success"
+            ? {
+                ok: kept === 0,
+                command: name,
+                result: toJson(result.success) ?? null,
+                ...(warnings.length === 0 ? {} : { warnings }),
+                ...planJson
+              }
+            : { ok: false, command: name, error: errorJson(result.failure), ...planJson }
+        )
+      )
+    } else {
+      // A dry run that failed planned only what came before the failure: say so, and print no plan
+      // at all for one refused before anything (bad input), which would read as a run that succeeded.
+      if (plan !== undefined && (result._tag === "Success" || plan.length > 0)) {
+        yield* Console.log(
+          plan.length === 0
+            ? "dry run: nothing would be changed"
+            : `dry run: the plan${result._tag === "Success" ? "" : " up to the failure below"}, in order (nothing was changed):\n${plan.map((s, i) => `  ${i + 1}. ${DryRun.renderStep(s)}`).join("\n")}`
+        )
+      }
+      if (result._tag === "Success") {
+        for (const w of warnings) yield* Console.error(`hostnode ${name}: warning: ${w}`)
+        yield* Console.log(
+          plan === undefined
+            ? describe(result.success)
+            : `what the operation would report (dry run, nothing was changed):\n${describe(result.success)}`
+        )
+      } else if (isInputError(result.failure)) {
+        // Bad input: one line saying what and where, and what to do; nothing was changed.
+        yield* Console.error(inputErrorLine(name, result.failure))
+      } else yield* Console.error(errorText(name, result.failure))
+    }
+    if (result._tag === "Failure") return yield* new CliExit({ code: exitCodeFor(result.failure) })
+    if (kept > 0) return yield* new CliExit({ code: ExitCodes.kept })
+  })
+
+/**
+ * `--host-root` given empty (`--host-root "$ROOT"` with ROOT unset) is
+ * refused: the library reads an empty root as the real host, which is never
+ * what an empty value meant.
+ */
+const rootGiven = Effect.gen(function* () {
+  const root = yield* HostRoot
+  if (root !== "") return
+  return yield* Effect.fail(
+    new HostPath.HostPathError({
+      reason: new HostPath.InvalidPath({
+        detail:
+          "--host-root is empty (an unset variable?): give the directory that is the host's /, or leave the flag out for the real host"
+      }),
+      root
+    })
+  )
+})
+
+/**
+ * `--container`, decoded: `undefined` without it, else the pid (a positive
+ * integer; anything else is a `ContainerError` the command exits 2 with).
+ * `--host-root` given with it is refused the same way.
+ */
+const containerOf = Effect.gen(function* () {
+  const given = yield* Container
+  if (given === "") return undefined
+  if (!/^[1-9][0-9]*$/.test(given)) {
+    return yield* Effect.fail(
+      new NodeContainer.ContainerError({
+        reason: new NodeContainer.InvalidPid({
+          detail: `--container takes the host pid of the container's init, not ${JSON.stringify(given)}`
+        })
+      })
+    )
+  }
+  const root = yield* HostRoot
+  if (root !== "/") {
+    return yield* Effect.fail(
+      new HostPath.HostPathError({
+        reason: new HostPath.InvalidPath({
+          detail: "--host-root cannot be given with --container: the container's root is its own"
+        }),
+        root
+      })
+    )
+  }
+  return Number(given)
+})
+
+/**
+ * `--host-root`, decoded for an operation that works below it: a relative
+ * value is taken from the working directory (and the root used is said on
+ * stderr), then `HostPath.decodeRoot` checks it is an existing directory and
+ * makes it canonical. A bad root fails the command with exit code 2 before
+ * anything is done.
+ */
+export const withRoot = <A, E, R>(name: string, body: (root: HostPath.HostRoot) => Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const given = yield* HostRoot
+    const absolute = given === "" || given.startsWith("/") ? given : (yield* Path.Path).resolve(given)
+    if (absolute !== given) {
+      yield* Console.error(`hostnode ${name}: --host-root ${JSON.stringify(given)} is taken as ${absolute}`)
+    }
+    // The real host is the node's: with --container, the container's root (`HostPath.NodeRoot`).
+    const root = yield* HostPath.rootOf({ hostRoot: absolute })
+    return yield* body(root)
+  })
+
+export const reportText = (what: string, r: { readonly removed: ReadonlyArray<string> }) =>
+  `${what}: ${plural(r.removed.length, "path")} removed${r.removed.length === 0 ? "" : `\n${r.removed.map((p) => `  ${p}`).join("\n")}`}`
+
+export const keptText = (
+  kept: ReadonlyArray<{ readonly path: string; readonly reason: string; readonly detail: string }>
+) =>
+  kept.length === 0
+    ? ""
+    : `\nkept ${plural(kept.length, "path")} (exit code 3):\n${kept.map((k) => `  ${k.path} (${k.reason}: ${k.detail})`).join("\n")}`
