@@ -23,10 +23,11 @@ import { cliEnvironment, runJson } from "./harness.ts"
 // what a real run did
 
 /** The unmounts and commands the services in context performed (a dry run replaces them, so only real runs count). */
-class Performed extends Context.Service<
-  Performed,
-  { readonly unmounts: Ref.Ref<ReadonlyArray<string>>; readonly commands: Ref.Ref<ReadonlyArray<string>> }
->()("@hostnode/cli/test/Performed") {}
+interface Performed {
+  readonly unmounts: Ref.Ref<ReadonlyArray<string>>
+  readonly commands: Ref.Ref<ReadonlyArray<string>>
+}
+const Performed = Context.Service<Performed>("@hostnode/cli/test/Performed")
 
 const performedLayer = Layer.effect(
   Performed,

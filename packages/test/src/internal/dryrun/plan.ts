@@ -16,27 +16,31 @@ export const PlanStep = Schema.Struct({
 export type PlanStep = typeof PlanStep.Type
 
 /** Documented where `DryRun.ts` exports it. */
-export class DryRunPlan extends Context.Service<
-  DryRunPlan,
-  {
-    readonly steps: Ref.Ref<ReadonlyArray<PlanStep>>
-    readonly record: (step: PlanStep) => Effect.Effect<void>
-    /** Mount ids detached so far (a lazy unmount takes the mounts below with it). */
-    readonly detached: Set<number>
-    /**
-     * Mount points a detach uncovered, with the device of the directory that
-     * now shows there: the directory of the file system underneath, which the
-     * dry run presents as empty (kubelet's mount points are).
-     */
-    readonly uncovered: Map<string, bigint>
-  }
->()("@hostnode/test/DryRun/DryRunPlan") {
+export interface DryRunPlan {
+  readonly steps: Ref.Ref<ReadonlyArray<PlanStep>>
+  readonly record: (step: PlanStep) => Effect.Effect<void>
+  /** Mount ids detached so far (a lazy unmount takes the mounts below with it). */
+  readonly detached: Set<number>
+  /**
+   * Mount points a detach uncovered, with the device of the directory that
+   * now shows there: the directory of the file system underneath, which the
+   * dry run presents as empty (kubelet's mount points are).
+   */
+  readonly uncovered: Map<string, bigint>
+}
+
+const key = Context.Service<DryRunPlan>("@hostnode/test/DryRun/DryRunPlan")
+
+/** Documented where `DryRun.ts` exports it. */
+export const DryRunPlan: Context.Service<DryRunPlan, DryRunPlan> & {
   /** An empty plan. */
-  static readonly layer = Layer.effect(
-    DryRunPlan,
+  readonly layer: Layer.Layer<DryRunPlan>
+} = Object.assign(key, {
+  layer: Layer.effect(
+    key,
     Effect.gen(function* () {
       const steps = yield* Ref.make<ReadonlyArray<PlanStep>>([])
-      return DryRunPlan.of({
+      return key.of({
         steps,
         record: (step) => Ref.update(steps, (s) => [...s, step]),
         detached: new Set(),
@@ -44,7 +48,7 @@ export class DryRunPlan extends Context.Service<
       })
     })
   )
-}
+})
 
 /** Documented where `DryRun.ts` exports it. */
 export const steps: Effect.Effect<ReadonlyArray<PlanStep>, never, DryRunPlan> = Effect.flatMap(

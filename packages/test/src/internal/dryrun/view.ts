@@ -23,7 +23,7 @@ import {
 import type { DryRunPlan } from "./plan.ts"
 
 /** The overlay over `real`, and the reads through it. */
-export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan["Service"]) => {
+export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
   const overlay = new Map<string, Node>()
   const owner = processIds()
   const record = (action: string, target: string) => plan.record({ service: "FileSystem", action, target })
