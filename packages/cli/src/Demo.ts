@@ -177,7 +177,27 @@ export {
    *
    * @since 0.1.0
    */
-  DemoError
+  DemoError,
+  /**
+   * Why the demo stopped: a reason of {@link DemoError}.
+   *
+   * @since 0.3.0
+   */
+  DemoErrorReason,
+  /**
+   * Why: an operation of a step failed (the seeding, the successful upgrade or
+   * the repave returned an error).
+   *
+   * @since 0.3.0
+   */
+  OperationFailed,
+  /**
+   * Why: a step ended otherwise than the demo arranged (the upgrade made to
+   * fail succeeded).
+   *
+   * @since 0.3.0
+   */
+  UnexpectedOutcome
 } from "./internal/demo/report.ts"
 export type {
   /**

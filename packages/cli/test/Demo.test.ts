@@ -227,3 +227,25 @@ describe("Demo", () => {
     })
   })
 })
+
+describe("DemoError", () => {
+  it.effect("catchReason reaches each reason, with its own fields", () =>
+    Effect.gen(function* () {
+      const stop = (reason: Demo.DemoErrorReason) => Effect.fail(new Demo.DemoError({ step: "repave", reason }))
+      const failed = yield* stop(new Demo.OperationFailed({ detail: "ResetError: kept 1 path" })).pipe(
+        Effect.as(""),
+        Effect.catchReason("DemoError", "OperationFailed", (reason, error) =>
+          Effect.succeed(`${error.step}: ${reason.detail}`)
+        )
+      )
+      assert.strictEqual(failed, "repave: ResetError: kept 1 path")
+      const odd = yield* stop(new Demo.UnexpectedOutcome({ detail: "the upgrade succeeded" })).pipe(
+        Effect.as(""),
+        Effect.catchReason("DemoError", "UnexpectedOutcome", (_reason, error) => Effect.succeed(error.message))
+      )
+      assert.strictEqual(odd, 'demo step "repave": unexpected outcome: the upgrade succeeded')
+      // @ts-expect-error: DemoError has no reason of that name
+      Effect.catchReason("DemoError", "NoSuchReason", () => Effect.void)
+    })
+  )
+})

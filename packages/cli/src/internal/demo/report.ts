@@ -44,12 +44,37 @@ export interface DemoReport {
 }
 
 /** Documented where `Demo.ts` exports it. */
-export class DemoError extends Schema.TaggedError<DemoError>()("DemoError", {
-  step: Schema.String,
-  reason: Schema.Literals(["OperationFailed", "UnexpectedOutcome"]),
+export class OperationFailed extends Schema.TaggedError<OperationFailed>()("OperationFailed", {
+  /** What the operation failed with. */
   detail: Schema.String
 }) {
   override get message(): string {
-    return `demo step ${JSON.stringify(this.step)}: ${this.reason === "OperationFailed" ? "an operation failed" : "unexpected outcome"}: ${this.detail}`
+    return `an operation failed: ${this.detail}`
+  }
+}
+
+/** Documented where `Demo.ts` exports it. */
+export class UnexpectedOutcome extends Schema.TaggedError<UnexpectedOutcome>()("UnexpectedOutcome", {
+  /** What happened instead of what the step expected. */
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `unexpected outcome: ${this.detail}`
+  }
+}
+
+/** Documented where `Demo.ts` exports it. */
+export const DemoErrorReason = Schema.Union([OperationFailed, UnexpectedOutcome])
+
+/** Documented where `Demo.ts` exports it. */
+export type DemoErrorReason = typeof DemoErrorReason.Type
+
+/** Documented where `Demo.ts` exports it. */
+export class DemoError extends Schema.TaggedError<DemoError>()("DemoError", {
+  step: Schema.String,
+  reason: DemoErrorReason
+}) {
+  override get message(): string {
+    return `demo step ${JSON.stringify(this.step)}: ${this.reason.message}`
   }
 }

@@ -51,7 +51,15 @@ import {
   webPod
 } from "./node.ts"
 import { captureImage, diffImages, exists, type Image, imageSize, listDir, mountsStrictlyBelow } from "./observe.ts"
-import { type Claim, DemoError, type DemoReport, type Step, type StepId } from "./report.ts"
+import {
+  type Claim,
+  DemoError,
+  type DemoReport,
+  OperationFailed,
+  type Step,
+  type StepId,
+  UnexpectedOutcome
+} from "./report.ts"
 
 /** What a step body produces; the runner adds the id, title and duration. */
 interface StepOutcome<A = undefined> {
@@ -80,7 +88,9 @@ const timed = <A, E, R>(
     const start = yield* Clock.monotonicTimeNanos
     const outcome = yield* body.pipe(
       Effect.mapError((e) =>
-        e instanceof DemoError ? e : new DemoError({ step: id, reason: "OperationFailed", detail: describeError(e) })
+        e instanceof DemoError
+          ? e
+          : new DemoError({ step: id, reason: new OperationFailed({ detail: describeError(e) }) })
       )
     )
     const end = yield* Clock.monotonicTimeNanos
@@ -222,8 +232,9 @@ const failedUpgrade = (hooks: Options) =>
     if (outcome._tag === "Success") {
       return yield* new DemoError({
         step: "upgrade-rollback",
-        reason: "UnexpectedOutcome",
-        detail: `the restart of ${FailingUnit} was made to fail, but the upgrade succeeded`
+        reason: new UnexpectedOutcome({
+          detail: `the restart of ${FailingUnit} was made to fail, but the upgrade succeeded`
+        })
       })
     }
     const failure = outcome.failure
