@@ -661,3 +661,21 @@ describe("UsageError", () => {
     })
   )
 })
+
+describe("refusals name the flag, keyed on the reason", () => {
+  it.effect("SnapshotError/HostRootMismatch says --allow-root-mismatch, not the library's option", () =>
+    Effect.gen(function* () {
+      const taken = yield* runCli(["--host-root", "/a", "snapshot", "take", "--dir", "/srv/s", "--path", "/etc/x"])
+      assert.strictEqual(taken.code, 0, taken.stderr.join("\n"))
+      const other = yield* runCli(["--host-root", "/b", "snapshot", "restore", "--dir", "/srv/s"])
+      assert.strictEqual(other.code, 2)
+      assert.include(other.stderr[0], "; pass --allow-root-mismatch if that is the same tree under another name")
+      assert.notInclude(other.stderr[0], "allowHostRootMismatch")
+      const json = yield* runJson(["--host-root", "/b", "snapshot", "restore", "--dir", "/srv/s"])
+      assert.strictEqual(json.doc.error._tag, "SnapshotError")
+      assert.strictEqual(json.doc.error.reason._tag, "HostRootMismatch")
+    }).pipe(
+      Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: { "/a/etc/x": "1", "/b/etc/x": "1" } }), cliEnvironment))
+    )
+  )
+})
