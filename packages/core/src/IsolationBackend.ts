@@ -233,7 +233,7 @@ export interface ContainerOptions {
   /**
    * The systemd of the container whose init is host process `pid`, made for
    * each question (`NodeContainer` gives `systemctl` through
-   * `nsenter -t <pid> -m -p`, `NodeSystemd.makeCommand` on a wrapped spawner).
+   * `nsenter -t <pid> -m -p`, `Systemd.makeCommand` on a wrapped spawner).
    */
   readonly systemdOf: (pid: number) => Effect.Effect<Systemd>
   /** The units that must all be active inside the container (default {@link DefaultHostUnits}). */

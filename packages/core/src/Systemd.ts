@@ -2,13 +2,17 @@
  * The `Systemd` service: what a node agent asks of the host's service manager.
  * This module holds the contract (interface, key, errors, how systemctl's
  * answers are classified) and `make`, which derives the service from a few
- * primitives. The implementations live elsewhere: over D-Bus or `systemctl`
- * in @hostnode/node (`NodeSystemd.layerDbus`, `NodeSystemd.layerCommand`),
- * the simulated and the recording ones in @hostnode/test.
+ * primitives, and the implementation that needs nothing but a spawner:
+ * `systemctl` through the `ChildProcessSpawner` in context (`layerCommand`,
+ * beside `Mounter.layerCommand`). The others live elsewhere: D-Bus and the
+ * spawners (Node's, `nsenter`, a long-lived shell) in @hostnode/node
+ * (`NodeSystemd`), the simulated and the recording ones in @hostnode/test.
  *
  * @since 0.1.0
  */
-import { Context, Effect, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Schema } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
+import * as HostCommand from "./HostCommand.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
 
@@ -452,3 +456,76 @@ export const classify = (exitCode: number, stderr: string, job?: JobFacts): Syst
   }
   return new Other(facts)
 }
+
+/**
+ * Options of {@link makeCommand} (and every layer over `systemctl`).
+ *
+ * @since 0.1.0
+ */
+export interface CommandOptions {
+  /**
+   * How long one systemctl call may take (default 3 minutes). A job that never
+   * finishes (a unit that never signals readiness) would otherwise block the
+   * agent until systemd's own timeout, if it has one.
+   */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/** `systemctl show`'s `Key=value` lines, by key. */
+const parseShow = (stdout: string): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const line of stdout.split("\n")) {
+    const eq = line.indexOf("=")
+    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1)
+  }
+  return out
+}
+
+/**
+ * The `Systemd` service that runs `systemctl` through the `ChildProcessSpawner`
+ * in context: argv arrays, `--` before unit names, stdout, stderr and the exit
+ * code read together, a non-zero exit classified with {@link classify}, a
+ * `systemctl` that cannot be run at all a `CommandUnavailable` reason, the
+ * time limit a `Timeout`. It needs only a spawner, so it lives here beside
+ * `Mounter.layerCommand`: the spawner decides where the commands run
+ * (`NodeSystemd.layer` gives Node's, `layerIn` one wrapped with `nsenter` for
+ * another machine's systemd, `MemoryNode` the simulated command line).
+ *
+ * @since 0.1.0
+ */
+export const makeCommand = (
+  options?: CommandOptions
+): Effect.Effect<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner>()
+    const timeout = Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3))
+    const systemctl = (verb: Verb, unit: string | undefined, args: ReadonlyArray<string>) => {
+      const fail = (reason: SystemdErrorReason) =>
+        Effect.fail(new SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) }))
+      return HostCommand.run("systemctl", args).pipe(
+        Effect.timeoutOrElse({
+          duration: timeout,
+          orElse: () => fail(new Timeout({ stderr: `systemctl did not finish within ${Duration.format(timeout)}` }))
+        }),
+        Effect.catchTag("CommandError", (e) => fail(new CommandUnavailable({ detail: e.message }))),
+        Effect.flatMap((o) => (o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(classify(o.exitCode, o.stderr)))),
+        Effect.provide(context)
+      )
+    }
+    return make({
+      job: (verb, unit) => Effect.asVoid(systemctl(verb, unit, [verb, "--", unit])),
+      daemonReload: Effect.asVoid(systemctl("daemon-reload", undefined, ["daemon-reload"])),
+      show: (unit, properties) =>
+        systemctl("show", unit, ["show", `--property=${properties.join(",")}`, "--", unit]).pipe(Effect.map(parseShow))
+    })
+  })
+
+/**
+ * {@link makeCommand} as a layer; requires the spawner the commands run
+ * through, as `Mounter.layerCommand` does for `umount`.
+ *
+ * @since 0.1.0
+ */
+export const layerCommand = (
+  options?: CommandOptions
+): Layer.Layer<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> => Layer.effect(Systemd, makeCommand(options))

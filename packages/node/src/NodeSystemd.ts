@@ -15,86 +15,32 @@
 import { NodeServices } from "@effect/platform-node"
 import { HostCommand, Systemd } from "@hostnode/core"
 import { Duration, Effect, Layer } from "effect"
-import type { ChildProcessSpawner } from "effect/process"
 import type * as DbusConnection from "./internal/DbusConnection.ts"
 import * as SystemdDbus from "./internal/SystemdDbus.ts"
 import * as ShellSession from "./ShellSession.ts"
 
 /**
- * Options of {@link makeCommand} (and every layer over `systemctl`).
+ * Options of the layers over `systemctl` (`Systemd.CommandOptions`).
  *
  * @since 0.3.0
  */
-export interface CommandOptions {
-  /**
-   * How long one systemctl call may take (default 3 minutes). A job that never
-   * finishes (a unit that never signals readiness) would otherwise block the
-   * agent until systemd's own timeout, if it has one.
-   */
-  readonly timeout?: Duration.Input | undefined
-}
-
-/** `systemctl show`'s `Key=value` lines, by key. */
-const parseShow = (stdout: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const line of stdout.split("\n")) {
-    const eq = line.indexOf("=")
-    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1)
-  }
-  return out
-}
+export type CommandOptions = Systemd.CommandOptions
 
 /**
- * The `Systemd` service that runs `systemctl` through the `ChildProcessSpawner`
- * in context: argv arrays, `--` before unit names, stdout, stderr and the exit
- * code read together, a non-zero exit classified with `Systemd.classify`, a
- * `systemctl` that cannot be run at all a `CommandUnavailable` reason. Because
- * the spawner comes from context, a spawner wrapped with `nsenter` drives
- * another machine's systemd unchanged (moved here from `Systemd.makeCommand`
- * in @hostnode/core).
+ * `Systemd.makeCommand`: the service over `systemctl` through the spawner in
+ * context. Named here too so this module's layers read as one family.
  *
  * @since 0.3.0
  */
-export const makeCommand = (
-  options?: CommandOptions
-): Effect.Effect<Systemd.Systemd, never, ChildProcessSpawner.ChildProcessSpawner> =>
-  Effect.gen(function* () {
-    const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner>()
-    const timeout = Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3))
-    const systemctl = (verb: Systemd.Verb, unit: string | undefined, args: ReadonlyArray<string>) => {
-      const fail = (reason: Systemd.SystemdErrorReason) =>
-        Effect.fail(new Systemd.SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) }))
-      return HostCommand.run("systemctl", args).pipe(
-        Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () =>
-            fail(new Systemd.Timeout({ stderr: `systemctl did not finish within ${Duration.format(timeout)}` }))
-        }),
-        Effect.catchTag("CommandError", (e) => fail(new Systemd.CommandUnavailable({ detail: e.message }))),
-        Effect.flatMap((o) =>
-          o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(Systemd.classify(o.exitCode, o.stderr))
-        ),
-        Effect.provide(context)
-      )
-    }
-    return Systemd.make({
-      job: (verb, unit) => Effect.asVoid(systemctl(verb, unit, [verb, "--", unit])),
-      daemonReload: Effect.asVoid(systemctl("daemon-reload", undefined, ["daemon-reload"])),
-      show: (unit, properties) =>
-        systemctl("show", unit, ["show", `--property=${properties.join(",")}`, "--", unit]).pipe(Effect.map(parseShow))
-    })
-  })
+export const makeCommand = Systemd.makeCommand
 
 /**
- * {@link makeCommand} as a layer; requires the spawner the commands run through
- * (as `NodeMounter.layerCommand` does for `umount`).
+ * `Systemd.layerCommand`: {@link makeCommand} as a layer, requiring the
+ * spawner the commands run through.
  *
  * @since 0.3.0
  */
-export const layerCommand = (
-  options?: CommandOptions
-): Layer.Layer<Systemd.Systemd, never, ChildProcessSpawner.ChildProcessSpawner> =>
-  Layer.effect(Systemd.Systemd, makeCommand(options))
+export const layerCommand = Systemd.layerCommand
 
 /**
  * This host's systemd.

@@ -4,7 +4,7 @@
  * them (`MemoryCommands` with the `systemctl`, `ip`, `iptables`, `mount` and
  * `umount` interpreters),
  * and the library's own services running over that command line:
- * `systemctl` as `NodeSystemd.layerCommand` runs it, `IsolationBackend.layerHost`, plus the simulated
+ * `systemctl` as `Systemd.layerCommand` runs it, `IsolationBackend.layerHost`, plus the simulated
  * `DnsResolvers` and the in-memory `LocalDnsFixture`. Code that runs against
  * `NodeHost.layer` in production runs unchanged against `MemoryNode.layer`.
  *
@@ -17,13 +17,12 @@
  *
  * @since 0.1.0
  */
-import { type Directory, DnsResolvers, IsolationBackend, type Mounter, type Systemd } from "@hostnode/core"
+import { type Directory, DnsResolvers, IsolationBackend, type Mounter, Systemd } from "@hostnode/core"
 import { Context, type Duration, Effect, type FileSystem, Layer, type Path } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import { ChildProcessSpawner } from "effect/process"
 import { reasonTag } from "./internal/errno.ts"
 import { admit, complete, type Journal } from "./internal/journal.ts"
-import * as SystemctlClient from "./internal/systemctlClient.ts"
 import type { LocalDnsFixture } from "./LocalDnsFixture.ts"
 import * as MemoryCommands from "./MemoryCommands.ts"
 import * as MemoryHost from "./MemoryHost.ts"
@@ -177,7 +176,7 @@ export const layer = (options: Options = {}): Layer.Layer<Services> => {
     })
   ).pipe(Layer.provideMerge(MemoryHost.layer(options)))
   const systemd = IsolationBackend.layerHost({ units: options.hostUnits }).pipe(
-    Layer.provideMerge(SystemctlClient.layer({ timeout: options.systemctlTimeout }))
+    Layer.provideMerge(Systemd.layerCommand({ timeout: options.systemctlTimeout }))
   )
   return Layer.mergeAll(
     systemd,

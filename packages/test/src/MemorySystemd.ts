@@ -3,9 +3,9 @@
  * states and processes, and a `systemctl` interpreter (for `MemoryCommands`)
  * that prints what systemctl 252 prints and exits with its codes. The
  * simulated host's `Systemd` service (`MemoryNode.layer`) runs `systemctl`
- * over that interpreter as `NodeSystemd.layerCommand` does, so the service
+ * over that interpreter as `Systemd.layerCommand` does, so the service
  * and the command line agree by construction (@hostnode/node's tests run
- * `NodeSystemd.layerCommand` itself over it too); the `MemorySystemd` service
+ * `Systemd.layerCommand` itself over it too); the `MemorySystemd` service
  * adds inspection (unit states, job history,
  * restart and daemon-reload counters) and fault injection.
  *

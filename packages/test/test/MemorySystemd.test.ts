@@ -1,7 +1,7 @@
 /**
  * The simulated systemd. The Systemd conformance suite (which a real systemd
  * 252 passes) runs against `MemoryNode`'s `Systemd` (systemctl run over the `systemctl`
- * interpreter, as `NodeSystemd.layerCommand` runs it); properties check `restartChanged` on the simulated host
+ * interpreter, as `Systemd.layerCommand` runs it); properties check `restartChanged` on the simulated host
  * (issue 5) and that the interpreter and the `Systemd` service over it agree
  * on every outcome; unit tests pin the systemctl texts and systemd behaviours
  * the simulation reproduces (load on demand, NeedDaemonReload, Restart=, the
