@@ -130,15 +130,31 @@ const sentence = (r: Told): string =>
   `${[factsOf(r).join(", "), textOf(r)].filter((part) => part !== "").join(": ")}${statusOf(r)}`
 
 /**
+ * What systemctl answered, on the reasons that come from an answer:
+ * `exitCode` is its exit code and `stderr` what it printed (over D-Bus: the
+ * exit code and sentence systemctl gives for systemd's answer).
+ */
+const answer = { exitCode: Schema.Number, stderr: Schema.String }
+
+/**
+ * The same where no client exit code may apply (the caller's own time limit,
+ * a lost connection): then `stderr` is the sentence saying what happened.
+ */
+const maybeAnswer = { exitCode: Schema.optionalKey(Schema.Number), stderr: Schema.String }
+
+/**
+ * What systemd said of the job, over D-Bus only: the finished job's result
+ * (`failed`, `timeout`, ...) and the unit's states after the failure.
+ */
+const jobFacts = { jobResult: Schema.optionalKey(Schema.String), status: Schema.optionalKey(UnitStatus) }
+
+/**
  * systemd has no such unit (systemctl exits 5, or says "not found" or "not loaded").
  *
  * @since 0.3.0
  */
 export class UnitNotFound extends Schema.TaggedError<UnitNotFound>()("UnitNotFound", {
-  /** systemctl's exit code (over D-Bus: the one systemctl gives for systemd's answer). */
-  exitCode: Schema.Number,
-  /** What systemctl printed on stderr (over D-Bus: the sentence it prints for systemd's answer). */
-  stderr: Schema.String
+  ...answer
 }) {
   override get message(): string {
     return sentence(this)
@@ -152,10 +168,7 @@ export class UnitNotFound extends Schema.TaggedError<UnitNotFound>()("UnitNotFou
  * @since 0.3.0
  */
 export class JobFailed extends Schema.TaggedError<JobFailed>()("JobFailed", {
-  /** systemctl's exit code (over D-Bus: the one systemctl gives for systemd's answer). */
-  exitCode: Schema.Number,
-  /** What systemctl printed on stderr (over D-Bus: the sentence it prints for systemd's answer). */
-  stderr: Schema.String,
+  ...answer,
   /** The finished job's result (`failed`, `canceled`, `dependency`, ...); over D-Bus only. */
   jobResult: Schema.optionalKey(Schema.String),
   /** The unit's states and how its main process last ended, after the failure; over D-Bus only. */
@@ -172,10 +185,7 @@ export class JobFailed extends Schema.TaggedError<JobFailed>()("JobFailed", {
  * @since 0.3.0
  */
 export class AccessDenied extends Schema.TaggedError<AccessDenied>()("AccessDenied", {
-  /** systemctl's exit code (over D-Bus: the one systemctl gives for systemd's answer). */
-  exitCode: Schema.Number,
-  /** What systemctl printed on stderr (over D-Bus: the sentence it prints for systemd's answer). */
-  stderr: Schema.String
+  ...answer
 }) {
   override get message(): string {
     return sentence(this)
@@ -188,10 +198,7 @@ export class AccessDenied extends Schema.TaggedError<AccessDenied>()("AccessDeni
  * @since 0.3.0
  */
 export class NotBooted extends Schema.TaggedError<NotBooted>()("NotBooted", {
-  /** systemctl's exit code (over D-Bus: the one systemctl gives when it cannot connect). */
-  exitCode: Schema.Number,
-  /** What systemctl printed on stderr (over D-Bus: the sentence it prints when it cannot connect). */
-  stderr: Schema.String
+  ...answer
 }) {
   override get message(): string {
     return sentence(this)
@@ -206,14 +213,8 @@ export class NotBooted extends Schema.TaggedError<NotBooted>()("NotBooted", {
  * @since 0.3.0
  */
 export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
-  /** systemctl's exit code; absent when the caller's own limit ran out. */
-  exitCode: Schema.optionalKey(Schema.Number),
-  /** What systemctl printed on stderr, or the sentence naming the limit that ran out. */
-  stderr: Schema.String,
-  /** The finished job's result; over D-Bus only. */
-  jobResult: Schema.optionalKey(Schema.String),
-  /** The unit's states after the failure; over D-Bus only. */
-  status: Schema.optionalKey(UnitStatus)
+  ...maybeAnswer,
+  ...jobFacts
 }) {
   override get message(): string {
     return sentence(this)
@@ -259,14 +260,8 @@ export class CommandUnavailable extends Schema.TaggedError<CommandUnavailable>()
  * @since 0.3.0
  */
 export class Other extends Schema.TaggedError<Other>()("Other", {
-  /** systemctl's exit code; absent when no client exit code applies (a lost connection). */
-  exitCode: Schema.optionalKey(Schema.Number),
-  /** What systemctl printed on stderr, or the sentence saying what happened. */
-  stderr: Schema.String,
-  /** The finished job's result; over D-Bus only. */
-  jobResult: Schema.optionalKey(Schema.String),
-  /** The unit's states after the failure; over D-Bus only. */
-  status: Schema.optionalKey(UnitStatus)
+  ...maybeAnswer,
+  ...jobFacts
 }) {
   override get message(): string {
     return sentence(this)
