@@ -11,10 +11,17 @@
  * afterwards cannot redirect it). A target that cannot be verified is
  * reported as such and left mounted.
  *
+ * The in-process `Mounter` (system calls through an FFI) is in @hostnode/node;
+ * {@link layerCommand}, which runs `umount` through the spawner in context,
+ * is here: it needs no more than a spawner, a FileSystem and the
+ * `Directories`.
+ *
  * @since 0.1.0
  */
-import { Context, type Effect, Schema } from "effect"
+import { Context, Effect, type FileSystem, Layer, Schema } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
 import type * as Directory from "./Directory.ts"
+import { classify, commandMounter } from "./internal/mounter/command.ts"
 
 /**
  * Why one target could not be unmounted, in errno terms (`EBUSY`, `EINVAL` for
@@ -128,3 +135,82 @@ export const below = (root: string, target: string): string | undefined => {
   if (target === root) return "/"
   return target.startsWith(`${root}/`) ? target.slice(root.length) : undefined
 }
+
+/**
+ * What util-linux `umount` printed for a target (`umount: <path>: ...`), read
+ * into errno terms (`EBUSY`, `EINVAL` for "not mounted", `ENOENT`, `EPERM`,
+ * else `EUNKNOWN` with the text): how {@link makeCommand} and
+ * `NodeMounter.makeIn`'s helper report a target umount refused.
+ *
+ * @since 0.3.0
+ */
+export const classifyUmount: (text: string) => { readonly errno: string; readonly message: string } = classify
+
+/**
+ * Options of {@link layerCommand}.
+ *
+ * @since 0.3.0
+ */
+export interface CommandOptions {
+  /**
+   * The mount table of the namespace the spawner's commands run in, read to
+   * tell which targets were unmounted (default `/proc/self/mountinfo`; for a
+   * spawner wrapped with `nsenter -t PID`, `/proc/PID/mountinfo`).
+   */
+  readonly mountInfo?: string | undefined
+  /** Most bytes of target arguments per `umount` process (default 64 KiB, far below ARG_MAX). */
+  readonly maxArgBytes?: number | undefined
+}
+
+/**
+ * The `Mounter` that runs `umount [-l] -c -- targets...` through the
+ * `ChildProcessSpawner` in context, many targets per process, in the
+ * namespace the spawner's commands run in. It is for a host where the
+ * in-process `Mounter` of @hostnode/node cannot load its FFI, and for another
+ * mount namespace through a spawner wrapped with `nsenter` (the kernel lets
+ * a process unmount only in its own mount namespace, and a threaded Node
+ * process cannot enter another). It needs no Node API: the spawner, the
+ * FileSystem and the `Directories` all come from context.
+ *
+ * What it can guarantee: before the commands run, each distinct target path
+ * is verified through the `Directories` in context, below the root handle,
+ * as the in-process layer does (resolved without following any link, its
+ * mount id compared with the table's; a stack is verified at its top and
+ * unmounted once per entry, top down); what fails verification is reported
+ * `Unverified` and not given to `umount`. What it cannot: `umount` is a
+ * process of its own and unmounts by path (`-c`: not canonicalised, but the
+ * kernel still follows links in it), so a link swapped into a parent between
+ * the check and the command can redirect that unmount. The operations read
+ * the table again after every pass, so such a detach is seen, not trusted.
+ *
+ * umount reports failures as text, so which targets were unmounted is
+ * decided from the mount table: for a path given k times, as many of its
+ * occurrences succeeded as its entries decreased; the others take the reason
+ * umount printed for that path (see {@link classifyUmount}).
+ *
+ * @since 0.3.0
+ */
+export const makeCommand: (
+  options?: CommandOptions
+) => Effect.Effect<
+  Mounter,
+  never,
+  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
+> = Effect.fn("Mounter.makeCommand")(function* (options) {
+  return yield* commandMounter(options)
+})
+
+/**
+ * The command-based `Mounter` (see {@link makeCommand}) as a layer: for a host
+ * without the FFI, or another mount namespace through an `nsenter`-wrapped
+ * spawner. The spawner, a FileSystem and the `Directories` come from context.
+ *
+ * @since 0.3.0
+ */
+export const layerCommand = (
+  options?: CommandOptions
+): Layer.Layer<
+  Mounter,
+  never,
+  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
+> => Layer.effect(Mounter, makeCommand(options))

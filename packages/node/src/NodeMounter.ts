@@ -10,12 +10,12 @@
  * take tens of milliseconds, where one `umount` process per mount takes
  * seconds.
  *
- * `layerCommand` runs `umount -l` through the spawner in context, many
- * targets per process: the path for another mount namespace (a spawner
- * wrapped with `nsenter`; the kernel lets a process unmount only in its own
- * mount namespace, and a threaded Node process cannot enter another), and
- * the fallback where the FFI cannot load. What it guarantees is weaker, and
- * said at {@link makeCommand}.
+ * `layerCommand` (core's `Mounter.layerCommand`, re-exported) runs `umount
+ * -l` through the spawner in context, many targets per process: the path for
+ * another mount namespace (a spawner wrapped with `nsenter`; the kernel lets
+ * a process unmount only in its own mount namespace, and a threaded Node
+ * process cannot enter another), and the fallback where the FFI cannot load.
+ * What it guarantees is weaker, and said at `Mounter.makeCommand`.
  *
  * @since 0.1.0
  */
@@ -23,7 +23,6 @@ import { type Directory, Mounter } from "@hostnode/core"
 import { Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { LibcUnavailable, load } from "./internal/libc.ts"
-import { commandMounter } from "./internal/mounter/command.ts"
 import { inProcessMounter } from "./internal/mounter/inProcess.ts"
 import { namespaceMounter } from "./internal/mounter/namespace.ts"
 
@@ -98,41 +97,17 @@ export const make: Effect.Effect<Mounter.Mounter, MounterUnavailable> = Effect.g
 export const layer: Layer.Layer<Mounter.Mounter, MounterUnavailable> = Layer.effect(Mounter.Mounter, make)
 
 /**
- * Options of {@link layerCommand}.
+ * Options of {@link layerCommand}: the same as `Mounter.CommandOptions`, kept
+ * here so {@link layerWithFallback} and existing callers read alike.
  *
  * @since 0.1.0
  */
-export interface CommandOptions {
-  /**
-   * The mount table of the namespace the spawner's commands run in, read to
-   * tell which targets were unmounted (default `/proc/self/mountinfo`; for a
-   * spawner wrapped with `nsenter -t PID`, `/proc/PID/mountinfo`).
-   */
-  readonly mountInfo?: string | undefined
-  /** Most bytes of target arguments per `umount` process (default 64 KiB, far below ARG_MAX). */
-  readonly maxArgBytes?: number | undefined
-}
+export type CommandOptions = Mounter.CommandOptions
 
 /**
- * The `Mounter` that runs `umount [-l] -c -- targets...` through the spawner
- * in context, many targets per process, in the namespace the spawner's
- * commands run in (`nsenter` for another one).
- *
- * What it can guarantee: before the commands run, each distinct target path
- * is verified through the `Directories` in context, below the root handle,
- * as the in-process layer does (resolved without following any link, its
- * mount id compared with the table's; a stack is verified at its top and
- * unmounted once per entry, top down); what fails verification is reported
- * `Unverified` and not given to `umount`. What it cannot: `umount` is a
- * process of its own and unmounts by path (`-c`: not canonicalised, but the
- * kernel still follows links in it), so a link swapped into a parent between
- * the check and the command can redirect that unmount. The operations read
- * the table again after every pass, so such a detach is seen, not trusted.
- *
- * umount reports failures as text, so which targets were unmounted is
- * decided from the mount table: for a path given k times, as many of its
- * occurrences succeeded as its entries decreased; the others take the reason
- * umount printed for that path.
+ * The command-based `Mounter`: the same as `Mounter.makeCommand` (in
+ * @hostnode/core since 0.3.0, where what it guarantees is said), kept here
+ * so {@link layerWithFallback} and existing callers read alike.
  *
  * @since 0.1.0
  */
@@ -142,22 +117,22 @@ export const makeCommand: (
   Mounter.Mounter,
   never,
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-> = Effect.fn("NodeMounter.makeCommand")(function* (options) {
-  return yield* commandMounter(options)
-})
+> = Mounter.makeCommand
 
 /**
- * The command-based `Mounter` (see {@link makeCommand}); requires a spawner, a FileSystem and the `Directories`.
+ * The command-based `Mounter` as a layer: the same as `Mounter.layerCommand`,
+ * kept here so {@link layerWithFallback} and existing callers read alike.
+ * Requires a spawner, a FileSystem and the `Directories`.
  *
  * @since 0.1.0
  */
-export const layerCommand = (
+export const layerCommand: (
   options?: CommandOptions
-): Layer.Layer<
+) => Layer.Layer<
   Mounter.Mounter,
   never,
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-> => Layer.effect(Mounter.Mounter, makeCommand(options))
+> = Mounter.layerCommand
 
 /**
  * The in-process `Mounter`, or the command-based one where the FFI cannot load.

@@ -14,7 +14,6 @@ import type { ChildProcessSpawner } from "effect/process"
 import type { InOptions } from "../../NodeMounter.ts"
 import { fdOf } from "../handles.ts"
 import type { Libc } from "../libc.ts"
-import { classify } from "./command.ts"
 import { unverified, verifyOne } from "./inProcess.ts"
 
 /** The mount ids in a table, or `undefined` when it cannot be read (the process is gone). */
@@ -121,12 +120,12 @@ export const namespaceMounter = Effect.fnUntraced(function* (c: Libc, pid: numbe
         const line = said.find((l) => l.startsWith(`umount: ${arg}: `))
         const why =
           line !== undefined
-            ? classify(line)
+            ? Mounter.classifyUmount(line)
             : spawnFailure !== undefined
               ? { errno: "ENOEXEC", message: `the unmount helper could not run: ${spawnFailure}` }
               : after === undefined
                 ? { errno: "ESRCH", message: `the container's mount table ${tablePath} is gone` }
-                : classify(said.join(" ").trim())
+                : Mounter.classifyUmount(said.join(" ").trim())
         results[i] = { _tag: "Failed", target: t.path, failure: { target: t.path, ...why } }
       }
       // Only the top of a stack was reachable: the rest is tried again once it is on top.

@@ -1,17 +1,20 @@
 /**
- * The command-based `Mounter` of `NodeMounter.layerCommand`: each target
+ * The command-based `Mounter` of `Mounter.layerCommand`: each target
  * verified through the `Directories` in context, then `umount [-l] -c --
  * targets...` through the spawner in context, many targets per process, and
  * which went decided from the mount table. Also the reading of util-linux's
- * messages (`classify`), which `makeIn`'s helper shares. Internal: the
- * public constructor and its guarantees are in `NodeMounter`.
+ * messages (`classify`, public as `Mounter.classifyUmount`), which
+ * `NodeMounter.makeIn`'s helper shares. Internal: the public constructor and
+ * its guarantees are in `Mounter`.
  *
  * @since 0.3.0
  */
-import { Directory, HostCommand, Mounter, MountInfo } from "@hostnode/core"
 import { Effect, type FileSystem } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import type { CommandOptions } from "../../NodeMounter.ts"
+import * as Directory from "../../Directory.ts"
+import * as HostCommand from "../../HostCommand.ts"
+import * as Mounter from "../../Mounter.ts"
+import * as MountInfo from "../../MountInfo.ts"
 
 // util-linux umount's messages for the failures a teardown meets.
 export const classify = (text: string): { readonly errno: string; readonly message: string } => {
@@ -51,8 +54,8 @@ const countByMountPoint = (table: MountInfo.MountTable): Map<string, number> => 
   return m
 }
 
-/** The command-based `Mounter` (see `NodeMounter.makeCommand`). */
-export const commandMounter = Effect.fnUntraced(function* (options: CommandOptions | undefined) {
+/** The command-based `Mounter` (see `Mounter.makeCommand`). */
+export const commandMounter = Effect.fnUntraced(function* (options: Mounter.CommandOptions | undefined) {
   const context = yield* Effect.context<
     ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
   >()
