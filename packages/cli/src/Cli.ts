@@ -185,7 +185,7 @@ export {
  *
  * @since 0.1.0
  */
-export const version = "0.2.0"
+export const version = "0.3.0"
 
 /**
  * Parses `argv` (without node and script) and runs the selected command.
