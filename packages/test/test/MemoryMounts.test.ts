@@ -339,3 +339,24 @@ describe("MemoryHost mounts", () => {
     runs
   )
 })
+
+describe("MemoryMounts.MountError", () => {
+  it.effect("catchReason reaches each reason: a bind below a file fails with Bind, naming its source", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const host = yield* MemoryHost.MemoryHost
+      yield* fs.makeDirectory("/src", { recursive: true })
+      yield* fs.writeFileString("/file", "")
+      const failing = host.bind("/src", "/file/below")
+      const source = yield* failing.pipe(
+        Effect.map(() => "bound"),
+        Effect.catchReason("MemoryHostMountError", "Bind", (reason, error) =>
+          Effect.succeed(`${reason.source} -> ${error.target}: ${reason.errno}`)
+        )
+      )
+      assert.match(source, /^\/src -> \/file\/below: E[A-Z]+$/)
+      // @ts-expect-error: MountError has no reason tagged "Overlay"
+      void failing.pipe(Effect.catchReason("MemoryHostMountError", "Overlay", () => Effect.void))
+    }).pipe(Effect.provide(MemoryHost.layer()))
+  )
+})

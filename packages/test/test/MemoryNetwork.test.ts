@@ -191,3 +191,21 @@ describe("what a real host can make the LocalDNS phases meet", () => {
     )
   )
 })
+
+describe("DnsServerError", () => {
+  it.effect("catchReason reaches its reason", () =>
+    Effect.gen(function* () {
+      const failing = Effect.fail(
+        new MemoryNetwork.DnsServerError({
+          reason: new MemoryNetwork.AddressNotAvailable({ address: "169.254.10.10" })
+        })
+      )
+      const address = yield* failing.pipe(
+        Effect.catchReason("MemoryDnsServerError", "AddressNotAvailable", (reason) => Effect.succeed(reason.address))
+      )
+      assert.strictEqual(address, "169.254.10.10")
+      // @ts-expect-error: DnsServerError has no reason tagged "Refused"
+      void failing.pipe(Effect.catchReason("MemoryDnsServerError", "Refused", () => Effect.void))
+    })
+  )
+})

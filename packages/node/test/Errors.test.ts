@@ -1,0 +1,50 @@
+/**
+ * The node layers' errors have the library's one shape: a tagged class whose
+ * `reason` is a tagged union of reason classes, so `Effect.catchReason`
+ * reaches each reason (and tsc refuses a reason the error does not have).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { NodeContainer, NodeDirectory, NodeMounter } from "@hostnode/node"
+import { Effect } from "effect"
+
+describe("the node layers' errors", () => {
+  it.effect("catchReason reaches each reason of ContainerError", () =>
+    Effect.gen(function* () {
+      const gone = Effect.fail(
+        new NodeContainer.ContainerError({
+          reason: new NodeContainer.NotFound({ pid: 4242, detail: "no process 4242" })
+        })
+      )
+      const pid = yield* gone.pipe(
+        Effect.catchReason("ContainerError", "NotFound", (reason) => Effect.succeed(reason.pid))
+      )
+      assert.strictEqual(pid, 4242)
+      // Another reason passes through as the ContainerError it is.
+      const other = yield* gone.pipe(
+        Effect.catchReason("ContainerError", "Unreachable", () => Effect.succeed(0)),
+        Effect.flip
+      )
+      assert.strictEqual(other.reason._tag, "NotFound")
+      // @ts-expect-error: ContainerError has no reason tagged "Timeout"
+      void gone.pipe(Effect.catchReason("ContainerError", "Timeout", () => Effect.void))
+    })
+  )
+
+  it.effect("catchReason reaches the FFI reasons of MounterUnavailable and DirectoryUnavailable", () =>
+    Effect.gen(function* () {
+      const mounter = Effect.fail(
+        new NodeMounter.MounterUnavailable({ reason: new NodeMounter.FfiUnavailable({ detail: "no libc.so.6" }) })
+      )
+      const dirs = Effect.fail(
+        new NodeDirectory.DirectoryUnavailable({ reason: new NodeDirectory.FfiUnavailable({ detail: "no koffi" }) })
+      )
+      const said = yield* Effect.all([
+        mounter.pipe(Effect.catchReason("MounterUnavailable", "FfiUnavailable", (r) => Effect.succeed(r.detail))),
+        dirs.pipe(Effect.catchReason("DirectoryUnavailable", "FfiUnavailable", (r) => Effect.succeed(r.detail)))
+      ])
+      assert.deepStrictEqual(said, ["no libc.so.6", "no koffi"])
+      // @ts-expect-error: MounterUnavailable has no reason tagged "NotFound"
+      void mounter.pipe(Effect.catchReason("MounterUnavailable", "NotFound", () => Effect.void))
+    })
+  )
+})
