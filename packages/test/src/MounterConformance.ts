@@ -12,7 +12,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Directory, Mounter, type MountInfo } from "@hostnode/core"
 import { Effect, FileSystem, type Layer } from "effect"
-import { skipping } from "./internal/skipping.ts"
+import { omitting } from "./internal/omitting.ts"
 import { MountFixture } from "./MountFixture.ts"
 
 const countAt = (table: MountInfo.MountTable, path: string): number => table.filter((e) => e.mountPoint === path).length
@@ -42,10 +42,10 @@ const setup = Effect.gen(function* () {
 export interface Options {
   /**
    * Tests that cannot apply to the implementation (a dry run's mounter), by
-   * title, each with the reason, shown in the skipped test's name. A title
-   * the suite does not have fails the suite.
+   * title, each with the reason; they are not registered (not skipped). A
+   * title the suite does not have, or an empty reason, fails the suite.
    */
-  readonly skip?: Readonly<Record<string, string>> | undefined
+  readonly omit?: Readonly<Record<string, string>> | undefined
 }
 
 /**
@@ -61,7 +61,7 @@ export const suite = (
   options?: Options
 ): void =>
   layer(hostLayer)(`Mounter conformance: ${name}`, (all) => {
-    const it = skipping(all, options?.skip)
+    const it = omitting(all, options?.omit)
     it.effect("unmounts a tmpfs and reports it", () =>
       Effect.gen(function* () {
         const { fx, fs, box, root, mounter } = yield* setup
