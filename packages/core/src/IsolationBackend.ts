@@ -10,8 +10,10 @@
  * @since 0.1.0
  */
 import { Context, Effect, FileSystem, Layer, Schema } from "effect"
+import { ChildProcessSpawner } from "effect/process"
 import { DefaultUnits } from "./AgentConfig.ts"
-import { Systemd, SystemdError } from "./Systemd.ts"
+import * as HostCommand from "./HostCommand.ts"
+import { makeCommand, Systemd, SystemdError } from "./Systemd.ts"
 import { UnitNameError } from "./UnitName.ts"
 
 /**
@@ -230,12 +232,6 @@ export type ContainerResolver = (slot: SlotRef) => Effect.Effect<number | undefi
 export interface ContainerOptions {
   /** The slot's container (see {@link ContainerResolver}). */
   readonly resolve: ContainerResolver
-  /**
-   * The systemd of the container whose init is host process `pid`, made for
-   * each question (`NodeContainer` gives `systemctl` through
-   * `nsenter -t <pid> -m -p`, `Systemd.makeCommand` on a wrapped spawner).
-   */
-  readonly systemdOf: (pid: number) => Effect.Effect<Systemd>
   /** The units that must all be active inside the container (default {@link DefaultHostUnits}). */
   readonly units?: ReadonlyArray<string> | undefined
 }
@@ -243,9 +239,10 @@ export interface ContainerOptions {
 /**
  * The backend of the mode that runs the node stack in a container: a slot's
  * stack is up when its container's init is alive and every node unit is
- * active in the container's own systemd (asked through `systemdOf(pid)`;
- * `/proc` is read through the FileSystem in context, which must see this
- * host's). A slot whose container is gone, before the question or while it
+ * active in the container's own systemd (asked with `systemctl` through
+ * `nsenter -t <pid> -m -p` on the spawner in context: `Systemd.makeCommand`
+ * on a wrapped spawner; `/proc` is read through the FileSystem in context,
+ * which must see this host's). A slot whose container is gone, before the question or while it
  * is asked, is `false`, not an error: that is the answer a caller deciding
  * whether to start it needs. A live container whose systemd cannot be asked
  * is an {@link IsolationError} naming the slot and the pid.
@@ -254,7 +251,8 @@ export interface ContainerOptions {
  */
 export const makeContainer = (options: ContainerOptions) =>
   Effect.gen(function* () {
-    const context = yield* Effect.context<FileSystem.FileSystem>()
+    const context = yield* Effect.context<FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner>()
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
     const units = options.units ?? DefaultHostUnits
     const running = (slot: SlotRef) =>
       Effect.gen(function* () {
@@ -262,7 +260,12 @@ export const makeContainer = (options: ContainerOptions) =>
         if (pid === undefined) return false
         const before = yield* processStat(pid)
         if (before === undefined) return false
-        const systemd = yield* options.systemdOf(pid)
+        const systemd = yield* makeCommand().pipe(
+          Effect.provideService(
+            ChildProcessSpawner.ChildProcessSpawner,
+            HostCommand.wrapSpawner(spawner, HostCommand.nsenterPrefix(pid))
+          )
+        )
         const states = yield* Effect.result(Effect.forEach(units, (u) => systemd.isActive(u)))
         if (states._tag === "Success") return states.success.every((s) => s === "active")
         // Gone while it was asked (the same process no longer there): not up, not an error.
@@ -275,10 +278,12 @@ export const makeContainer = (options: ContainerOptions) =>
 
 /**
  * The container-mode backend as a layer (see {@link makeContainer});
- * requires a FileSystem that sees this host's `/proc`.
+ * requires a FileSystem that sees this host's `/proc` and the spawner the
+ * container's `systemctl` runs through (wrapped with `nsenter`).
  *
  * @since 0.2.0
  */
 export const layerContainer = (
   options: ContainerOptions
-): Layer.Layer<IsolationBackend, never, FileSystem.FileSystem> => Layer.effect(IsolationBackend, makeContainer(options))
+): Layer.Layer<IsolationBackend, never, FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner> =>
+  Layer.effect(IsolationBackend, makeContainer(options))

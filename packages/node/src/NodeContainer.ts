@@ -34,7 +34,6 @@
 import { NodeServices } from "@effect/platform-node"
 import { HostCommand, HostPath, IsolationBackend } from "@hostnode/core"
 import { Effect, FileSystem, Layer, Schema } from "effect"
-import { ChildProcessSpawner } from "effect/process"
 import * as NodeDirectory from "./NodeDirectory.ts"
 import * as NodeDns from "./NodeDns.ts"
 import * as NodeHashing from "./NodeHashing.ts"
@@ -300,16 +299,8 @@ export const layer = (target: Target, options?: Options): Layer.Layer<Services, 
                 now !== undefined && now.startTime === stat.startTime ? pid : undefined
               ).pipe(Effect.provide(NodeServices.layer))
           : target.resolve
-      // The container's systemd, asked with systemctl through `nsenter -t <pid> -m -p` on this host's spawner.
-      const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-      const systemdOf = (pid: number) =>
-        NodeSystemd.makeCommand().pipe(
-          Effect.provideService(
-            ChildProcessSpawner.ChildProcessSpawner,
-            HostCommand.wrapSpawner(spawner, HostCommand.nsenterPrefix(pid))
-          )
-        )
-      const backend = IsolationBackend.layerContainer({ resolve, systemdOf, units: options?.units })
+      // The container's systemd is asked with systemctl through `nsenter -t <pid> -m -p` on this host's spawner.
+      const backend = IsolationBackend.layerContainer({ resolve, units: options?.units })
       const services = Layer.mergeAll(
         mounter,
         directories,
