@@ -18,56 +18,38 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
       const view = makeView(yield* FileSystem.FileSystem, yield* DryRunPlan)
       const writes = makeWrites(view)
       const { copy } = makeCopy(view, writes)
-      const { real, access, lstat, stat, readDirectory, readDirectoryEntries, readBytes, readLink, realPath } = view
-      const {
-        open,
-        writeFile,
-        remove,
-        makeDirectory,
-        rename,
-        symlink,
-        link,
-        makeTempDirectoryAs,
-        makeTempFileAs,
-        removeScoped,
-        truncate,
-        copyFile,
-        chmod,
-        chown,
-        utimes
-      } = writes
       return FileSystem.make({
-        access,
-        lstat,
-        stat,
-        readDirectory,
-        readDirectoryEntries,
-        readFile: readBytes,
-        readLink,
-        realPath,
-        open,
-        writeFile,
-        remove,
-        makeDirectory,
-        rename,
-        symlink,
-        chmod,
-        chown,
-        makeTempDirectory: makeTempDirectoryAs("makeTempDirectory"),
+        access: view.access,
+        lstat: view.lstat,
+        stat: view.stat,
+        readDirectory: view.readDirectory,
+        readDirectoryEntries: view.readDirectoryEntries,
+        readFile: view.readBytes,
+        readLink: view.readLink,
+        realPath: view.realPath,
+        open: writes.open,
+        writeFile: writes.writeFile,
+        remove: writes.remove,
+        makeDirectory: writes.makeDirectory,
+        rename: writes.rename,
+        symlink: writes.symlink,
+        chmod: writes.chmod,
+        chown: writes.chown,
+        makeTempDirectory: writes.makeTempDirectoryAs("makeTempDirectory"),
         makeTempDirectoryScoped: (options) =>
-          Effect.acquireRelease(makeTempDirectoryAs("makeTempDirectoryScoped")(options), removeScoped),
-        makeTempFile: makeTempFileAs("makeTempFile"),
+          Effect.acquireRelease(writes.makeTempDirectoryAs("makeTempDirectoryScoped")(options), writes.removeScoped),
+        makeTempFile: writes.makeTempFileAs("makeTempFile"),
         makeTempFileScoped: (options) =>
-          Effect.acquireRelease(makeTempFileAs("makeTempFileScoped")(options), (file) =>
-            removeScoped(HostPath.dirname(file))
+          Effect.acquireRelease(writes.makeTempFileAs("makeTempFileScoped")(options), (file) =>
+            writes.removeScoped(HostPath.dirname(file))
           ),
-        truncate,
-        copyFile,
+        truncate: writes.truncate,
+        copyFile: writes.copyFile,
         copy,
-        link,
-        utimes,
+        link: writes.link,
+        utimes: writes.utimes,
         // Events of the host only: nothing happens on the overlay's own files.
-        watch: (path, options) => real.watch(path, options)
+        watch: (path, options) => view.real.watch(path, options)
       })
     })
   )
