@@ -47,8 +47,7 @@ export interface MemoryHandle extends Directory.Handle {
 export const frameOf = (h: Directory.Handle): MemoryHandle | undefined =>
   typeof (h as Partial<MemoryHandle>).frame === "object" ? (h as MemoryHandle) : undefined
 
-const childFull = (dir: string, name: Uint8Array): string =>
-  dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
+const childFull = Directory.childPath
 
 class Refused {
   readonly code: ErrnoCode

@@ -47,8 +47,7 @@ export const logKept = (kept: Kept): Effect.Effect<void> =>
   )
 
 /** `name` below the full path `dir` (lossless string forms). */
-export const fullChild = (dir: string, name: FileName.Bytes): string =>
-  dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
+export const fullChild = Directory.childPath
 
 /** Records and logs a kept path; false: it is not gone. */
 export const keep = (acc: Acc, kept: Kept): Effect.Effect<boolean> =>

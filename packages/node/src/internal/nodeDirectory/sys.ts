@@ -9,7 +9,7 @@
  *
  * @since 0.3.0
  */
-import { Directory, FileName } from "@hostnode/core"
+import { Directory } from "@hostnode/core"
 import { Effect } from "effect"
 import type { FdHandle } from "../handles.ts"
 import { constants, describeErrno, type Libc } from "../libc.ts"
@@ -58,8 +58,7 @@ export const error = (sys: Sys, operation: string, path: string): Directory.Dire
   fromErrno(operation, path, lastErrno(sys))
 
 /** `name` below the full path `dir` (lossless string forms). */
-export const childFull = (dir: string, name: Uint8Array): string =>
-  dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
+export const childFull: (dir: string, name: Uint8Array) => string = Directory.childPath
 
 /** The real layer's view of a handle. */
 export const fdOf = (h: Directory.Handle): FdHandle => h as FdHandle

@@ -34,8 +34,7 @@ export const layerDirectoriesWith = (
       const tableRoot = options?.tableRoot ?? "/"
       type PathHandle = Directory.Handle & { readonly table: MountInfo.MountTable }
       const asPath = (h: Directory.Handle) => h as PathHandle
-      const child = (dir: string, name: Uint8Array) =>
-        dir === "/" ? `/${FileName.decode(name)}` : `${dir}/${FileName.decode(name)}`
+      const child = Directory.childPath
       const error = (operation: string, path: string) => (e: PlatformError.PlatformError) => {
         const code = (e.reason.cause as { readonly code?: unknown } | undefined)?.code
         const errno =
