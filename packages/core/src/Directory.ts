@@ -34,6 +34,8 @@ import { Context, type Effect, type Scope } from "effect"
 import type * as FileName from "./FileName.ts"
 import type { DirectoryError } from "./internal/directory/errors.ts"
 import { derive } from "./internal/directory/resolve.ts"
+import type { Identity, Program } from "./internal/programs/ops.ts"
+import type { Limits, RemoveResult } from "./internal/programs/removeTree.ts"
 
 /**
  * What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`).
@@ -131,6 +133,14 @@ export {
    * @since 0.3.0
    */
   errnoOf,
+  /**
+   * A call that did not return within its timeout or the operation's
+   * deadline (a dead or stalled file system): abandoned; `call` and `seconds`
+   * say which and how long it was waited for.
+   *
+   * @since 0.4.0
+   */
+  Hung,
   /**
    * A name or path the kernel would refuse (`ENAMETOOLONG`, `EINVAL`), refused before anything is looked at.
    *
@@ -439,7 +449,44 @@ export interface Primitives {
         components: ReadonlyArray<FileName.Bytes>,
         options: { readonly noSymlinks: boolean }
       ) => Effect.Effect<{ readonly handle: Handle; readonly path: string } | undefined, DirectoryError, Scope.Scope>)
+    | undefined /**
+   * The identity of `name` in `dir` (not followed), or of `dir`: type,
+   * device, inode and mount id, read without asking the file system for
+   * fresh attributes (`statx(AT_STATX_DONT_SYNC)`), so a dead file system is
+   * never asked. Optional: {@link make} derives it from `stat`.
+   */
+  readonly identify?: ((dir: Handle, name?: FileName.Bytes) => Effect.Effect<Identity, DirectoryError>) | undefined
+  /**
+   * Holds the node at `components` below `root` (`openat2(RESOLVE_BENEATH |
+   * RESOLVE_NO_SYMLINKS)` with `O_PATH`): a link anywhere is `SymbolicLink`,
+   * a non-directory before the last component `NotADirectory`; the last may
+   * be anything. Optional: {@link make} walks with `openPath` and `identify`.
+   */
+  readonly openBeneath?:
+    | ((
+        root: Handle,
+        components: ReadonlyArray<FileName.Bytes>
+      ) => Effect.Effect<{ readonly handle: Handle; readonly identity: Identity }, DirectoryError, Scope.Scope>)
     | undefined
+  /**
+   * Runs the removal walk (`Programs.removeTree`) in one step, where the
+   * layer can (the real one, in its helper process). Optional: {@link make}
+   * runs the same program over the primitives.
+   */
+  readonly removeTree?:
+    | ((dir: Handle, name: FileName.Bytes, path: string, options?: RemoveTreeOptions) => Effect.Effect<RemoveResult>)
+    | undefined
+}
+
+/**
+ * Options of {@link Directories.removeTree}.
+ *
+ * @since 0.4.0
+ */
+export interface RemoveTreeOptions {
+  /** Log each removed path at debug as it goes (default false: counted, and reported up to the limits). */
+  readonly events?: boolean | undefined
+  readonly limits?: Limits | undefined
 }
 
 /**
@@ -447,7 +494,29 @@ export interface Primitives {
  *
  * @since 0.2.0
  */
-export interface Directories extends Omit<Primitives, "resolveDirectory" | "unlinkAll"> {
+export interface Directories
+  extends Omit<Primitives, "resolveDirectory" | "unlinkAll" | "identify" | "openBeneath" | "removeTree"> {
+  /** The identity of `name` in `dir`, or of `dir`, without asking the file system (see `Primitives.identify`). */
+  readonly identify: (dir: Handle, name?: FileName.Bytes) => Effect.Effect<Identity, DirectoryError>
+  /** Holds the node at `components` below `root`, no link followed (see `Primitives.openBeneath`). */
+  readonly openBeneath: (
+    root: Handle,
+    components: ReadonlyArray<FileName.Bytes>
+  ) => Effect.Effect<{ readonly handle: Handle; readonly identity: Identity }, DirectoryError, Scope.Scope>
+  /**
+   * Removes `name` of `dir` (full path `path`) with the removal walk
+   * (`Programs.removeTree`): never following a link or entering another
+   * mount, a bounded number of handles open; never fails, the result says
+   * what was removed and kept, and where a call hung.
+   */
+  readonly removeTree: (
+    dir: Handle,
+    name: FileName.Bytes,
+    path: string,
+    options?: RemoveTreeOptions
+  ) => Effect.Effect<RemoveResult>
+  /** Runs a program of handle operations (`Programs`) over this service, one primitive per operation. */
+  readonly run: <R>(program: Program<Handle, R>) => Effect.Effect<R>
   /** Unlinks each of `names` in `dir`, in order; for each, its error or `undefined` when it was removed. */
   readonly unlinkAll: (
     dir: Handle,

@@ -20,8 +20,10 @@
  */
 import { Context, Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import type * as Directory from "./Directory.ts"
+import * as Directory from "./Directory.ts"
+import * as FileName from "./FileName.ts"
 import { classify, commandMounter } from "./internal/mounter/command.ts"
+import { verifyMount } from "./internal/programs/verifyMount.ts"
 
 /**
  * Why one target could not be unmounted, in errno terms (`EBUSY`, `EINVAL` for
@@ -78,7 +80,10 @@ export interface Target {
 }
 
 /**
- * The outcome for one target: unmounted, refused by the kernel, or not verified (left mounted).
+ * The outcome for one target: unmounted, refused by the kernel, not verified
+ * (left mounted), or hung: a call of its verification or its unmount did not
+ * return within its deadline (`call`, `seconds`); it is left as it is and
+ * never tried again in the same operation.
  *
  * @since 0.1.0
  */
@@ -86,6 +91,13 @@ export type UnmountResult =
   | { readonly _tag: "Unmounted"; readonly target: string }
   | { readonly _tag: "Failed"; readonly target: string; readonly failure: UnmountFailure }
   | { readonly _tag: "Unverified"; readonly target: string; readonly reason: UnverifiedReason; readonly detail: string }
+  | {
+      readonly _tag: "Hung"
+      readonly target: string
+      readonly call: string
+      readonly seconds: number
+      readonly detail: string
+    }
 
 /**
  * Options of {@link Mounter.unmount}.
@@ -135,6 +147,57 @@ export const below = (root: string, target: string): string | undefined => {
   if (target === root) return "/"
   return target.startsWith(`${root}/`) ? target.slice(root.length) : undefined
 }
+
+/**
+ * Verifies `target` below `root` through the `Directories` in context, with
+ * the program every `Mounter` runs (`Programs.verifyMount`: held without
+ * following a link, the mount id compared without asking the file system):
+ * `undefined` when it leads to its mount (the handle is closed again), else
+ * the result to report. For a `Mounter` that detaches by other means (a
+ * command) and for the simulated and dry-run hosts.
+ *
+ * @since 0.4.0
+ */
+export const verify = (
+  root: Directory.Handle,
+  target: Target
+): Effect.Effect<Exclude<UnmountResult, { readonly _tag: "Unmounted" }> | undefined, never, Directory.Directories> =>
+  Effect.gen(function* () {
+    const rel = below(root.path, target.path)
+    if (rel === undefined) {
+      return {
+        _tag: "Unverified" as const,
+        target: target.path,
+        reason: "OutsideRoot" as const,
+        detail: `not below the host root ${root.path}`
+      }
+    }
+    const dirs = yield* Directory.Directories
+    // The driver closes what the program still holds when it ends: the verified handle too.
+    const outcome = yield* dirs.run(
+      verifyMount(root, { components: Directory.components(FileName.encode(rel)), mountId: target.mountId })
+    )
+    switch (outcome._tag) {
+      case "Verified":
+        return undefined
+      case "Unverified":
+        return { _tag: "Unverified" as const, target: target.path, reason: outcome.reason, detail: outcome.detail }
+      case "Failed":
+        return {
+          _tag: "Failed" as const,
+          target: target.path,
+          failure: { target: target.path, errno: outcome.errno, message: outcome.message }
+        }
+      case "Hung":
+        return {
+          _tag: "Hung" as const,
+          target: target.path,
+          call: outcome.call,
+          seconds: outcome.seconds,
+          detail: outcome.detail
+        }
+    }
+  })
 
 /**
  * What util-linux `umount` printed for a target (`umount: <path>: ...`), read

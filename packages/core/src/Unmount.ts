@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import { Effect, type FileSystem, LogLevel, References, Schema } from "effect"
+import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import { Mounter, type UnmountResult } from "./Mounter.ts"
@@ -97,7 +98,7 @@ const mountsRemain = (prefixes: ReadonlyArray<string>, remaining: ReadonlyArray<
  *
  * @since 0.1.0
  */
-export interface Options extends HostPath.RootOptions {
+export interface Options extends HostPath.RootOptions, Deadline.Options {
   /**
    * Allow a prefix that is `/` or resolves to the host root itself (default
    * false): an empty variable or a stray `..` must not select every mount of
@@ -301,16 +302,20 @@ const run = Effect.fnUntraced(function* (
       )
     )
   const lastFailure = new Map<number, { errno: string; message: string }>()
+  // Mounts whose verification or unmount did not return: never tried again in this call.
+  const hung = new Set<number>()
   const unmounted: Array<UnmountedMount> = []
   // Thousands of unmounts make thousands of debug lines; building them costs
   // as much as the syscalls, so they are only built when debug is enabled.
   const debug = LogLevel.isGreaterThanOrEqualTo("Debug", yield* References.MinimumLogLevel)
   let passes = 0
   while (targets.length > 0) {
+    const todo = targets.filter((e) => !hung.has(e.id))
+    if (todo.length === 0) break
     passes++
     const results: ReadonlyArray<UnmountResult> = yield* mounter.unmount(
       rootHandle,
-      targets.map((e) => ({
+      todo.map((e) => ({
         path: HostPath.fromTablePath(root, e.mountPoint),
         mountId: e.id,
         tablePath: e.mountPoint
@@ -323,7 +328,7 @@ const run = Effect.fnUntraced(function* (
     const stuck = new Map<string, { readonly id: number; readonly errno: string; readonly message: string }>()
     for (let i = 0; i < results.length; i++) {
       const r = results[i] as UnmountResult
-      const e = targets[i] as MountInfo.MountEntry
+      const e = todo[i] as MountInfo.MountEntry
       const annotations = { mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id, pass: passes }
       if (r._tag === "Unmounted") {
         unmounted.push({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id })
@@ -333,6 +338,14 @@ const run = Effect.fnUntraced(function* (
         if (!stuck.has(e.mountPoint)) stuck.set(e.mountPoint, { id: e.id, ...r.failure })
         yield* Effect.logWarning(`unmount failed: ${r.failure.errno} ${r.failure.message}`).pipe(
           Effect.annotateLogs({ ...annotations, errno: r.failure.errno, detail: r.failure.message })
+        )
+      } else if (r._tag === "Hung") {
+        // Kept as it is: a file system that does not answer is not asked again.
+        hung.add(e.id)
+        lastFailure.set(e.id, { errno: "HUNG", message: `${r.call} did not return within ${r.seconds} s: ${r.detail}` })
+        if (!stuck.has(e.mountPoint)) stuck.set(e.mountPoint, { id: e.id, errno: "HUNG", message: r.detail })
+        yield* Effect.logWarning(`not unmounted: ${r.call} did not return within ${r.seconds} s: ${r.detail}`).pipe(
+          Effect.annotateLogs({ ...annotations, call: r.call, seconds: r.seconds })
         )
       } else if (r.reason === "Moved" && stuck.has(e.mountPoint)) {
         // Below a mount of the same stack that would not go: it is that failure that keeps it.
@@ -432,7 +445,7 @@ export const unmountBelow: (
 ) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter | Directory.Directories> = Effect.fn(
   "Unmount.unmountBelow"
 )(function* (prefixes, options) {
-  return yield* failIfAny(yield* run(prefixes, false, options))
+  return yield* failIfAny(yield* run(prefixes, false, options).pipe(Deadline.within(options?.deadline)))
 })
 
 /**
@@ -453,7 +466,7 @@ export const unmountBelowByPrefix: (
   MountInfo.MountInfoError | HostPath.HostPathError,
   FileSystem.FileSystem | Mounter | Directory.Directories
 > = Effect.fn("Unmount.unmountBelowByPrefix")(function* (prefixes, options) {
-  return (yield* run(prefixes, false, options)).report
+  return (yield* run(prefixes, false, options).pipe(Deadline.within(options?.deadline))).report
 })
 
 /**
@@ -471,5 +484,5 @@ export const unmountStrictlyBelow: (
 ) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter | Directory.Directories> = Effect.fn(
   "Unmount.unmountStrictlyBelow"
 )(function* (prefixes, options) {
-  return yield* failIfAny(yield* run(prefixes, true, options))
+  return yield* failIfAny(yield* run(prefixes, true, options).pipe(Deadline.within(options?.deadline)))
 })

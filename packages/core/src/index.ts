@@ -26,6 +26,12 @@ export * as ConfigFile from "./ConfigFile.ts"
  */
 export * as ConfSnap from "./ConfSnap.ts"
 /**
+ * When the calls of an operation must be over: every call ends by its timeout or the operation's deadline.
+ *
+ * @since 0.4.0
+ */
+export * as Deadline from "./Deadline.ts"
+/**
  * Work below a root through directory handles: list, stat, open, unlink, create and rename, never by path.
  *
  * @since 0.2.0

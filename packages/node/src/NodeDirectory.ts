@@ -1,35 +1,48 @@
 /**
  * The real `Directory.Directories`: every operation one system call on a
  * file descriptor (`openat`, `statx`, `getdents64`, `unlinkat`, `renameat2`,
- * ...) through koffi, names passed and returned as bytes. Directories are
- * opened `O_DIRECTORY | O_NOFOLLOW`, files `O_NOFOLLOW | O_NONBLOCK` (a FIFO
- * planted at a name cannot hang an open), nodes held for their identity
- * `O_PATH`. Mount ids come from `statx(STATX_MNT_ID)`, or from
- * `/proc/self/fdinfo/<fd>` on kernels older than 5.8. A name that is not one
- * component (`.`, `..`, a `/` or a NUL in it, more than 255 bytes) is refused
- * before the system call (`InvalidName`), as the simulated host refuses it.
+ * ...), names passed and returned as bytes, made by a helper process so that
+ * no call on a host's files ever runs on the agent's event loop. Each call
+ * ends by its timeout or the operation's deadline (`Deadline`); one that
+ * does not return (a dead NFS server, a FUSE daemon that never answers) is
+ * abandoned and fails `Hung`, naming the call, the path and the seconds
+ * waited, and the next call gets a new helper.
  *
- * `layer` resolves paths with `openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`
- * where the kernel has it (5.6 and later), and learns where the result is
- * from `/proc/self/fd`; where it does not (`ENOSYS`), and in `layerWalk`,
- * resolution is core's walk from handle to handle. Both are race-free; the
- * tests run the conformance suite on both.
+ * Which calls can leave a helper stuck in the kernel: any that reaches a
+ * file system that does not answer: `open` of a directory or file on it,
+ * `statx` for fresh attributes, `getdents64`, `unlinkat`, `renameat2`,
+ * `fsync`, `syncfs`, reads and writes. A FUSE request the daemon has read
+ * waits uninterruptibly (not even `SIGKILL` ends it) until the daemon
+ * answers or dies. That is why the calls run in a process and not in a
+ * thread: a stuck thread would keep the agent itself from exiting, a stuck
+ * helper is killed, left behind (it ends when the kernel lets go, or with
+ * the agent: `PR_SET_PDEATHSIG`) and replaced.
  *
- * Boundary: the system calls and their errors (errnos are read and
- * classified here, never in core). What a path resolves to and what may be
- * removed is decided in @hostnode/core. The shared state and the errors are
- * in `internal/nodeDirectory/sys.ts`, `statx` decoding in `stat.ts`, files in
- * `file.ts`, `openat2` resolution in `openat2.ts`.
+ * What never asks a file system, and so cannot hang on one: identifying a
+ * node (`statx(AT_STATX_DONT_SYNC)`, the mount id), holding it `O_PATH`,
+ * refusing a child that is the root of another mount before opening it, and
+ * detaching a mount (`umount2(MNT_DETACH)`). The removal walk and the
+ * unmounts are built on those, so a dead volume is detached, or kept, never
+ * entered.
+ *
+ * Directories are opened `O_DIRECTORY | O_NOFOLLOW` (through an `O_PATH`
+ * descriptor that was checked first), files `O_NOFOLLOW | O_NONBLOCK` (a
+ * FIFO planted at a name cannot hang an open). A name that is not one
+ * component is refused before the call (`InvalidName`). `layer` resolves
+ * paths with `openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)` where the
+ * kernel has it; `layerWalk` with core's walk from handle to handle.
+ *
+ * Boundary: the calls and their errors (errnos are read and classified in
+ * the helper, never in core). What a path resolves to and what may be
+ * removed is decided in @hostnode/core.
  *
  * @since 0.2.0
  */
 import { Directory, FileName } from "@hostnode/core"
-import { Effect, Layer, Schema } from "effect"
-import { cString, emptyPath, type Libc, LibcUnavailable, load } from "./internal/libc.ts"
-import { openFile } from "./internal/nodeDirectory/file.ts"
-import { resolveDirectory } from "./internal/nodeDirectory/openat2.ts"
-import { statAt, typeOfDirent } from "./internal/nodeDirectory/stat.ts"
-import { badName, check, childFull, error, fdOf, makeSys, named, own } from "./internal/nodeDirectory/sys.ts"
+import type { Failure, Identity, RemoveResult } from "@hostnode/core/Programs"
+import { Effect, Layer, Schema, type Scope } from "effect"
+import * as Io from "./internal/io/client.ts"
+import { LibcUnavailable, load } from "./internal/libc.ts"
 
 /**
  * koffi's prebuilt binary, libc.so.6 or this architecture's system call
@@ -82,209 +95,420 @@ export interface Options {
   readonly openat2?: boolean | undefined
 }
 
-/** The service over libc: every primitive one system call on a descriptor. */
-const build = (c: Libc, options?: Options): Directory.Directories => {
-  const sys = makeSys(c)
-  const k = sys.k
+/** A failure of the helper as the `DirectoryError` of `operation` on `path`. */
+export const toDirectoryError = (f: Failure, operation: string, path: string): Directory.DirectoryError =>
+  new Directory.DirectoryError({
+    reason:
+      f.reason === "Hung"
+        ? new Directory.Hung({ call: f.call ?? operation, seconds: f.seconds ?? 0, detail: f.detail })
+        : f.reason === "OtherMount"
+          ? new Directory.OtherMount({ detail: f.detail })
+          : f.reason === "WrongType"
+            ? new Directory.WrongType({ ...(f.errno === undefined ? {} : { errno: f.errno }), detail: f.detail })
+            : f.errno === undefined
+              ? f.reason === "NotFound"
+                ? new Directory.NotFound({ detail: f.detail })
+                : new Directory.Other({ errno: "EIO", detail: f.detail })
+              : Directory.reasonOf(f.errno, f.detail),
+    operation,
+    path
+  })
 
-  const openRoot: Directory.Primitives["openRoot"] = (path) =>
-    Effect.suspend(() => {
-      // The decoded host root: trusted once, here; `/proc/<pid>/root` is meant to be followed.
-      const fd = c.openat(k.AT_FDCWD, cString(FileName.encode(path)), k.O_RDONLY | k.O_DIRECTORY | k.O_CLOEXEC, 0)
-      return fd < 0 ? Effect.fail(error(sys, "open", path)) : own(sys, fd, path, "open")
-    })
+/** A name that is not one component, refused before the call, as the simulated host refuses it. */
+const badName = (operation: string, path: string, name: Uint8Array): Directory.DirectoryError | undefined => {
+  const errno = Directory.nameProblem(name)
+  if (errno === undefined) return undefined
+  return new Directory.DirectoryError({
+    reason: new Directory.InvalidName({
+      errno,
+      detail:
+        errno === "ENAMETOOLONG"
+          ? `a name of ${name.length} bytes, more than ${Directory.NameMax}`
+          : "not a single path component (empty, `.`, `..`, or with a `/` or NUL byte)"
+    }),
+    operation,
+    path
+  })
+}
 
-  const openDirectory: Directory.Primitives["openDirectory"] = (dir, name, opts) =>
-    Effect.suspend(() => {
-      const d = fdOf(dir)
-      const path = childFull(dir.path, name)
-      const bad = badName("openat", path, name)
-      if (bad !== undefined) return Effect.fail(bad)
-      const fd = c.openat(d.fd, cString(name), k.O_RDONLY | k.O_DIRECTORY | k.O_NOFOLLOW | k.O_CLOEXEC, 0)
-      if (fd < 0) return Effect.fail(error(sys, "openat", path))
-      return Effect.flatMap(own(sys, fd, path, "openat"), (h) =>
-        opts?.sameMount === true && h.mountId !== d.mountId
-          ? Effect.fail(
-              new Directory.DirectoryError({
-                reason: new Directory.OtherMount({
-                  detail: `the root of mount ${h.mountId}, not of mount ${d.mountId} it is in`
-                }),
-                operation: "openat",
-                path
-              })
-            )
-          : Effect.succeed(h)
-      )
-    })
+/** The service over a helper client (see the module comment). */
+export const build = (client: Io.Client, options?: Options): Directory.Directories => {
+  const useOpenat2 = options?.openat2 ?? true
 
-  const dotDot = cString(FileName.encode(".."))
+  /** One call: `op` on `handles`, its failure the `DirectoryError` of `operation` on `path`. */
+  const call = (
+    op: string,
+    handles: ReadonlyArray<Directory.Handle>,
+    args: (fds: ReadonlyArray<number>) => ReadonlyArray<unknown>,
+    operation: string,
+    path: string
+  ): Effect.Effect<unknown, Directory.DirectoryError> =>
+    client
+      .request(op, handles, args, { call: operation, path })
+      .pipe(Effect.mapError((f) => toDirectoryError(f, f.call ?? operation, path)))
 
-  const openParent: Directory.Primitives["openParent"] = (dir) =>
-    Effect.suspend(() => {
-      const path = dir.path === "/" ? "/" : dir.path.slice(0, Math.max(1, dir.path.lastIndexOf("/")))
-      const fd = c.openat(fdOf(dir).fd, dotDot, k.O_RDONLY | k.O_DIRECTORY | k.O_CLOEXEC, 0)
-      return fd < 0 ? Effect.fail(error(sys, "openat", `${dir.path}/..`)) : own(sys, fd, path, "openat")
-    })
+  const named = <A, R>(
+    operation: string,
+    names: ReadonlyArray<readonly [string, Uint8Array]>,
+    body: () => Effect.Effect<A, Directory.DirectoryError, R>
+  ): Effect.Effect<A, Directory.DirectoryError, R> => {
+    for (const [path, name] of names) {
+      const e = badName(operation, path, name)
+      if (e !== undefined) return Effect.fail(e)
+    }
+    return body()
+  }
 
-  const credentials: Directory.Primitives["credentials"] = Effect.sync(() => ({
-    uid: process.geteuid?.() ?? 0,
-    gid: process.getegid?.() ?? 0,
-    pid: process.pid
-  }))
-
-  const openPath: Directory.Primitives["openPath"] = (dir, name) =>
-    Effect.suspend(() => {
-      const path = childFull(dir.path, name)
-      const bad = badName("openat", path, name)
-      if (bad !== undefined) return Effect.fail(bad)
-      const fd = c.openat(fdOf(dir).fd, cString(name), k.O_PATH | k.O_NOFOLLOW | k.O_CLOEXEC, 0)
-      return fd < 0 ? Effect.fail(error(sys, "openat", path)) : own(sys, fd, path, "openat")
-    })
-
-  const list: Directory.Primitives["list"] = (dir) =>
-    Effect.suspend(() => {
-      const fd = fdOf(dir).fd
-      const out: Array<Directory.Entry> = []
-      // A directory's read offset belongs to the descriptor: every listing starts at the beginning.
-      if (c.lseek(fd, 0, 0) < 0) return Effect.fail(error(sys, "lseek", dir.path))
-      for (;;) {
-        const n = c.getdents64(fd, sys.direntBuf, sys.direntBuf.length)
-        if (n < 0) return Effect.fail(error(sys, "getdents64", dir.path))
-        if (n === 0) return Effect.succeed(out)
-        let off = 0
-        while (off < n) {
-          const reclen = (sys.direntBuf[off + 16] as number) | ((sys.direntBuf[off + 17] as number) << 8)
-          const type = sys.direntBuf[off + 18] as number
-          let end = off + 19
-          while (sys.direntBuf[end] !== 0) end++
-          const len = end - off - 19
-          const first = sys.direntBuf[off + 19]
-          const isDots = first === 0x2e && (len === 1 || (len === 2 && sys.direntBuf[off + 20] === 0x2e))
-          if (!isDots) out.push({ name: sys.direntBuf.slice(off + 19, end), type: typeOfDirent(type) })
-          off += reclen
-        }
-      }
-    })
-
-  const stat: Directory.Primitives["stat"] = (dir, name) =>
-    Effect.suspend(() => {
-      const bad = name === undefined ? undefined : badName("statx", childFull(dir.path, name), name)
-      if (bad !== undefined) return Effect.fail(bad)
-      const st = statAt(sys, fdOf(dir).fd, name === undefined ? undefined : cString(name))
-      return st === undefined
-        ? Effect.fail(error(sys, "statx", name === undefined ? dir.path : childFull(dir.path, name)))
-        : Effect.succeed(st)
-    })
-
-  const readLink: Directory.Primitives["readLink"] = (dir, name) =>
-    Effect.suspend(() => {
-      const bad = badName("readlinkat", childFull(dir.path, name), name)
-      if (bad !== undefined) return Effect.fail(bad)
-      const n = c.readlinkat(fdOf(dir).fd, cString(name), sys.linkBuf, sys.linkBuf.length)
-      return n < 0
-        ? Effect.fail(error(sys, "readlinkat", childFull(dir.path, name)))
-        : Effect.succeed(sys.linkBuf.slice(0, n))
-    })
-
-  const unlink: Directory.Primitives["unlink"] = (dir, name, opts) =>
-    Effect.suspend(() =>
-      named("unlinkat", [[childFull(dir.path, name), name]], () =>
-        check(
-          sys,
-          c.unlinkat(fdOf(dir).fd, cString(name), opts?.directory === true ? k.AT_REMOVEDIR : 0),
-          "unlinkat",
-          childFull(dir.path, name)
-        )
-      )
+  /**
+   * A handle for what `open` opened (`where` names it; `undefined`: nothing
+   * was opened), closed with the scope. The call may be interrupted (an
+   * operation's timeout); what it opened then is closed when its answer comes.
+   */
+  const own = <A>(
+    open: Effect.Effect<unknown, Directory.DirectoryError>,
+    where: (r: unknown) => { readonly fd: number; readonly mountId: number; readonly path: string } | undefined,
+    root: boolean,
+    done: (h: Io.IoHandle | undefined, r: unknown) => A
+  ): Effect.Effect<A, Directory.DirectoryError, Scope.Scope> =>
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.flatMap(Effect.interruptible(open), (r): Effect.Effect<readonly [Io.IoHandle | undefined, unknown]> => {
+          const w = where(r)
+          if (w === undefined) return Effect.succeed([undefined, r] as const)
+          return Effect.map(
+            root ? client.root(w.fd, w.mountId, w.path) : Effect.succeed(client.handle(w.fd, w.mountId, w.path)),
+            (h) => [h, r] as const
+          )
+        }),
+        ([h]: readonly [Io.IoHandle | undefined, unknown]) => (h === undefined ? Effect.void : client.release(h))
+      ),
+      ([h, r]) => done(h, r)
     )
 
+  /** The handle of an answer `{ fd, mountId }` or `{ fd, identity }` at `path`. */
+  const at =
+    (path: string) =>
+    (r: unknown): { readonly fd: number; readonly mountId: number; readonly path: string } => {
+      const o = r as { readonly fd: number; readonly mountId?: number; readonly identity?: Identity }
+      return { fd: o.fd, mountId: o.mountId ?? o.identity?.mountId ?? -1, path }
+    }
+  const handleOf = (h: Io.IoHandle | undefined): Directory.Handle => h as Io.IoHandle
+
+  const openRoot: Directory.Primitives["openRoot"] = (path) =>
+    own(
+      call("openRoot", [], () => [FileName.encode(path)], "open", path),
+      at(path),
+      true,
+      handleOf
+    )
+
+  const openDirectory: Directory.Primitives["openDirectory"] = (dir, name, opts) => {
+    const path = Directory.childPath(dir.path, name)
+    return named("openat", [[path, name]], () =>
+      own(
+        call("openDirectory", [dir], ([fd]) => [fd, name, opts?.sameMount === true], "openat", path),
+        at(path),
+        false,
+        handleOf
+      )
+    )
+  }
+
+  const openParent: Directory.Primitives["openParent"] = (dir) => {
+    const path = dir.path === "/" ? "/" : dir.path.slice(0, Math.max(1, dir.path.lastIndexOf("/")))
+    return own(
+      call("openParent", [dir], ([fd]) => [fd], "openat", `${dir.path}/..`),
+      at(path),
+      false,
+      handleOf
+    )
+  }
+
+  // The helper's: locks are taken by it, so it is the process another one sees holding them.
+  // Asked of it (one round trip), so every call made before is done when this answers.
+  const credentials: Directory.Primitives["credentials"] = Effect.map(
+    Effect.option(client.request("credentials", [], () => [], { call: "getpid", path: "/" })),
+    (r) =>
+      r._tag === "Some"
+        ? (r.value as Directory.Credentials)
+        : { uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0, pid: process.pid }
+  )
+
+  const openPath: Directory.Primitives["openPath"] = (dir, name) => {
+    const path = Directory.childPath(dir.path, name)
+    return named("openat", [[path, name]], () =>
+      own(
+        call("openPath", [dir], ([fd]) => [fd, name], "openat", path),
+        at(path),
+        false,
+        handleOf
+      )
+    )
+  }
+
+  const list: Directory.Primitives["list"] = (dir) =>
+    call("list", [dir], ([fd]) => [fd], "getdents64", dir.path) as Effect.Effect<
+      ReadonlyArray<Directory.Entry>,
+      Directory.DirectoryError
+    >
+
+  const stat: Directory.Primitives["stat"] = (dir, name) => {
+    const path = name === undefined ? dir.path : Directory.childPath(dir.path, name)
+    const bad = name === undefined ? undefined : badName("statx", path, name)
+    if (bad !== undefined) return Effect.fail(bad)
+    return call("stat", [dir], ([fd]) => [fd, name ?? null], "statx", path) as Effect.Effect<
+      Directory.Stat,
+      Directory.DirectoryError
+    >
+  }
+
+  const identify: NonNullable<Directory.Primitives["identify"]> = (dir, name) => {
+    const path = name === undefined ? dir.path : Directory.childPath(dir.path, name)
+    const bad = name === undefined ? undefined : badName("statx", path, name)
+    if (bad !== undefined) return Effect.fail(bad)
+    return call("identify", [dir], ([fd]) => [fd, name ?? null], "statx", path) as Effect.Effect<
+      Identity,
+      Directory.DirectoryError
+    >
+  }
+
+  const openBeneath: NonNullable<Directory.Primitives["openBeneath"]> = (root, components) => {
+    const path = components.reduce((here: string, n) => Directory.childPath(here, n), root.path)
+    return own(
+      call("openBeneath", [root], ([fd]) => [fd, components], "openat2", path),
+      at(path),
+      false,
+      (h, r) => ({
+        handle: handleOf(h),
+        identity: (r as { readonly identity: Identity }).identity
+      })
+    )
+  }
+
+  const readLink: Directory.Primitives["readLink"] = (dir, name) => {
+    const path = Directory.childPath(dir.path, name)
+    return named(
+      "readlinkat",
+      [[path, name]],
+      () =>
+        call("readLink", [dir], ([fd]) => [fd, name], "readlinkat", path) as Effect.Effect<
+          FileName.Bytes,
+          Directory.DirectoryError
+        >
+    )
+  }
+
+  const unit = (e: Effect.Effect<unknown, Directory.DirectoryError>) => Effect.asVoid(e)
+
+  const unlink: Directory.Primitives["unlink"] = (dir, name, opts) => {
+    const path = Directory.childPath(dir.path, name)
+    const directory = opts?.directory === true
+    return named("unlinkat", [[path, name]], () =>
+      unit(call("unlink", [dir], ([fd]) => [fd, name, directory], directory ? "rmdir" : "unlinkat", path))
+    )
+  }
+
   const unlinkAll: NonNullable<Directory.Primitives["unlinkAll"]> = (dir, names) =>
-    Effect.sync(() => {
-      const fd = fdOf(dir).fd
-      const out: Array<Directory.DirectoryError | undefined> = []
-      for (const name of names) {
-        const bad = badName("unlinkat", childFull(dir.path, name), name)
-        if (bad !== undefined) out.push(bad)
-        else
-          out.push(c.unlinkat(fd, cString(name), 0) < 0 ? error(sys, "unlinkat", childFull(dir.path, name)) : undefined)
+    Effect.gen(function* () {
+      const out: Array<Directory.DirectoryError | undefined> = names.map((name) =>
+        badName("unlinkat", Directory.childPath(dir.path, name), name)
+      )
+      const good = names.filter((_, i) => out[i] === undefined)
+      if (good.length === 0) return out
+      const r = yield* Effect.result(call("unlinkAll", [dir], ([fd]) => [fd, good], "unlinkat", dir.path))
+      let k = 0
+      for (let i = 0; i < names.length; i++) {
+        if (out[i] !== undefined) continue
+        const path = Directory.childPath(dir.path, names[i] as Uint8Array)
+        if (r._tag === "Failure") {
+          out[i] = new Directory.DirectoryError({ reason: r.failure.reason, operation: r.failure.operation, path })
+        } else {
+          const f = (r.success as ReadonlyArray<Failure | null>)[k]
+          out[i] = f === null || f === undefined ? undefined : toDirectoryError(f, "unlinkat", path)
+        }
+        k++
       }
       return out
     })
 
-  const makeDirectory: Directory.Primitives["makeDirectory"] = (dir, name, permissions) =>
-    Effect.suspend(() =>
-      named("mkdirat", [[childFull(dir.path, name), name]], () =>
-        check(sys, c.mkdirat(fdOf(dir).fd, cString(name), permissions), "mkdirat", childFull(dir.path, name))
-      )
+  const makeDirectory: Directory.Primitives["makeDirectory"] = (dir, name, permissions) => {
+    const path = Directory.childPath(dir.path, name)
+    return named("mkdirat", [[path, name]], () =>
+      unit(call("mkdir", [dir], ([fd]) => [fd, name, permissions], "mkdirat", path))
     )
+  }
 
-  const symlink: Directory.Primitives["symlink"] = (dir, name, target) =>
-    Effect.suspend(() =>
-      named("symlinkat", [[childFull(dir.path, name), name]], () =>
-        // A NUL in the target would end it early: the link would lead somewhere else than asked.
-        target.includes(0)
-          ? Effect.fail(
-              new Directory.DirectoryError({
-                reason: new Directory.InvalidName({ errno: "EINVAL", detail: "the link's target contains a NUL byte" }),
-                operation: "symlinkat",
-                path: childFull(dir.path, name)
-              })
-            )
-          : check(
-              sys,
-              c.symlinkat(cString(target), fdOf(dir).fd, cString(name)),
-              "symlinkat",
-              childFull(dir.path, name)
-            )
-      )
-    )
-
-  const rename: Directory.Primitives["rename"] = (from, fromName, to, toName, opts) =>
-    Effect.suspend(() =>
-      named(
-        "renameat2",
-        [
-          [childFull(from.path, fromName), fromName],
-          [childFull(to.path, toName), toName]
-        ],
-        () =>
-          check(
-            sys,
-            c.renameat2(
-              fdOf(from).fd,
-              cString(fromName),
-              fdOf(to).fd,
-              cString(toName),
-              opts?.noReplace === true ? k.RENAME_NOREPLACE : 0
-            ),
-            "renameat2",
-            childFull(from.path, fromName)
+  const symlink: Directory.Primitives["symlink"] = (dir, name, target) => {
+    const path = Directory.childPath(dir.path, name)
+    return named("symlinkat", [[path, name]], () =>
+      // A NUL in the target would end it early: the link would lead somewhere else than asked.
+      target.includes(0)
+        ? Effect.fail(
+            new Directory.DirectoryError({
+              reason: new Directory.InvalidName({ errno: "EINVAL", detail: "the link's target contains a NUL byte" }),
+              operation: "symlinkat",
+              path
+            })
           )
-      )
+        : unit(call("symlink", [dir], ([fd]) => [fd, name, target], "symlinkat", path))
     )
+  }
 
-  const chown: Directory.Primitives["chown"] = (dir, name, uid, gid) =>
-    Effect.suspend(() =>
-      named("fchownat", name === undefined ? [] : [[childFull(dir.path, name), name]], () =>
-        check(
-          sys,
-          name === undefined
-            ? c.fchownat(fdOf(dir).fd, emptyPath, uid, gid, k.AT_EMPTY_PATH)
-            : c.fchownat(fdOf(dir).fd, cString(name), uid, gid, k.AT_SYMLINK_NOFOLLOW),
-          "fchownat",
-          name === undefined ? dir.path : childFull(dir.path, name)
+  const rename: Directory.Primitives["rename"] = (from, fromName, to, toName, opts) => {
+    const fromPath = Directory.childPath(from.path, fromName)
+    const toPath = Directory.childPath(to.path, toName)
+    return named(
+      "renameat2",
+      [
+        [fromPath, fromName],
+        [toPath, toName]
+      ],
+      () =>
+        unit(
+          call(
+            "rename",
+            [from, to],
+            ([f, t]) => [f, fromName, t, toName, opts?.noReplace === true],
+            "renameat2",
+            fromPath
+          )
         )
-      )
     )
+  }
+
+  const chown: Directory.Primitives["chown"] = (dir, name, uid, gid) => {
+    const path = name === undefined ? dir.path : Directory.childPath(dir.path, name)
+    return named("fchownat", name === undefined ? [] : [[path, name]], () =>
+      unit(call("chown", [dir], ([fd]) => [fd, name ?? null, uid, gid], "fchownat", path))
+    )
+  }
 
   const chmod: Directory.Primitives["chmod"] = (dir, mode) =>
-    Effect.suspend(() => check(sys, c.fchmod(fdOf(dir).fd, mode), "fchmod", dir.path))
+    unit(call("chmod", [dir], ([fd]) => [fd, mode], "fchmod", dir.path))
 
-  const sync: Directory.Primitives["sync"] = (dir) =>
-    Effect.suspend(() => check(sys, c.fsync(fdOf(dir).fd), "fsync", dir.path))
+  const sync: Directory.Primitives["sync"] = (dir) => unit(call("fsync", [dir], ([fd]) => [fd], "fsync", dir.path))
 
   const syncFileSystem: Directory.Primitives["syncFileSystem"] = (dir) =>
-    Effect.suspend(() => check(sys, c.syncfs(fdOf(dir).fd), "syncfs", dir.path))
+    unit(call("syncfs", [dir], ([fd]) => [fd], "syncfs", dir.path))
+
+  const resolveDirectory: NonNullable<Directory.Primitives["resolveDirectory"]> = (root, names, opts) => {
+    if (!useOpenat2) return Effect.succeed(undefined)
+    const joined = new Uint8Array(names.reduce((n, x) => n + x.length + 1, 0))
+    let end = 0
+    for (const x of names) {
+      joined.set(x, end)
+      end += x.length
+      joined[end++] = 0x2f
+    }
+    const path = joined.subarray(0, Math.max(0, end - 1))
+    // `null`: no openat2 here, or it ended outside the root: the walk decides.
+    return own(
+      call(
+        "resolveDirectory",
+        [root],
+        ([fd]) => [fd, path, opts.noSymlinks],
+        "openat2",
+        Directory.childPath(root.path, path)
+      ),
+      (r) => {
+        if (r === null) return undefined
+        const o = r as { readonly fd: number; readonly mountId: number; readonly below: string }
+        const full = root.path === "/" ? o.below : o.below === "/" ? root.path : `${root.path}${o.below}`
+        return { fd: o.fd, mountId: o.mountId, path: full }
+      },
+      false,
+      (h, r) =>
+        h === undefined ? undefined : { handle: h as Directory.Handle, path: (r as { readonly below: string }).below }
+    )
+  }
+
+  const openFile: Directory.Primitives["openFile"] = (dir, name, opts) => {
+    const path = Directory.childPath(dir.path, name)
+    return named("openat", [[path, name]], () =>
+      Effect.acquireRelease(
+        Effect.interruptible(
+          call(
+            "openFile",
+            [dir],
+            ([fd]) => [fd, name, opts.mode, opts.mode === "create" ? opts.permissions : 0],
+            "openat",
+            path
+          )
+        ),
+        (fd) => client.release(client.handle(fd as number, -1, path))
+      ).pipe(Effect.map((fd) => makeFile(client.handle(fd as number, -1, path), path)))
+    )
+  }
+
+  /** The open file `h` (at `path`, for reports): every call on its descriptor. */
+  const makeFile = (h: Io.IoHandle, path: string): Directory.File => {
+    const on = (op: string, args: (fd: number) => ReadonlyArray<unknown>, operation: string) =>
+      call(op, [h], ([fd]) => args(fd as number), operation, path)
+    return {
+      path,
+      stat: on("stat", (fd) => [fd, null], "statx") as Effect.Effect<Directory.Stat, Directory.DirectoryError>,
+      read: (buffer, position) =>
+        Effect.map(
+          on("pread", (fd) => [fd, buffer.length, position], "pread"),
+          (bytes) => {
+            const b = bytes as Uint8Array
+            buffer.set(b)
+            return b.length
+          }
+        ),
+      write: (bytes, position) => unit(on("pwrite", (fd) => [fd, bytes, position], "pwrite")),
+      truncate: (size) => unit(on("ftruncate", (fd) => [fd, size], "ftruncate")),
+      chmod: (mode) => unit(on("chmod", (fd) => [fd, mode], "fchmod")),
+      chown: (uid, gid) => unit(on("fchown", (fd) => [fd, uid, gid], "fchown")),
+      setTimes: (atimeNs, mtimeNs) => unit(on("futimens", (fd) => [fd, atimeNs, mtimeNs], "futimens")),
+      sync: unit(on("fsync", (fd) => [fd], "fsync")),
+      tryLock: on("tryLock", (fd) => [fd], "flock") as Effect.Effect<boolean, Directory.DirectoryError>,
+      lockHolder: Effect.map(Effect.option(on("lockHolder", (fd) => [fd], "flock")), (r) =>
+        r._tag === "Some" && typeof r.value === "number" ? r.value : undefined
+      ),
+      holeAt: (offset) => on("holeAt", (fd) => [fd, offset], "lseek") as Effect.Effect<number, Directory.DirectoryError>
+    }
+  }
+
+  const removeTree: NonNullable<Directory.Primitives["removeTree"]> = (dir, name, path, opts) =>
+    Effect.gen(function* () {
+      let removed = 0
+      const events: Array<string> = []
+      const r = yield* Effect.result(
+        client.request("removeTree", [dir], ([fd]) => [fd, name, path, opts?.events === true, opts?.limits], {
+          call: "the removal walk",
+          path,
+          program: true,
+          onProgress: (p) => {
+            const progress = p as { readonly removed: number; readonly paths: ReadonlyArray<string> }
+            removed += progress.removed
+            for (const x of progress.paths) events.push(x)
+          }
+        })
+      )
+      if (opts?.events === true) {
+        for (const x of events) yield* Effect.logDebug(`removed ${FileName.display(x)}`)
+      }
+      if (r._tag === "Success") return r.success as RemoveResult
+      // The helper was abandoned mid-walk: what its progress said was removed, and where it stopped.
+      const f = r.failure
+      const seconds = f.seconds ?? 0
+      const hungCall = f.call ?? "the removal walk"
+      return {
+        gone: false,
+        removed,
+        removedPaths: [],
+        kept: [
+          {
+            path,
+            reason: f.reason === "Hung" ? ("Hung" as const) : ("Failed" as const),
+            detail: f.reason === "Hung" ? `${hungCall} did not return within ${seconds} s: ${f.detail}` : f.detail
+          }
+        ],
+        keptCount: 1,
+        hung: f.reason === "Hung" ? { path, call: hungCall, seconds } : undefined
+      } satisfies RemoveResult
+    })
 
   return Directory.make({
     openRoot,
@@ -302,30 +526,37 @@ const build = (c: Libc, options?: Options): Directory.Directories => {
     rename,
     chown,
     chmod,
-    openFile: openFile(sys),
+    openFile,
     sync,
     syncFileSystem,
-    resolveDirectory: resolveDirectory(sys, options?.openat2 ?? true)
+    resolveDirectory,
+    identify,
+    openBeneath,
+    removeTree
   })
 }
 
-const loadLibc = Effect.suspend(() => {
+/** Fails with {@link DirectoryUnavailable} where koffi or libc cannot load here (the helper could not work either). */
+export const checkFfi = Effect.suspend(() => {
   const c = load()
   return c instanceof LibcUnavailable
     ? Effect.fail(new DirectoryUnavailable({ reason: new FfiUnavailable({ detail: c.message }) }))
-    : Effect.succeed(c)
+    : Effect.void
 })
 
 /**
- * The service over this process's system calls; fails to build with {@link DirectoryUnavailable}.
+ * The service over a helper process (started at the first call, ended with
+ * the scope); fails to build with {@link DirectoryUnavailable}.
  *
  * @since 0.2.0
  */
-export const make: (options?: Options) => Effect.Effect<Directory.Directories, DirectoryUnavailable> = Effect.fn(
-  "NodeDirectory.make"
-)(function* (options?: Options) {
-  return build(yield* loadLibc, options)
-})
+export const make: (options?: Options) => Effect.Effect<Directory.Directories, DirectoryUnavailable, Scope.Scope> =
+  Effect.fn("NodeDirectory.make")(function* (options?: Options) {
+    yield* checkFfi
+    const client = yield* Effect.acquireRelease(Io.make({ name: "this host" }), (c) => c.shutdown)
+    return build(client, options)
+  })
+
 /**
  * The real `Directories`, resolving with `openat2` where the kernel has it.
  *

@@ -20,7 +20,7 @@
  * @since 0.1.0
  */
 import { type Directory, Mounter } from "@hostnode/core"
-import { Effect, type FileSystem, Layer, Schema } from "effect"
+import { Effect, type FileSystem, Layer, Schema, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { LibcUnavailable, load } from "./internal/libc.ts"
 import { inProcessMounter } from "./internal/mounter/inProcess.ts"
@@ -86,7 +86,8 @@ const loadLibc = Effect.suspend(() => {
  * @since 0.1.0
  */
 export const make: Effect.Effect<Mounter.Mounter, MounterUnavailable> = Effect.gen(function* () {
-  return inProcessMounter(yield* loadLibc)
+  yield* loadLibc
+  return inProcessMounter
 }).pipe(Effect.withSpan("NodeMounter.make"))
 
 /**
@@ -194,14 +195,12 @@ export interface InOptions {
 export const makeIn: (
   pid: number,
   options?: InOptions
-) => Effect.Effect<
-  Mounter.Mounter,
-  MounterUnavailable,
-  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-> = Effect.fn("NodeMounter.makeIn")(function* (pid, options) {
-  const c = yield* loadLibc
-  return yield* namespaceMounter(c, pid, options)
-})
+) => Effect.Effect<Mounter.Mounter, MounterUnavailable, Scope.Scope> = Effect.fn("NodeMounter.makeIn")(
+  function* (pid, options) {
+    yield* loadLibc
+    return yield* namespaceMounter(pid, options)
+  }
+)
 
 /**
  * The `Mounter` of the mount namespace of host process `pid` (see
@@ -212,11 +211,5 @@ export const makeIn: (
  *
  * @since 0.2.0
  */
-export const layerIn = (
-  pid: number,
-  options?: InOptions
-): Layer.Layer<
-  Mounter.Mounter,
-  MounterUnavailable,
-  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-> => Layer.effect(Mounter.Mounter, makeIn(pid, options))
+export const layerIn = (pid: number, options?: InOptions): Layer.Layer<Mounter.Mounter, MounterUnavailable> =>
+  Layer.effect(Mounter.Mounter, makeIn(pid, options))

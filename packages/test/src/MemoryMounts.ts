@@ -15,6 +15,7 @@
  * @since 0.1.0
  */
 import { Directory, FileName, Mounter } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { Clock, Effect, Schema } from "effect"
 import { Errno, type ErrnoCode, errnoTable } from "./internal/errno.ts"
 import { admit, complete } from "./internal/journal.ts"
@@ -128,90 +129,84 @@ const unmountOne = (state: HostState, target: string, lazy: boolean): string | u
 }
 
 /**
- * Verifies one target below the root handle's frame as the real layer does
- * (every component a directory reached without a link, the mount reached
- * the one listed) and unmounts that very mount; the result, and the errno
- * code for the journal.
+ * Verifies one target below the root handle with the program every layer
+ * runs (`Programs.verifyMount`, over the simulated host's handle calls: each
+ * one an operation of the simulated process, so a concurrent writer can act
+ * between them) and unmounts the very mount it verified; the result.
  */
 const verifyAndUnmount = (
   state: HostState,
+  dirs: Directory.Directories,
   root: MemoryDirectories.MemoryHandle,
   target: Mounter.Target,
   lazy: boolean
-): Mounter.UnmountResult => {
-  const unverified = (reason: Mounter.UnverifiedReason, detail: string): Mounter.UnmountResult => ({
-    _tag: "Unverified",
-    target: target.path,
-    reason,
-    detail
-  })
-  const rel = Mounter.below(root.path, target.path)
-  if (rel === undefined) return unverified("OutsideRoot", `not below the host root ${root.path}`)
-  const I = MemoryFileSystem.internals
-  let frame = root.frame
-  for (const bytes of Directory.components(FileName.encode(rel))) {
-    const name = FileName.decode(bytes)
-    const node = frame.dir.entries.get(name)
-    if (node === undefined) return unverified("Gone", "the path no longer exists")
-    if (node.type !== "Directory") {
-      return node.type === "SymbolicLink"
-        ? unverified("LinkInPath", `${FileName.display(name)} is a symbolic link`)
-        : unverified(
-            "Moved",
-            `${FileName.display(name)} is a file: the path leads to mount ${frame.mount.id}, not to mount ${target.mountId}`
-          )
+): Effect.Effect<Mounter.UnmountResult> =>
+  Effect.gen(function* () {
+    const rel = Mounter.below(root.path, target.path)
+    if (rel === undefined) {
+      return {
+        _tag: "Unverified",
+        target: target.path,
+        reason: "OutsideRoot",
+        detail: `not below the host root ${root.path}`
+      } as const
     }
-    frame = I.enterFrame(frame, name, node)
-  }
-  if (frame.mount.id !== target.mountId) {
-    return unverified("Moved", `the path leads to mount ${frame.mount.id}, not to mount ${target.mountId}`)
-  }
-  const fault = state.unmountFaults.get(absolute(state, target.path))
-  const code = fault ?? MemoryFileSystem.unmountMount(state, frame.mount, lazy, target.path)?.code
-  return code === undefined
-    ? { _tag: "Unmounted", target: target.path }
-    : { _tag: "Failed", target: target.path, failure: { target: target.path, errno: code, message: strerror(code) } }
-}
+    const v = yield* dirs.run(
+      Programs.verifyMount<Directory.Handle>(root, {
+        components: Directory.components(FileName.encode(rel)),
+        mountId: target.mountId
+      })
+    )
+    switch (v._tag) {
+      case "Unverified":
+        return { _tag: "Unverified", target: target.path, reason: v.reason, detail: v.detail } as const
+      case "Failed":
+        return {
+          _tag: "Failed",
+          target: target.path,
+          failure: { target: target.path, errno: v.errno, message: v.message }
+        } as const
+      case "Hung":
+        return { _tag: "Hung", target: target.path, call: v.call, seconds: v.seconds, detail: v.detail } as const
+      case "Verified": {
+        // The mount the handle holds (its frame), whatever the path leads to now.
+        const mount = (MemoryDirectories.frameOf(v.handle) as MemoryDirectories.MemoryHandle).frame.mount
+        const paths = [absolute(state, target.path)]
+        const gate = admit(state.journal, "unmount", paths)
+        if (gate._tag === "Crashed") return yield* Effect.die(gate.defect)
+        const fault = gate._tag === "Inject" ? gate.fault.code : state.unmountFaults.get(paths[0] as string)
+        const code = fault ?? MemoryFileSystem.unmountMount(state, mount, lazy, target.path)?.code
+        complete(state.journal, "unmount", paths, code ?? "ok", gate._tag === "Inject")
+        return code === undefined
+          ? ({ _tag: "Unmounted", target: target.path } as const)
+          : ({
+              _tag: "Failed",
+              target: target.path,
+              failure: { target: target.path, errno: code, message: strerror(code) }
+            } as const)
+      }
+    }
+  })
 
 /**
- * The in-memory `Mounter`: each target is one `umount2` of the simulated
- * process, in order, through the journal (see the module comment), verified
- * below the root handle first as `NodeMounter.layer` verifies it.
+ * The in-memory `Mounter`: each target verified below the root handle as
+ * `NodeMounter.layer` verifies it (the same program), then one `umount2` of
+ * the simulated process, in order, through the journal (see the module comment).
  *
  * @since 0.1.0
  */
-export const makeMounter = (state: HostState): Mounter.Mounter =>
-  Mounter.Mounter.of({
+export const makeMounter = (state: HostState): Mounter.Mounter => {
+  const dirs = MemoryDirectories.make(state)
+  return Mounter.Mounter.of({
     unmount: (root, targets, options) =>
       Effect.suspend(() => {
         const handle = MemoryDirectories.frameOf(root)
         if (handle === undefined)
           return Effect.die(new Error("MemoryMounts: the root handle is not the simulated host's"))
-        const out: Array<Mounter.UnmountResult> = []
-        for (const target of targets) {
-          const paths = [absolute(state, target.path)]
-          const gate = admit(state.journal, "unmount", paths)
-          if (gate._tag === "Crashed") return Effect.die(gate.defect)
-          const r: Mounter.UnmountResult =
-            gate._tag === "Inject"
-              ? {
-                  _tag: "Failed",
-                  target: target.path,
-                  failure: { target: target.path, errno: gate.fault.code, message: strerror(gate.fault.code) }
-                }
-              : verifyAndUnmount(state, handle, target, options.lazy)
-          complete(
-            state.journal,
-            "unmount",
-            paths,
-            r._tag === "Unmounted" ? "ok" : r._tag === "Failed" ? r.failure.errno : `unverified:${r.reason}`,
-            gate._tag === "Inject"
-          )
-          out.push(r)
-        }
-        return Effect.succeed(out)
+        return Effect.forEach(targets, (target) => verifyAndUnmount(state, dirs, handle, target, options.lazy))
       })
   })
+}
 
 /** util-linux umount's message for a failed target. */
 const umountMessage = (target: string, code: string): string => {

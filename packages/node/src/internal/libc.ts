@@ -61,7 +61,19 @@ export const constants = (() => {
     LOCK_EX: 2,
     LOCK_NB: 4,
     SEEK_HOLE: 4,
-    UMOUNT_NOFOLLOW: 8
+    UMOUNT_NOFOLLOW: 8,
+    AT_STATX_DONT_SYNC: 0x4000,
+    F_GETFL: 3,
+    F_SETFL: 4,
+    POLLIN: 1,
+    PR_SET_PDEATHSIG: 1,
+    CLONE_FS: 0x200,
+    CLONE_NEWNS: 0x20000,
+    CLONE_NEWNET: 0x40000000,
+    SIGKILL: 9,
+    SYS_pidfd_open: 434,
+    SYS_pidfd_send_signal: 424,
+    SYS_pidfd_getfd: 438
   }
   return a === undefined ? undefined : { ...base, ...a }
 })()
@@ -102,6 +114,16 @@ export interface Libc {
   readonly readlink: (path: Ptr, buf: Uint8Array, size: number) => number
   readonly lseek: (fd: number, offset: number, whence: number) => number
   readonly flock: (fd: number, operation: number) => number
+  readonly fcntl: (fd: number, cmd: number, arg: number) => number
+  readonly poll: (fds: Uint8Array, nfds: number, timeout: number) => number
+  readonly prctl: (option: number, arg: number) => number
+  readonly getppid: () => number
+  readonly unshare: (flags: number) => number
+  readonly setns: (fd: number, nstype: number) => number
+  readonly fchdir: (fd: number) => number
+  readonly chroot: (path: Uint8Array) => number
+  /** A system call with integer arguments only (`pidfd_open`, `pidfd_send_signal`, `pidfd_getfd`). */
+  readonly syscall3: (nr: number, a: number, b: number, c: number) => number
   readonly errno: () => number
 }
 
@@ -147,6 +169,17 @@ const bind = (): Libc | LibcUnavailable => {
     const readlink = f("intptr_t readlink(const void *path, void *buf, uintptr_t size)")
     const lseek = f("int64_t lseek64(int fd, int64_t offset, int whence)")
     const flock = f("int flock(int fd, int operation)")
+    const fcntl = f("int fcntl(int fd, int cmd, int arg)")
+    const poll = f("int poll(void *fds, uintptr_t nfds, int timeout)")
+    const prctl = f("int prctl(int option, uintptr_t arg)")
+    const getppid = f("int getppid()")
+    const unshare = f("int unshare(int flags)")
+    const setns = f("int setns(int fd, int nstype)")
+    const fchdir = f("int fchdir(int fd)")
+    const chroot = f("int chroot(const void *path)")
+    const syscallInts = libc.func("intptr_t syscall(intptr_t nr, intptr_t a, intptr_t b, intptr_t c)") as (
+      ...args: Array<unknown>
+    ) => number
     return {
       openat: (d, p, fl, m) => openat(d, p, fl, m),
       openat2: (d, p, how) => syscall(c.SYS_openat2, d, p, how, how.length),
@@ -170,6 +203,15 @@ const bind = (): Libc | LibcUnavailable => {
       readlink: (p, b, n) => readlink(p, b, n),
       lseek: (fd, o, w) => lseek(fd, o, w),
       flock: (fd, op) => flock(fd, op),
+      fcntl: (fd, cmd, arg) => fcntl(fd, cmd, arg),
+      poll: (fds, n, t) => poll(fds, n, t),
+      prctl: (o, a) => prctl(o, a),
+      getppid: () => getppid(),
+      unshare: (fl) => unshare(fl),
+      setns: (fd, t) => setns(fd, t),
+      fchdir: (fd) => fchdir(fd),
+      chroot: (p) => chroot(p),
+      syscall3: (nr, a, b, c3) => syscallInts(nr, a, b, c3),
       errno: () => koffi.errno()
     }
   } catch (e) {

@@ -11,6 +11,7 @@
  */
 import { Schema } from "effect"
 import * as FileName from "../../FileName.ts"
+import { reasonTagOf } from "../programs/ops.ts"
 
 /** The errno, when there is one, then what it means. */
 const said = (errno: string | undefined, detail: string): string =>
@@ -185,8 +186,26 @@ export class Other extends Schema.TaggedError<Other>()("Other", {
   }
 }
 
+/**
+ * A call that did not return within its timeout or the operation's deadline
+ * (a dead or stalled file system): it was abandoned, and nothing after it on
+ * that path was done. No errno: the kernel never answered.
+ */
+export class Hung extends Schema.TaggedError<Hung>()("Hung", {
+  /** The system call that did not return (`statx`, `openat2`, `getdents64`, ...). */
+  call: Schema.String,
+  /** How long it was waited for, in seconds. */
+  seconds: Schema.Number,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.call} did not return within ${this.seconds} s: ${this.detail}`
+  }
+}
+
 /** Why a handle operation failed: one of the reason classes. */
 export const DirectoryErrorReason = Schema.Union([
+  Hung,
   NotFound,
   NotADirectory,
   IsADirectory,
@@ -223,37 +242,36 @@ export class DirectoryError extends Schema.TaggedError<DirectoryError>()("Direct
 /** The reason for an errno name (with what it means), as every implementation classifies it. */
 export const reasonOf = (errno: string, detail: string): DirectoryErrorReason => {
   const fields = { errno, detail }
-  switch (errno) {
-    case "ENOENT":
+  // One table for every layer (the helper process classifies with it too).
+  switch (reasonTagOf(errno)) {
+    case "NotFound":
       return new NotFound(fields)
-    case "ENOTDIR":
+    case "NotADirectory":
       return new NotADirectory(fields)
-    case "EISDIR":
+    case "IsADirectory":
       return new IsADirectory(fields)
-    case "EEXIST":
+    case "Exists":
       return new Exists(fields)
-    case "ENOTEMPTY":
+    case "NotEmpty":
       return new NotEmpty(fields)
-    case "ELOOP":
+    case "SymbolicLink":
       return new SymbolicLink(fields)
-    case "EBUSY":
+    case "Busy":
       return new Busy(fields)
-    case "EACCES":
-    case "EPERM":
+    case "PermissionDenied":
       return new PermissionDenied(fields)
-    case "EROFS":
+    case "ReadOnly":
       return new ReadOnly(fields)
-    case "EXDEV":
+    case "CrossDevice":
       return new CrossDevice(fields)
-    case "ENOSPC":
-    case "EDQUOT":
+    case "NoSpace":
       return new NoSpace(fields)
-    case "ENAMETOOLONG":
-    case "EINVAL":
+    case "InvalidName":
       return new InvalidName(fields)
-    case "ENOSYS":
-    case "EOPNOTSUPP":
+    case "Unsupported":
       return new Unsupported(fields)
+    case "WrongType":
+      return new WrongType(fields)
     default:
       return new Other(fields)
   }

@@ -12,7 +12,10 @@
 import { Effect, type Scope } from "effect"
 import type { Directories, Handle, Primitives, Resolved, ResolveOptions, Stat } from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
+import { run as runProgram } from "../programs/effect.ts"
+import * as programs from "../programs/removeTree.ts"
 import {
+  CrossDevice,
   type DirectoryError,
   fail,
   InvalidName,
@@ -216,6 +219,43 @@ const ancestorsWith =
       })
     )
 
+/** `openBeneath` by the walk: each component held with `openPath`, each before the last a directory, none a link. */
+const openBeneathWith =
+  (p: Primitives, identify: Directories["identify"]): Directories["openBeneath"] =>
+  (root, names) =>
+    Effect.gen(function* () {
+      const path = (upTo: number) => names.slice(0, upTo).reduce((at: string, n) => childPath(at, n), root.path)
+      let at: Handle = root
+      let identity = yield* identify(root)
+      for (const [i, name] of names.entries()) {
+        if (isDot(name) || isDotDot(name)) {
+          return yield* fail(
+            new CrossDevice({ errno: "EXDEV", detail: "`.` or `..` in a path resolved beneath its root" }),
+            "openat2",
+            path(i + 1)
+          )
+        }
+        const next: Handle = yield* p.openPath(at, name)
+        identity = yield* identify(next)
+        if (identity.type === "SymbolicLink") {
+          return yield* fail(
+            new SymbolicLink({ errno: "ELOOP", detail: "a symbolic link on the way" }),
+            "openat2",
+            path(i + 1)
+          )
+        }
+        if (i < names.length - 1 && identity.type !== "Directory") {
+          return yield* fail(new NotADirectory({ errno: "ENOTDIR", detail: "not a directory" }), "openat2", path(i + 1))
+        }
+        at = next
+      }
+      // The root itself: held again, as the kernel's `openat2(".")` would.
+      if (names.length === 0) at = yield* p.openPath(root, dotName).pipe(Effect.catch(() => Effect.succeed(root)))
+      return { handle: at, identity }
+    })
+
+const dotName = FileName.encode(".")
+
 /** The service from an implementation's primitives (see `Directory.make`). */
 export const derive = (p: Primitives): Directories => {
   const unlinkAll: Directories["unlinkAll"] =
@@ -224,5 +264,38 @@ export const derive = (p: Primitives): Directories => {
       Effect.forEach(names, (name) =>
         Effect.match(p.unlink(dir, name), { onFailure: (e) => e, onSuccess: () => undefined })
       ))
-  return { ...p, resolve: resolveWith(p), unlinkAll, ancestors: ancestorsWith(p) }
+  const identify: Directories["identify"] =
+    p.identify ??
+    ((dir, name) =>
+      Effect.map(p.stat(dir, name), (st) => ({
+        type: st.type,
+        device: st.device,
+        inode: st.inode,
+        mountId: st.mountId
+      })))
+  const openBeneath: Directories["openBeneath"] = p.openBeneath ?? openBeneathWith(p, identify)
+  const driver = {
+    identify,
+    openDirectory: p.openDirectory,
+    openParent: p.openParent,
+    openBeneath,
+    list: p.list,
+    unlink: p.unlink,
+    unlinkAll
+  }
+  const run: Directories["run"] = (program) => runProgram(driver, program)
+  const removeTree: Directories["removeTree"] =
+    p.removeTree ??
+    ((dir, name, path, options) =>
+      runProgram(driver, programs.removeTree({ dir, name, path, events: options?.events, limits: options?.limits })))
+  return {
+    ...p,
+    resolve: resolveWith(p),
+    unlinkAll,
+    ancestors: ancestorsWith(p),
+    identify,
+    openBeneath,
+    removeTree,
+    run
+  }
 }

@@ -11,7 +11,7 @@
  */
 import { Effect, type FileSystem } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import * as Directory from "../../Directory.ts"
+import type * as Directory from "../../Directory.ts"
 import * as HostCommand from "../../HostCommand.ts"
 import * as Mounter from "../../Mounter.ts"
 import * as MountInfo from "../../MountInfo.ts"
@@ -65,46 +65,15 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
     Effect.map(countByMountPoint),
     Effect.orElseSucceed(() => undefined)
   )
-  // Whether `t`'s path, resolved below `root` without links, leads to its mount.
-  const verify = (root: Directory.Handle, t: Mounter.Target) =>
-    Effect.gen(function* () {
-      const dirs = yield* Directory.Directories
-      const rel = Mounter.below(root.path, t.path)
-      if (rel === undefined) return { reason: "OutsideRoot" as const, detail: `not below the host root ${root.path}` }
-      const r = yield* Effect.result(
-        Effect.gen(function* () {
-          const at = yield* dirs.resolve(root, rel, { noSymlinks: true })
-          const held = at.name === undefined ? at.parent : yield* dirs.openPath(at.parent, at.name)
-          return yield* dirs.stat(held)
-        })
-      )
-      if (r._tag === "Failure") {
-        const e = r.failure
-        return e.reason._tag === "NotFound"
-          ? { reason: "Gone" as const, detail: "the path no longer exists" }
-          : { reason: "LinkInPath" as const, detail: e.message }
-      }
-      if (r.success.type === "SymbolicLink")
-        return { reason: "LinkInPath" as const, detail: "the mount point is a link" }
-      return r.success.mountId === t.mountId
-        ? undefined
-        : {
-            reason: "Moved" as const,
-            detail: `the path leads to mount ${r.success.mountId}, not to mount ${t.mountId}`
-          }
-    }).pipe(Effect.scoped)
   const unmount = Effect.fnUntraced(function* (
     root: Directory.Handle,
     targets: ReadonlyArray<Mounter.Target>,
     opts: Mounter.UnmountOptions
   ) {
     if (targets.length === 0) return []
-    // A stack is verified at its top: the first target of each path.
-    const checked = new Map<
-      string,
-      { readonly reason: Mounter.UnverifiedReason; readonly detail: string } | undefined
-    >()
-    for (const t of targets) if (!checked.has(t.tablePath)) checked.set(t.tablePath, yield* verify(root, t))
+    // A stack is verified at its top: the first target of each path, with the program every Mounter runs.
+    const checked = new Map<string, Exclude<Mounter.UnmountResult, { readonly _tag: "Unmounted" }> | undefined>()
+    for (const t of targets) if (!checked.has(t.tablePath)) checked.set(t.tablePath, yield* Mounter.verify(root, t))
     const verified = targets.filter((t) => checked.get(t.tablePath) === undefined).map((t) => t.tablePath)
     const before = yield* countNow
     const messages = new Map<string, string>()
@@ -129,7 +98,7 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
     }
     return targets.map((t): Mounter.UnmountResult => {
       const problem = checked.get(t.tablePath)
-      if (problem !== undefined) return { _tag: "Unverified", target: t.path, ...problem }
+      if (problem !== undefined) return { ...problem, target: t.path }
       const left = gone.get(t.tablePath) ?? 0
       if (left > 0) {
         gone.set(t.tablePath, left - 1)

@@ -1,152 +1,173 @@
 /**
- * The `Mounter` of another mount namespace, `NodeMounter.layerIn`'s: targets
- * verified here, in-process, below a handle on `/proc/<pid>/root`
- * (`verifyOne`), and detached by an `nsenter ... umount` helper through this
- * process's descriptors of them, in rounds for stacks; which went read from
- * the container's table. Internal: the public constructor, and why the work
- * is split so, are in `NodeMounter`.
+ * The `Mounter` of another mount namespace, `NodeMounter.layerIn`'s: a
+ * helper process of its own, entered into that namespace with the root of
+ * the process named (`setns` on its `/proc/PID/ns/mnt`, `chroot` to its
+ * `/proc/PID/root`, both opened once when the layer is built), verifies each
+ * target there as the table names it and detaches it through what it
+ * verified, exactly as the host's helper does (see `internal/io/mounts.ts`).
+ * No program of the container's image runs, and nothing outside that
+ * namespace can be detached: the kernel refuses it.
+ *
+ * Internal: the public constructor, and what it guarantees, are in `NodeMounter`.
  *
  * @since 0.3.0
  */
-import { Directory, HostCommand, Mounter, MountInfo } from "@hostnode/core"
-import { Effect, FileSystem } from "effect"
-import type { ChildProcessSpawner } from "effect/process"
+import { closeSync, openSync } from "node:fs"
+import { Directory, FileName, Mounter } from "@hostnode/core"
+import { Effect } from "effect"
 import type { InOptions } from "../../NodeMounter.ts"
-import { fdOf } from "../handles.ts"
-import type { Libc } from "../libc.ts"
-import { unverified, verifyOne } from "./inProcess.ts"
+import * as Io from "../io/client.ts"
+import type { Outcome } from "../io/mounts.ts"
+import { resultOf } from "./inProcess.ts"
 
-/** The mount ids in a table, or `undefined` when it cannot be read (the process is gone). */
-const mountIds = (path: string) =>
-  MountInfo.read(path).pipe(
-    Effect.map((table) => new Set(table.map((e) => e.id))),
-    Effect.orElseSucceed(() => undefined)
-  )
+const O_PATH = 0o10000000
+const O_DIRECTORY = 0o200000
 
-/** The `Mounter` of the mount namespace of host process `pid`, over the loaded libc `c` (see `NodeMounter.makeIn`). */
-export const namespaceMounter = Effect.fnUntraced(function* (c: Libc, pid: number, options: InOptions | undefined) {
-  const context = yield* Effect.context<
-    ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-  >()
-  const fs = yield* FileSystem.FileSystem
-  // This process as its own /proc names it: what the helper, its root set
-  // to this process's `/`, reaches the descriptors through.
-  const self = yield* fs.readLink("/proc/self").pipe(Effect.orElseSucceed(() => String(process.pid)))
-  const rootPath = `/proc/${pid}/root`
-  const tablePath = `/proc/${pid}/mountinfo`
+/** A procfs descriptor of the agent (none is opened through another file system), or the failure to name. */
+const procfsFd = (path: string, flags: number) =>
+  Effect.try({ try: () => openSync(path, flags), catch: (e) => (e instanceof Error ? e.message : String(e)) })
+
+/** The `Mounter` of the mount namespace of host process `pid` (see `NodeMounter.makeIn`). */
+export const namespaceMounter = Effect.fnUntraced(function* (pid: number, options: InOptions | undefined) {
   const maxTargets = Math.max(1, options?.maxTargets ?? 256)
-  const statBuf = new Uint8Array(256)
-  const state = { openat2: true }
-  const runHelper = (args: ReadonlyArray<string>, lazy: boolean) =>
-    HostCommand.run("nsenter", [
-      "-t",
-      String(pid),
-      "-m",
-      "--root=/",
-      "--",
-      "umount",
-      ...(lazy ? ["-l"] : []),
-      "-c",
-      "--",
-      ...args
-    ])
-
-  const unmount = Effect.fnUntraced(function* (
-    root: Directory.Handle,
+  const opened = yield* Effect.result(
+    Effect.all([procfsFd(`/proc/${pid}/ns/mnt`, 0), procfsFd(`/proc/${pid}/root`, O_PATH | O_DIRECTORY)])
+  )
+  if (opened._tag === "Failure") {
+    const why = opened.failure
+    return Mounter.Mounter.of({
+      unmount: (_root, targets) =>
+        Effect.succeed(
+          targets.map(
+            (t): Mounter.UnmountResult => ({
+              _tag: "Failed",
+              target: t.path,
+              failure: { target: t.path, errno: "ESRCH", message: `the mount namespace of process ${pid}: ${why}` }
+            })
+          )
+        )
+    })
+  }
+  const [ns, rootDir] = opened.success
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      closeSync(ns)
+      closeSync(rootDir)
+    })
+  )
+  const client = yield* Effect.acquireRelease(
+    Io.make({ name: `the mount namespace of process ${pid}`, mountNamespace: ns, root: rootDir }),
+    (c) => c.shutdown
+  )
+  const unmount = (
+    root: Parameters<Mounter.Mounter["unmount"]>[0],
     targets: ReadonlyArray<Mounter.Target>,
     opts: Mounter.UnmountOptions
-  ) {
-    const results: Array<Mounter.UnmountResult | undefined> = targets.map(() => undefined)
-    if (targets.length === 0) return []
-    const dirs = yield* Directory.Directories
-    const container = yield* dirs.openRoot(rootPath).pipe(Effect.result)
-    const handle = container._tag === "Success" ? fdOf(container.success) : undefined
-    if (handle === undefined) {
-      const why = container._tag === "Failure" ? container.failure.message : "not a NodeDirectory handle"
-      return targets.map(
-        (t): Mounter.UnmountResult => ({
-          _tag: "Failed",
-          target: t.path,
-          failure: { target: t.path, errno: "ESRCH", message: `the container's root ${rootPath}: ${why}` }
-        })
-      )
-    }
-    let pending = targets.map((_, i) => i)
-    while (pending.length > 0) {
-      const verified: Array<{ readonly i: number; readonly fd: number }> = []
-      for (const i of pending) {
-        const t = targets[i] as Mounter.Target
+  ) =>
+    Effect.gen(function* () {
+      const results: Array<Mounter.UnmountResult | undefined> = targets.map(() => undefined)
+      const sent: Array<number> = []
+      for (const [i, t] of targets.entries()) {
         // The caller's contract still holds: a target is below the root it passed.
         if (Mounter.below(root.path, t.path) === undefined) {
-          results[i] = unverified(t.path, "OutsideRoot", `not below the host root ${root.path}`)
-          continue
-        }
-        const v = verifyOne(c, handle.fd, t.tablePath, t, statBuf, state)
-        if (v._tag === "Verified") verified.push({ i, fd: v.fd })
-        else results[i] = v
+          results[i] = {
+            _tag: "Unverified",
+            target: t.path,
+            reason: "OutsideRoot",
+            detail: `not below the host root ${root.path}`
+          }
+        } else sent.push(i)
       }
-      if (verified.length === 0) break
-      const stderr: Array<string> = []
-      let spawnFailure: string | undefined
-      yield* Effect.gen(function* () {
-        for (let at = 0; at < verified.length; at += maxTargets) {
-          const part = verified.slice(at, at + maxTargets)
-          const args = part.map(({ i, fd }) =>
-            opts.lazy ? `/proc/${self}/fd/${fd}` : `${rootPath}${(targets[i] as Mounter.Target).tablePath}`
-          )
-          if (!opts.lazy) for (const { fd } of part) c.close(fd)
-          const r = yield* Effect.result(runHelper(args, opts.lazy))
-          if (r._tag === "Failure") spawnFailure ??= r.failure.reason.detail
-          else stderr.push(r.success.stderr)
-        }
-      }).pipe(
-        Effect.ensuring(
-          Effect.sync(() => {
-            if (opts.lazy) for (const { fd } of verified) c.close(fd)
-          })
-        )
+      // The namespace's own root, in its helper: the table's paths are below it.
+      const nsRoot = yield* Effect.result(
+        client.request("openRoot", [], () => [FileName.encode("/")], { call: "open", path: "/" })
       )
-      const after = yield* mountIds(tablePath)
-      const said = stderr.join("\n").split("\n")
-      const unmountedAt = new Set<string>()
-      for (const { i, fd } of verified) {
-        const t = targets[i] as Mounter.Target
-        if (after !== undefined && !after.has(t.mountId)) {
-          results[i] = { _tag: "Unmounted", target: t.path }
-          unmountedAt.add(t.tablePath)
-          continue
+      if (nsRoot._tag === "Failure") {
+        for (const i of sent) {
+          const t = targets[i] as Mounter.Target
+          results[i] =
+            nsRoot.failure.reason === "Hung"
+              ? {
+                  _tag: "Hung",
+                  target: t.path,
+                  call: nsRoot.failure.call ?? "open",
+                  seconds: nsRoot.failure.seconds ?? 0,
+                  detail: nsRoot.failure.detail
+                }
+              : {
+                  _tag: "Failed",
+                  target: t.path,
+                  failure: { target: t.path, errno: nsRoot.failure.errno ?? "ESRCH", message: nsRoot.failure.detail }
+                }
         }
-        const arg = opts.lazy ? `/proc/${self}/fd/${fd}` : `${rootPath}${t.tablePath}`
-        const line = said.find((l) => l.startsWith(`umount: ${arg}: `))
-        const why =
-          line !== undefined
-            ? Mounter.classifyUmount(line)
-            : spawnFailure !== undefined
-              ? { errno: "ENOEXEC", message: `the unmount helper could not run: ${spawnFailure}` }
-              : after === undefined
-                ? { errno: "ESRCH", message: `the container's mount table ${tablePath} is gone` }
-                : Mounter.classifyUmount(said.join(" ").trim())
-        results[i] = { _tag: "Failed", target: t.path, failure: { target: t.path, ...why } }
+      } else {
+        const rootHandle = client.handle((nsRoot.success as { readonly fd: number }).fd, -1, "/")
+        for (let at = 0; at < sent.length; at += maxTargets) {
+          const part = sent.slice(at, at + maxTargets)
+          const r = yield* Effect.result(
+            client.request(
+              "unmount",
+              [rootHandle],
+              ([fd]) => [
+                fd,
+                part.map((i) => ({
+                  components: Directory.components(FileName.encode((targets[i] as Mounter.Target).tablePath)),
+                  mountId: (targets[i] as Mounter.Target).mountId
+                })),
+                opts.lazy
+              ],
+              {
+                call: "umount2",
+                path: `/proc/${pid}/root`,
+                program: true,
+                onProgress: (p) => {
+                  for (const [k, o] of p as ReadonlyArray<readonly [number, Outcome]>) {
+                    const i = part[k] as number
+                    results[i] = resultOf(targets[i] as Mounter.Target, o)
+                  }
+                }
+              }
+            )
+          )
+          if (r._tag === "Success") {
+            for (const [k, o] of (r.success as ReadonlyArray<Outcome>).entries()) {
+              const i = part[k] as number
+              results[i] = resultOf(targets[i] as Mounter.Target, o)
+            }
+          } else {
+            const hungAt = part.find((i) => results[i] === undefined)
+            if (hungAt !== undefined) {
+              const t = targets[hungAt] as Mounter.Target
+              const f = r.failure
+              results[hungAt] =
+                f.reason === "Hung"
+                  ? {
+                      _tag: "Hung",
+                      target: t.path,
+                      call: f.call ?? "umount2",
+                      seconds: f.seconds ?? 0,
+                      detail: f.detail
+                    }
+                  : {
+                      _tag: "Failed",
+                      target: t.path,
+                      failure: { target: t.path, errno: f.errno ?? "EIO", message: f.detail }
+                    }
+            }
+            break
+          }
+        }
+        yield* client.release(rootHandle)
       }
-      // Only the top of a stack was reachable: the rest is tried again once it is on top.
-      pending = pending.filter((i) => {
-        const r = results[i]
-        return (
-          r?._tag === "Unverified" && r.reason === "Moved" && unmountedAt.has((targets[i] as Mounter.Target).tablePath)
-        )
-      })
-    }
-    return results.map(
-      (r, i): Mounter.UnmountResult =>
-        r ?? {
-          _tag: "Unverified",
-          target: (targets[i] as Mounter.Target).path,
-          reason: "Moved",
-          detail: "not reached"
-        }
-    )
-  }, Effect.scoped)
-  return Mounter.Mounter.of({
-    unmount: (root, targets, opts) => unmount(root, targets, opts).pipe(Effect.provide(context))
-  })
+      return results.map(
+        (r, i): Mounter.UnmountResult =>
+          r ?? {
+            _tag: "Unverified",
+            target: (targets[i] as Mounter.Target).path,
+            reason: "Moved",
+            detail: "not reached: an earlier call did not return"
+          }
+      )
+    })
+  return Mounter.Mounter.of({ unmount })
 })

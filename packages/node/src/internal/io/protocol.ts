@@ -1,0 +1,53 @@
+/**
+ * The wire between the agent and its helper process: frames of a 4-byte
+ * little-endian length and a structured-clone payload (`node:v8`
+ * serialization: numbers, bigints, strings, byte arrays and plain objects
+ * cross unchanged). The agent sends requests; the helper answers each with
+ * one reply, and for a long program with progress frames before it.
+ *
+ * Internal: shared by `./client.ts` (the agent) and `./server.ts` (the helper).
+ *
+ * @since 0.4.0
+ */
+import { deserialize, serialize } from "node:v8"
+import type { Failure } from "@hostnode/core/Programs"
+
+/** A request: which operation, its arguments, and descriptors to close first (closes ride on the next request). */
+export interface Request {
+  readonly id: number
+  readonly op: string
+  readonly args: ReadonlyArray<unknown>
+  readonly closes?: ReadonlyArray<number> | undefined
+}
+
+/** What the helper sends back for a request. */
+export type Reply =
+  | { readonly id: number; readonly ok: unknown }
+  | { readonly id: number; readonly err: Failure }
+  | { readonly id: number; readonly progress: unknown }
+
+/** One frame for `message`. */
+export const frame = (message: Request | Reply): Buffer => {
+  const body = serialize(message)
+  const out = Buffer.allocUnsafe(4 + body.length)
+  out.writeUInt32LE(body.length, 0)
+  body.copy(out, 4)
+  return out
+}
+
+/** Reads whole frames out of a growing buffer. */
+export class Frames {
+  private buf: Buffer = Buffer.alloc(0)
+  /** Appends bytes read; returns every whole message now available. */
+  push(chunk: Buffer): Array<unknown> {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk])
+    const out: Array<unknown> = []
+    while (this.buf.length >= 4) {
+      const n = this.buf.readUInt32LE(0)
+      if (this.buf.length < 4 + n) break
+      out.push(deserialize(this.buf.subarray(4, 4 + n)))
+      this.buf = this.buf.subarray(4 + n)
+    }
+    return out
+  }
+}

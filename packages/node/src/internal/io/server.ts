@@ -1,0 +1,247 @@
+/**
+ * The helper process: the one place the real layers make system calls on a
+ * host's files. It reads requests from descriptor 3, makes each one's calls
+ * synchronously (koffi, one tight loop for a whole program), and writes the
+ * reply; a long program sends progress first and checks, between calls,
+ * whether the agent asked it to stop. It may block in the kernel (a dead NFS
+ * server, a FUSE daemon that never answers): the agent then abandons it and
+ * starts another, and this one dies with `SIGKILL` when the kernel lets go
+ * (or when the agent dies: `PR_SET_PDEATHSIG`).
+ *
+ * Started as `node server.js <agent pid> [--mnt-ns=FD]`: with `--mnt-ns` it
+ * first enters that mount namespace (`unshare(CLONE_FS)` then `setns`, which
+ * a process whose threads share its file-system state could not do), so its
+ * `/`, its mount table and its unmounts are that namespace's; the agent's
+ * procfs, opened before, stays its working directory, through which it
+ * names its own descriptors.
+ *
+ * Internal: `./client.ts` starts it. It loads koffi and `@hostnode/core/Programs`, not Effect.
+ *
+ * @since 0.4.0
+ */
+import { readSync, writeSync } from "node:fs"
+import { type Failure, FileName, type Limits, removeTree } from "@hostnode/core/Programs"
+import { constants, cString, LibcUnavailable, load } from "../libc.ts"
+import { run, type Ticker } from "./driver.ts"
+import { type Outcome, type Target, unmountOne } from "./mounts.ts"
+import { Frames, frame, type Reply, type Request } from "./protocol.ts"
+import { Sys } from "./sys.ts"
+
+const channel = 3
+
+const write = (reply: Reply): void => {
+  const bytes = frame(reply)
+  for (let at = 0; at < bytes.length; ) at += writeSync(channel, bytes, at, bytes.length - at)
+}
+
+const c = load()
+if (c instanceof LibcUnavailable) {
+  write({ id: 0, err: { _tag: "Failure", reason: "Unsupported", detail: c.message, call: "load" } })
+  process.exit(3)
+}
+const libc = c
+const k = constants as NonNullable<typeof constants>
+
+const agent = Number(process.argv[2])
+// Dies with the agent; an agent already gone (before the call) leaves no orphan either.
+libc.prctl(k.PR_SET_PDEATHSIG, k.SIGKILL)
+if (libc.getppid() !== agent) process.exit(0)
+// Blocking reads and writes: this process does nothing else while it waits.
+libc.fcntl(channel, k.F_SETFL, libc.fcntl(channel, k.F_GETFL, 0) & ~k.O_NONBLOCK)
+
+let procSelf = "/proc/self"
+const option = (name: string): number | undefined => {
+  const a = process.argv.find((x) => x.startsWith(`--${name}=`))
+  return a === undefined ? undefined : Number(a.slice(name.length + 3))
+}
+const mntNs = option("mnt-ns")
+if (mntNs !== undefined) {
+  const rootFd = option("root")
+  const proc = libc.openat(k.AT_FDCWD, cString(FileName.encode("/proc")), k.O_RDONLY | k.O_DIRECTORY | k.O_CLOEXEC, 0)
+  const entered =
+    proc >= 0 &&
+    libc.unshare(k.CLONE_FS) === 0 &&
+    libc.setns(mntNs, k.CLONE_NEWNS) === 0 &&
+    // The root the agent pinned (the container init's), not only the namespace's.
+    (rootFd === undefined || (libc.fchdir(rootFd) === 0 && libc.chroot(cString(FileName.encode("."))) === 0)) &&
+    libc.fchdir(proc) === 0
+  if (!entered) {
+    write({ id: 0, err: new Sys(libc).fail("setns", "could not enter the mount namespace") })
+    process.exit(3)
+  }
+  libc.close(mntNs)
+  if (rootFd !== undefined) libc.close(rootFd)
+  // The agent's procfs is the working directory: `self/...` names this process there.
+  procSelf = "self"
+}
+
+const sys = new Sys(libc, { procSelf })
+const frames = new Frames()
+const queue: Array<Request> = []
+const inbuf = Buffer.allocUnsafe(256 * 1024)
+
+/** Reads what is there (blocking when `wait`), queueing whole requests; false at the end of the channel. */
+const fill = (wait: boolean): boolean => {
+  if (!wait) {
+    const pfd = new Uint8Array(8)
+    new DataView(pfd.buffer).setInt32(0, channel, true)
+    new DataView(pfd.buffer).setInt16(4, k.POLLIN, true)
+    if (libc.poll(pfd, 1, 0) <= 0) return true
+  }
+  const n = readSync(channel, inbuf, 0, inbuf.length, null)
+  if (n === 0) return false
+  for (const m of frames.push(Buffer.from(inbuf.subarray(0, n)))) queue.push(m as Request)
+  return true
+}
+
+/** The ticker of request `id`: progress every 100 ms, and a stop when the agent asks for one. */
+const tickerOf = (
+  id: number,
+  progress: () => unknown,
+  removed?: (path: string) => void
+): Ticker & { flush: () => void } => {
+  const started = performance.now()
+  let last = started
+  let stopped = false
+  const flush = () => {
+    last = performance.now()
+    write({ id, progress: progress() })
+  }
+  return {
+    tick: () => {
+      const now = performance.now()
+      if (now - last < 100) return !stopped
+      flush()
+      if (fill(false)) {
+        for (let i = queue.length - 1; i >= 0; i--) {
+          const q = queue[i] as Request
+          if (q.op === "stop" && q.args[0] === id) {
+            stopped = true
+            queue.splice(i, 1)
+          }
+        }
+      } else process.exit(0)
+      return !stopped
+    },
+    stopped: (): Failure => ({
+      _tag: "Failure",
+      reason: "Hung",
+      detail: "stopped: the operation's deadline passed",
+      call: "the operation",
+      seconds: Math.round((performance.now() - started) / 100) / 10
+    }),
+    removed,
+    flush
+  }
+}
+
+// Each handler declares the tuple it is sent; the agent builds it (see NodeDirectory).
+// biome-ignore lint/suspicious/noExplicitAny: the arguments are decoded per operation
+type Handler = (args: any, id: number) => unknown
+
+const handlers: Record<string, Handler> = {
+  hello: () => ({ pid: process.pid }),
+  credentials: () => ({ uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0, pid: process.pid }),
+  openRoot: ([path]: [Uint8Array]) => sys.openRoot(path),
+  adopt: ([pid, pin]: [number, number]) => sys.openRoot(FileName.encode(`/proc/${pid}/fd/${pin}`)),
+  openDirectory: ([fd, name, sameMount]: [number, Uint8Array, boolean]) => sys.openDirectory(fd, name, sameMount),
+  openParent: ([fd]: [number]) => sys.openParent(fd),
+  openPath: ([fd, name]: [number, Uint8Array]) => sys.openPath(fd, name),
+  openBeneath: ([fd, components]: [number, ReadonlyArray<Uint8Array>]) => sys.openBeneath(fd, components),
+  list: ([fd]: [number]) => sys.list(fd),
+  stat: ([fd, name]: [number, Uint8Array | null]) => sys.stat(fd, name ?? undefined),
+  identify: ([fd, name]: [number, Uint8Array | null]) => sys.identify(fd, name ?? undefined),
+  readLink: ([fd, name]: [number, Uint8Array]) => sys.readLink(fd, name),
+  unlink: ([fd, name, dir]: [number, Uint8Array, boolean]) => sys.unlink(fd, name, dir) ?? null,
+  unlinkAll: ([fd, names]: [number, ReadonlyArray<Uint8Array>]) => sys.unlinkAll(fd, names).map((f) => f ?? null),
+  mkdir: ([fd, name, mode]: [number, Uint8Array, number]) =>
+    sys.check(libc.mkdirat(fd, cString(name), mode), "mkdirat") ?? null,
+  symlink: ([fd, name, target]: [number, Uint8Array, Uint8Array]) =>
+    sys.check(libc.symlinkat(cString(target), fd, cString(name)), "symlinkat") ?? null,
+  rename: ([from, fromName, to, toName, noReplace]: [number, Uint8Array, number, Uint8Array, boolean]) =>
+    sys.check(
+      libc.renameat2(from, cString(fromName), to, cString(toName), noReplace ? k.RENAME_NOREPLACE : 0),
+      "renameat2"
+    ) ?? null,
+  chown: ([fd, name, uid, gid]: [number, Uint8Array | null, number, number]) =>
+    sys.check(
+      name === null
+        ? libc.fchownat(fd, new Uint8Array(1), uid, gid, k.AT_EMPTY_PATH)
+        : libc.fchownat(fd, cString(name), uid, gid, k.AT_SYMLINK_NOFOLLOW),
+      "fchownat"
+    ) ?? null,
+  chmod: ([fd, mode]: [number, number]) => sys.check(libc.fchmod(fd, mode), "fchmod") ?? null,
+  fsync: ([fd]: [number]) => sys.check(libc.fsync(fd), "fsync") ?? null,
+  syncfs: ([fd]: [number]) => sys.check(libc.syncfs(fd), "syncfs") ?? null,
+  resolveDirectory: ([fd, path, noSymlinks]: [number, Uint8Array, boolean]) =>
+    sys.resolveDirectory(fd, path, noSymlinks) ?? null,
+  openFile: ([fd, name, mode, permissions]: [number, Uint8Array, "read" | "write" | "create", number]) =>
+    sys.openFile(fd, name, mode, permissions),
+  pread: ([fd, length, position]: [number, number, number]) => sys.pread(fd, length, position),
+  pwrite: ([fd, bytes, position]: [number, Uint8Array, number]) => sys.pwrite(fd, bytes, position) ?? null,
+  ftruncate: ([fd, size]: [number, number]) => sys.check(libc.ftruncate(fd, size), "ftruncate") ?? null,
+  fchown: ([fd, uid, gid]: [number, number, number]) =>
+    sys.check(libc.fchownat(fd, new Uint8Array(1), uid, gid, k.AT_EMPTY_PATH), "fchown") ?? null,
+  futimens: ([fd, atime, mtime]: [number, bigint, bigint]) => sys.futimens(fd, atime, mtime) ?? null,
+  tryLock: ([fd]: [number]) => sys.tryLock(fd),
+  lockHolder: ([fd]: [number]) => sys.lockHolder(fd) ?? null,
+  holeAt: ([fd, offset]: [number, number]) => sys.holeAt(fd, offset),
+  readFile: ([path]: [Uint8Array]) => sys.readFile(path) ?? null,
+  mountTable: () => sys.readFile(FileName.encode(`${procSelf}/mountinfo`)) ?? null,
+  removeTree: (
+    [fd, name, path, events, limits]: [number, Uint8Array, string, boolean, Limits | undefined],
+    id: number
+  ) => {
+    let removed = 0
+    let paths: Array<string> = []
+    const ticker = tickerOf(
+      id,
+      () => {
+        const p = { removed, paths }
+        paths = []
+        return p
+      },
+      events ? (p) => paths.push(p) : undefined
+    )
+    const counting: Ticker = {
+      tick: ticker.tick,
+      stopped: ticker.stopped,
+      removed: ticker.removed,
+      count: (n) => {
+        removed += n
+      }
+    }
+    const result = run(sys, removeTree({ dir: fd, name, path, events, limits }), counting)
+    if (paths.length > 0) ticker.flush()
+    return result
+  },
+  unmount: ([rootfd, targets, lazy]: [number, ReadonlyArray<Target>, boolean], id: number) => {
+    let done: Array<[number, Outcome]> = []
+    const ticker = tickerOf(id, () => {
+      const d = done
+      done = []
+      return d
+    })
+    const out: Array<Outcome> = []
+    for (const [i, t] of targets.entries()) {
+      const o = unmountOne(sys, rootfd, t, lazy, ticker)
+      out.push(o)
+      done.push([i, o])
+    }
+    return out
+  }
+}
+
+for (;;) {
+  while (queue.length === 0) if (!fill(true)) process.exit(0)
+  const req = queue.shift() as Request
+  if (req.closes !== undefined) for (const fd of req.closes) sys.close(fd)
+  if (req.op === "stop" || req.op === "close") continue
+  const handler = handlers[req.op]
+  const result =
+    handler === undefined
+      ? ({ _tag: "Failure", reason: "Unsupported", detail: `no operation ${req.op}`, call: req.op } satisfies Failure)
+      : handler(req.args, req.id)
+  const failed = typeof result === "object" && result !== null && (result as { _tag?: unknown })._tag === "Failure"
+  write(failed ? { id: req.id, err: result as Failure } : { id: req.id, ok: result })
+}
