@@ -156,6 +156,22 @@ export class Failed extends Schema.TaggedError<Failed>()("Failed", {
 }
 
 /**
+ * Why: a call on the path kept first did not return within its deadline (a
+ * dead or stalled file system); `detail` names the call and how long it was
+ * waited for.
+ *
+ * @since 0.4.0
+ */
+export class Hung extends Schema.TaggedError<Hung>()("Hung", {
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return keptText(this.path, this._tag, this.detail)
+  }
+}
+
+/**
  * Why a reset could not remove everything: the reason of the first path kept,
  * one class per `SafeRemove.KeptReason` (the tags are its values).
  *
@@ -167,7 +183,8 @@ export const ResetErrorReason = Schema.Union([
   OtherFileSystem,
   NotADirectory,
   UnmountFailed,
-  Failed
+  Failed,
+  Hung
 ])
 
 /**
@@ -217,6 +234,8 @@ const reasonOf = (k: SafeRemove.Kept): ResetErrorReason => {
       return new UnmountFailed({ path: k.path, ...at, detail: k.detail })
     case "Failed":
       return new Failed({ path: k.path, detail: k.detail })
+    case "Hung":
+      return new Hung({ path: k.path, detail: k.detail })
   }
 }
 
@@ -414,7 +433,7 @@ export const teardownKubeletDir: (
   }
   // The table is read again now: the unmounts changed it.
   const removal = yield* Effect.scoped(Effect.flatMap(SafeRemove.open(root), (s) => s.remove(toRemove)))
-  const report = SafeRemove.merge({ removed: [], kept }, removal)
+  const report = SafeRemove.merge(SafeRemove.keptOnly(kept), removal)
   yield* Effect.logInfo("kubelet pod directories torn down").pipe(
     Effect.annotateLogs({
       hostRoot: root.path,

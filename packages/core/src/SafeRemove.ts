@@ -49,6 +49,10 @@ import type * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
 import * as Sessions from "./internal/safeRemove/session.ts"
 import { indexTable } from "./internal/safeRemove/table.ts"
+import {
+  MaxKeptPaths as MaxKeptPathsValue,
+  MaxRemovedPaths as MaxRemovedPathsValue
+} from "./internal/safeRemove/walk.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 export {
@@ -111,6 +115,8 @@ export {
  *   not looked at (`mountPoint` names one that remains).
  * - `Failed`: the file system refused (EACCES, EROFS, ...) or the path
  *   changed while it was being removed; `detail` says how.
+ * - `Hung`: a call on it did not return within its deadline (a dead or
+ *   stalled file system); what is below it was not looked at.
  *
  * @since 0.1.0
  */
@@ -120,7 +126,8 @@ export const KeptReason = Schema.Literals([
   "OtherFileSystem",
   "NotADirectory",
   "UnmountFailed",
-  "Failed"
+  "Failed",
+  "Hung"
 ])
 
 /**
@@ -150,15 +157,21 @@ export const Kept = Schema.Struct({
 export type Kept = typeof Kept.Type
 
 /**
- * What a removal did: the paths removed (full paths below the canonical host
- * root, in the order they went, children before their directory) and those
- * kept. A kept path's ancestors stay too and are not listed again.
+ * What a removal did: how many paths were removed and kept, the removed
+ * paths (full paths below the canonical host root, in the order they went,
+ * children before their directory) up to {@link MaxRemovedPaths}, and the
+ * kept ones up to {@link MaxKeptPaths}: a report stays small whatever the
+ * tree (a million files, a chain of directories 100,000 deep). Each removed
+ * path is logged at debug as it goes. A kept path's ancestors stay too and
+ * are not listed again.
  *
  * @since 0.1.0
  */
 export const Report = Schema.Struct({
   removed: Schema.Array(Schema.String),
-  kept: Schema.Array(Kept)
+  kept: Schema.Array(Kept),
+  removedCount: Schema.Int,
+  keptCount: Schema.Int
 })
 
 /**
@@ -168,21 +181,50 @@ export const Report = Schema.Struct({
  */
 export type Report = typeof Report.Type
 
+export {
+  /**
+   * Most kept paths a report lists (10,000); its `keptCount` goes on.
+   *
+   * @since 0.4.0
+   */
+  MaxKeptPaths,
+  /**
+   * Most removed paths a report lists (1,000); its `removedCount` goes on.
+   *
+   * @since 0.4.0
+   */
+  MaxRemovedPaths
+} from "./internal/safeRemove/walk.ts"
+
 /**
  * The report of a removal that found nothing to do.
  *
  * @since 0.1.0
  */
-export const emptyReport: Report = { removed: [], kept: [] }
+export const emptyReport: Report = { removed: [], kept: [], removedCount: 0, keptCount: 0 }
 
 /**
- * The reports of several removals as one, in order.
+ * A report of `kept` paths and nothing removed (the paths a caller kept before any removal).
+ *
+ * @since 0.4.0
+ */
+export const keptOnly = (kept: ReadonlyArray<Kept>): Report => ({
+  removed: [],
+  kept,
+  removedCount: 0,
+  keptCount: kept.length
+})
+
+/**
+ * The reports of several removals as one, in order, within the bounds.
  *
  * @since 0.1.0
  */
 export const merge = (...reports: ReadonlyArray<Report>): Report => ({
-  removed: reports.flatMap((r) => r.removed),
-  kept: reports.flatMap((r) => r.kept)
+  removed: reports.flatMap((r) => r.removed).slice(0, MaxRemovedPathsValue),
+  kept: reports.flatMap((r) => r.kept).slice(0, MaxKeptPathsValue),
+  removedCount: reports.reduce((n, r) => n + r.removedCount, 0),
+  keptCount: reports.reduce((n, r) => n + r.keptCount, 0)
 })
 
 /**

@@ -126,9 +126,12 @@ describe("SafeRemove.blockers (what in the mount table keeps a path)", () => {
 describe("SafeRemove reports", () => {
   it("merge keeps order", () => {
     const k: SafeRemove.Kept = { path: "/r/x", reason: "MountBelow", mountPoint: "/r/x", detail: "d" }
-    assert.deepStrictEqual(SafeRemove.merge({ removed: ["/a"], kept: [] }, { removed: ["/b"], kept: [k] }), {
-      removed: ["/a", "/b"],
-      kept: [k]
-    })
+    assert.deepStrictEqual(
+      SafeRemove.merge(
+        { removed: ["/a"], kept: [], removedCount: 1, keptCount: 0 },
+        { removed: ["/b"], kept: [k], removedCount: 1, keptCount: 1 }
+      ),
+      { removed: ["/a", "/b"], kept: [k], removedCount: 2, keptCount: 1 }
+    )
   })
 })

@@ -170,19 +170,21 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     root: boolean,
     done: (h: Io.IoHandle | undefined, r: unknown) => A
   ): Effect.Effect<A, Directory.DirectoryError, Scope.Scope> =>
-    Effect.map(
-      Effect.acquireRelease(
-        Effect.flatMap(Effect.interruptible(open), (r): Effect.Effect<readonly [Io.IoHandle | undefined, unknown]> => {
-          const w = where(r)
-          if (w === undefined) return Effect.succeed([undefined, r] as const)
-          return Effect.map(
-            root ? client.root(w.fd, w.mountId, w.path) : Effect.succeed(client.handle(w.fd, w.mountId, w.path)),
-            (h) => [h, r] as const
-          )
-        }),
-        ([h]: readonly [Io.IoHandle | undefined, unknown]) => (h === undefined ? Effect.void : client.release(h))
-      ),
-      ([h, r]) => done(h, r)
+    // The call is as interruptible as its caller (an operation's timeout ends it, a finalizer's
+    // restore runs to the end); the handle, once there, is released with the scope.
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(restore(open), (r) => {
+        const w = where(r)
+        if (w === undefined) return Effect.succeed(done(undefined, r))
+        return Effect.flatMap(
+          root ? client.root(w.fd, w.mountId, w.path) : Effect.succeed(client.handle(w.fd, w.mountId, w.path)),
+          (h) =>
+            Effect.as(
+              Effect.addFinalizer(() => client.release(h)),
+              done(h, r)
+            )
+        )
+      })
     )
 
   /** The handle of an answer `{ fd, mountId }` or `{ fd, identity }` at `path`. */
@@ -425,18 +427,18 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   const openFile: Directory.Primitives["openFile"] = (dir, name, opts) => {
     const path = Directory.childPath(dir.path, name)
     return named("openat", [[path, name]], () =>
-      Effect.acquireRelease(
-        Effect.interruptible(
-          call(
-            "openFile",
-            [dir],
-            ([fd]) => [fd, name, opts.mode, opts.mode === "create" ? opts.permissions : 0],
-            "openat",
-            path
-          )
+      own(
+        call(
+          "openFile",
+          [dir],
+          ([fd]) => [fd, name, opts.mode, opts.mode === "create" ? opts.permissions : 0],
+          "openat",
+          path
         ),
-        (fd) => client.release(client.handle(fd as number, -1, path))
-      ).pipe(Effect.map((fd) => makeFile(client.handle(fd as number, -1, path), path)))
+        (fd) => ({ fd: fd as number, mountId: -1, path }),
+        false,
+        (h) => makeFile(h as Io.IoHandle, path)
+      )
     )
   }
 

@@ -10,7 +10,7 @@
  * path reported kept is there.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Repave, type SafeRemove } from "@hostnode/core"
+import { Repave, SafeRemove } from "@hostnode/core"
 import { MemoryAdversary, MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem } from "effect"
 
@@ -62,8 +62,13 @@ const operations = {
       r._tag === "Success"
         ? r.success
         : r.failure._tag === "ResetError"
-          ? { removed: r.failure.removed, kept: r.failure.kept }
-          : { removed: [], kept: [{ path: "/", reason: "Failed", detail: r.failure.message }] }
+          ? {
+              removed: r.failure.removed,
+              kept: r.failure.kept,
+              removedCount: r.failure.removed.length,
+              keptCount: r.failure.kept.length
+            }
+          : SafeRemove.keptOnly([{ path: "/", reason: "Failed", detail: r.failure.message }])
   )
 }
 

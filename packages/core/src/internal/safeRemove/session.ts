@@ -27,7 +27,12 @@ const run = <E>(body: (acc: Acc) => Effect.Effect<void, E, Scope.Scope>): Effect
   Effect.gen(function* () {
     const acc = emptyAcc()
     yield* body(acc)
-    return { removed: acc.removed, kept: acc.kept } satisfies Report
+    return {
+      removed: acc.removed,
+      kept: acc.kept,
+      removedCount: acc.removedCount,
+      keptCount: acc.keptCount
+    } satisfies Report
   }).pipe(Effect.scoped)
 
 /** A `HostPathError` about the path `given` below the session's root. */

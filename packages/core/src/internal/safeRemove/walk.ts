@@ -1,9 +1,11 @@
 /**
- * The removal itself: a path that starts a removal is checked against the
- * mount table, then by mount id, then removed through handles without
- * following anything; a directory is opened from its parent's handle
- * (`O_NOFOLLOW`, same mount), listed, emptied and removed by name once
- * empty. Every keep is recorded and logged as it happens.
+ * The removal of one path that starts a removal: checked against the mount
+ * table, then handed to the removal walk (`Programs.removeTree`, through
+ * `Directories.removeTree`: the real layer runs it in its helper process,
+ * any other layer over its primitives), which checks the mount id, never
+ * follows a link, never enters another mount, and keeps a bounded number of
+ * handles open. Every keep is recorded and logged; removed paths are counted
+ * and kept up to a bound.
  *
  * Internal: `SafeRemove.open` builds a {@link Removal} once per session; the
  * session's operations (`./session.ts`) call {@link removeTop}.
@@ -35,10 +37,24 @@ export interface Removal {
 export interface Acc {
   readonly removed: Array<string>
   readonly kept: Array<Kept>
+  removedCount: number
+  keptCount: number
 }
 
+/** Most removed paths a report lists (the count goes on). */
+export const MaxRemovedPaths = 1000
+
+/** Most kept paths a report lists (the count goes on). */
+export const MaxKeptPaths = 10_000
+
 /** A fresh outcome. */
-export const emptyAcc = (): Acc => ({ removed: [], kept: [] })
+export const emptyAcc = (): Acc => ({ removed: [], kept: [], removedCount: 0, keptCount: 0 })
+
+/** Records a kept path, within the bound. */
+export const addKept = (acc: Acc, kept: Kept): void => {
+  acc.keptCount++
+  if (acc.kept.length < MaxKeptPaths) acc.kept.push(kept)
+}
 
 /** Logs a kept path as a warning with its reason (and the mount that kept it). */
 export const logKept = (kept: Kept): Effect.Effect<void> =>
@@ -51,7 +67,7 @@ export const fullChild = Directory.childPath
 
 /** Records and logs a kept path; false: it is not gone. */
 export const keep = (acc: Acc, kept: Kept): Effect.Effect<boolean> =>
-  Effect.sync(() => acc.kept.push(kept)).pipe(Effect.andThen(logKept(kept)), Effect.as(false))
+  Effect.sync(() => addKept(acc, kept)).pipe(Effect.andThen(logKept(kept)), Effect.as(false))
 
 /** Keeps `path` because the file system refused `what` (`Failed`, the errno or the reason and what it means). */
 export const failed = (acc: Acc, path: string, what: string, e: Directory.DirectoryError): Effect.Effect<boolean> =>
@@ -61,162 +77,12 @@ export const failed = (acc: Acc, path: string, what: string, e: Directory.Direct
     detail: `${what}: ${Directory.errnoOf(e) ?? e.reason._tag} ${e.reason.detail}`
   })
 
-/** Records a removed path (logged at debug when debug is on); true: it is gone. */
-const removed = (r: Removal, acc: Acc, path: string, type: Directory.Type): Effect.Effect<boolean> => {
-  acc.removed.push(path)
-  return r.debug
-    ? Effect.logDebug(`removed ${FileName.display(path)}`).pipe(Effect.annotateLogs({ type }), Effect.as(true))
-    : Effect.succeed(true)
-}
-
 /** A path kept because it is on another mount than the one being removed from. */
 export const otherMount = (path: string, detail: string): Kept => ({
   path,
   reason: "OtherFileSystem",
   detail: `${detail}: a mount the table does not show; not entered`
 })
-
-/** Removes the non-directory `name` of `dir`; true when nothing is left there. */
-const unlinkEntry = (
-  r: Removal,
-  acc: Acc,
-  dir: Directory.Handle,
-  name: FileName.Bytes,
-  path: string,
-  mountId: number
-): Effect.Effect<boolean> =>
-  Effect.flatMap(Effect.result(r.dirs.unlink(dir, name)), (u): Effect.Effect<boolean> => {
-    if (u._tag === "Success") return removed(r, acc, path, "File")
-    const e = u.failure
-    switch (e.reason._tag) {
-      case "NotFound":
-        return Effect.succeed(true)
-      // A directory now, swapped in since it was listed: removed as one.
-      case "IsADirectory":
-        return removeDirectory(r, acc, dir, name, path, mountId)
-      case "Busy":
-        return keep(acc, otherMount(path, "something is mounted on it"))
-      default:
-        return failed(acc, path, "unlink", e)
-    }
-  })
-
-/** Unlinks, in one batch, the entries of the open directory `h` the listing says are not directories; false when one stays. */
-const unlinkPlain = (
-  r: Removal,
-  acc: Acc,
-  h: Directory.Handle,
-  path: string,
-  plain: ReadonlyArray<Directory.Entry>,
-  mountId: number
-): Effect.Effect<boolean> =>
-  Effect.gen(function* () {
-    let gone = true
-    const outcomes = yield* r.dirs.unlinkAll(
-      h,
-      plain.map((e) => e.name)
-    )
-    for (const [i, entry] of plain.entries()) {
-      const child = fullChild(path, entry.name)
-      const e = outcomes[i]
-      if (e === undefined) {
-        yield* removed(r, acc, child, entry.type)
-        continue
-      }
-      const tag = e.reason._tag
-      const ok =
-        tag === "NotFound"
-          ? true
-          : tag === "IsADirectory"
-            ? yield* removeDirectory(r, acc, h, entry.name, child, mountId)
-            : tag === "Busy"
-              ? yield* keep(acc, otherMount(child, "something is mounted on it"))
-              : yield* failed(acc, child, "unlink", e)
-      if (!ok) gone = false
-    }
-    return gone
-  })
-
-/** Empties and removes the directory `name` of `dir` (on mount `mountId`); true when it is gone. */
-const removeDirectory = (
-  r: Removal,
-  acc: Acc,
-  dir: Directory.Handle,
-  name: FileName.Bytes,
-  path: string,
-  mountId: number
-): Effect.Effect<boolean> =>
-  Effect.gen(function* () {
-    const opened = yield* Effect.result(r.dirs.openDirectory(dir, name, { sameMount: true }))
-    if (opened._tag === "Failure") {
-      const e = opened.failure
-      switch (e.reason._tag) {
-        case "NotFound":
-          return true
-        case "OtherMount":
-          return yield* keep(acc, otherMount(path, e.reason.detail))
-        // No longer a directory (a link or a file swapped in): unlinked as what it is now, never followed.
-        case "SymbolicLink":
-        case "NotADirectory":
-          return yield* unlinkEntry(r, acc, dir, name, path, mountId)
-        default:
-          return yield* failed(acc, path, "open", e)
-      }
-    }
-    const h = opened.success
-    const listed = yield* Effect.result(r.dirs.list(h))
-    if (listed._tag === "Failure") return yield* failed(acc, path, "list", listed.failure)
-    const entries = [...listed.success].sort((a, b) => FileName.compare(a.name, b.name))
-    // What the listing says is not a directory goes in one batch of unlinks;
-    // anything that turns out otherwise is handled one by one below.
-    let gone = yield* unlinkPlain(
-      r,
-      acc,
-      h,
-      path,
-      entries.filter((e) => e.type !== "Directory" && e.type !== "Unknown"),
-      mountId
-    )
-    for (const entry of entries) {
-      if (entry.type !== "Directory" && entry.type !== "Unknown") continue
-      const child = fullChild(path, entry.name)
-      let type: Directory.Type = entry.type
-      if (type === "Unknown") {
-        const st = yield* Effect.result(r.dirs.stat(h, entry.name))
-        if (st._tag === "Failure") {
-          if (st.failure.reason._tag === "NotFound") continue
-          gone = yield* failed(acc, child, "stat", st.failure)
-          continue
-        }
-        type = st.success.type
-      }
-      const ok =
-        type === "Directory"
-          ? yield* removeDirectory(r, acc, h, entry.name, child, mountId)
-          : yield* unlinkEntry(r, acc, h, entry.name, child, mountId)
-      if (!ok) gone = false
-    }
-    if (!gone) return false
-    const rmdir = yield* Effect.result(r.dirs.unlink(dir, name, { directory: true }))
-    if (rmdir._tag === "Success") return yield* removed(r, acc, path, "Directory")
-    const e = rmdir.failure
-    switch (e.reason._tag) {
-      case "NotFound":
-        return true
-      case "NotEmpty":
-        return yield* keep(acc, { path, reason: "Failed", detail: "entries appeared while it was being removed" })
-      case "NotADirectory":
-        return yield* keep(acc, {
-          path,
-          reason: "Failed",
-          detail: "replaced while it was being removed (now not a directory); not followed"
-        })
-      case "Busy":
-        return yield* keep(acc, otherMount(path, "something was mounted on it"))
-      default:
-        return yield* failed(acc, path, "rmdir", e)
-    }
-  }).pipe(Effect.scoped)
 
 /** Why the table keeps the full path `path`, or `undefined` when it does not. */
 const blockedBy = (r: Removal, path: string): Kept | undefined => {
@@ -238,8 +104,7 @@ const blockedBy = (r: Removal, path: string): Kept | undefined => {
 
 /**
  * Removes `name` of `dir` (full path `path`), a path that starts a removal:
- * checked against the table, then by mount id, then removed without
- * following anything. True when it is gone.
+ * checked against the table, then removed by the walk. True when it is gone.
  */
 export const removeTop = (
   r: Removal,
@@ -251,20 +116,11 @@ export const removeTop = (
   Effect.gen(function* () {
     const blocked = blockedBy(r, path)
     if (blocked !== undefined) return yield* keep(acc, blocked)
-    const parent = yield* Effect.result(r.dirs.stat(dir))
-    if (parent._tag === "Failure") return yield* failed(acc, path, "stat of the directory it is in", parent.failure)
-    const st = yield* Effect.result(r.dirs.stat(dir, name))
-    if (st._tag === "Failure") {
-      const tag = st.failure.reason._tag
-      return tag === "NotFound" || tag === "NotADirectory" ? true : yield* failed(acc, path, "stat", st.failure)
-    }
-    if (st.success.mountId !== parent.success.mountId) {
-      return yield* keep(
-        acc,
-        otherMount(path, `on mount ${st.success.mountId}, the directory it is in on mount ${parent.success.mountId}`)
-      )
-    }
-    return st.success.type === "Directory"
-      ? yield* removeDirectory(r, acc, dir, name, path, parent.success.mountId)
-      : yield* unlinkEntry(r, acc, dir, name, path, parent.success.mountId)
+    const walked = yield* r.dirs.removeTree(dir, name, path, { events: r.debug })
+    acc.removedCount += walked.removed
+    for (const p of walked.removedPaths) if (acc.removed.length < MaxRemovedPaths) acc.removed.push(p)
+    for (const k of walked.kept) yield* keep(acc, k)
+    // Kept beyond what the walk listed: counted, not listed.
+    acc.keptCount += walked.keptCount - walked.kept.length
+    return walked.gone
   })

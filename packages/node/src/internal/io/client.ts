@@ -71,6 +71,8 @@ interface Pending {
   readonly resume: (e: Effect.Effect<unknown, Failure>) => void
   readonly onProgress: ((p: unknown) => void) | undefined
   readonly program: boolean
+  /** The answer is a descriptor (`{ fd }` or a number) to close if no one takes it. */
+  readonly opens: boolean
   done: boolean
 }
 
@@ -350,7 +352,13 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
           continue
         }
         h.pending.delete(r.id)
-        if (p.done) continue
+        if (p.done) {
+          // No one waits for it any more (interrupted, or past its deadline): what it opened is closed.
+          const opened = "ok" in r ? (r.ok as { readonly fd?: unknown } | number | null) : undefined
+          const fd = typeof opened === "number" ? opened : typeof opened?.fd === "number" ? opened.fd : undefined
+          if (p.opens && fd !== undefined) socket.write(frame({ id: 0, op: "close", args: [], closes: [fd] }))
+          continue
+        }
         p.done = true
         p.resume("err" in r ? Effect.fail(r.err) : Effect.succeed(r.ok))
       }
@@ -452,6 +460,7 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
           resume,
           onProgress: meta.onProgress,
           program: meta.program,
+          opens: openers.has(op),
           done: false
         }
         h.pending.set(id, pending)
@@ -563,3 +572,15 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
 }
 
 const O_PATH = 0o10000000
+
+/** The operations whose answer is a descriptor. */
+const openers = new Set([
+  "openRoot",
+  "adopt",
+  "openDirectory",
+  "openParent",
+  "openPath",
+  "openBeneath",
+  "resolveDirectory",
+  "openFile"
+])

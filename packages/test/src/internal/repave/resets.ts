@@ -367,8 +367,11 @@ export const resetTests = (
       // The race, made deterministic: the listing returns the directory's
       // names, then the directory is moved aside (inside the root) and a
       // link to the sentinel put in its place, before the names are used.
-      const racing: Directory.Directories = {
+      // Rebuilt from the primitives, so the removal walk runs over the racing `list`
+      // (the program a layer runs natively is the same program).
+      const racing: Directory.Directories = Directory.make({
         ...dirs,
+        removeTree: undefined,
         list: (dir) =>
           Effect.tap(dirs.list(dir), () =>
             dir.path !== victim || swapped
@@ -381,7 +384,7 @@ export const resetTests = (
                   Effect.orDie
                 )
           )
-      }
+      })
       const before = yield* snapshot(s.sandbox)
       const result = yield* outcome(Repave.resetCniState({ hostRoot: s.root, mountInfo: s.mountInfo })).pipe(
         Fence.within([s.sandbox]),
