@@ -135,8 +135,9 @@ export type UnmountedMount = typeof UnmountedMount.Type
 /**
  * What an unmount call did: each prefix as given with what it resolved to
  * (a prefix that is a symlink is followed below the root, and matched by its
- * target), the mounts unmounted in order (a lazy unmount of a parent also
- * takes the mounts below it; those are not listed), and, for each given
+ * target), the mounts unmounted (every mount at or below the prefixes that
+ * left the table during the call, deepest first: a lazy detach of a mount
+ * takes those below it along, and they are listed too), and, for each given
  * prefix with mounts that remain, why.
  *
  * @since 0.2.0
@@ -275,6 +276,23 @@ export const plan = (
   return selected.sort((a, b) => b.d - a.d || b.e.id - a.e.id).map(({ e }) => e)
 }
 
+/** Most passes over the table in one call. */
+const MaxPasses = 64
+
+/**
+ * The entries of `planned` at the topmost mount points: those with no other
+ * mount point of `planned` above them, every mount stacked there, top first.
+ * A lazy detach of each takes what is mounted below it along.
+ */
+const topmost = (planned: ReadonlyArray<MountInfo.MountEntry>): Array<MountInfo.MountEntry> => {
+  const points = new Set(planned.map((e) => HostPath.clean(e.mountPoint)))
+  const covered = (mp: string) => {
+    for (let i = mp.lastIndexOf("/"); i > 0; i = mp.lastIndexOf("/", i - 1)) if (points.has(mp.slice(0, i))) return true
+    return mp !== "/" && points.has("/")
+  }
+  return planned.filter((e) => !covered(HostPath.clean(e.mountPoint)))
+}
+
 const run = Effect.fnUntraced(function* (
   prefixesIn: ReadonlyArray<string>,
   strict: boolean,
@@ -309,9 +327,20 @@ const run = Effect.fnUntraced(function* (
   // as much as the syscalls, so they are only built when debug is enabled.
   const debug = LogLevel.isGreaterThanOrEqualTo("Debug", yield* References.MinimumLogLevel)
   let passes = 0
-  while (targets.length > 0) {
-    const todo = targets.filter((e) => !hung.has(e.id))
+  let before = targets
+  // Mounts that would not go (failed, or not verified): those below them are tried in the next pass.
+  const refused = new Set<number>()
+  const attempted = new Set<number>()
+  // Each mount is tried once; passes are bounded too, against mounts made as fast as they go.
+  while (targets.length > 0 && passes < MaxPasses) {
+    // Only the topmost mount points are detached: a lazy detach takes every
+    // mount below it along, so a mount below a dead one is never verified
+    // through it (its file system would be asked), and is detached with it.
+    const todo = topmost(targets.filter((e) => !refused.has(e.id))).filter(
+      (e) => !hung.has(e.id) && !attempted.has(e.id)
+    )
     if (todo.length === 0) break
+    for (const e of todo) attempted.add(e.id)
     passes++
     const results: ReadonlyArray<UnmountResult> = yield* mounter.unmount(
       rootHandle,
@@ -331,9 +360,9 @@ const run = Effect.fnUntraced(function* (
       const e = todo[i] as MountInfo.MountEntry
       const annotations = { mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id, pass: passes }
       if (r._tag === "Unmounted") {
-        unmounted.push({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id })
         if (debug) yield* Effect.logDebug("unmounted").pipe(Effect.annotateLogs(annotations))
       } else if (r._tag === "Failed") {
+        refused.add(e.id)
         lastFailure.set(e.id, { errno: r.failure.errno, message: r.failure.message })
         if (!stuck.has(e.mountPoint)) stuck.set(e.mountPoint, { id: e.id, ...r.failure })
         yield* Effect.logWarning(`unmount failed: ${r.failure.errno} ${r.failure.message}`).pipe(
@@ -348,6 +377,7 @@ const run = Effect.fnUntraced(function* (
           Effect.annotateLogs({ ...annotations, call: r.call, seconds: r.seconds })
         )
       } else if (r.reason === "Moved" && stuck.has(e.mountPoint)) {
+        refused.add(e.id)
         // Below a mount of the same stack that would not go: it is that failure that keeps it.
         const top = stuck.get(e.mountPoint) as { readonly id: number; readonly errno: string; readonly message: string }
         lastFailure.set(e.id, {
@@ -356,6 +386,7 @@ const run = Effect.fnUntraced(function* (
         })
       } else {
         // Never unmounted blind: the path no longer leads to the mount the table listed.
+        refused.add(e.id)
         lastFailure.set(e.id, { errno: "UNVERIFIED", message: `${r.reason}: ${r.detail}` })
         yield* Effect.logWarning(`not unmounted, could not be verified: ${r.reason}: ${r.detail}`).pipe(
           Effect.annotateLogs({ ...annotations, reason: r.reason, detail: r.detail })
@@ -364,22 +395,47 @@ const run = Effect.fnUntraced(function* (
     }
     // Re-read rather than trust the results: a lazy unmount of a parent takes
     // its children along, an "EINVAL not mounted" may mean a parent already did,
-    // and something may have been mounted meanwhile.
+    // and something may have been mounted meanwhile. What left the table is
+    // what was unmounted, whichever call took it.
     const next = plan(yield* MountInfo.read(path), prefixes, strict)
-    if (next.length >= targets.length) {
-      targets = next
-      break // no progress: what remains stays
+    const still = new Set(next.map((e) => e.id))
+    for (const e of before) {
+      if (!still.has(e.id)) unmounted.push({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id })
     }
+    before = next
     targets = next
   }
-  const remaining = targets.map(
-    (e): RemainingMount => ({
+  // A mount below one that could not go was not tried: the one above says why.
+  const failedAt = new Map<string, { readonly id: number; readonly errno: string; readonly message: string }>()
+  for (const e of targets) {
+    const f = lastFailure.get(e.id)
+    if (f !== undefined && !failedAt.has(HostPath.clean(e.mountPoint)))
+      failedAt.set(HostPath.clean(e.mountPoint), { id: e.id, ...f })
+  }
+  const above = (mountPoint: string) => {
+    const mp = HostPath.clean(mountPoint)
+    for (let i = mp.lastIndexOf("/"); i > 0; i = mp.lastIndexOf("/", i - 1)) {
+      const f = failedAt.get(mp.slice(0, i))
+      if (f !== undefined) return { at: mp.slice(0, i), ...f }
+    }
+    return undefined
+  }
+  const remaining = targets.map((e): RemainingMount => {
+    const own = lastFailure.get(e.id)
+    const up = own === undefined ? above(e.mountPoint) : undefined
+    return {
       mountPoint: e.mountPoint,
       fsType: e.fsType,
       mountId: e.id,
-      ...(lastFailure.get(e.id) ?? { errno: "EAGAIN", message: "still mounted after the last pass" })
-    })
-  )
+      ...(own ??
+        (up === undefined
+          ? { errno: "EAGAIN", message: "still mounted after the last pass" }
+          : {
+              errno: up.errno,
+              message: `below ${up.at} (mount ${up.id}), which could not be unmounted: ${up.message}`
+            }))
+    }
+  })
   yield* Effect.annotateCurrentSpan({ passes, remaining: remaining.length, unmounted: unmounted.length })
   // A mount is attributed to every prefix that covers it: each such directory
   // still has a mount below it and must be kept by the caller.
