@@ -176,7 +176,16 @@ export {
    *
    * @since 0.1.0
    */
-  Json
+  Json,
+  /**
+   * `--timeout SECONDS`: the operation's deadline (default 300). No call on
+   * a host's files is waited for past it: one that does not return (a dead
+   * NFS or FUSE mount) is abandoned `Hung`, the operation ends with its
+   * report, and the command exits; 0 or less is refused (exit 2).
+   *
+   * @since 0.4.0
+   */
+  Timeout
 } from "./internal/cli/flags.ts"
 
 /**

@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import { Effect, type FileSystem, Schema } from "effect"
+import * as Deadline from "./Deadline.ts"
 import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import type { Mounter } from "./Mounter.ts"
@@ -272,17 +273,20 @@ export const resetCniState: (
   SafeRemove.Report,
   ResetError | HostPath.HostPathError | MountInfo.MountInfoError,
   FileSystem.FileSystem | Directory.Directories
-> = Effect.fn("Repave.resetCniState")(function* (options) {
-  const session = yield* SafeRemove.session(options)
-  // A link or file where net.d should be goes, never followed, and an empty directory takes its place.
-  const confReport = yield* session.empty(Paths.CniConfDir, { replaceNonDirectory: true })
-  const stateReport = yield* session.remove([Paths.CniStateDir])
-  const report = yield* failIfKept("resetCniState", SafeRemove.merge(confReport, stateReport))
-  yield* Effect.logInfo("CNI state reset").pipe(
-    Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removed.length })
-  )
-  return report
-}, Effect.scoped)
+> = Effect.fn("Repave.resetCniState")(
+  function* (options) {
+    const session = yield* SafeRemove.session(options)
+    // A link or file where net.d should be goes, never followed, and an empty directory takes its place.
+    const confReport = yield* session.empty(Paths.CniConfDir, { replaceNonDirectory: true })
+    const stateReport = yield* session.remove([Paths.CniStateDir])
+    const report = yield* failIfKept("resetCniState", SafeRemove.merge(confReport, stateReport))
+    yield* Effect.logInfo("CNI state reset").pipe(
+      Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removedCount })
+    )
+    return report
+  },
+  (effect, options) => effect.pipe(Effect.scoped, Deadline.within(options?.deadline))
+)
 
 /**
  * Removes the kubelet's client identity below `hostRoot` when the node
@@ -309,33 +313,36 @@ export const resetKubeletIdentity: (
   SafeRemove.Report,
   ResetError | HostPath.HostPathError | MountInfo.MountInfoError,
   FileSystem.FileSystem | Directory.Directories
-> = Effect.fn("Repave.resetKubeletIdentity")(function* (nodeStart, options) {
-  if (!NodeStart.usesBootstrapToken(nodeStart)) {
-    yield* Effect.logInfo(
-      `kubelet identity left in place: auth mode ${nodeStart.auth._tag} is rewritten by configuration`
-    ).pipe(Effect.annotateLogs({ auth: nodeStart.auth._tag }))
-    return SafeRemove.emptyReport
-  }
-  const bootstrap = HostPath.clean(nodeStart.auth.bootstrapKubeconfig)
-  const session = yield* SafeRemove.session(options)
-  const certs = yield* session.empty(Paths.KubeletClientPkiDir, {
-    // Never the bootstrap kubeconfig, wherever the goal state put it.
-    select: (name) => isClientCredential(name) && `${Paths.KubeletClientPkiDir}/${name}` !== bootstrap
-  })
-  let kubeconfig = SafeRemove.emptyReport
-  if (bootstrap === KubeletKubeconfig) {
-    yield* Effect.logWarning(`${KubeletKubeconfig} is the bootstrap kubeconfig; left in place`).pipe(
-      Effect.annotateLogs({ path: KubeletKubeconfig })
+> = Effect.fn("Repave.resetKubeletIdentity")(
+  function* (nodeStart, options) {
+    if (!NodeStart.usesBootstrapToken(nodeStart)) {
+      yield* Effect.logInfo(
+        `kubelet identity left in place: auth mode ${nodeStart.auth._tag} is rewritten by configuration`
+      ).pipe(Effect.annotateLogs({ auth: nodeStart.auth._tag }))
+      return SafeRemove.emptyReport
+    }
+    const bootstrap = HostPath.clean(nodeStart.auth.bootstrapKubeconfig)
+    const session = yield* SafeRemove.session(options)
+    const certs = yield* session.empty(Paths.KubeletClientPkiDir, {
+      // Never the bootstrap kubeconfig, wherever the goal state put it.
+      select: (name) => isClientCredential(name) && `${Paths.KubeletClientPkiDir}/${name}` !== bootstrap
+    })
+    let kubeconfig = SafeRemove.emptyReport
+    if (bootstrap === KubeletKubeconfig) {
+      yield* Effect.logWarning(`${KubeletKubeconfig} is the bootstrap kubeconfig; left in place`).pipe(
+        Effect.annotateLogs({ path: KubeletKubeconfig })
+      )
+    } else {
+      kubeconfig = yield* session.remove([KubeletKubeconfig])
+    }
+    const report = yield* failIfKept("resetKubeletIdentity", SafeRemove.merge(certs, kubeconfig))
+    yield* Effect.logInfo("kubelet identity reset").pipe(
+      Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removedCount })
     )
-  } else {
-    kubeconfig = yield* session.remove([KubeletKubeconfig])
-  }
-  const report = yield* failIfKept("resetKubeletIdentity", SafeRemove.merge(certs, kubeconfig))
-  yield* Effect.logInfo("kubelet identity reset").pipe(
-    Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removed.length })
-  )
-  return report
-}, Effect.scoped)
+    return report
+  },
+  (effect, _nodeStart, options) => effect.pipe(Effect.scoped, Deadline.within(options?.deadline))
+)
 
 /**
  * Options of {@link teardownKubeletDir}.
@@ -385,62 +392,65 @@ export const teardownKubeletDir: (
   TeardownReport,
   HostPath.HostPathError | MountInfo.MountInfoError,
   FileSystem.FileSystem | Mounter | Directory.Directories
-> = Effect.fn("Repave.teardownKubeletDir")(function* (options) {
-  const root = yield* HostPath.rootOf(options)
-  // The pods, listed through a handle: names as bytes, a pods directory that is a link not followed.
-  const listed =
-    options?.prefixes === undefined
-      ? yield* Effect.scoped(
-          Effect.map(
-            Effect.flatMap(SafeRemove.open(root), (s) => s.children(KubeletPodsDir)),
-            (c) => ({
-              prefixes: c.names.map((n) => `${KubeletPodsDir}/${n}`),
-              kept: c.kept
-            })
+> = Effect.fn("Repave.teardownKubeletDir")(
+  function* (options) {
+    const root = yield* HostPath.rootOf(options)
+    // The pods, listed through a handle: names as bytes, a pods directory that is a link not followed.
+    const listed =
+      options?.prefixes === undefined
+        ? yield* Effect.scoped(
+            Effect.map(
+              Effect.flatMap(SafeRemove.open(root), (s) => s.children(KubeletPodsDir)),
+              (c) => ({
+                prefixes: c.names.map((n) => `${KubeletPodsDir}/${n}`),
+                kept: c.kept
+              })
+            )
           )
-        )
-      : { prefixes: options.prefixes, kept: [] }
-  // Decoded before anything is unmounted; a pod directory that is a link is
-  // not followed (it is removed as a link).
-  const targets = yield* Unmount.decodePrefixes(root, listed.prefixes, { followFinal: false })
-  const failures: ReadonlyMap<string, Unmount.UnmountError> =
-    targets.length === 0
-      ? new Map()
-      : (yield* Unmount.unmountBelowByPrefix(
-          targets.map((t) => t.path),
-          { hostRoot: root, followLinks: false }
-        )).failures
-  // The report names each prefix as the mount table does.
-  const unmountFailures = new Map<string, Unmount.UnmountError>()
-  const kept: Array<SafeRemove.Kept> = [...listed.kept]
-  const toRemove: Array<string> = []
-  for (const t of targets) {
-    const failure = failures.get(t.path)
-    if (failure !== undefined) unmountFailures.set(t.table, failure)
-    if (failure === undefined) {
-      toRemove.push(t.path)
-      continue
+        : { prefixes: options.prefixes, kept: [] }
+    // Decoded before anything is unmounted; a pod directory that is a link is
+    // not followed (it is removed as a link).
+    const targets = yield* Unmount.decodePrefixes(root, listed.prefixes, { followFinal: false })
+    const failures: ReadonlyMap<string, Unmount.UnmountError> =
+      targets.length === 0
+        ? new Map()
+        : (yield* Unmount.unmountBelowByPrefix(
+            targets.map((t) => t.path),
+            { hostRoot: root, followLinks: false }
+          )).failures
+    // The report names each prefix as the mount table does.
+    const unmountFailures = new Map<string, Unmount.UnmountError>()
+    const kept: Array<SafeRemove.Kept> = [...listed.kept]
+    const toRemove: Array<string> = []
+    for (const t of targets) {
+      const failure = failures.get(t.path)
+      if (failure !== undefined) unmountFailures.set(t.table, failure)
+      if (failure === undefined) {
+        toRemove.push(t.path)
+        continue
+      }
+      const first = failure.reason.remaining[0]
+      const k: SafeRemove.Kept = {
+        path: t.full,
+        reason: "UnmountFailed",
+        ...(first === undefined ? {} : { mountPoint: first.mountPoint }),
+        detail: failure.message
+      }
+      kept.push(k)
+      yield* SafeRemove.logKept(k)
     }
-    const first = failure.reason.remaining[0]
-    const k: SafeRemove.Kept = {
-      path: t.full,
-      reason: "UnmountFailed",
-      ...(first === undefined ? {} : { mountPoint: first.mountPoint }),
-      detail: failure.message
-    }
-    kept.push(k)
-    yield* SafeRemove.logKept(k)
-  }
-  // The table is read again now: the unmounts changed it.
-  const removal = yield* Effect.scoped(Effect.flatMap(SafeRemove.open(root), (s) => s.remove(toRemove)))
-  const report = SafeRemove.merge(SafeRemove.keptOnly(kept), removal)
-  yield* Effect.logInfo("kubelet pod directories torn down").pipe(
-    Effect.annotateLogs({
-      hostRoot: root.path,
-      prefixes: targets.length,
-      removed: report.removed.length,
-      kept: report.kept.length
-    })
-  )
-  return { ...report, prefixes: targets.map((t) => t.table), unmountFailures }
-})
+    // The table is read again now: the unmounts changed it.
+    const removal = yield* Effect.scoped(Effect.flatMap(SafeRemove.open(root), (s) => s.remove(toRemove)))
+    const report = SafeRemove.merge(SafeRemove.keptOnly(kept), removal)
+    yield* Effect.logInfo("kubelet pod directories torn down").pipe(
+      Effect.annotateLogs({
+        hostRoot: root.path,
+        prefixes: targets.length,
+        removed: report.removedCount,
+        kept: report.keptCount
+      })
+    )
+    return { ...report, prefixes: targets.map((t) => t.table), unmountFailures }
+  },
+  (effect, options) => effect.pipe(Deadline.within(options?.deadline))
+)

@@ -44,6 +44,7 @@
  * @since 0.1.0
  */
 import { Effect, type FileSystem, LogLevel, References, Schema, type Scope } from "effect"
+import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import type * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
@@ -229,12 +230,13 @@ export const merge = (...reports: ReadonlyArray<Report>): Report => ({
 
 /**
  * Options of every removal: the host root the paths are host paths of (the
- * real host by default) and the mount table that describes it (see
- * `HostPath.RootOptions`).
+ * real host by default), the mount table that describes it (see
+ * `HostPath.RootOptions`), and the deadline (see `Deadline.Options`: when it
+ * passes, no further call is made and what was not reached is kept `Hung`).
  *
  * @since 0.1.0
  */
-export type Options = HostPath.RootOptions
+export type Options = HostPath.RootOptions & Deadline.Options
 
 /**
  * Options of {@link Session.empty}.
@@ -381,7 +383,9 @@ export const remove: (
   HostPath.HostPathError | MountInfo.MountInfoError,
   FileSystem.FileSystem | Directory.Directories
 > = Effect.fn("SafeRemove.remove")(function* (paths: ReadonlyArray<string>, options?: Options) {
-  return yield* Effect.scoped(Effect.flatMap(session(options), (s) => s.remove(paths)))
+  return yield* Effect.scoped(Effect.flatMap(session(options), (s) => s.remove(paths))).pipe(
+    Deadline.within(options?.deadline)
+  )
 })
 
 /**
@@ -400,5 +404,7 @@ export const empty: (
   HostPath.HostPathError | MountInfo.MountInfoError,
   FileSystem.FileSystem | Directory.Directories
 > = Effect.fn("SafeRemove.empty")(function* (dir: string, options?: Options & EmptyOptions) {
-  return yield* Effect.scoped(Effect.flatMap(session(options), (s) => s.empty(dir, options)))
+  return yield* Effect.scoped(Effect.flatMap(session(options), (s) => s.empty(dir, options))).pipe(
+    Deadline.within(options?.deadline)
+  )
 })

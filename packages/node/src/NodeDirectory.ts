@@ -143,6 +143,16 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     operation: string,
     path: string
   ): Effect.Effect<unknown, Directory.DirectoryError> =>
+    Effect.map(callIn(op, handles, args, operation, path), (a) => a.value)
+
+  /** {@link call}, and which helper answered (what it opened is that helper's descriptor). */
+  const callIn = (
+    op: string,
+    handles: ReadonlyArray<Directory.Handle>,
+    args: (fds: ReadonlyArray<number>) => ReadonlyArray<unknown>,
+    operation: string,
+    path: string
+  ): Effect.Effect<Io.Answer, Directory.DirectoryError> =>
     client
       .request(op, handles, args, { call: operation, path })
       .pipe(Effect.mapError((f) => toDirectoryError(f, f.call ?? operation, path)))
@@ -165,7 +175,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
    * operation's timeout); what it opened then is closed when its answer comes.
    */
   const own = <A>(
-    open: Effect.Effect<unknown, Directory.DirectoryError>,
+    open: Effect.Effect<Io.Answer, Directory.DirectoryError>,
     where: (r: unknown) => { readonly fd: number; readonly mountId: number; readonly path: string } | undefined,
     root: boolean,
     done: (h: Io.IoHandle | undefined, r: unknown) => A
@@ -173,11 +183,13 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     // The call is as interruptible as its caller (an operation's timeout ends it, a finalizer's
     // restore runs to the end); the handle, once there, is released with the scope.
     Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(restore(open), (r) => {
+      Effect.flatMap(restore(open), ({ value: r, gen }) => {
         const w = where(r)
         if (w === undefined) return Effect.succeed(done(undefined, r))
         return Effect.flatMap(
-          root ? client.root(w.fd, w.mountId, w.path) : Effect.succeed(client.handle(w.fd, w.mountId, w.path)),
+          root
+            ? client.root(w.fd, w.mountId, w.path, gen)
+            : Effect.succeed(client.handle(w.fd, w.mountId, w.path, gen)),
           (h) =>
             Effect.as(
               Effect.addFinalizer(() => client.release(h)),
@@ -198,7 +210,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
 
   const openRoot: Directory.Primitives["openRoot"] = (path) =>
     own(
-      call("openRoot", [], () => [FileName.encode(path)], "open", path),
+      callIn("openRoot", [], () => [FileName.encode(path)], "open", path),
       at(path),
       true,
       handleOf
@@ -208,7 +220,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     const path = Directory.childPath(dir.path, name)
     return named("openat", [[path, name]], () =>
       own(
-        call("openDirectory", [dir], ([fd]) => [fd, name, opts?.sameMount === true], "openat", path),
+        callIn("openDirectory", [dir], ([fd]) => [fd, name, opts?.sameMount === true], "openat", path),
         at(path),
         false,
         handleOf
@@ -219,7 +231,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   const openParent: Directory.Primitives["openParent"] = (dir) => {
     const path = dir.path === "/" ? "/" : dir.path.slice(0, Math.max(1, dir.path.lastIndexOf("/")))
     return own(
-      call("openParent", [dir], ([fd]) => [fd], "openat", `${dir.path}/..`),
+      callIn("openParent", [dir], ([fd]) => [fd], "openat", `${dir.path}/..`),
       at(path),
       false,
       handleOf
@@ -232,7 +244,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     Effect.option(client.request("credentials", [], () => [], { call: "getpid", path: "/" })),
     (r) =>
       r._tag === "Some"
-        ? (r.value as Directory.Credentials)
+        ? (r.value.value as Directory.Credentials)
         : { uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0, pid: process.pid }
   )
 
@@ -240,7 +252,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     const path = Directory.childPath(dir.path, name)
     return named("openat", [[path, name]], () =>
       own(
-        call("openPath", [dir], ([fd]) => [fd, name], "openat", path),
+        callIn("openPath", [dir], ([fd]) => [fd, name], "openat", path),
         at(path),
         false,
         handleOf
@@ -277,7 +289,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   const openBeneath: NonNullable<Directory.Primitives["openBeneath"]> = (root, components) => {
     const path = components.reduce((here: string, n) => Directory.childPath(here, n), root.path)
     return own(
-      call("openBeneath", [root], ([fd]) => [fd, components], "openat2", path),
+      callIn("openBeneath", [root], ([fd]) => [fd, components], "openat2", path),
       at(path),
       false,
       (h, r) => ({
@@ -405,7 +417,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     const path = joined.subarray(0, Math.max(0, end - 1))
     // `null`: no openat2 here, or it ended outside the root: the walk decides.
     return own(
-      call(
+      callIn(
         "resolveDirectory",
         [root],
         ([fd]) => [fd, path, opts.noSymlinks],
@@ -428,7 +440,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     const path = Directory.childPath(dir.path, name)
     return named("openat", [[path, name]], () =>
       own(
-        call(
+        callIn(
           "openFile",
           [dir],
           ([fd]) => [fd, name, opts.mode, opts.mode === "create" ? opts.permissions : 0],
@@ -491,7 +503,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       if (opts?.events === true) {
         for (const x of events) yield* Effect.logDebug(`removed ${FileName.display(x)}`)
       }
-      if (r._tag === "Success") return r.success as RemoveResult
+      if (r._tag === "Success") return r.success.value as RemoveResult
       // The helper was abandoned mid-walk: what its progress said was removed, and where it stopped.
       const f = r.failure
       const seconds = f.seconds ?? 0

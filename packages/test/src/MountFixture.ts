@@ -85,8 +85,10 @@ export const layerReal: Layer.Layer<
     return MountFixture.of({
       sandbox: Effect.gen(function* () {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-mounts-" }).pipe(Effect.orDie)
+        // A lazy detach of the sandbox takes every mount below it along, and asks none of them
+        // (`umount -R` would visit each, and a dead FUSE or NFS one below would stop it).
         yield* Effect.acquireRelease(tmpfs(dir), () =>
-          HostCommand.run("umount", ["-R", "-l", "--", dir]).pipe(Effect.ignore, Effect.provide(context))
+          HostCommand.run("umount", ["-l", "-c", "--", dir]).pipe(Effect.ignore, Effect.provide(context))
         )
         return dir
       }),

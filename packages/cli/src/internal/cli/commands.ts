@@ -33,7 +33,7 @@ import {
   UnknownSlot,
   UsageError
 } from "./errors.ts"
-import { Container, DryRunFlag, HostRoot, Json } from "./flags.ts"
+import { Container, DryRunFlag, HostRoot, Json, Timeout } from "./flags.ts"
 import { keptText, operate, reportText, withRoot } from "./operate.ts"
 
 /** A prefix as given, and what it resolved to when that differs. */
@@ -507,7 +507,7 @@ export const hostnode = Command.make("hostnode", {}, () =>
     "Host-side operations of a Kubernetes node agent: unmount pod volumes, snapshot and roll back configuration, restart changed units, reset CNI state and kubelet identity, prepare LocalDNS."
   ),
   Command.withSubcommands(subcommands),
-  Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag])
+  Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag, Timeout])
 )
 
 /** Documented where `Cli.ts` exports it. */

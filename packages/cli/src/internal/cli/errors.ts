@@ -26,6 +26,19 @@ export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: Failur
   override readonly [Runtime.errorReported] = false
 }
 
+/**
+ * The operation did not end within `--timeout` (and the grace after it):
+ * something it waited on was not bounded by the deadline. The command ends
+ * anyway, exit 1.
+ */
+export class TimedOut extends Schema.TaggedError<TimedOut>()("TimedOut", {
+  seconds: Schema.Number
+}) {
+  override get message(): string {
+    return `the operation did not end within --timeout ${this.seconds} s; it was stopped`
+  }
+}
+
 /** Documented where `Cli.ts` exports it. */
 export class MissingSubcommand extends Schema.TaggedError<MissingSubcommand>()("MissingSubcommand", {
   /** The group, as typed. */

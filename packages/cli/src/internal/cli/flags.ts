@@ -1,6 +1,6 @@
 /**
- * The CLI's global flags: `--host-root`, `--container`, `--json` and
- * `--dry-run`. Boundary: their declarations only; how a command reads them is
+ * The CLI's global flags: `--host-root`, `--container`, `--json`,
+ * `--dry-run` and `--timeout`. Boundary: their declarations only; how a command reads them is
  * `operate.ts`.
  */
 import { Flag, GlobalFlag } from "effect/cli"
@@ -41,6 +41,21 @@ export const DryRunFlag = GlobalFlag.Setting("dry-run")({
     Flag.withDefault(false),
     Flag.withDescription(
       "Change nothing: read the host, and print every write, removal, unmount and command as the plan, in order"
+    )
+  )
+})
+
+/** Documented where `Cli.ts` exports it. */
+export const Timeout = GlobalFlag.Setting("timeout")({
+  flag: Flag.Int("timeout").pipe(
+    Flag.withDefault(300),
+    Flag.withMetavar("SECONDS"),
+    Flag.filter(
+      (n) => n > 0,
+      (n) => `a positive whole number of seconds, not ${n}`
+    ),
+    Flag.withDescription(
+      "End the operation by then (default: 300): a call on a file system that does not answer is abandoned, and the report says what was done"
     )
   )
 })

@@ -5,10 +5,10 @@
  * Boundary: the common handling; each command's own flags and output are
  * `commands.ts`.
  */
-import { type Directory, HostPath, type Mounter, type Systemd } from "@hostnode/core"
+import { Deadline, type Directory, HostPath, type Mounter, type Systemd } from "@hostnode/core"
 import { NodeContainer } from "@hostnode/node"
 import { DryRun } from "@hostnode/test"
-import { Console, Effect, type FileSystem, Layer, Logger, Option, Path } from "effect"
+import { Console, Duration, Effect, type FileSystem, Layer, Logger, Option, Path } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as Progress from "../../Progress.ts"
 import { plural } from "../text.ts"
@@ -21,9 +21,10 @@ import {
   type Failure,
   inputErrorLine,
   isInputError,
+  TimedOut,
   toPlain
 } from "./errors.ts"
-import { Container, DryRunFlag, HostRoot, Json } from "./flags.ts"
+import { Container, DryRunFlag, HostRoot, Json, Timeout } from "./flags.ts"
 
 /** What a command adds to the common handling of {@link operate}. */
 interface OperateOptions<A> {
@@ -46,7 +47,7 @@ type Around =
   | Mounter.Mounter
   | ChildProcessSpawner.ChildProcessSpawner
   | Systemd.Systemd
-  | Effect.Services<typeof HostRoot | typeof Container | typeof Json | typeof DryRunFlag>
+  | Effect.Services<typeof HostRoot | typeof Container | typeof Json | typeof DryRunFlag | typeof Timeout>
 
 /**
  * Runs one operation as the command `name`: runs it (under `--dry-run` on
@@ -62,6 +63,7 @@ export const operate = <A, E extends Failure, R>(
   Effect.gen(function* () {
     const json = yield* Json
     const dryRun = yield* DryRunFlag
+    const seconds = yield* Timeout
     const toJson = options.toJson ?? toPlain
     // Progress only for a person at a terminal (bin.ts provides it there), never in JSON.
     const progress = json ? Option.none() : yield* Effect.serviceOption(Progress.Progress)
@@ -100,13 +102,23 @@ export const operate = <A, E extends Failure, R>(
       // The container's services are provided over the host's; what they do not provide stays required.
       return Effect.provide(effect, inContainer) as Effect.Effect<A2, E2 | NodeContainer.ContainerError, R2>
     }
+    // --timeout: the operation's deadline. Its calls end by then (abandoned `Hung`) and it reports
+    // what it did; whatever else could still wait is cut off a little later, so the command always ends.
+    const bounded = <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) =>
+      effect.pipe(
+        Deadline.within(Duration.seconds(seconds)),
+        Effect.timeoutOrElse({
+          duration: Duration.seconds(seconds + 10),
+          orElse: () => Effect.fail(new TimedOut({ seconds }))
+        })
+      )
     const outcome = dryRun
       ? yield* Effect.gen(function* () {
           // The operation's own logs say "removed", "restarted": mark them as a dry run's.
-          const result = yield* Effect.result(where(dryShown))
+          const result = yield* Effect.result(bounded(where(dryShown)))
           return { result, plan: yield* DryRun.steps }
         }).pipe(Effect.provide(DryRun.DryRunPlan.layer))
-      : { result: yield* Effect.result(where(shown)), plan: undefined }
+      : { result: yield* Effect.result(bounded(where(shown))), plan: undefined }
     const { result, plan } = outcome
     const planJson = plan === undefined ? {} : { dryRun: true, plan }
     const warnings = result._tag === "Success" ? (options.warnings?.(result.success) ?? []) : []

@@ -12,7 +12,7 @@ import { Effect, type Scope } from "effect"
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
-import type { EmptyOptions, Report, Session } from "../../SafeRemove.ts"
+import type { EmptyOptions, Kept, Report, Session } from "../../SafeRemove.ts"
 import { type Acc, emptyAcc, failed, fullChild, keep, otherMount, type Removal, removeTop } from "./walk.ts"
 
 /** A resolved path: where it is, its full path, and the (directory, name) the removal acts on. */
@@ -20,6 +20,12 @@ interface Target {
   readonly full: string
   readonly dir: Directory.Handle
   readonly name: FileName.Bytes | undefined
+}
+
+/** A path whose resolution did not return within its deadline: kept, never looked at again. */
+interface Stalled {
+  readonly _tag: "Stalled"
+  readonly kept: Kept
 }
 
 /** Runs `body` on a fresh outcome, in its own scope (the handles it opens close with it), and reports it. */
@@ -47,7 +53,7 @@ const resolveTarget = (
   r: Removal,
   given: string,
   checked: HostPath.Checked | undefined = undefined
-): Effect.Effect<Target | undefined, HostPath.HostPathError, Scope.Scope> =>
+): Effect.Effect<Target | Stalled | undefined, HostPath.HostPathError, Scope.Scope> =>
   Effect.gen(function* () {
     const decoded = checked ?? (yield* HostPath.checkPath(r.root, given))
     const resolved = yield* Effect.result(r.dirs.resolve(r.rootHandle, decoded.path, { followFinal: false }))
@@ -55,6 +61,14 @@ const resolveTarget = (
       const e = resolved.failure
       const tag = e.reason._tag
       if (tag === "NotFound" || tag === "NotADirectory") return undefined
+      if (e.reason._tag === "Hung") {
+        const kept: Kept = {
+          path: HostPath.fullPath(r.root, decoded.path),
+          reason: "Hung",
+          detail: `resolving it: ${e.reason.message}`
+        }
+        return { _tag: "Stalled", kept } satisfies Stalled
+      }
       if (tag === "TooManyLinks") return yield* refused(r, given, new HostPath.TooManyLinks({ detail: e.message }))
       return yield* refused(r, given, new HostPath.Unreadable({ detail: e.message }))
     }
@@ -154,7 +168,12 @@ const remove =
         const checked = yield* Effect.forEach(paths, (p) => HostPath.checkPath(r.root, p))
         for (const [i, p] of paths.entries()) {
           const t = yield* resolveTarget(r, p, checked[i])
-          if (t === undefined || t.name === undefined) continue
+          if (t === undefined) continue
+          if ("_tag" in t) {
+            yield* keep(acc, t.kept)
+            continue
+          }
+          if (t.name === undefined) continue
           yield* removeTop(r, acc, t.dir, t.name, t.full)
         }
       })
@@ -168,6 +187,10 @@ const empty =
       Effect.gen(function* () {
         const t = yield* resolveTarget(r, dir)
         if (t === undefined) return
+        if ("_tag" in t) {
+          yield* keep(acc, t.kept)
+          return
+        }
         const h = yield* openDir(r, acc, t, options)
         if (h === undefined) return
         const entries = yield* sortedEntries(r, acc, h, t.full)
@@ -188,6 +211,7 @@ const children =
       const acc = emptyAcc()
       const t = yield* resolveTarget(r, dir)
       if (t === undefined) return { names: [], kept: [] }
+      if ("_tag" in t) return { names: [], kept: [t.kept] }
       const h = yield* openDir(r, acc, t)
       if (h === undefined) return { names: [], kept: acc.kept }
       const entries = yield* sortedEntries(r, acc, h, t.full)

@@ -69,13 +69,14 @@ export const fullChild = Directory.childPath
 export const keep = (acc: Acc, kept: Kept): Effect.Effect<boolean> =>
   Effect.sync(() => addKept(acc, kept)).pipe(Effect.andThen(logKept(kept)), Effect.as(false))
 
-/** Keeps `path` because the file system refused `what` (`Failed`, the errno or the reason and what it means). */
+/** Keeps `path` because the file system refused `what` (`Failed`, the errno or the reason and what it means), or did not answer (`Hung`). */
 export const failed = (acc: Acc, path: string, what: string, e: Directory.DirectoryError): Effect.Effect<boolean> =>
-  keep(acc, {
-    path,
-    reason: "Failed",
-    detail: `${what}: ${Directory.errnoOf(e) ?? e.reason._tag} ${e.reason.detail}`
-  })
+  keep(
+    acc,
+    e.reason._tag === "Hung"
+      ? { path, reason: "Hung", detail: `${what}: ${e.reason.message}` }
+      : { path, reason: "Failed", detail: `${what}: ${Directory.errnoOf(e) ?? e.reason._tag} ${e.reason.detail}` }
+  )
 
 /** A path kept because it is on another mount than the one being removed from. */
 export const otherMount = (path: string, detail: string): Kept => ({

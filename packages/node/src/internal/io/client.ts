@@ -84,6 +84,10 @@ interface Helper {
   readonly pending: Map<number, Pending>
   lastFrameAt: number
   dead: boolean
+  /** No new calls: an abandoned call of it is pending; it still serves the handles it holds. */
+  retired: boolean
+  /** Handles of it still open. */
+  handles: number
   stderr: string
   refIfWaiting: () => void
 }
@@ -215,10 +219,11 @@ const procfs = <A>(f: () => A): Effect.Effect<A | undefined> =>
 export interface Client {
   readonly name: string
   /**
-   * Makes one call: `build` makes the arguments from the descriptors of the
-   * handles it is given (resolved in the current helper), `call` and `path`
-   * name it for a `Hung` failure; a program's `onProgress` is given each
-   * progress frame.
+   * Makes one call in the helper the handles belong to (a root pinned by
+   * the agent can be opened again in another; the current helper when there
+   * are no others): `build` makes the arguments from their descriptors,
+   * `call` and `path` name it for a `Hung` failure; a program's `onProgress`
+   * is given each progress frame. The answer, and which helper gave it.
    */
   readonly request: (
     op: string,
@@ -230,17 +235,21 @@ export interface Client {
       readonly program?: boolean | undefined
       readonly onProgress?: ((p: unknown) => void) | undefined
     }
-  ) => Effect.Effect<unknown, Failure>
-  /** A root handle: `fd` in the current helper, pinned in the agent so a new helper can open it again. */
-  readonly root: (fd: number, mountId: number, path: string) => Effect.Effect<IoHandle>
-  /** A handle for a descriptor of the current helper. */
-  readonly handle: (fd: number, mountId: number, path: string) => IoHandle
+  ) => Effect.Effect<Answer, Failure>
+  /** A root handle for `fd` of helper `gen`, pinned in the agent so another helper can open it again. */
+  readonly root: (fd: number, mountId: number, path: string, gen: number) => Effect.Effect<IoHandle>
+  /** A handle for `fd` of helper `gen`. */
+  readonly handle: (fd: number, mountId: number, path: string, gen: number) => IoHandle
   /** Closes a handle's descriptor now (nothing to do for an abandoned helper's): a lock it holds goes with it. */
   readonly release: (h: IoHandle) => Effect.Effect<void>
-  /** The pid of the current helper (starting one if there is none): the process holding this client's locks. */
-  readonly helperPid: Effect.Effect<number, Failure>
-  /** Ends the helper (`SIGKILL`) and the pins. */
+  /** Ends every helper (`SIGKILL`) and the pins. */
   readonly shutdown: Effect.Effect<void>
+}
+
+/** A helper's answer to a call, and which helper gave it (what it opened is a descriptor of that one). */
+export interface Answer {
+  readonly value: unknown
+  readonly gen: number
 }
 
 const hungFailure = (call: string, seconds: number, detail: string): Failure => ({
@@ -260,7 +269,9 @@ export const make = (options: Options): Effect.Effect<Client> =>
   })
 
 const makeWith = (options: Options, clock: Clock.Clock): Client => {
+  /** The helper new calls without handles go to; `undefined`: one is started at the next. */
   let current: Helper | undefined
+  const helpers = new Map<number, Helper>()
   let gens = 0
   let ids = 0
   const pins = new Set<number>()
@@ -278,10 +289,20 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
   const abandon = (h: Helper, failureOf: (p: Pending, now: number) => Failure, now: number) => {
     if (h.dead) return
     h.dead = true
+    helpers.delete(h.gen)
     if (current === h) current = undefined
     h.child.kill("SIGKILL")
     h.socket.destroy()
     fail(h, failureOf, now)
+  }
+
+  /** A retired helper with nothing left to do ends quietly. */
+  const endIfDone = (h: Helper) => {
+    if (h.dead || !h.retired || h.handles > 0 || h.pending.size > 0) return
+    h.dead = true
+    helpers.delete(h.gen)
+    h.child.kill("SIGKILL")
+    h.socket.destroy()
   }
 
   const spawnHelper = Effect.gen(function* () {
@@ -322,6 +343,8 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
       pending: new Map(),
       lastFrameAt: now,
       dead: false,
+      retired: false,
+      handles: 0,
       stderr: "",
       refIfWaiting: () => {}
     }
@@ -360,9 +383,10 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
           continue
         }
         p.done = true
-        p.resume("err" in r ? Effect.fail(r.err) : Effect.succeed(r.ok))
+        p.resume("err" in r ? Effect.fail(r.err) : Effect.succeed({ value: r.ok, gen: h.gen }))
       }
       refIfWaiting()
+      endIfDone(h)
     })
     socket.on("error", () => {})
     child.stderr?.on("data", (chunk: Buffer) => {
@@ -371,6 +395,7 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
     child.on("exit", (code, signal) => {
       if (h.dead) return
       h.dead = true
+      helpers.delete(h.gen)
       if (current === h) current = undefined
       const said = h.stderr.trim()
       fail(
@@ -387,38 +412,62 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
     ;(child.stderr as Socket | null)?.unref()
     child.unref()
     socket.unref()
+    helpers.set(gen, h)
     current = h
     return h
   })
 
   const ensure = Effect.suspend(() => (current !== undefined && !current.dead ? Effect.succeed(current) : spawnHelper))
 
+  const notOurs: Failure = {
+    _tag: "Failure",
+    reason: "Other",
+    detail: "not a handle of the real layers (NodeDirectory)",
+    call: "handle"
+  }
+
+  /**
+   * Where a call on `handles` goes: the helper of its handles that are not
+   * pinned roots (they cannot move), else the current one; a handle whose
+   * helper was abandoned, and is not a pinned root, fails `Hung`.
+   */
+  const route = (handles: ReadonlyArray<Directory.Handle>): Effect.Effect<Helper, Failure> =>
+    Effect.suspend(() => {
+      let at: Helper | undefined
+      for (const handle of handles) {
+        const io = ioHandleOf(handle)
+        if (io === undefined) return Effect.fail(notOurs)
+        if (io.pin !== undefined) continue
+        const h = helpers.get(io.gen)
+        if (h === undefined || h.dead) {
+          return Effect.fail(
+            hungFailure(
+              "a call",
+              0,
+              `${io.path} was held by a helper process that was abandoned after a call on it did not return`
+            )
+          )
+        }
+        at = h
+      }
+      if (at !== undefined) return Effect.succeed(at)
+      // Only roots (or nothing): a retired helper still serves the roots it holds; else the current one.
+      for (const handle of handles) {
+        const h = helpers.get((handle as IoHandle).gen)
+        if (h !== undefined && !h.dead && (handle as IoHandle).gen === h.gen && !h.retired) return Effect.succeed(h)
+      }
+      return ensure
+    })
+
   /** The descriptor of `handle` in helper `h`: a pinned root is opened again there when it belonged to another. */
   const fdIn = (h: Helper, handle: Directory.Handle): Effect.Effect<number, Failure> =>
     Effect.suspend(() => {
-      const io = ioHandleOf(handle)
-      if (io === undefined) {
-        return Effect.fail<Failure>({
-          _tag: "Failure",
-          reason: "Other",
-          detail: "not a handle of the real layers (NodeDirectory)",
-          call: "handle"
-        })
-      }
+      const io = handle as IoHandle
       if (io.gen === h.gen) return Effect.succeed(io.fd)
-      if (io.pin === undefined) {
-        return Effect.fail(
-          hungFailure(
-            "a call",
-            0,
-            `${io.path} was held by a helper process that was abandoned after a call on it did not return`
-          )
-        )
-      }
       return Effect.map(
         send(h, "adopt", [process.pid, io.pin], { call: "open", path: io.path, program: false, onProgress: undefined }),
         (r) => {
-          const opened = r as { readonly fd: number; readonly mountId: number }
+          const opened = r.value as { readonly fd: number; readonly mountId: number }
           io.fd = opened.fd
           io.mountId = opened.mountId
           io.gen = h.gen
@@ -438,7 +487,7 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
       readonly program: boolean
       readonly onProgress: ((p: unknown) => void) | undefined
     }
-  ): Effect.Effect<unknown, Failure> =>
+  ): Effect.Effect<Answer, Failure> =>
     Effect.gen(function* () {
       const budget = yield* Deadline.forCall
       const callMillis = Duration.toMillis((yield* Deadline.Deadline).call)
@@ -448,16 +497,19 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
           hungFailure(meta.call, 0, `${meta.path}: the operation's deadline passed before the call`)
         )
       }
+      if (h.dead) {
+        return yield* Effect.fail(hungFailure(meta.call, 0, `${meta.path}: its helper process was abandoned`))
+      }
       const deadlineAt = budget.byDeadline ? sentAt + budget.millis : Number.POSITIVE_INFINITY
       const id = ++ids
       let pending: Pending | undefined
-      const reply = Effect.callback<unknown, Failure>((resume) => {
+      const reply = Effect.callback<Answer, Failure>((resume) => {
         pending = {
           id,
           call: meta.call,
           path: meta.path,
           sentAt,
-          resume,
+          resume: resume as (e: Effect.Effect<unknown, Failure>) => void,
           onProgress: meta.onProgress,
           program: meta.program,
           opens: openers.has(op),
@@ -466,14 +518,40 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
         h.pending.set(id, pending)
         h.socket.ref()
         h.socket.write(frame({ id, op, args }))
-        // Interrupted (an `Effect.timeout` around the operation): the answer is no longer awaited;
-        // a program is asked to stop so the helper is free for the next call.
-        return Effect.sync(() => {
+        // Interrupted (an `Effect.timeout` around the operation): the answer is no longer awaited.
+        return Effect.gen(function* () {
           const p = pending as Pending
           if (p.done) return
           p.done = true
           h.refIfWaiting()
-          if (p.program && !h.dead) h.socket.write(frame({ id: ++ids, op: "stop", args: [id] }))
+          if (h.dead) return
+          // A program is asked to stop. New calls go to a new helper; this one is given up on if it
+          // does not answer soon (stuck in the call), else it serves its own handles until they close.
+          if (p.program) h.socket.write(frame({ id: ++ids, op: "stop", args: [id] }))
+          h.retired = true
+          if (current === h) current = undefined
+          yield* Effect.forkDetach(
+            Effect.sleep(AbandonedGrace).pipe(
+              Effect.andThen(
+                Effect.gen(function* () {
+                  if (h.dead || !h.pending.has(id)) return endIfDone(h)
+                  const where = yield* whereStuck(h.pid)
+                  const stuck =
+                    where === undefined ? "" : `: ${where.call}${where.path === undefined ? "" : ` of ${where.path}`}`
+                  abandon(
+                    h,
+                    (q, at) =>
+                      hungFailure(
+                        q.call,
+                        Math.round((at - q.sentAt) / 100) / 10,
+                        `${q.path}: no answer from the file system (behind a call that did not return${stuck})`
+                      ),
+                    yield* Clock.currentTimeMillis
+                  )
+                })
+              )
+            )
+          )
         })
       })
       const watchdog: Effect.Effect<never, Failure> = Effect.gen(function* () {
@@ -483,12 +561,14 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
           const quietSince = Math.max(sentAt, h.lastFrameAt)
           const callLimit = quietSince + callMillis
           const limit = Math.min(callLimit, deadlineAt + (stopSent ? 2000 : 0))
-          if (now < limit) {
+          if (now < limit && !h.dead) {
             yield* Effect.sleep(Duration.millis(Math.max(1, limit - now)))
             continue
           }
           const seconds = Math.round((now - sentAt) / 100) / 10
-          if (now >= callLimit || stopSent || h.dead) {
+          if (h.dead)
+            return yield* Effect.fail(hungFailure(meta.call, seconds, `${meta.path}: its helper process was abandoned`))
+          if (now >= callLimit || stopSent) {
             // No answer and no progress for the call timeout: stuck in the kernel.
             const where = yield* whereStuck(h.pid)
             const stuck =
@@ -532,7 +612,7 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
       Effect.gen(function* () {
         const refused = options.guard?.()
         if (refused !== undefined) return yield* Effect.fail(refused)
-        const h = yield* ensure
+        const h = yield* route(handles)
         const fds: Array<number> = []
         for (const handle of handles) fds.push(yield* fdIn(h, handle))
         return yield* send(h, op, build(fds), {
@@ -542,28 +622,32 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
           onProgress: meta.onProgress
         })
       }),
-    root: (fd, mountId, path) =>
+    root: (fd, mountId, path, gen) =>
       Effect.gen(function* () {
-        const h = current as Helper
+        const h = helpers.get(gen)
         // Procfs only: the magic link is followed to the open file, no other file system is asked.
-        const pin = yield* procfs(() => openSync(`/proc/${h.pid}/fd/${fd}`, O_PATH))
+        const pin = h === undefined ? undefined : yield* procfs(() => openSync(`/proc/${h.pid}/fd/${fd}`, O_PATH))
         if (pin !== undefined) pins.add(pin)
-        return Directory.handle({ path, fd, mountId, gen: h.gen, pin, client })
+        if (h !== undefined) h.handles++
+        return Directory.handle({ path, fd, mountId, gen, pin, client })
       }),
-    handle: (fd, mountId, path) =>
-      Directory.handle({ path, fd, mountId, gen: (current as Helper).gen, pin: undefined, client }),
-    release: (h) =>
+    handle: (fd, mountId, path, gen) => {
+      const h = helpers.get(gen)
+      if (h !== undefined) h.handles++
+      return Directory.handle({ path, fd, mountId, gen, pin: undefined, client })
+    },
+    release: (handle) =>
       Effect.gen(function* () {
-        if (h.pin !== undefined && pins.delete(h.pin)) yield* procfs(() => closeSync(h.pin as number))
-        const live = current
-        if (live !== undefined && !live.dead && h.gen === live.gen) {
-          // No answer is awaited: the helper closes it before the next request it reads.
-          live.socket.write(frame({ id: 0, op: "close", args: [], closes: [h.fd] }))
-        }
+        if (handle.pin !== undefined && pins.delete(handle.pin)) yield* procfs(() => closeSync(handle.pin as number))
+        const h = helpers.get(handle.gen)
+        if (h === undefined || h.dead) return
+        h.handles--
+        // No answer is awaited: the helper closes it before the next request it reads.
+        h.socket.write(frame({ id: 0, op: "close", args: [], closes: [handle.fd] }))
+        endIfDone(h)
       }),
-    helperPid: Effect.map(ensure, (h) => h.pid),
     shutdown: Effect.gen(function* () {
-      if (current !== undefined) abandon(current, (p) => hungFailure(p.call, 0, "the layer was closed"), 0)
+      for (const h of [...helpers.values()]) abandon(h, (p) => hungFailure(p.call, 0, "the layer was closed"), 0)
       for (const pin of pins) yield* procfs(() => closeSync(pin))
       pins.clear()
     })
@@ -572,6 +656,9 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
 }
 
 const O_PATH = 0o10000000
+
+/** How long a helper has to answer a call no one waits for any more before it is taken to be stuck. */
+const AbandonedGrace = Duration.seconds(1)
 
 /** The operations whose answer is a descriptor. */
 const openers = new Set([

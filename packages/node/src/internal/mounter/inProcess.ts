@@ -83,7 +83,7 @@ export const inProcessMounter: Mounter.Mounter = Mounter.Mounter.of({
           })
         )
         if (r._tag === "Success") {
-          for (const [k, o] of (r.success as ReadonlyArray<Outcome>).entries()) {
+          for (const [k, o] of (r.success.value as ReadonlyArray<Outcome>).entries()) {
             const i = sent[k] as number
             results[i] = resultOf(targets[i] as Mounter.Target, o)
           }

@@ -101,7 +101,12 @@ export const namespaceMounter = Effect.fnUntraced(function* (pid: number, option
                 }
         }
       } else {
-        const rootHandle = client.handle((nsRoot.success as { readonly fd: number }).fd, -1, "/")
+        const rootHandle = client.handle(
+          (nsRoot.success.value as { readonly fd: number }).fd,
+          -1,
+          "/",
+          nsRoot.success.gen
+        )
         for (let at = 0; at < sent.length; at += maxTargets) {
           const part = sent.slice(at, at + maxTargets)
           const r = yield* Effect.result(
@@ -130,7 +135,7 @@ export const namespaceMounter = Effect.fnUntraced(function* (pid: number, option
             )
           )
           if (r._tag === "Success") {
-            for (const [k, o] of (r.success as ReadonlyArray<Outcome>).entries()) {
+            for (const [k, o] of (r.success.value as ReadonlyArray<Outcome>).entries()) {
               const i = part[k] as number
               results[i] = resultOf(targets[i] as Mounter.Target, o)
             }
