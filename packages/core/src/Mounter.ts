@@ -114,11 +114,48 @@ export interface UnmountOptions {
 }
 
 /**
+ * Who holds a mount: a process with a file open in it, its working directory
+ * or its root in it, or another mount namespace that holds a copy of it
+ * (which `fuser -m` and `lsof` cannot see). Why a mount will not go, or why a
+ * path was kept because of a mount, names these.
+ *
+ * @since 0.4.0
+ */
+export const Holder = Schema.Struct({
+  pid: Schema.Int,
+  command: Schema.String,
+  how: Schema.Literals(["file", "cwd", "root", "namespace"]),
+  detail: Schema.String
+})
+
+/**
+ * Who holds a mount.
+ *
+ * @since 0.4.0
+ */
+export type Holder = typeof Holder.Type
+
+/**
+ * A mount asked about in {@link Mounter.holders}: its id, and the device and root that tell its copies in other namespaces.
+ *
+ * @since 0.4.0
+ */
+export interface Held {
+  readonly mountId: number
+  /** `major:minor`, as the table writes it. */
+  readonly device: string
+  /** The mount's root within its file system (the table's `root` field). */
+  readonly root: string
+}
+
+/**
  * Unmounts mounts below a root. `unmount` takes each target once, in the
  * given order, verifies it (see the module comment) right before it
  * unmounts it, and never fails as a whole: each target's result says what
  * happened. On a path where several mounts are stacked, only the top one is
- * reachable; the caller lists a stack top first.
+ * reachable; the caller lists a stack top first. `holders`, where the layer
+ * can see processes, says who holds each mount asked about (the agent and
+ * its own helpers left out).
  *
  * @since 0.1.0
  */
@@ -128,7 +165,33 @@ export interface Mounter {
     targets: ReadonlyArray<Target>,
     options: UnmountOptions
   ) => Effect.Effect<ReadonlyArray<UnmountResult>>
+  readonly holders?:
+    | ((mounts: ReadonlyArray<Held>) => Effect.Effect<ReadonlyMap<number, ReadonlyArray<Holder>>>)
+    | undefined
 }
+
+/**
+ * Who holds `mounts` (see {@link Mounter.holders}), through the `Mounter` in
+ * context when there is one that can tell; empty otherwise. Never fails: it
+ * only explains.
+ *
+ * @since 0.4.0
+ */
+export const holdersOf = (mounts: ReadonlyArray<Held>): Effect.Effect<ReadonlyMap<number, ReadonlyArray<Holder>>> =>
+  Effect.flatMap(Effect.serviceOption(Mounter), (m) =>
+    m._tag === "Some" && m.value.holders !== undefined && mounts.length > 0
+      ? m.value.holders(mounts)
+      : Effect.succeed(new Map<number, ReadonlyArray<Holder>>())
+  )
+
+/** The holders of a mount in words, for a message. */
+export const describeHolders = (holders: ReadonlyArray<Holder> | undefined): string =>
+  holders === undefined || holders.length === 0
+    ? ""
+    : `; held by ${holders
+        .slice(0, 5)
+        .map((h) => `${h.command} (${h.detail})`)
+        .join(", ")}${holders.length > 5 ? ` and ${holders.length - 5} more` : ""}`
 
 /**
  * The key of the {@link Mounter} service.

@@ -54,6 +54,7 @@ import {
   MaxKeptPaths as MaxKeptPathsValue,
   MaxRemovedPaths as MaxRemovedPathsValue
 } from "./internal/safeRemove/walk.ts"
+import * as Mounter from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 export {
@@ -147,7 +148,9 @@ export const Kept = Schema.Struct({
   path: Schema.String,
   reason: KeptReason,
   mountPoint: Schema.optionalKey(Schema.String),
-  detail: Schema.String
+  detail: Schema.String,
+  /** For a path kept because of a mount: who holds that mount, where the `Mounter` in context can tell. */
+  holders: Schema.optionalKey(Schema.Array(Mounter.Holder))
 })
 
 /**

@@ -15,7 +15,7 @@ import { Effect, type FileSystem, LogLevel, References, Schema } from "effect"
 import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
-import { Mounter, type UnmountResult } from "./Mounter.ts"
+import { describeHolders, Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 /**
@@ -28,7 +28,9 @@ export const RemainingMount = Schema.Struct({
   fsType: Schema.String,
   mountId: Schema.Int,
   errno: Schema.String,
-  message: Schema.String
+  message: Schema.String,
+  /** Who holds it, where the `Mounter` can tell (processes, other mount namespaces with a copy). */
+  holders: Schema.optionalKey(Schema.Array(Holder))
 })
 
 /**
@@ -51,7 +53,7 @@ export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRema
   override get message(): string {
     const shown = this.remaining
       .slice(0, 5)
-      .map((m) => `${JSON.stringify(m.mountPoint)} (${m.fsType}): ${m.errno} ${m.message}`)
+      .map((m) => `${JSON.stringify(m.mountPoint)} (${m.fsType}): ${m.errno} ${m.message}${describeHolders(m.holders)}`)
       .join("; ")
     const more = this.remaining.length > 5 ? `; and ${this.remaining.length - 5} more` : ""
     return `${shown}${more}`
@@ -420,9 +422,12 @@ const run = Effect.fnUntraced(function* (
     }
     return undefined
   }
+  // What keeps each one that remains, where the Mounter can tell.
+  const held = yield* holdersOf(targets.map((e) => ({ mountId: e.id, device: `${e.major}:${e.minor}`, root: e.root })))
   const remaining = targets.map((e): RemainingMount => {
     const own = lastFailure.get(e.id)
     const up = own === undefined ? above(e.mountPoint) : undefined
+    const holders = held.get(e.id)
     return {
       mountPoint: e.mountPoint,
       fsType: e.fsType,
@@ -433,7 +438,8 @@ const run = Effect.fnUntraced(function* (
           : {
               errno: up.errno,
               message: `below ${up.at} (mount ${up.id}), which could not be unmounted: ${up.message}`
-            }))
+            })),
+      ...(holders === undefined || holders.length === 0 ? {} : { holders })
     }
   })
   yield* Effect.annotateCurrentSpan({ passes, remaining: remaining.length, unmounted: unmounted.length })

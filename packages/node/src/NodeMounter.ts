@@ -22,6 +22,7 @@
 import { type Directory, Mounter } from "@hostnode/core"
 import { Effect, type FileSystem, Layer, Schema, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
+import * as Io from "./internal/io/client.ts"
 import { LibcUnavailable, load } from "./internal/libc.ts"
 import { inProcessMounter } from "./internal/mounter/inProcess.ts"
 import { namespaceMounter } from "./internal/mounter/namespace.ts"
@@ -85,9 +86,11 @@ const loadLibc = Effect.suspend(() => {
  *
  * @since 0.1.0
  */
-export const make: Effect.Effect<Mounter.Mounter, MounterUnavailable> = Effect.gen(function* () {
+export const make: Effect.Effect<Mounter.Mounter, MounterUnavailable, Scope.Scope> = Effect.gen(function* () {
   yield* loadLibc
-  return inProcessMounter
+  // Its own helper, started only if `holders` is asked: the unmounts go to the root handle's.
+  const client = yield* Effect.acquireRelease(Io.make({ name: "this host" }), (c) => c.shutdown)
+  return inProcessMounter(client)
 }).pipe(Effect.withSpan("NodeMounter.make"))
 
 /**

@@ -18,8 +18,8 @@
  *
  * @since 0.2.0
  */
-import { Directory, FileName } from "@hostnode/core"
-import { Clock, Effect, type Scope } from "effect"
+import { Deadline, Directory, FileName } from "@hostnode/core"
+import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
 import { type ErrnoCode, errnoTable } from "./internal/errno.ts"
 import { admit, complete } from "./internal/journal.ts"
 import * as MemoryFileSystem from "./MemoryFileSystem.ts"
@@ -97,33 +97,106 @@ const locksOf = (fs: MemoryFileSystem.FsState) => {
 export const make = (state: HostState): Directory.Directories => {
   const st = state.fs
 
+  /**
+   * Waits while a file system the call asks does not answer (`MemoryHost.hang`):
+   * until it is released, or until the call's deadline, then `Hung`.
+   */
+  const stall = (
+    kind: string,
+    path: string,
+    asks: ReadonlyArray<MemoryFileSystem.Filesystem>
+  ): Effect.Effect<void, Directory.DirectoryError> =>
+    Effect.gen(function* () {
+      for (;;) {
+        const waiting = asks.map((fs) => state.hangs.get(fs)).find((d) => d !== undefined)
+        if (waiting === undefined) return
+        const budget = yield* Deadline.forCall
+        const released =
+          budget.millis <= 0
+            ? false
+            : yield* Effect.raceFirst(
+                Effect.as(Deferred.await(waiting), true),
+                Effect.as(Effect.sleep(Duration.millis(budget.millis)), false)
+              )
+        if (!released) {
+          return yield* new Directory.DirectoryError({
+            reason: new Directory.Hung({
+              call: kind,
+              seconds: Math.max(0, budget.millis) / 1000,
+              detail: `${budget.byDeadline ? "the operation's deadline passed" : "no answer"}: the file system does not answer`
+            }),
+            operation: kind,
+            path
+          })
+        }
+      }
+    })
+
+  /** The file system of a handle's own node. */
+  const fsOf = (m: MemoryHandle): MemoryFileSystem.Filesystem => (m.node ?? m.frame.dir).fs
+
+  /** The file system of the entry `name` of `m` (the mounted one for a mount point), if there is one. */
+  const entryFs = (m: MemoryHandle, name: Uint8Array): MemoryFileSystem.Filesystem | undefined => {
+    if (m.node !== undefined) return undefined
+    const k = FileName.decode(name)
+    const node = dirOf(m).entries.get(k)
+    if (node === undefined) return undefined
+    return node.type === "Directory" ? I.enterFrame(m.frame, k, node).dir.fs : node.fs
+  }
+
+  /**
+   * What a call on `m` (and its entry `name`) asks of file systems: a lookup
+   * in the directory asks the directory's; an open or a fresh stat of the
+   * entry asks the entry's own.
+   */
+  const asked = (
+    m: MemoryHandle,
+    name: Uint8Array | undefined,
+    what: { readonly lookup: boolean; readonly target: boolean }
+  ): Array<MemoryFileSystem.Filesystem> => {
+    if (state.hangs.size === 0) return []
+    const out: Array<MemoryFileSystem.Filesystem> = []
+    if (what.lookup && name !== undefined) out.push(fsOf(m))
+    if (what.target) {
+      const fs = name === undefined ? fsOf(m) : entryFs(m, name)
+      if (fs !== undefined) out.push(fs)
+    }
+    return out
+  }
+
   /** Runs one simulated call through the journal; a `Refused` becomes a `DirectoryError` with its errno. */
   const operate = <A>(
     kind: string,
     path: string,
-    body: (now: number) => A | Refused
+    body: (now: number) => A | Refused,
+    asks: () => ReadonlyArray<MemoryFileSystem.Filesystem> = () => []
   ): Effect.Effect<A, Directory.DirectoryError> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      Effect.suspend(() => {
-        const fail = (code: string, injected: boolean) => {
-          complete(state.journal, `Directory.${kind}`, [path], code, injected)
-          const known = (errnoTable as Record<string, readonly [number, string] | undefined>)[code]
-          return Effect.fail(
-            new Directory.DirectoryError({
-              reason: Directory.reasonOf(code, known?.[1] ?? code),
-              operation: kind,
-              path
-            })
-          )
-        }
-        const gate = admit(state.journal, `Directory.${kind}`, [path])
-        if (gate._tag === "Crashed") return Effect.die(gate.defect)
-        if (gate._tag === "Inject") return fail(gate.fault.code, true)
-        const r = body(now)
-        if (r instanceof Refused) return fail(r.code, false)
-        complete(state.journal, `Directory.${kind}`, [path], "ok")
-        return Effect.succeed(r)
-      })
+    Effect.andThen(
+      Effect.suspend(() => stall(kind, path, asks())),
+      Clock.currentTimeMillis
+    ).pipe(
+      Effect.flatMap((now) =>
+        Effect.suspend(() => {
+          const fail = (code: string, injected: boolean) => {
+            complete(state.journal, `Directory.${kind}`, [path], code, injected)
+            const known = (errnoTable as Record<string, readonly [number, string] | undefined>)[code]
+            return Effect.fail(
+              new Directory.DirectoryError({
+                reason: Directory.reasonOf(code, known?.[1] ?? code),
+                operation: kind,
+                path
+              })
+            )
+          }
+          const gate = admit(state.journal, `Directory.${kind}`, [path])
+          if (gate._tag === "Crashed") return Effect.die(gate.defect)
+          if (gate._tag === "Inject") return fail(gate.fault.code, true)
+          const r = body(now)
+          if (r instanceof Refused) return fail(r.code, false)
+          complete(state.journal, `Directory.${kind}`, [path], "ok")
+          return Effect.succeed(r)
+        })
+      )
     )
 
   const live = (h: Directory.Handle): MemoryHandle => {
@@ -164,26 +237,48 @@ export const make = (state: HostState): Directory.Directories => {
   const isLive = (f: MemoryFileSystem.OpenFile) => !f.closed && f.generation === state.journal.generation
 
   const openRoot: Directory.Primitives["openRoot"] = (path) =>
-    operate("open", path, () => {
-      const f = I.walkFinal(st, path, I.rootFrame(st), { links: 0 }, true, true)
-      if (I.isFail(f)) return no(f.code)
-      const frame = I.finalFrame(f)
-      return I.isFail(frame) ? no(frame.code) : makeHandle(path, frame, undefined)
-    })
+    operate(
+      "open",
+      path,
+      () => {
+        const f = I.walkFinal(st, path, I.rootFrame(st), { links: 0 }, true, true)
+        if (I.isFail(f)) return no(f.code)
+        const frame = I.finalFrame(f)
+        return I.isFail(frame) ? no(frame.code) : makeHandle(path, frame, undefined)
+      },
+      () => {
+        if (state.hangs.size === 0) return []
+        const found = I.lookup(st, path, true)
+        return "node" in found ? [found.parent.dir.fs, found.node.fs] : []
+      }
+    )
 
   const openDirectory: Directory.Primitives["openDirectory"] = (dir, name, options) =>
     use(dir, (m) =>
-      operate("openat", childFull(dir.path, name), () => {
-        if (m.node !== undefined) return no("ENOTDIR")
-        const k = key(name)
-        if (k instanceof Refused) return k
-        const node = dirOf(m).entries.get(k)
-        if (node === undefined) return no("ENOENT")
-        // O_DIRECTORY | O_NOFOLLOW on a link is ENOTDIR, as the kernel says it (not ELOOP).
-        if (node.type !== "Directory") return no("ENOTDIR")
-        const frame = I.enterFrame(m.frame, k, node)
-        return makeHandle(childFull(dir.path, name), frame, undefined)
-      }).pipe(
+      operate(
+        "openat",
+        childFull(dir.path, name),
+        () => {
+          if (m.node !== undefined) return no("ENOTDIR")
+          const k = key(name)
+          if (k instanceof Refused) return k
+          const node = dirOf(m).entries.get(k)
+          if (node === undefined) return no("ENOENT")
+          // O_DIRECTORY | O_NOFOLLOW on a link is ENOTDIR, as the kernel says it (not ELOOP).
+          if (node.type !== "Directory") return no("ENOTDIR")
+          const frame = I.enterFrame(m.frame, k, node)
+          return makeHandle(childFull(dir.path, name), frame, undefined)
+        },
+        // Another mount's root is refused before its file system is asked (the real layer holds it
+        // `O_PATH` and compares mount ids first): only then is the child opened.
+        () => {
+          if (options?.sameMount !== true) return asked(m, name, { lookup: true, target: true })
+          const k = FileName.decode(name)
+          const node = m.node === undefined ? dirOf(m).entries.get(k) : undefined
+          const other = node?.type === "Directory" && I.enterFrame(m.frame, k, node).mount !== m.frame.mount
+          return asked(m, name, { lookup: true, target: !other })
+        }
+      ).pipe(
         Effect.flatMap((h) =>
           options?.sameMount === true && h.frame.mount !== m.frame.mount
             ? Effect.fail(
@@ -224,11 +319,16 @@ export const make = (state: HostState): Directory.Directories => {
 
   const openParent: Directory.Primitives["openParent"] = (dir) =>
     use(dir, (m) =>
-      operate("openat", `${dir.path}/..`, () => {
-        if (m.node !== undefined) return no("ENOTDIR")
-        const path = dir.path === "/" ? "/" : dir.path.slice(0, Math.max(1, dir.path.lastIndexOf("/")))
-        return makeHandle(path, parentFrame(m.frame), undefined)
-      })
+      operate(
+        "openat",
+        `${dir.path}/..`,
+        () => {
+          if (m.node !== undefined) return no("ENOTDIR")
+          const path = dir.path === "/" ? "/" : dir.path.slice(0, Math.max(1, dir.path.lastIndexOf("/")))
+          return makeHandle(path, parentFrame(m.frame), undefined)
+        },
+        () => (state.hangs.size === 0 || m.node !== undefined ? [] : [parentFrame(m.frame).dir.fs])
+      )
     )
 
   /** The simulated process's pid: a new one after each crash, as a restarted agent gets. */
@@ -238,44 +338,77 @@ export const make = (state: HostState): Directory.Directories => {
 
   const openPath: Directory.Primitives["openPath"] = (dir, name) =>
     use(dir, (m) =>
-      operate("openat", childFull(dir.path, name), () => {
-        if (m.node !== undefined) return no("ENOTDIR")
-        const k = key(name)
-        if (k instanceof Refused) return k
-        const node = dirOf(m).entries.get(k)
-        if (node === undefined) return no("ENOENT")
-        if (node.type === "Directory")
-          return makeHandle(childFull(dir.path, name), I.enterFrame(m.frame, k, node), undefined)
-        return makeHandle(childFull(dir.path, name), m.frame, node)
-      })
+      operate(
+        "openat",
+        childFull(dir.path, name),
+        () => {
+          if (m.node !== undefined) return no("ENOTDIR")
+          const k = key(name)
+          if (k instanceof Refused) return k
+          const node = dirOf(m).entries.get(k)
+          if (node === undefined) return no("ENOENT")
+          if (node.type === "Directory")
+            return makeHandle(childFull(dir.path, name), I.enterFrame(m.frame, k, node), undefined)
+          return makeHandle(childFull(dir.path, name), m.frame, node)
+        },
+        // O_PATH: the lookup asks the directory's file system, nothing asks the node's.
+        () => asked(m, name, { lookup: true, target: false })
+      )
     )
 
   const list: Directory.Primitives["list"] = (dir) =>
     use(dir, (m) =>
-      operate("getdents64", dir.path, (now) => {
-        if (m.node !== undefined) return no("ENOTDIR")
-        I.touchRead(dirOf(m), now)
-        return [...dirOf(m).entries.entries()].map(
-          ([k, node]): Directory.Entry => ({ name: FileName.encode(k), type: node.type })
-        )
-      })
+      operate(
+        "getdents64",
+        dir.path,
+        (now) => {
+          if (m.node !== undefined) return no("ENOTDIR")
+          I.touchRead(dirOf(m), now)
+          return [...dirOf(m).entries.entries()].map(
+            ([k, node]): Directory.Entry => ({ name: FileName.encode(k), type: node.type })
+          )
+        },
+        () => asked(m, undefined, { lookup: false, target: true })
+      )
     )
+
+  /** The stat of `name` in `m`, or of `m`. */
+  const statIn = (m: MemoryHandle, name: Uint8Array | undefined): Directory.Stat | Refused => {
+    if (name === undefined) return statOf(m.node ?? m.frame.dir, m.frame.mount)
+    if (m.node !== undefined) return no("ENOTDIR")
+    const k = key(name)
+    if (k instanceof Refused) return k
+    const node = dirOf(m).entries.get(k)
+    if (node === undefined) return no("ENOENT")
+    if (node.type === "Directory") {
+      const frame = I.enterFrame(m.frame, k, node)
+      return statOf(frame.dir, frame.mount)
+    }
+    return statOf(node, m.frame.mount)
+  }
 
   const stat: Directory.Primitives["stat"] = (dir, name) =>
     use(dir, (m) =>
-      operate("statx", name === undefined ? dir.path : childFull(dir.path, name), () => {
-        if (name === undefined) return statOf(m.node ?? m.frame.dir, m.frame.mount)
-        if (m.node !== undefined) return no("ENOTDIR")
-        const k = key(name)
-        if (k instanceof Refused) return k
-        const node = dirOf(m).entries.get(k)
-        if (node === undefined) return no("ENOENT")
-        if (node.type === "Directory") {
-          const frame = I.enterFrame(m.frame, k, node)
-          return statOf(frame.dir, frame.mount)
-        }
-        return statOf(node, m.frame.mount)
-      })
+      operate(
+        "statx",
+        name === undefined ? dir.path : childFull(dir.path, name),
+        () => statIn(m, name),
+        () => asked(m, name, { lookup: true, target: true })
+      )
+    )
+
+  // statx(AT_STATX_DONT_SYNC): cached attributes and the mount id; the node's file system is not asked.
+  const identify: NonNullable<Directory.Primitives["identify"]> = (dir, name) =>
+    use(dir, (m) =>
+      operate(
+        "statx",
+        name === undefined ? dir.path : childFull(dir.path, name),
+        () => {
+          const st = statIn(m, name)
+          return st instanceof Refused ? st : { type: st.type, device: st.device, inode: st.inode, mountId: st.mountId }
+        },
+        () => asked(m, name, { lookup: true, target: false })
+      )
     )
 
   /** The entry `name` of a directory handle, or why not. */
@@ -288,91 +421,119 @@ export const make = (state: HostState): Directory.Directories => {
 
   const readLink: Directory.Primitives["readLink"] = (dir, name) =>
     use(dir, (m) =>
-      operate("readlinkat", childFull(dir.path, name), () => {
-        const e = entry(m, name)
-        if (e instanceof Refused) return e
-        if (e.node === undefined) return no("ENOENT")
-        return e.node.type === "SymbolicLink" ? FileName.encode(e.node.target) : no("EINVAL")
-      })
+      operate(
+        "readlinkat",
+        childFull(dir.path, name),
+        () => {
+          const e = entry(m, name)
+          if (e instanceof Refused) return e
+          if (e.node === undefined) return no("ENOENT")
+          return e.node.type === "SymbolicLink" ? FileName.encode(e.node.target) : no("EINVAL")
+        },
+        () => asked(m, name, { lookup: true, target: false })
+      )
     )
 
   const unlink: Directory.Primitives["unlink"] = (dir, name, options) =>
     use(dir, (m) =>
-      operate(options?.directory === true ? "rmdir" : "unlinkat", childFull(dir.path, name), (now) => {
-        const e = entry(m, name)
-        if (e instanceof Refused) return e
-        const node = e.node
-        if (node === undefined) return no("ENOENT")
-        if (options?.directory === true) {
-          if (node.type !== "Directory") return no("ENOTDIR")
-          if (I.isMountpoint(m.frame, node)) return no("EBUSY")
-          if (node.entries.size > 0) return no("ENOTEMPTY")
-        } else if (node.type === "Directory") {
-          return no("EISDIR")
-        }
-        I.removeEntry(dirOf(m), e.k, now)
-        I.unlinkInode(node, now)
-        return undefined
-      })
+      operate(
+        options?.directory === true ? "rmdir" : "unlinkat",
+        childFull(dir.path, name),
+        (now) => {
+          const e = entry(m, name)
+          if (e instanceof Refused) return e
+          const node = e.node
+          if (node === undefined) return no("ENOENT")
+          if (options?.directory === true) {
+            if (node.type !== "Directory") return no("ENOTDIR")
+            if (I.isMountpoint(m.frame, node)) return no("EBUSY")
+            if (node.entries.size > 0) return no("ENOTEMPTY")
+          } else if (node.type === "Directory") {
+            return no("EISDIR")
+          }
+          I.removeEntry(dirOf(m), e.k, now)
+          I.unlinkInode(node, now)
+          return undefined
+        },
+        () => asked(m, name, { lookup: true, target: false })
+      )
     )
 
   const makeDirectory: Directory.Primitives["makeDirectory"] = (dir, name, permissions) =>
     use(dir, (m) =>
-      operate("mkdirat", childFull(dir.path, name), (now) => {
-        const e = entry(m, name)
-        if (e instanceof Refused) return e
-        if (e.node !== undefined) return no("EEXIST")
-        I.createDirectory(st, m.frame, e.k, permissions, now)
-        return undefined
-      })
+      operate(
+        "mkdirat",
+        childFull(dir.path, name),
+        (now) => {
+          const e = entry(m, name)
+          if (e instanceof Refused) return e
+          if (e.node !== undefined) return no("EEXIST")
+          I.createDirectory(st, m.frame, e.k, permissions, now)
+          return undefined
+        },
+        () => asked(m, name, { lookup: true, target: false })
+      )
     )
 
   const symlink: Directory.Primitives["symlink"] = (dir, name, target) =>
     use(dir, (m) =>
-      operate("symlinkat", childFull(dir.path, name), (now) => {
-        const e = entry(m, name)
-        if (e instanceof Refused) return e
-        if (target.length === 0) return no("ENOENT")
-        // The kernel gets the target as a C string: a NUL in it is refused before the call (as the real layer does).
-        if (target.includes(0)) return no("EINVAL")
-        if (e.node !== undefined) return no("EEXIST")
-        I.createSymlink(m.frame, e.k, FileName.decode(target), now)
-        return undefined
-      })
+      operate(
+        "symlinkat",
+        childFull(dir.path, name),
+        (now) => {
+          const e = entry(m, name)
+          if (e instanceof Refused) return e
+          if (target.length === 0) return no("ENOENT")
+          // The kernel gets the target as a C string: a NUL in it is refused before the call (as the real layer does).
+          if (target.includes(0)) return no("EINVAL")
+          if (e.node !== undefined) return no("EEXIST")
+          I.createSymlink(m.frame, e.k, FileName.decode(target), now)
+          return undefined
+        },
+        () => asked(m, name, { lookup: true, target: false })
+      )
     )
 
   const rename: Directory.Primitives["rename"] = (from, fromName, to, toName, options) =>
     use(from, (a) =>
       use(to, (b) =>
-        operate("renameat2", childFull(from.path, fromName), (now) => {
-          const src = entry(a, fromName)
-          if (src instanceof Refused) return src
-          const dst = entry(b, toName)
-          if (dst instanceof Refused) return dst
-          if (a.frame.mount !== b.frame.mount) return no("EXDEV")
-          const old = src.node
-          if (old === undefined) return no("ENOENT")
-          if (old.type === "Directory" && I.chainHas(b.frame, old)) return no("EINVAL")
-          const target = dst.node
-          if (target !== undefined && options?.noReplace === true) return no("EEXIST")
-          if (target?.type === "Directory" && I.chainHas(a.frame, target)) return no("ENOTEMPTY")
-          if (old === target) return undefined
-          if (I.isMountpoint(a.frame, old)) return no("EBUSY")
-          if (target !== undefined) {
-            if (old.type === "Directory" && target.type !== "Directory") return no("ENOTDIR")
-            if (old.type !== "Directory" && target.type === "Directory") return no("EISDIR")
-            if (target.type === "Directory") {
-              if (I.isMountpoint(b.frame, target)) return no("EBUSY")
-              if (target.entries.size > 0) return no("ENOTEMPTY")
+        operate(
+          "renameat2",
+          childFull(from.path, fromName),
+          (now) => {
+            const src = entry(a, fromName)
+            if (src instanceof Refused) return src
+            const dst = entry(b, toName)
+            if (dst instanceof Refused) return dst
+            if (a.frame.mount !== b.frame.mount) return no("EXDEV")
+            const old = src.node
+            if (old === undefined) return no("ENOENT")
+            if (old.type === "Directory" && I.chainHas(b.frame, old)) return no("EINVAL")
+            const target = dst.node
+            if (target !== undefined && options?.noReplace === true) return no("EEXIST")
+            if (target?.type === "Directory" && I.chainHas(a.frame, target)) return no("ENOTEMPTY")
+            if (old === target) return undefined
+            if (I.isMountpoint(a.frame, old)) return no("EBUSY")
+            if (target !== undefined) {
+              if (old.type === "Directory" && target.type !== "Directory") return no("ENOTDIR")
+              if (old.type !== "Directory" && target.type === "Directory") return no("EISDIR")
+              if (target.type === "Directory") {
+                if (I.isMountpoint(b.frame, target)) return no("EBUSY")
+                if (target.entries.size > 0) return no("ENOTEMPTY")
+              }
+              I.removeEntry(dirOf(b), dst.k, now)
+              I.unlinkInode(target, now)
             }
-            I.removeEntry(dirOf(b), dst.k, now)
-            I.unlinkInode(target, now)
-          }
-          I.removeEntry(dirOf(a), src.k, now)
-          I.addEntry(dirOf(b), dst.k, old, now)
-          old.ctime = now
-          return undefined
-        })
+            I.removeEntry(dirOf(a), src.k, now)
+            I.addEntry(dirOf(b), dst.k, old, now)
+            old.ctime = now
+            return undefined
+          },
+          () => [
+            ...asked(a, fromName, { lookup: true, target: false }),
+            ...asked(b, toName, { lookup: true, target: false })
+          ]
+        )
       )
     )
 
@@ -389,29 +550,39 @@ export const make = (state: HostState): Directory.Directories => {
 
   const chown: Directory.Primitives["chown"] = (dir, name, uid, gid) =>
     use(dir, (m) =>
-      operate("fchownat", name === undefined ? dir.path : childFull(dir.path, name), (now) => {
-        if (name === undefined) {
-          setOwner(m.node ?? m.frame.dir, uid, gid, now)
+      operate(
+        "fchownat",
+        name === undefined ? dir.path : childFull(dir.path, name),
+        (now) => {
+          if (name === undefined) {
+            setOwner(m.node ?? m.frame.dir, uid, gid, now)
+            return undefined
+          }
+          const e = entry(m, name)
+          if (e instanceof Refused) return e
+          if (e.node === undefined) return no("ENOENT")
+          const node = e.node.type === "Directory" ? I.enterFrame(m.frame, e.k, e.node).dir : e.node
+          setOwner(node, uid, gid, now)
           return undefined
-        }
-        const e = entry(m, name)
-        if (e instanceof Refused) return e
-        if (e.node === undefined) return no("ENOENT")
-        const node = e.node.type === "Directory" ? I.enterFrame(m.frame, e.k, e.node).dir : e.node
-        setOwner(node, uid, gid, now)
-        return undefined
-      })
+        },
+        () => asked(m, name, { lookup: true, target: true })
+      )
     )
 
   const chmod: Directory.Primitives["chmod"] = (dir, mode) =>
     use(dir, (m) =>
-      operate("fchmod", dir.path, (now) => {
-        const node = m.node ?? m.frame.dir
-        if (node.type === "SymbolicLink") return no("EBADF")
-        node.mode = mode & 0o7777
-        node.ctime = now
-        return undefined
-      })
+      operate(
+        "fchmod",
+        dir.path,
+        (now) => {
+          const node = m.node ?? m.frame.dir
+          if (node.type === "SymbolicLink") return no("EBADF")
+          node.mode = mode & 0o7777
+          node.ctime = now
+          return undefined
+        },
+        () => asked(m, undefined, { lookup: false, target: true })
+      )
     )
 
   const fileOf = (
@@ -427,7 +598,7 @@ export const make = (state: HostState): Directory.Directories => {
             ? Effect.void
             : Effect.die(new Error(`MemoryDirectories: ${path} is a file of a crashed process`))
         ),
-        operate(kind, path, body)
+        operate(kind, path, body, () => (state.hangs.size === 0 ? [] : [node.fs]))
       )
     const file: Directory.File = {
       path,
@@ -493,32 +664,37 @@ export const make = (state: HostState): Directory.Directories => {
   const openFile: Directory.Primitives["openFile"] = (dir, name, options) =>
     use(dir, (m) =>
       Effect.acquireRelease(
-        operate("openat", childFull(dir.path, name), (now) => {
-          const e = entry(m, name)
-          if (e instanceof Refused) return e
-          let node = e.node
-          if (options.mode === "create") {
-            if (node !== undefined) return no("EEXIST")
-            node = I.createFile(st, m.frame, e.k, options.permissions, now)
-          } else {
-            if (node === undefined) return no("ENOENT")
-            if (node.type === "SymbolicLink") return no("ELOOP")
-            if (node.type === "Directory" && options.mode === "write") return no("EISDIR")
-          }
-          const opened: MemoryFileSystem.OpenFile = {
-            fd: st.nextFd++,
-            node,
-            path: childFull(dir.path, name),
-            readable: options.mode === "read",
-            writable: options.mode !== "read",
-            append: false,
-            generation: state.journal.generation,
-            mount: m.frame.mount,
-            closed: false
-          }
-          st.openFiles.add(opened)
-          return opened
-        }),
+        operate(
+          "openat",
+          childFull(dir.path, name),
+          (now) => {
+            const e = entry(m, name)
+            if (e instanceof Refused) return e
+            let node = e.node
+            if (options.mode === "create") {
+              if (node !== undefined) return no("EEXIST")
+              node = I.createFile(st, m.frame, e.k, options.permissions, now)
+            } else {
+              if (node === undefined) return no("ENOENT")
+              if (node.type === "SymbolicLink") return no("ELOOP")
+              if (node.type === "Directory" && options.mode === "write") return no("EISDIR")
+            }
+            const opened: MemoryFileSystem.OpenFile = {
+              fd: st.nextFd++,
+              node,
+              path: childFull(dir.path, name),
+              readable: options.mode === "read",
+              writable: options.mode !== "read",
+              append: false,
+              generation: state.journal.generation,
+              mount: m.frame.mount,
+              closed: false
+            }
+            st.openFiles.add(opened)
+            return opened
+          },
+          () => asked(m, name, { lookup: true, target: true })
+        ),
         (opened) =>
           Effect.sync(() => {
             opened.closed = true
@@ -539,10 +715,25 @@ export const make = (state: HostState): Directory.Directories => {
       )
     )
 
-  const sync: Directory.Primitives["sync"] = (dir) => use(dir, () => operate("fsync", dir.path, () => undefined))
+  const sync: Directory.Primitives["sync"] = (dir) =>
+    use(dir, (m) =>
+      operate(
+        "fsync",
+        dir.path,
+        () => undefined,
+        () => asked(m, undefined, { lookup: false, target: true })
+      )
+    )
 
   const syncFileSystem: Directory.Primitives["syncFileSystem"] = (dir) =>
-    use(dir, () => operate("syncfs", dir.path, () => undefined))
+    use(dir, (m) =>
+      operate(
+        "syncfs",
+        dir.path,
+        () => undefined,
+        () => asked(m, undefined, { lookup: false, target: true })
+      )
+    )
 
   return Directory.make({
     openRoot: (path) => openRoot(path) as Effect.Effect<Directory.Handle, Directory.DirectoryError, Scope.Scope>,
@@ -561,6 +752,7 @@ export const make = (state: HostState): Directory.Directories => {
     chmod,
     openFile,
     sync,
-    syncFileSystem
+    syncFileSystem,
+    identify
   })
 }

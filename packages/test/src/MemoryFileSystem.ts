@@ -49,6 +49,7 @@ import {
   Fail,
   finalFrame,
   isMountpoint,
+  lookup,
   rootFrame,
   walkFinal
 } from "./internal/memoryFileSystem/resolve.ts"
@@ -352,6 +353,7 @@ export const foreign = {
  */
 export const internals = {
   rootFrame,
+  lookup,
   enterFrame,
   walkFinal,
   finalFrame,

@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import { Directory, Mounter, type MountInfo, type Systemd } from "@hostnode/core"
-import { Clock, Context, Effect, FileSystem, Layer, Path, Schema } from "effect"
+import { Clock, Context, Deferred, Effect, FileSystem, Layer, Path, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type * as Errno from "./internal/errno.ts"
 import * as Journal_ from "./internal/journal.ts"
@@ -138,6 +138,8 @@ export interface HostState {
   readonly journal: Journal_.Journal
   /** Targets (absolute, normalised) every unmount refuses with the errno, until cleared; see `failUnmount`. */
   readonly unmountFaults: Map<string, ErrnoCode>
+  /** File systems that do not answer, each with what its waiters wait for; see `hang`. */
+  readonly hangs: Map<MemoryFileSystem.Filesystem, Deferred.Deferred<void>>
 }
 
 /**
@@ -211,6 +213,20 @@ export interface MemoryHost {
   readonly failUnmount: (target: string, errno: ErrnoCode) => Effect.Effect<void>
   /** Disarms every `failUnmount`. */
   readonly clearUnmountFaults: Effect.Effect<void>
+  /**
+   * A dead volume: the file system mounted at `path` (the one a lookup of
+   * `path` reaches) stops answering, as a dead NFS server or a FUSE daemon
+   * that never replies. Every handle call that would ask it waits, until
+   * `release` or until its deadline (`Deadline`: the call timeout, or the
+   * operation's deadline), then fails `Hung`: a lookup of a name in it, a
+   * listing, an open or a fresh `stat` of something on it, a read, a write.
+   * What the kernel does without asking a file system does not wait:
+   * identifying a node (`Directories.identify`, cached attributes and the
+   * mount id), holding it (`openPath`), and unmounting it.
+   */
+  readonly hang: (path: string) => Effect.Effect<void>
+  /** The file system mounted at `path` answers again: the calls waiting on it go on. */
+  readonly release: (path: string) => Effect.Effect<void>
   /**
    * The adversary seam: `act` runs before every later operation of the
    * simulated process (file system, directory handles, unmounts), told which
@@ -369,8 +385,27 @@ const makeService = (state: HostState): MemoryHost => ({
   adversary: (act) =>
     Effect.sync(() => {
       state.journal.adversary = act
+    }),
+  hang: (path) =>
+    Effect.sync(() => {
+      const fs = fsAt(state, path)
+      if (fs !== undefined && !state.hangs.has(fs)) state.hangs.set(fs, Deferred.makeUnsafe<void>())
+    }),
+  release: (path) =>
+    Effect.suspend(() => {
+      const fs = fsAt(state, path)
+      const waiters = fs === undefined ? undefined : state.hangs.get(fs)
+      if (fs === undefined || waiters === undefined) return Effect.void
+      state.hangs.delete(fs)
+      return Deferred.succeed(waiters, undefined)
     })
 })
+
+/** The file system a lookup of `path` reaches (the top mount's, for a mount point). */
+const fsAt = (state: HostState, path: string): MemoryFileSystem.Filesystem | undefined => {
+  const found = MemoryFileSystem.internals.lookup(state.fs, resolvePath(state, path), true)
+  return "node" in found ? found.node.fs : undefined
+}
 
 /**
  * The `umount` and `mount` interpreters over `state`, for a `MemoryCommands`
@@ -426,7 +461,7 @@ export const makeState: (options?: Options) => Effect.Effect<HostState> = Effect
     }
     fs.cwd = cwd
   }
-  return { fs, journal: Journal_.makeJournal(), unmountFaults: new Map() }
+  return { fs, journal: Journal_.makeJournal(), unmountFaults: new Map(), hangs: new Map() }
 })
 
 /**

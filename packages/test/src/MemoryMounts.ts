@@ -198,6 +198,30 @@ const verifyAndUnmount = (
 export const makeMounter = (state: HostState): Mounter.Mounter => {
   const dirs = MemoryDirectories.make(state)
   return Mounter.Mounter.of({
+    // The simulated host has one process: its open files and working directory, in the mount or below it.
+    holders: (asked) =>
+      Effect.sync(() => {
+        const all = MemoryFileSystem.mounts(state.fs)
+        const pid = 4000 + state.journal.generation
+        const out = new Map<number, Array<Mounter.Holder>>()
+        for (const a of asked) {
+          const ids = new Set([a.mountId])
+          for (const m of all) if (m.parent !== undefined && ids.has(m.parent.id)) ids.add(m.id)
+          const held: Array<Mounter.Holder> = []
+          for (const f of state.fs.openFiles) {
+            if (
+              !f.closed &&
+              f.generation === state.journal.generation &&
+              f.mount !== undefined &&
+              ids.has(f.mount.id)
+            ) {
+              held.push({ pid, command: "hostnode", how: "file", detail: `process ${pid} has ${f.path} open` })
+            }
+          }
+          out.set(a.mountId, held)
+        }
+        return out
+      }),
     unmount: (root, targets, options) =>
       Effect.suspend(() => {
         const handle = MemoryDirectories.frameOf(root)

@@ -8,6 +8,12 @@
  */
 
 /**
+ * The conformance suite of dead storage: a file system that stops answering, below a host root.
+ *
+ * @since 0.4.0
+ */
+export * as DeadVolumeConformance from "./DeadVolumeConformance.ts"
+/**
  * The conformance suite of `Directory.Directories`: handles, names as bytes, mounts, chroot resolution, a swapper.
  *
  * @since 0.2.0

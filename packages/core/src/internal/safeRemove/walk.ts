@@ -16,6 +16,7 @@ import { Effect } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
+import * as Mounter from "../../Mounter.ts"
 import type { Kept } from "../../SafeRemove.ts"
 import { blockers, type TableIndex } from "./table.ts"
 
@@ -116,7 +117,25 @@ export const removeTop = (
 ): Effect.Effect<boolean> =>
   Effect.gen(function* () {
     const blocked = blockedBy(r, path)
-    if (blocked !== undefined) return yield* keep(acc, blocked)
+    if (blocked !== undefined) {
+      // Who holds the mount that keeps it, where the Mounter in context can tell.
+      const entry =
+        blocked.mountPoint === undefined
+          ? undefined
+          : r.index.entries.find((x) => x.entry.mountPoint === blocked.mountPoint)?.entry
+      const held =
+        entry === undefined
+          ? undefined
+          : (yield* Mounter.holdersOf([
+              { mountId: entry.id, device: `${entry.major}:${entry.minor}`, root: entry.root }
+            ])).get(entry.id)
+      return yield* keep(
+        acc,
+        held === undefined || held.length === 0
+          ? blocked
+          : { ...blocked, detail: `${blocked.detail}${Mounter.describeHolders(held)}`, holders: held }
+      )
+    }
     const walked = yield* r.dirs.removeTree(dir, name, path, { events: r.debug })
     acc.removedCount += walked.removed
     for (const p of walked.removedPaths) if (acc.removed.length < MaxRemovedPaths) acc.removed.push(p)

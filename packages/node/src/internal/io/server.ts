@@ -23,6 +23,7 @@ import { readSync, writeSync } from "node:fs"
 import { type Failure, FileName, type Limits, removeTree } from "@hostnode/core/Programs"
 import { constants, cString, LibcUnavailable, load } from "../libc.ts"
 import { run, type Ticker } from "./driver.ts"
+import { type Asked, holders } from "./holders.ts"
 import { type Outcome, type Target, unmountOne } from "./mounts.ts"
 import { Frames, frame, type Reply, type Request } from "./protocol.ts"
 import { Sys } from "./sys.ts"
@@ -188,6 +189,8 @@ const handlers: Record<string, Handler> = {
   holeAt: ([fd, offset]: [number, number]) => sys.holeAt(fd, offset),
   readFile: ([path]: [Uint8Array]) => sys.readFile(path) ?? null,
   mountTable: () => sys.readFile(FileName.encode(`${procSelf}/mountinfo`)) ?? null,
+  holders: ([asked, skip]: [ReadonlyArray<Asked>, ReadonlyArray<number>]) =>
+    holders(sys, procSelf === "self" ? "." : "/proc", asked, new Set([...skip, process.pid])),
   removeTree: (
     [fd, name, path, events, limits]: [number, Uint8Array, string, boolean, Limits | undefined],
     id: number

@@ -18,7 +18,7 @@ import { Effect } from "effect"
 import type { InOptions } from "../../NodeMounter.ts"
 import * as Io from "../io/client.ts"
 import type { Outcome } from "../io/mounts.ts"
-import { resultOf } from "./inProcess.ts"
+import { holdersWith, resultOf } from "./inProcess.ts"
 
 const O_PATH = 0o10000000
 const O_DIRECTORY = 0o200000
@@ -174,5 +174,5 @@ export const namespaceMounter = Effect.fnUntraced(function* (pid: number, option
           }
       )
     })
-  return Mounter.Mounter.of({ unmount })
+  return Mounter.Mounter.of({ unmount, holders: holdersWith(client) })
 })
