@@ -140,20 +140,19 @@ class Acc {
     this.maxKeptPaths = limits?.keptPaths ?? 10_000
     this.maxKeptBytes = limits?.keptBytes ?? 1024 * 1024
   }
+  /** The report has no more room for removed paths (the first that did not fit closes it). */
+  full = false
   /** Whether a removed path should be built: for the report while it has room, or for an event. */
   wantsPath(events: boolean): boolean {
-    return events || (this.removedPaths.length < this.maxRemovedPaths && this.removedBytes < this.maxRemovedBytes)
+    return events || !this.full
   }
   addRemoved(path: string | undefined): void {
     this.removed++
-    if (
-      path !== undefined &&
-      this.removedPaths.length < this.maxRemovedPaths &&
-      this.removedBytes + path.length <= this.maxRemovedBytes
-    ) {
+    if (path === undefined || this.full) return
+    if (this.removedPaths.length < this.maxRemovedPaths && this.removedBytes + path.length <= this.maxRemovedBytes) {
       this.removedPaths.push(path)
       this.removedBytes += path.length
-    }
+    } else this.full = true
   }
   keep(kept: Kept): void {
     this.keptCount++
@@ -240,11 +239,17 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
     for (const f of frames) yield* close(f)
   }
 
-  /** Keeps the window: closes the oldest held directory below the top when more than `window` are held. */
+  // Frames below this index (but the top one) are closed: eviction starts here, so a deep
+  // chain is not scanned from its top again for every level.
+  let heldFrom = 1
+
+  /** Keeps the window: closes the oldest held directories below the top while more than `window` are held. */
   function* evict(): Generator<Op<H>, void, unknown> {
-    for (let i = 1; open > window && i < frames.length - 1; i++) {
+    if (heldFrom > frames.length) heldFrom = Math.max(1, frames.length)
+    for (let i = heldFrom; open > window && i < frames.length - 1; i++) {
       const f = frames[i] as Frame<H>
       if (f.handle !== undefined) yield* close(f)
+      heldFrom = i + 1
     }
   }
 
@@ -263,6 +268,7 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
     }
     f.handle = o.handle
     open++
+    if (i < heldFrom) heldFrom = Math.max(1, i)
     // It was closed: where its listing stood is lost, so it starts again (kept names skipped).
     if (!f.end) f.restart = true
     return undefined
