@@ -1,21 +1,22 @@
 /**
- * The real `Mounter`. `layer` verifies and unmounts in-process through koffi
- * (prebuilt binaries, no compiler): each target's path is resolved below the
- * root handle with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` (or, on a
- * kernel without it, one `openat(O_PATH | O_NOFOLLOW)` per component, each
- * checked to be a directory and not a link), the mount id of what it reached
- * compared with the table's (`statx`), and that very mount detached through
- * its descriptor (`umount2("/proc/self/fd/N", MNT_DETACH)`): a link swapped
- * into a parent after the check cannot redirect it. A thousand lazy unmounts
- * take tens of milliseconds, where one `umount` process per mount takes
- * seconds.
+ * The real `Mounter`. `layer` verifies and unmounts through system calls
+ * (koffi: prebuilt binaries, no compiler) in the helper process of the root
+ * handle's `NodeDirectory`, never on the agent's event loop: each target is
+ * held below the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+ * and `O_PATH` (or, on a kernel without it, one `openat(O_PATH |
+ * O_NOFOLLOW)` per component, each checked to be a directory and not a link),
+ * the mount id of what it reached compared with the table's (`statx` with
+ * cached attributes: a dead file system is not asked), and that very mount
+ * detached through its descriptor (`umount2("/proc/self/fd/N",
+ * MNT_DETACH)`, which needs no answer from it): a link swapped into a parent
+ * after the check cannot redirect it. A thousand lazy unmounts take tens of
+ * milliseconds, where one `umount` process per mount takes seconds. Who holds
+ * a mount (`Mounter.holders`) is read from procfs in a helper of its own.
  *
  * `layerCommand` (core's `Mounter.layerCommand`, re-exported) runs `umount
- * -l` through the spawner in context, many targets per process: the path for
- * another mount namespace (a spawner wrapped with `nsenter`; the kernel lets
- * a process unmount only in its own mount namespace, and a threaded Node
- * process cannot enter another), and the fallback where the FFI cannot load.
- * What it guarantees is weaker, and said at `Mounter.makeCommand`.
+ * -l` through the spawner in context, many targets per process: the fallback
+ * where the FFI cannot load. What it guarantees is weaker, and said at
+ * `Mounter.makeCommand`.
  *
  * @since 0.1.0
  */
@@ -157,7 +158,7 @@ export const layerWithFallback = (
  * @since 0.2.0
  */
 export interface InOptions {
-  /** Most targets one helper process is given (default 256: one descriptor each, well below the open-file limit). */
+  /** Most targets one call to the helper is given (default 256): the rest go in further calls. */
   readonly maxTargets?: number | undefined
 }
 
@@ -165,33 +166,20 @@ export interface InOptions {
  * The `Mounter` of another mount namespace: the one host process `pid` (a
  * container's init) is in. A process can only unmount in its own mount
  * namespace (the kernel refuses a mount of another one with EINVAL, even
- * through a descriptor), and a process with threads, as Node is, cannot
- * enter another. So the work is split, and the guarantee of the in-process
- * {@link layer} kept:
- *
- * - Verification, here, in-process: each target's path *as the container's
- *   table names it* is resolved below a handle on the container's root
- *   (`/proc/<pid>/root`, opened for each call) with `openat2(RESOLVE_BENEATH
- *   | RESOLVE_NO_SYMLINKS)`, and the mount id it reaches compared with the
- *   table's (`statx`). What passes is held open as an `O_PATH` descriptor of
- *   that very mount; what fails is `Unverified` and left mounted. The root
- *   the operation passes is not resolved in: whatever host root the caller's files
- *   are below, a mount is only ever looked for in the container (a target
- *   must still lie below that root, as for every `Mounter`).
- * - The unmount, in a helper: `nsenter -t <pid> -m --root=/ -- umount -l -c
- *   -- /proc/<self>/fd/N...`, a single-threaded process entered into the
- *   container's mount namespace, its root set back to this process's `/` (so
- *   `umount` and `/proc` are this host's, whatever the container's image
- *   has), that detaches each mount through this process's descriptor of it.
- *   A descriptor names a mount, not a path, so a link swapped into a parent
- *   after the check cannot redirect the unmount, and since the helper is in
- *   the container's namespace the kernel cannot detach anything outside it.
- *
- * Which targets went is read from the container's table afterwards (mount
- * ids are unique), not from umount's text. A stack is unmounted top down in
- * rounds of one helper each, since only its top is reachable. A non-lazy
- * unmount cannot go through a descriptor (the descriptor keeps the mount
- * busy): it is given `/proc/<pid>/root<path>` after the check, a path.
+ * through a descriptor). So this layer has a helper process of its own that
+ * enters that namespace (`unshare(CLONE_FS)`, then `setns` on
+ * `/proc/<pid>/ns/mnt` and `chroot` to `/proc/<pid>/root`, both opened once
+ * when the layer is built: a process whose threads share their file-system
+ * state cannot `setns`, one that unshares it can) and does there what
+ * {@link layer}'s helper does here: each target held below the namespace's
+ * root as its table names it, its mount id compared, and that very mount
+ * detached through its descriptor. No program of the container's runs, and
+ * nothing outside its namespace can be detached. A stack is detached top
+ * down in the same batch (each in turn reachable once the one above it
+ * went). Strictly (no `MNT_DETACH`), the mount's directory is held and the
+ * mount detached by its name in it: a parent swapped for a link cannot
+ * redirect it. A target must still lie below the root the operation passes,
+ * as for every `Mounter`.
  *
  * @since 0.2.0
  */
@@ -208,9 +196,7 @@ export const makeIn: (
 /**
  * The `Mounter` of the mount namespace of host process `pid` (see
  * {@link makeIn}); fails to build with {@link MounterUnavailable} where the
- * FFI cannot load. Requires this host's spawner (not one wrapped with
- * `nsenter`: the layer enters the namespace itself), a FileSystem and the
- * real `Directories`.
+ * FFI cannot load. It needs no other service: its helper enters the namespace itself.
  *
  * @since 0.2.0
  */

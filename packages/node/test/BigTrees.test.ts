@@ -186,7 +186,9 @@ describe.skipIf(gate.skip)("trees a pod can make, on real mounts", () => {
           const doc = JSON.parse(full.stdout) as { readonly result: { readonly removedCount: number } }
           assert.strictEqual(doc.result.removedCount, n + 3)
           assert.isFalse(yield* fs.exists(`${root}/var/lib/cni`))
-          yield* Effect.log(`reset-cni of ${n} files: command ${empty.main} -> ${full.main} KiB, helper ${empty.helper} -> ${full.helper} KiB, JSON ${full.stdout.length} bytes`)
+          yield* Effect.log(
+            `reset-cni of ${n} files: command ${empty.main} -> ${full.main} KiB, helper ${empty.helper} -> ${full.helper} KiB, JSON ${full.stdout.length} bytes`
+          )
           assert.isAtMost(full.main - empty.main, 128 * 1024, `the command: ${empty.main} KiB, then ${full.main} KiB`)
           assert.isAtMost(
             full.helper - empty.helper,

@@ -3,12 +3,12 @@
  * compiler): the `*at` family relative to directory file descriptors,
  * `statx` with the mount id, `getdents64` for names as bytes, `openat2`
  * (through `syscall`, which glibc does not wrap), `renameat2`, `umount2`.
- * Every call is synchronous: each is one short system call on a local file
- * system, and a loop of them in one `Effect.sync` costs far less than a
- * thread pool round trip per call.
+ * Every call is synchronous, and made in the helper process (`io/server.ts`),
+ * never on the agent's event loop: a call on a dead file system can block
+ * forever, and only a process the agent can give up on may wait for it.
  *
- * Internal: `NodeDirectory` and `NodeMounter` share these bindings and the
- * handles they make. Loading fails (a `LibcUnavailable`) on a platform
+ * Internal: the helper process binds them; the agent loads them only to
+ * check, when a layer is built, that the helper will be able to. Loading fails (a `LibcUnavailable`) on a platform
  * without koffi's prebuilt binary, libc.so.6 or a known syscall table.
  *
  * @since 0.2.0

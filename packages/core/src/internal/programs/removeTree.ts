@@ -515,6 +515,11 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
     }
     if (f.pos < f.pending.length) {
       const entry = f.pending[f.pos++] as Directory.Entry
+      // A batch used up is let go at once: a chain deep below keeps only its frames.
+      if (f.pos >= f.pending.length) {
+        f.pending = []
+        f.pos = 0
+      }
       if (!(yield* reach(i, undefined))) continue
       const base = () => childOf(pathOf(i), entry.name)
       let type = entry.type
