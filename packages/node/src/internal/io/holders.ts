@@ -39,7 +39,7 @@ interface Line {
   readonly mountPoint: string
 }
 
-const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)))
+const unescapeField = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)))
 
 const parse = (text: string): Array<Line> =>
   text
@@ -51,8 +51,8 @@ const parse = (text: string): Array<Line> =>
         id: Number(f[0]),
         parent: Number(f[1]),
         device: f[2] ?? "",
-        root: unescape(f[3] ?? ""),
-        mountPoint: unescape(f[4] ?? "")
+        root: unescapeField(f[3] ?? ""),
+        mountPoint: unescapeField(f[4] ?? "")
       }
     })
 
