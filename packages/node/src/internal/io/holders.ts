@@ -39,7 +39,8 @@ interface Line {
   readonly mountPoint: string
 }
 
-const unescapeField = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)))
+const unescapeField = (s: string) =>
+  s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)))
 
 const parse = (text: string): Array<Line> =>
   text
