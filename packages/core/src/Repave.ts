@@ -14,6 +14,7 @@
 import { Effect, type FileSystem, Schema } from "effect"
 import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Track from "./internal/metrics.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
 import * as NodeStart from "./NodeStart.ts"
@@ -263,7 +264,7 @@ export const resetCniState: (
     Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removed.length })
   )
   return report
-}, Effect.scoped)
+}, Track.scopedRemoval("Repave.resetCniState"))
 
 /**
  * Removes the kubelet's client identity below `hostRoot` when the node
@@ -316,7 +317,7 @@ export const resetKubeletIdentity: (
     Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removed.length })
   )
   return report
-}, Effect.scoped)
+}, Track.scopedRemoval("Repave.resetKubeletIdentity"))
 
 /**
  * Options of {@link teardownKubeletDir}.
@@ -424,4 +425,4 @@ export const teardownKubeletDir: (
     })
   )
   return { ...report, prefixes: targets.map((t) => t.table), unmountFailures }
-})
+}, Track.removal("Repave.teardownKubeletDir"))

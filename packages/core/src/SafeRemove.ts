@@ -47,6 +47,7 @@ import { Effect, type FileSystem, LogLevel, References, Schema, type Scope } fro
 import * as Directory from "./Directory.ts"
 import type * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Track from "./internal/metrics.ts"
 import * as Sessions from "./internal/safeRemove/session.ts"
 import { indexTable } from "./internal/safeRemove/table.ts"
 import * as MountInfo from "./MountInfo.ts"
@@ -340,7 +341,7 @@ export const remove: (
   FileSystem.FileSystem | Directory.Directories
 > = Effect.fn("SafeRemove.remove")(function* (paths: ReadonlyArray<string>, options?: Options) {
   return yield* Effect.scoped(Effect.flatMap(session(options), (s) => s.remove(paths)))
-})
+}, Track.removal("SafeRemove.remove"))
 
 /**
  * Removes the entries of the directory at host path `dir` (those
@@ -359,4 +360,4 @@ export const empty: (
   FileSystem.FileSystem | Directory.Directories
 > = Effect.fn("SafeRemove.empty")(function* (dir: string, options?: Options & EmptyOptions) {
   return yield* Effect.scoped(Effect.flatMap(session(options), (s) => s.empty(dir, options)))
-})
+}, Track.removal("SafeRemove.empty"))

@@ -14,6 +14,7 @@
 import { Effect, type FileSystem, LogLevel, References, Schema } from "effect"
 import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Track from "./internal/metrics.ts"
 import { Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
@@ -389,6 +390,7 @@ const run = Effect.fnUntraced(function* (
     }
   }
   const report: Report = { prefixes: resolved, unmounted, failures }
+  yield* Track.recordUnmounts(report, remaining)
   yield* Effect.logInfo(
     `unmounted ${unmounted.length} mount(s) ${strict ? "strictly below" : "at or below"} ${resolved.map((r) => r.path).join(", ")}${remaining.length === 0 ? "" : `; ${remaining.length} remain`}`
   ).pipe(
@@ -433,7 +435,7 @@ export const unmountBelow: (
   "Unmount.unmountBelow"
 )(function* (prefixes, options) {
   return yield* failIfAny(yield* run(prefixes, false, options))
-})
+}, Track.unmount("Unmount.unmountBelow"))
 
 /**
  * {@link unmountBelow} with the failures attributed to the prefixes whose
@@ -454,7 +456,7 @@ export const unmountBelowByPrefix: (
   FileSystem.FileSystem | Mounter | Directory.Directories
 > = Effect.fn("Unmount.unmountBelowByPrefix")(function* (prefixes, options) {
   return (yield* run(prefixes, false, options)).report
-})
+}, Track.unmount("Unmount.unmountBelowByPrefix"))
 
 /**
  * {@link unmountBelow} for the mounts strictly below `prefixes`: a mount whose
@@ -472,4 +474,4 @@ export const unmountStrictlyBelow: (
   "Unmount.unmountStrictlyBelow"
 )(function* (prefixes, options) {
   return yield* failIfAny(yield* run(prefixes, true, options))
-})
+}, Track.unmount("Unmount.unmountStrictlyBelow"))
