@@ -15,7 +15,12 @@ import { Cause, Effect, Exit, FileSystem, Layer } from "effect"
 const host = Systemd.layerCommand().pipe(Layer.provideMerge(MemoryNode.layer()))
 
 describe("Systemd.layerCommand over MemoryNode's systemctl", () => {
-  SystemdConformance.suite("Systemd.layerCommand over MemoryNode", host, Effect.succeed("/"))
+  SystemdConformance.suite(
+    "Systemd.layerCommand over MemoryNode",
+    host,
+    Effect.succeed("/"),
+    SystemdConformance.memoryObservers
+  )
 
   it.effect("reads each answer of systemctl as its outcome", () =>
     Effect.gen(function* () {
