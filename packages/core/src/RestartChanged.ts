@@ -459,14 +459,6 @@ const reloadFirst = (
     yield* Track.recordReload(policy)
     return true
   }).pipe(
-    Effect.mapError(
-      (cause) =>
-        new RestartError({
-          ...progress,
-          restarted: [],
-          notAttempted: [...changed],
-          reason: new ReloadFailed({ cause })
-        })
-    ),
+    Effect.mapError((cause) => new RestartError({ ...progress, reason: new ReloadFailed({ cause }) })),
     Effect.tapError(() => Effect.forEach(changed, (u) => Track.recordRestart(u, "not_attempted")))
   )
