@@ -391,7 +391,7 @@ const run = Effect.fnUntraced(function* (
   }
   const report: Report = { prefixes: resolved, unmounted, failures }
   yield* Track.recordUnmounts(report, remaining)
-  yield* Effect.logInfo(
+  yield* Track.logSummary(
     `unmounted ${unmounted.length} mount(s) ${strict ? "strictly below" : "at or below"} ${resolved.map((r) => r.path).join(", ")}${remaining.length === 0 ? "" : `; ${remaining.length} remain`}`
   ).pipe(
     Effect.annotateLogs({

@@ -27,6 +27,22 @@ export const CurrentOperation = Context.Reference<string>("@hostnode/core/intern
   defaultValue: () => "unknown"
 })
 
+/** How many tracked operations the current one runs inside, itself included (0 outside any). */
+const OperationDepth = Context.Reference<number>("@hostnode/core/internal/metrics/OperationDepth", {
+  defaultValue: () => 0
+})
+
+/**
+ * An operation's one summary line: at `Info` for an operation a caller ran,
+ * at `Debug` for one another operation runs (the teardown's unmount), so a
+ * run logs one line per operation at `Info`.
+ */
+export const logSummary = (...message: ReadonlyArray<unknown>): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const depth = yield* OperationDepth
+    yield* depth > 1 ? Effect.logDebug(...message) : Effect.logInfo(...message)
+  })
+
 const add = (metric: Metric.Counter<number>, attributes: Record<string, string>, n: number) =>
   Metric.update(Metric.withAttributes(metric, attributes), n)
 
@@ -54,6 +70,7 @@ export const track =
         : Effect.andThen(Effect.annotateCurrentSpan(options.attributes), self)
       ).pipe(
         Effect.provideService(CurrentOperation, operation),
+        Effect.updateService(OperationDepth, (depth) => depth + 1),
         Effect.onExit((exit) =>
           Effect.gen(function* () {
             const seconds = ((yield* Clock.currentTimeMillis) - start) / 1000
