@@ -43,9 +43,14 @@ export const Units = {
   failingOneshot: "[Unit]\nDescription=fails\n\n[Service]\nType=oneshot\nExecStart=/bin/false\n",
   /** A `Type=simple` unit whose program exits 3 right after it was started. */
   diesAtOnce: '[Unit]\nDescription=dies at once\n\n[Service]\nType=simple\nExecStart=/bin/sh -c "exit 3"\n',
-  /** A sleeper whose environment has `HN_FLAG=<flag>`: what a restart ran is in its main process's environment. */
+  /**
+   * A sleeper whose environment has `HN_FLAG=<flag>`: what a restart ran is in
+   * its main process's environment. `Type=exec`: its start job ends once the
+   * program was executed (a `Type=simple` job ends at the fork, when the
+   * child still has the manager's environment).
+   */
   withFlag: (flag: string) =>
-    `[Unit]\nDescription=flag ${flag}\n\n[Service]\nEnvironment=HN_FLAG=${flag}\nExecStart=/bin/sleep infinity\n`
+    `[Unit]\nDescription=flag ${flag}\n\n[Service]\nType=exec\nEnvironment=HN_FLAG=${flag}\nExecStart=/bin/sleep infinity\n`
 } as const
 
 /**
