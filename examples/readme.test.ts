@@ -20,7 +20,9 @@ describe("README", () => {
     "upgrade.ts",
     "upgrade.test.ts",
     "dryrun.ts",
-    "dryrun.test.ts"
+    "dryrun.test.ts",
+    "telemetry.ts",
+    "telemetry.test.ts"
   ]) {
     it.effect(`shows examples/${file} exactly`, () =>
       Effect.gen(function* () {

@@ -1,7 +1,9 @@
 /**
  * A node agent's upgrade step under a snapshot of the node's shared
  * configuration: the new kubelet flags are written, then the kubelet is
- * restarted. If anything fails, `Snapshot.guarded` puts every saved path back
+ * restarted, after a daemon-reload: a running unit keeps the definition
+ * systemd loaded, so without one the restart would ignore the new drop-in.
+ * If anything fails, `Snapshot.guarded` puts every saved path back
  * (and has systemd read the restored unit files), and the step's own error is
  * the failure; if the rollback fails too, the one failure is a
  * `Snapshot.SnapshotError` whose reason is `RollbackFailed`, carrying both.
@@ -31,7 +33,12 @@ export const upgrade: (
       "[Service]\nEnvironment=UPGRADED=1\n"
     )
     yield* fs.writeFileString("/etc/default/kubelet", `KUBELET_EXTRA_ARGS=${kubeletFlags}\n`)
-    yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "kubelet.service", changed: true }] })
+    // One daemon-reload, then the restart: systemd reads the new drop-in only at a reload.
+    yield* RestartChanged.restartChanged({
+      wasRunning: true,
+      units: [{ unit: "kubelet.service", changed: true }],
+      reload: "always"
+    })
   })
   yield* Snapshot.guarded(step, { dir: SnapshotDir, hostRoot: "/" })
 })

@@ -20,6 +20,7 @@ import { CliOutput, Command } from "effect/cli"
 import { helpAsFlag, helpOfKnown, presenter, suggestionsOf, usageText, wantsJson } from "./internal/cli/argv.ts"
 import { hostnode, type Services } from "./internal/cli/commands.ts"
 import { CliExit, ExitCodes } from "./internal/cli/errors.ts"
+import { observe } from "./internal/cli/observe.ts"
 
 export {
   /**
@@ -187,6 +188,29 @@ export {
    */
   Timeout
 } from "./internal/cli/flags.ts"
+export {
+  /**
+   * `--log-format text|json`: how log lines are written on stderr. `text`
+   * (the default): one line per entry (at `info`, one per operation). `json`:
+   * one JSON object per line (`timestamp`, `level`, `message`, `annotations`,
+   * `span` with its name and trace and span ids, `cause`), the CLI's own
+   * messages (errors, warnings) too; no progress line. stdout is unchanged.
+   *
+   * @since 0.4.0
+   */
+  LogFormat,
+  /**
+   * `--metrics-file PATH`: when the run ends (whatever its outcome), its
+   * metrics (`Metrics` of `@hostnode/core`, and the run's exit code and end
+   * time) are written to PATH in Prometheus text format, replacing the file
+   * atomically (a temporary file in the same directory, then a rename), as
+   * node_exporter's textfile collector expects. A PATH whose directory does
+   * not exist is refused before anything runs (exit 2).
+   *
+   * @since 0.4.0
+   */
+  MetricsFile
+} from "./internal/cli/observe.ts"
 
 /**
  * The CLI's version, printed by `hostnode --version`: the version of the
@@ -252,6 +276,7 @@ export const run = (given: ReadonlyArray<string>): Effect.Effect<void, CliExit, 
       ).pipe(Effect.andThen(Effect.fail(new CliExit({ code: ExitCodes.failed }))))
     }),
     Effect.provide(CliOutput.layerPresenter(presenter(json))),
-    Effect.provideService(Logger.LogToStderr, true)
+    Effect.provideService(Logger.LogToStderr, true),
+    observe(argv)
   )
 }

@@ -21,6 +21,7 @@ import { Directory, Mounter } from "@hostnode/core"
 import {
   Cause,
   Clock,
+  Console,
   Context,
   Effect,
   FileSystem,
@@ -139,8 +140,19 @@ export const logLine: Logger.Logger<unknown, string> = Logger.make(({ cause, dat
 })
 
 /**
- * The loggers in context with the console logger (Effect's default logger)
- * replaced by a batched one that writes through `progress.log`: log lines are
+ * {@link logLine} written to the console's stderr, one line per log entry:
+ * the console logger the `hostnode` command runs with in place of Effect's
+ * default one, which spreads annotations over several lines.
+ *
+ * @since 0.4.0
+ */
+export const lineLogger: Logger.Logger<unknown, void> = Logger.make((options) => {
+  options.fiber.getRef(Console.Console).error(logLine.log(options))
+})
+
+/**
+ * The loggers in context with the console logger (Effect's default logger,
+ * or {@link lineLogger}) replaced by a batched one that writes through `progress.log`: log lines are
  * held for a few milliseconds, then the progress line is cleared and they are
  * written together (the progress line is drawn again after them). The other
  * loggers (the tracer's) stay as they are. When the scope closes, the lines
@@ -153,13 +165,15 @@ export const clearingLoggers = (
 ): Effect.Effect<ReadonlySet<Logger.Logger<unknown, unknown>>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const loggers = yield* Logger.CurrentLoggers
-    if (!loggers.has(Logger.defaultLogger)) return loggers
+    const console = (logger: Logger.Logger<unknown, unknown>) =>
+      logger === Logger.defaultLogger || logger === lineLogger
+    if (![...loggers].some(console)) return loggers
     const batched = yield* Logger.batched(logLine, {
       window: LogWindowMillis,
       flush: (lines) => progress.log(lines)
     })
     const replaced = new Set<Logger.Logger<unknown, unknown>>([batched])
-    for (const logger of loggers) if (logger !== Logger.defaultLogger) replaced.add(logger)
+    for (const logger of loggers) if (!console(logger)) replaced.add(logger)
     return replaced
   })
 

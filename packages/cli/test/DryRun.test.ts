@@ -478,15 +478,18 @@ describe("restart-changed --dry-run", () => {
       assert.isTrue(dry.doc.ok)
       assert.deepStrictEqual(yield* simulated.jobs, [])
       const plan: ReadonlyArray<PlanStep> = dry.doc.plan
+      // The daemon-reload before the restarts (reload always, the default), then the restarts.
       assert.deepStrictEqual(
-        plan.map((s) => `${s.action} ${s.target}`),
-        ["restart containerd.service", "restart kubelet.service"]
+        plan.map((s) => `${s.action} ${s.target}`.trim()),
+        ["daemon-reload", "restart containerd.service", "restart kubelet.service"]
       )
+      assert.strictEqual(yield* simulated.daemonReloads, 0)
       const real = yield* runJson(argv)
       assert.deepStrictEqual(real.doc.result, dry.doc.result)
+      assert.strictEqual(yield* simulated.daemonReloads, 1)
       assert.deepStrictEqual(
         (yield* simulated.jobs).map((j) => `${j.verb} ${j.unit}`),
-        plan.map((s) => `${s.action} ${s.target}`)
+        plan.slice(1).map((s) => `${s.action} ${s.target}`)
       )
     }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: units }), cliEnvironment)))
   )

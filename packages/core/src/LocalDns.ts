@@ -37,6 +37,7 @@ import { InvalidListener, LocalDnsError, SameAddress } from "./internal/localdns
 import * as Probe from "./internal/localdns/probe.ts"
 import type { Chains } from "./internal/localdns/rules.ts"
 import * as Setup from "./internal/localdns/setup.ts"
+import * as Track from "./internal/metrics.ts"
 import * as NodeStart from "./NodeStart.ts"
 
 export {
@@ -345,7 +346,7 @@ export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
     Effect.annotateLogs(effect, {
       phase: "setup-localdns-network",
       interface: options?.interfaceName ?? DefaultInterfaceName
-    })
+    }).pipe(Track.track("LocalDns.setupLocalDnsNetwork"))
 )
 
 /**
@@ -366,7 +367,7 @@ export const cleanupHostNetwork = Effect.fn("LocalDns.cleanupHostNetwork")(
     Effect.annotateLogs(effect, {
       phase: "cleanup-host-network",
       interface: options?.interfaceName ?? DefaultInterfaceName
-    })
+    }).pipe(Track.track("LocalDns.cleanupHostNetwork"))
 )
 
 /**
@@ -413,5 +414,6 @@ export const awaitLocalDns = Effect.fn("LocalDns.awaitLocalDns")(
       probeName: options?.probeName ?? DefaultProbeName
     })
   },
-  (effect) => effect.pipe(Effect.scoped, Effect.annotateLogs({ phase: "await-localdns" }))
+  (effect) =>
+    effect.pipe(Effect.scoped, Effect.annotateLogs({ phase: "await-localdns" }), Track.track("LocalDns.awaitLocalDns"))
 )

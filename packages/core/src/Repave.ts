@@ -15,6 +15,7 @@ import { Effect, type FileSystem, Schema } from "effect"
 import * as Deadline from "./Deadline.ts"
 import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Track from "./internal/metrics.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
 import * as NodeStart from "./NodeStart.ts"
@@ -285,7 +286,8 @@ export const resetCniState: (
     )
     return report
   },
-  (effect, options) => effect.pipe(Effect.scoped, Deadline.within(options?.deadline))
+  (effect, options) =>
+    Track.scopedRemoval("Repave.resetCniState")(effect, options).pipe(Deadline.within(options?.deadline))
 )
 
 /**
@@ -341,7 +343,10 @@ export const resetKubeletIdentity: (
     )
     return report
   },
-  (effect, _nodeStart, options) => effect.pipe(Effect.scoped, Deadline.within(options?.deadline))
+  (effect, nodeStart, options) =>
+    Track.scopedRemoval("Repave.resetKubeletIdentity")(effect, nodeStart, options).pipe(
+      Deadline.within(options?.deadline)
+    )
 )
 
 /**
@@ -452,5 +457,6 @@ export const teardownKubeletDir: (
     )
     return { ...report, prefixes: targets.map((t) => t.table), unmountFailures }
   },
-  (effect, options) => effect.pipe(Deadline.within(options?.deadline))
+  (effect, options) =>
+    Track.removal("Repave.teardownKubeletDir")(effect, options).pipe(Deadline.within(options?.deadline))
 )

@@ -7,7 +7,9 @@
  * @since 0.1.0
  */
 import { Cause, Clock, Context, Duration, Effect, Schema } from "effect"
+import * as Track from "./internal/metrics.ts"
 import {
+  CallTimeout,
   describeStatus,
   NotSettled as NotSettledReason,
   Systemd,
@@ -66,11 +68,27 @@ export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
 }
 
 /**
+ * Why a restart failed: the daemon-reload before the first restart (see
+ * {@link ReloadPolicy}) failed, or systemd could not be asked whether a unit
+ * needs one (`"auto"`). Nothing was restarted.
+ *
+ * @since 0.4.0
+ */
+export class ReloadFailed extends Schema.TaggedError<ReloadFailed>()("ReloadFailed", {
+  /** What the reload (or the `NeedDaemonReload` query) failed with. */
+  cause: Schema.Union([SystemdError, UnitName.UnitNameError])
+}) {
+  override get message(): string {
+    return `the daemon-reload before the restarts failed: ${this.cause.message}`
+  }
+}
+
+/**
  * Why a restart failed.
  *
  * @since 0.3.0
  */
-export const RestartErrorReason = Schema.Union([RestartFailed, NotSettled])
+export const RestartErrorReason = Schema.Union([RestartFailed, NotSettled, ReloadFailed])
 
 /**
  * Why a restart failed.
@@ -154,7 +172,50 @@ export interface Options {
    * that dies right after exec counts as restarted. Default: no check.
    */
   readonly settle?: Duration.Input | undefined
+  /**
+   * Whether systemd re-reads unit files before the restarts (see
+   * {@link ReloadPolicy}; default `"always"`). A running unit keeps the
+   * definition systemd loaded until a daemon-reload: a restart without one
+   * runs the old `ExecStart=`, `Environment=` and drop-ins, whatever the files
+   * say now.
+   *
+   * @since 0.4.0
+   */
+  readonly reload?: ReloadPolicy | undefined
+  /**
+   * How long each call to systemd may take, a restart job until systemd
+   * reports it finished included (`Systemd.CallTimeout` for the calls of
+   * this run; default: the layer's own limit, 3 minutes). A job that does
+   * not finish in time fails the run with a `Timeout` reason; the job itself
+   * is left to systemd.
+   *
+   * @since 0.4.0
+   */
+  readonly jobTimeout?: Duration.Input | undefined
 }
+
+/**
+ * When {@link restartChanged} has systemd re-read its unit files, before the
+ * first restart and only when something is to be restarted:
+ *
+ * - `"always"` (the default): one daemon-reload, whatever the units report.
+ * - `"auto"`: one daemon-reload when a unit to restart reports
+ *   `NeedDaemonReload=yes`. systemd 252 does not report every change: a
+ *   drop-in in a drop-in directory created after systemd last read its unit
+ *   directories (`kubelet.service.d/` made by the upgrade), a unit file put
+ *   in a directory of higher precedence (`/etc/systemd/system` over
+ *   `/lib/systemd/system`), and a file whose modification time is not newer
+ *   than when it was loaded (a restore that keeps recorded times, `touch -r`)
+ *   all read `no`, and the restart then runs the old definition. The first
+ *   reads `yes` only once systemd happens to load some unit it did not hold.
+ * - `"never"`: no reload; for a caller that reloaded itself.
+ *
+ * The configuration files a unit reads itself (`EnvironmentFile=`, its own
+ * config) need no reload: they are read when it starts.
+ *
+ * @since 0.4.0
+ */
+export type ReloadPolicy = "always" | "auto" | "never"
 
 // How often a settling unit is looked at; the window's end is always looked at.
 const settlePoll = Duration.millis(100)
@@ -224,9 +285,20 @@ export const awaitSettled: (
  * its cause annotated with the {@link Progress} (read with {@link progressOf})
  * and the same facts logged as an error.
  *
- * With `settle` each restart is followed by {@link awaitSettled} on the
- * `Systemd` in context; a caller with its own `restart` composes that check
- * into it instead.
+ * Before the first restart, systemd re-reads its unit files as `reload` says
+ * (see {@link ReloadPolicy}: by default one daemon-reload whenever anything
+ * is to be restarted, so the restarts run the definitions on disk); a reload
+ * that fails is a {@link RestartError} with reason {@link ReloadFailed}, and
+ * nothing was restarted. With `settle` each restart is followed by
+ * {@link awaitSettled} on the `Systemd` in context. A caller with its own
+ * `restart` composes those into it instead: it reloads its systemd itself
+ * (`reload` does not apply) and checks that the units settle.
+ *
+ * Each unit's outcome is counted in `Metrics.unitRestarts` (and how long its
+ * restart took in `Metrics.unitRestartDuration`), each reload in
+ * `Metrics.daemonReloads`; the run's span carries the units to restart, the
+ * policy, whether it reloaded and how many were restarted. At `Info` the run
+ * logs one line; each restart is logged at `Debug`.
  *
  * @example
  * ```ts
@@ -245,7 +317,8 @@ export const awaitSettled: (
  *     { unit: "containerd.service", changed: true },
  *     { unit: "kubelet.service", changed: false }
  *   ],
- *   settle: "2 seconds"
+ *   settle: "2 seconds",
+ *   reload: "always"
  * })
  * ```
  *
@@ -258,6 +331,7 @@ export function restartChanged<E, R>(
   options: Options & {
     readonly restart: (unit: string) => Effect.Effect<void, E, R>
     readonly settle?: undefined
+    readonly reload?: undefined
   }
 ): Effect.Effect<void, E | UnitName.UnitNameError, R>
 export function restartChanged<E, R>(
@@ -282,35 +356,109 @@ const run = Effect.fn("RestartChanged.restartChanged")(function* (
   const changed = options.units.filter((u) => u.changed).map((u) => u.unit)
   const own = options.restart
   const settle = options.settle
+  const policy: ReloadPolicy = own === undefined ? (options.reload ?? "always") : "never"
+  yield* Effect.annotateCurrentSpan({ units: changed, reload: policy })
+  if (changed.length === 0) {
+    yield* Effect.logDebug("no unit's configuration changed; nothing to restart").pipe(
+      Effect.annotateLogs({ ...options.annotations })
+    )
+    return
+  }
   const restarted: Array<string> = []
+  const progress = (i: number): Progress => ({
+    unit: changed[i] as string,
+    restarted: [...restarted],
+    notAttempted: changed.slice(i + 1)
+  })
+  // Every unit after a failed one still runs the old configuration.
+  const notAttempted = (i: number) =>
+    Effect.forEach(changed.slice(i + 1), (u) => Track.recordRestart(u, "not_attempted"))
+  const reloaded = policy === "never" ? false : yield* reloadFirst(policy, changed, progress(0))
   for (const [i, unit] of changed.entries()) {
-    const progress = (): Progress => ({ unit, restarted: [...restarted], notAttempted: changed.slice(i + 1) })
+    const start = yield* Clock.currentTimeMillis
+    const took = Effect.map(Clock.currentTimeMillis, (now) => (now - start) / 1000)
     if (own === undefined) {
       const systemd = yield* Systemd
-      yield* systemd
-        .restart(unit)
-        .pipe(Effect.mapError((cause) => new RestartError({ ...progress(), reason: new RestartFailed({ cause }) })))
+      yield* systemd.restart(unit).pipe(
+        Effect.tapError(() =>
+          Effect.flatMap(took, (s) => Effect.andThen(Track.recordRestart(unit, "failed", s), notAttempted(i)))
+        ),
+        Effect.mapError((cause) => new RestartError({ ...progress(i), reason: new RestartFailed({ cause }) }))
+      )
       if (settle !== undefined) {
         yield* awaitSettled(unit, settle).pipe(
-          Effect.mapError((cause) => new RestartError({ ...progress(), reason: new NotSettled({ cause }) }))
+          Effect.tapError(() =>
+            Effect.flatMap(took, (s) => Effect.andThen(Track.recordRestart(unit, "not_settled", s), notAttempted(i)))
+          ),
+          Effect.mapError((cause) => new RestartError({ ...progress(i), reason: new NotSettled({ cause }) }))
         )
       }
     } else {
       yield* own(unit).pipe(
         Effect.catchCause((cause) => {
-          const p = progress()
+          const p = progress(i)
           return Effect.logError(
             `restart of ${unit} failed (already restarted: ${p.restarted.length === 0 ? "none" : p.restarted.join(", ")}; not attempted: ${p.notAttempted.length === 0 ? "none" : p.notAttempted.join(", ")})`
           ).pipe(
             Effect.annotateLogs({ ...options.annotations, unit }),
+            Effect.andThen(Effect.flatMap(took, (s) => Track.recordRestart(unit, "failed", s))),
+            Effect.andThen(notAttempted(i)),
             Effect.andThen(Effect.failCause(Cause.annotate(cause, Context.make(RestartProgress, p))))
           )
         })
       )
     }
     restarted.push(unit)
-    yield* Effect.logInfo("restarted unit whose configuration changed").pipe(
+    yield* Track.recordRestart(unit, "restarted", yield* took)
+    yield* Effect.logDebug("restarted unit whose configuration changed").pipe(
       Effect.annotateLogs({ ...options.annotations, unit })
     )
   }
-})
+  yield* Effect.annotateCurrentSpan({ reloaded, restarted: restarted.length })
+  yield* Effect.logInfo(
+    `restarted ${restarted.length} unit(s) whose configuration changed: ${restarted.join(", ")}`
+  ).pipe(Effect.annotateLogs({ ...options.annotations, reload: policy, reloaded }))
+}, measured)
+
+// The run's duration and outcome (`Metrics.operationDuration`), and `jobTimeout`: the time limit of every systemd call of the run.
+function measured<A, E, R>(self: Effect.Effect<A, E, R>, options: Options): Effect.Effect<A, E, R> {
+  const tracked = Track.track<A, E>("RestartChanged.restartChanged")(self)
+  return options.jobTimeout === undefined
+    ? tracked
+    : Effect.provideService(tracked, CallTimeout, Duration.fromInputUnsafe(options.jobTimeout))
+}
+
+/**
+ * The daemon-reload before the first restart, as `policy` says: whether it
+ * reloaded. With `"auto"`, each unit to restart is asked for
+ * `NeedDaemonReload` first (in order, up to the first that says yes).
+ */
+const reloadFirst = (
+  policy: "always" | "auto",
+  changed: ReadonlyArray<string>,
+  progress: Progress
+): Effect.Effect<boolean, RestartError, Systemd> =>
+  Effect.gen(function* () {
+    const systemd = yield* Systemd
+    if (policy === "auto") {
+      let needed: string | undefined
+      for (const unit of changed) {
+        const p = yield* systemd.show(unit, ["NeedDaemonReload"])
+        if (p.NeedDaemonReload === "yes") {
+          needed = unit
+          break
+        }
+      }
+      if (needed === undefined) {
+        yield* Effect.logDebug("no unit to restart reports NeedDaemonReload; not reloading (reload: auto)")
+        return false
+      }
+      yield* Effect.logDebug(`${needed} reports NeedDaemonReload; reloading before the restarts`)
+    }
+    yield* systemd.daemonReload
+    yield* Track.recordReload(policy)
+    return true
+  }).pipe(
+    Effect.mapError((cause) => new RestartError({ ...progress, reason: new ReloadFailed({ cause }) })),
+    Effect.tapError(() => Effect.forEach(changed, (u) => Track.recordRestart(u, "not_attempted")))
+  )

@@ -48,6 +48,7 @@ import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import type * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Track from "./internal/metrics.ts"
 import * as Sessions from "./internal/safeRemove/session.ts"
 import { indexTable } from "./internal/safeRemove/table.ts"
 import {
@@ -389,7 +390,7 @@ export const remove: (
   return yield* Effect.scoped(Effect.flatMap(session(options), (s) => s.remove(paths))).pipe(
     Deadline.within(options?.deadline)
   )
-})
+}, Track.removal("SafeRemove.remove"))
 
 /**
  * Removes the entries of the directory at host path `dir` (those
@@ -410,4 +411,4 @@ export const empty: (
   return yield* Effect.scoped(Effect.flatMap(session(options), (s) => s.empty(dir, options))).pipe(
     Deadline.within(options?.deadline)
   )
-})
+}, Track.removal("SafeRemove.empty"))

@@ -67,6 +67,7 @@ import * as ConfSnap from "./ConfSnap.ts"
 import type * as Directory from "./Directory.ts"
 import * as FileName from "./FileName.ts"
 import type * as HostPath from "./HostPath.ts"
+import * as Track from "./internal/metrics.ts"
 import { fail } from "./internal/snapshot/context.ts"
 import { Missing, type SnapshotError } from "./internal/snapshot/error.ts"
 import {
@@ -394,7 +395,10 @@ export const takeOf: (
       return Option.getOrThrow(taken)
     },
     (effect, options) =>
-      effect.pipe(Effect.annotateLogs({ snapshotDir: options.dir, hostRoot: rootLabel(options.hostRoot) }))
+      effect.pipe(
+        Effect.annotateLogs({ snapshotDir: options.dir, hostRoot: rootLabel(options.hostRoot) }),
+        Track.snapshot("Snapshot.takeOf", "take", () => "taken", Track.snapshotAttributes(options))
+      )
   )
 
 /**
@@ -473,7 +477,15 @@ export const recover: (
     return recovered
   },
   (effect, options) =>
-    effect.pipe(Effect.annotateLogs({ snapshotDir: options.dir, hostRoot: rootLabel(options.hostRoot) }))
+    effect.pipe(
+      Effect.annotateLogs({ snapshotDir: options.dir, hostRoot: rootLabel(options.hostRoot) }),
+      Track.snapshot(
+        "Snapshot.recover",
+        "recover",
+        (r) => (r ? "recovered" : "none"),
+        Track.snapshotAttributes(options)
+      )
+    )
 )
 
 /**

@@ -294,15 +294,40 @@ export const SystemdErrorReason = Schema.Union([
 export type SystemdErrorReason = typeof SystemdErrorReason.Type
 
 /**
+ * Where a failed call went over D-Bus: the manager's method (`RestartUnit`,
+ * `Reload`, `Get`, ...), the job systemd queued for it (its object path, once
+ * systemd answered with one) and the D-Bus error systemd answered with. Set
+ * by the D-Bus layer (`NodeSystemd.layerDbus`), so that the message names
+ * what really ran; absent over `systemctl`.
+ *
+ * @since 0.4.0
+ */
+export const DbusCall = Schema.Struct({
+  method: Schema.String,
+  job: Schema.optionalKey(Schema.String),
+  error: Schema.optionalKey(Schema.String)
+})
+
+/**
+ * Where a failed call went over D-Bus.
+ *
+ * @since 0.4.0
+ */
+export type DbusCall = typeof DbusCall.Type
+
+/**
  * A systemd call that failed: the verb, the unit (none for daemon-reload)
  * and why (a {@link SystemdErrorReason}). Where systemd's client answered,
  * the reason keeps its exit code and what it printed, so the person reading
  * it sees exactly what systemd said. Over `systemctl` those are its exit code
  * and stderr; over D-Bus (`NodeSystemd.layerDbus`) they are the exit code and
  * the sentence systemctl gives for the same answer from systemd, so callers
- * and the CLI treat both alike. Where systemd said more, it is kept on the
- * reason: the finished job's result (`jobResult`, D-Bus only) and the unit's
- * states and main process exit after the failure (`status`).
+ * and the CLI treat both alike, and `dbus` says which method ran, which job
+ * systemd queued and the D-Bus error it answered with: the message then names
+ * D-Bus and the job, never a `systemctl` that did not run. Where systemd said
+ * more, it is kept on the reason: the finished job's result (`jobResult`,
+ * D-Bus only) and the unit's states and main process exit after the failure
+ * (`status`).
  *
  * @example
  * ```ts
@@ -322,14 +347,58 @@ export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdErr
   reason: SystemdErrorReason,
   verb: Verb,
   /** The unit the call was about; absent for daemon-reload. */
-  unit: Schema.optionalKey(Schema.String)
+  unit: Schema.optionalKey(Schema.String),
+  /** The D-Bus method, job and error, when the call went over D-Bus (since 0.4.0). */
+  dbus: Schema.optionalKey(DbusCall)
 }) {
   override get message(): string {
-    const what = this.unit === undefined ? `systemctl ${this.verb}` : `systemctl ${this.verb} ${this.unit}`
     const said = textOf(this.reason)
-    return `${what} failed (${[this.reason._tag, ...factsOf(this.reason)].join(", ")})${said === "" ? "" : `: ${said}`}${statusOf(this.reason)}`
+    const text = `${said === "" ? "" : `: ${said}`}${statusOf(this.reason)}`
+    // Our own check after a restart that succeeded: neither systemctl nor D-Bus failed.
+    if (this.reason._tag === "NotSettled")
+      return `${this.unit ?? "the unit"} did not settle after its ${this.verb} (NotSettled)${text}`
+    if (this.dbus !== undefined) {
+      const call = `D-Bus ${this.dbus.method}${this.unit === undefined ? "" : ` ${this.unit}`}`
+      const job = this.dbus.job === undefined ? "" : `, job ${this.dbus.job}`
+      const facts = [
+        this.reason._tag,
+        ...(this.dbus.error === undefined ? [] : [this.dbus.error]),
+        ...("jobResult" in this.reason && this.reason.jobResult !== undefined ? [`job ${this.reason.jobResult}`] : [])
+      ]
+      return `${call}${job} failed (${facts.join(", ")})${text}`
+    }
+    const what = this.unit === undefined ? `systemctl ${this.verb}` : `systemctl ${this.verb} ${this.unit}`
+    return `${what} failed (${[this.reason._tag, ...factsOf(this.reason)].join(", ")})${text}`
   }
 }
+
+/**
+ * How long one call to systemd may take, a job until systemd reports it
+ * finished included, for the calls made where it is provided: it replaces the
+ * layer's own `timeout` (default 3 minutes) there. A call that runs out fails
+ * with a `Timeout` reason saying which limit ran out (over D-Bus, naming the
+ * job systemd queued; the job itself is left to systemd). `undefined` (the
+ * default) keeps each layer's own limit. The layers of this library read it on
+ * every call; an implementation of `Systemd` of your own should too.
+ * `RestartChanged.restartChanged`'s `jobTimeout` provides it around its
+ * calls.
+ *
+ * @example
+ * ```ts
+ * import { Systemd } from "@hostnode/core"
+ * import { Duration, Effect } from "effect"
+ *
+ * // A restart that may take 10 seconds at most, whatever the layer's default.
+ * const quick = Effect.flatMap(Effect.service(Systemd.Systemd), (s) => s.restart("kubelet.service")).pipe(
+ *   Effect.provideService(Systemd.CallTimeout, Duration.seconds(10))
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ */
+export const CallTimeout = Context.Reference<Duration.Duration | undefined>("@hostnode/core/Systemd/CallTimeout", {
+  defaultValue: () => undefined
+})
 
 /**
  * The service manager. Every method that takes a unit decodes it with
@@ -459,9 +528,10 @@ export const classify = (exitCode: number, stderr: string, job?: JobFacts): Syst
  */
 export interface CommandOptions {
   /**
-   * How long one systemctl call may take (default 3 minutes). A job that never
-   * finishes (a unit that never signals readiness) would otherwise block the
-   * agent until systemd's own timeout, if it has one.
+   * How long one systemctl call may take (default 3 minutes; {@link CallTimeout}
+   * replaces it where provided). A job that never finishes (a unit that never
+   * signals readiness) would otherwise block the agent until systemd's own
+   * timeout, if it has one.
    */
   readonly timeout?: Duration.Input | undefined
 }
@@ -494,19 +564,21 @@ export const makeCommand = (
   Effect.gen(function* () {
     const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner>()
     const timeout = Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3))
-    const systemctl = (verb: Verb, unit: string | undefined, args: ReadonlyArray<string>) => {
-      const fail = (reason: SystemdErrorReason) =>
-        Effect.fail(new SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) }))
-      return HostCommand.run("systemctl", args).pipe(
-        Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () => fail(new Timeout({ stderr: `systemctl did not finish within ${Duration.format(timeout)}` }))
-        }),
-        Effect.catchTag("CommandError", (e) => fail(new CommandUnavailable({ detail: e.message }))),
-        Effect.flatMap((o) => (o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(classify(o.exitCode, o.stderr)))),
-        Effect.provide(context)
-      )
-    }
+    const systemctl = (verb: Verb, unit: string | undefined, args: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const limit = (yield* CallTimeout) ?? timeout
+        const fail = (reason: SystemdErrorReason) =>
+          Effect.fail(new SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) }))
+        return yield* HostCommand.run("systemctl", args).pipe(
+          Effect.timeoutOrElse({
+            duration: limit,
+            orElse: () => fail(new Timeout({ stderr: `systemctl did not finish within ${Duration.format(limit)}` }))
+          }),
+          Effect.catchTag("CommandError", (e) => fail(new CommandUnavailable({ detail: e.message }))),
+          Effect.flatMap((o) => (o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(classify(o.exitCode, o.stderr)))),
+          Effect.provide(context)
+        )
+      })
     return make({
       job: (verb, unit) => Effect.asVoid(systemctl(verb, unit, [verb, "--", unit])),
       daemonReload: Effect.asVoid(systemctl("daemon-reload", undefined, ["daemon-reload"])),

@@ -15,6 +15,7 @@ import { Effect, type FileSystem, LogLevel, References, Schema } from "effect"
 import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Track from "./internal/metrics.ts"
 import { describeHolders, Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
@@ -464,7 +465,8 @@ const run = Effect.fnUntraced(function* (
     }
   }
   const report: Report = { prefixes: resolved, unmounted, failures }
-  yield* Effect.logInfo(
+  yield* Track.recordUnmounts(report, remaining)
+  yield* Track.logSummary(
     `unmounted ${unmounted.length} mount(s) ${strict ? "strictly below" : "at or below"} ${resolved.map((r) => r.path).join(", ")}${remaining.length === 0 ? "" : `; ${remaining.length} remain`}`
   ).pipe(
     Effect.annotateLogs({
@@ -508,7 +510,7 @@ export const unmountBelow: (
   "Unmount.unmountBelow"
 )(function* (prefixes, options) {
   return yield* failIfAny(yield* run(prefixes, false, options).pipe(Deadline.within(options?.deadline)))
-})
+}, Track.unmount("Unmount.unmountBelow"))
 
 /**
  * {@link unmountBelow} with the failures attributed to the prefixes whose
@@ -529,7 +531,7 @@ export const unmountBelowByPrefix: (
   FileSystem.FileSystem | Mounter | Directory.Directories
 > = Effect.fn("Unmount.unmountBelowByPrefix")(function* (prefixes, options) {
   return (yield* run(prefixes, false, options).pipe(Deadline.within(options?.deadline))).report
-})
+}, Track.unmount("Unmount.unmountBelowByPrefix"))
 
 /**
  * {@link unmountBelow} for the mounts strictly below `prefixes`: a mount whose
@@ -547,4 +549,4 @@ export const unmountStrictlyBelow: (
   "Unmount.unmountStrictlyBelow"
 )(function* (prefixes, options) {
   return yield* failIfAny(yield* run(prefixes, true, options).pipe(Deadline.within(options?.deadline)))
-})
+}, Track.unmount("Unmount.unmountStrictlyBelow"))

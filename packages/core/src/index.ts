@@ -92,6 +92,12 @@ export * as IsolationBackend from "./IsolationBackend.ts"
  */
 export * as LocalDns from "./LocalDns.ts"
 /**
+ * The Effect `Metric`s every operation updates: durations, mounts detached, paths removed and kept, restarts, snapshots.
+ *
+ * @since 0.4.0
+ */
+export * as Metrics from "./Metrics.ts"
+/**
  * The unmount primitive: interface and key.
  *
  * @since 0.1.0

@@ -87,6 +87,53 @@ describe("Systemd.make", () => {
     )
   })
 
+  it("over D-Bus the message names D-Bus, the method, the job and the D-Bus error; a settle check names neither", () => {
+    const job = new Systemd.SystemdError({
+      reason: Systemd.classify(1, "Job for y.service failed because the control process exited with error code.", {
+        jobResult: "failed"
+      }),
+      verb: "restart",
+      unit: "y.service",
+      dbus: { method: "RestartUnit", job: "/org/freedesktop/systemd1/job/7" }
+    })
+    assert.strictEqual(
+      job.message,
+      "D-Bus RestartUnit y.service, job /org/freedesktop/systemd1/job/7 failed (JobFailed, job failed): Job for y.service failed because the control process exited with error code."
+    )
+    const missing = new Systemd.SystemdError({
+      reason: new Systemd.UnitNotFound({
+        exitCode: 5,
+        stderr: "Failed to restart x.service: Unit x.service not found."
+      }),
+      verb: "restart",
+      unit: "x.service",
+      dbus: { method: "RestartUnit", error: "org.freedesktop.systemd1.NoSuchUnit" }
+    })
+    assert.strictEqual(
+      missing.message,
+      "D-Bus RestartUnit x.service failed (UnitNotFound, org.freedesktop.systemd1.NoSuchUnit): Failed to restart x.service: Unit x.service not found."
+    )
+    assert.notInclude(missing.message, "systemctl")
+    const reload = new Systemd.SystemdError({
+      reason: new Systemd.Timeout({ stderr: "systemd did not answer Reload within 2s" }),
+      verb: "daemon-reload",
+      dbus: { method: "Reload" }
+    })
+    assert.strictEqual(reload.message, "D-Bus Reload failed (Timeout): systemd did not answer Reload within 2s")
+    const settled = new Systemd.SystemdError({
+      reason: new Systemd.NotSettled({
+        detail: "k.service did not stay active for 1s after its restart (seen down after 100 ms)",
+        status: { activeState: "failed", subState: "failed", result: "exit-code", execMainCode: 1, execMainStatus: 3 }
+      }),
+      verb: "restart",
+      unit: "k.service"
+    })
+    assert.strictEqual(
+      settled.message,
+      "k.service did not settle after its restart (NotSettled): k.service did not stay active for 1s after its restart (seen down after 100 ms); the unit is failed (failed), result exit-code, main process exited with status 3"
+    )
+  })
+
   it("classify gives each reason from systemctl's exit code and stderr", () => {
     const cases: ReadonlyArray<readonly [number, string, Systemd.SystemdErrorReason["_tag"]]> = [
       [5, "Failed to restart x.service: Unit x.service not found.", "UnitNotFound"],

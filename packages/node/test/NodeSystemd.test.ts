@@ -5,7 +5,7 @@ import { HostCommand, Systemd } from "@hostnode/core"
 import { NodeSystemd } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
-import { Context, Duration, Effect, Fiber, FileSystem, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Fiber, FileSystem, Layer, Schedule } from "effect"
 
 const fixture = fileURLToPath(new URL("./fixtures/restore-in-machine.ts", import.meta.url))
 
@@ -76,7 +76,8 @@ describe.skipIf(busGate.skip)("NodeSystemd over the system bus", () => {
   SystemdConformance.suite(
     "NodeSystemd.layerDbusIn (D-Bus through the machine's system bus: Hello, AddMatch, Subscribe)",
     busHost,
-    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
+    SystemdConformance.machineObservers
   )
 })
 
@@ -84,19 +85,22 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
   SystemdConformance.suite(
     "NodeSystemd.layerDbusIn (D-Bus on the machine's private socket)",
     dbusHost,
-    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
+    SystemdConformance.machineObservers
   )
 
   SystemdConformance.suite(
     "NodeSystemd.layerIn (systemctl through nsenter)",
     host,
-    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
+    SystemdConformance.machineObservers
   )
 
   SystemdConformance.suite(
     "NodeSystemd.layerSessionIn (systemctl in one shell entered with nsenter)",
     sessionHost,
-    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot)
+    Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
+    SystemdConformance.machineObservers
   )
 
   layer(host, { timeout: "60 seconds", excludeTestServices: true })("the test machine", (it) => {
@@ -192,6 +196,14 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
           assert.strictEqual(e.reason.exitCode, 1)
           assert.include(e.reason.stderr, `Job for ${u} failed because the control process exited with error code.`)
           assert.include(e.message, "main process exited with status 1")
+          // The message names what ran: D-Bus, the method and the job systemd queued, never systemctl.
+          assert.strictEqual(e.dbus?.method, "RestartUnit")
+          assert.match(e.dbus?.job ?? "", /^\/org\/freedesktop\/systemd1\/job\/\d+$/)
+          assert.isTrue(
+            e.message.startsWith(`D-Bus RestartUnit ${u}, job ${e.dbus?.job} failed (JobFailed, job failed): `),
+            e.message
+          )
+          assert.notInclude(e.message, "systemctl restart")
         })
       )
 
@@ -213,6 +225,14 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
               if (e.reason._tag !== "UnitNotFound") return
               assert.strictEqual(e.reason.exitCode, 5, verb)
               assert.strictEqual(e.reason.stderr, `Failed to ${verb} ${u}: Unit ${u} ${said}.`)
+              // Named as the D-Bus call and error it was: no job was queued.
+              const method = { start: "StartUnit", restart: "RestartUnit", stop: "StopUnit" }[verb]
+              assert.isTrue(
+                e.message.startsWith(`D-Bus ${method} ${u} failed (UnitNotFound, org.freedesktop.systemd1.`),
+                e.message
+              )
+              assert.isUndefined(e.dbus?.job)
+              assert.notInclude(e.message, "systemctl")
             }
             assert.strictEqual(yield* systemd.isActive(u), "inactive")
             assert.deepStrictEqual(yield* systemd.show(u, ["LoadState", "ActiveState", "NoSuchProperty"]), {
@@ -270,8 +290,37 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
           // The layer's own limit ran out: no client exit code.
           assert.isUndefined(e.reason.exitCode)
           assert.include(e.reason.stderr, "within 2s")
+          // The job systemd queued is named; it is still systemd's.
+          assert.match(
+            e.message,
+            /^D-Bus RestartUnit \S+, job \/org\/freedesktop\/systemd1\/job\/\d+ failed \(Timeout\): /
+          )
+          assert.include(e.message, "it is left to systemd")
           // systemd still has the job; a stop replaces it.
           assert.strictEqual(yield* Effect.flatMap(quick, (s) => s.isActive(u)), "activating")
+          yield* systemd.stop(u)
+          assert.strictEqual(yield* systemd.isActive(u), "inactive")
+        })
+      )
+
+      it.effect("Systemd.CallTimeout limits one call where it is provided, in place of the layer's 3 minutes", () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          const u = fresh("calltimeout")
+          yield* install({ [u]: "[Service]\nType=notify\nExecStart=/bin/sleep infinity\nTimeoutStartSec=infinity\n" })
+          const started = yield* Clock.currentTimeMillis
+          const e = yield* Effect.flip(
+            systemd.restart(u).pipe(Effect.provideService(Systemd.CallTimeout, Duration.seconds(1)))
+          )
+          const took = (yield* Clock.currentTimeMillis) - started
+          assert.strictEqual(e._tag, "SystemdError")
+          if (e._tag !== "SystemdError") return
+          assert.strictEqual(e.reason._tag, "Timeout")
+          assert.include(e.message, "did not finish within 1s")
+          assert.isDefined(e.dbus?.job)
+          // Bounded by the limit given, not the layer's (a generous margin for a loaded machine).
+          assert.isBelow(took, 30_000)
+          // Without it, the same layer waits longer: the stop below ends the job it left.
           yield* systemd.stop(u)
           assert.strictEqual(yield* systemd.isActive(u), "inactive")
         })

@@ -13,12 +13,24 @@
  * - Loading: a unit's fragment is the first `<dir>/<name>` of the unit search
  *   path (`/etc/systemd/system`, `/run/systemd/system`, `/usr/local/lib/...`,
  *   `/lib/...`, `/usr/lib/...`; a template `foo@.service` serves
- *   `foo@x.service`), with drop-ins from `<dir>/<name>.d/*.conf`. A symlink to
- *   `/dev/null` or an empty file masks the unit. Units are loaded on demand:
- *   a unit that is inactive (not failed) and has no job is unloaded after each
- *   call, so it is read afresh when next referenced; a unit that is active,
- *   activating or failed keeps the definition it was loaded with
- *   (`NeedDaemonReload=yes` once its files changed) until `daemon-reload`.
+ *   `foo@x.service`), with drop-ins from `<dir>/<name>.d/*.conf` (and the
+ *   template's, the dash prefixes' `a-.service.d` and the type's
+ *   `service.d`). A symlink to `/dev/null` or an empty file masks the unit.
+ *   Units are loaded on demand: a unit that is inactive (not failed) and has
+ *   no job is unloaded after each call, so it is read afresh when next
+ *   referenced; a unit that is active, activating or failed keeps the
+ *   definition it was loaded with until `daemon-reload`, and a restart runs
+ *   that definition, whatever its files say now.
+ * - `NeedDaemonReload`, as systemd 252 answers it: `yes` once the loaded
+ *   fragment or a drop-in is newer than when loaded, or a drop-in appeared in
+ *   or went from a drop-in directory systemd knows; `no` for a drop-in
+ *   directory created after systemd last read its unit directories (at a
+ *   daemon-reload, or when it loads a unit it does not hold), for a file
+ *   whose time was set back, and for a fragment added in a unit directory of
+ *   higher precedence. A changed file that kept its modification time counts
+ *   as changed here (the simulated clock may stand still; see `loading.ts`).
+ * - `Environment=`, shown by `show` and given to each main process
+ *   (`processEnvironment`).
  * - Services: `Type=` simple, exec, forking, notify, dbus, idle and oneshot,
  *   `Restart=`, `RestartSec=`, `RemainAfterExit=`, `TimeoutStartSec=`,
  *   `ExecStartPre=`/`ExecStart=`/`ExecStartPost=`/`ExecReload=`/`ExecStop=`,
@@ -50,7 +62,7 @@ import type { Systemd } from "@hostnode/core"
 import { Clock, Context, Effect, type FileSystem, Semaphore } from "effect"
 import { makeJournal } from "./internal/journal.ts"
 import { mainExited, settleAll } from "./internal/memorySystemd/lifecycle.ts"
-import { collect, getOrLoad, loadFromDisk, needsReload } from "./internal/memorySystemd/loading.ts"
+import { collect, getOrLoad, loadFromDisk, needsReload, refreshPathCache } from "./internal/memorySystemd/loading.ts"
 import { props } from "./internal/memorySystemd/properties.ts"
 import { isActiveish, isService, type State, transition, type UnitState } from "./internal/memorySystemd/state.ts"
 import {
@@ -191,6 +203,15 @@ export interface MemorySystemdService {
   readonly restarts: Effect.Effect<Readonly<Record<string, number>>>
   /** How many times `daemon-reload` ran. */
   readonly daemonReloads: Effect.Effect<number>
+  /**
+   * The environment main process `pid` was started with: its unit's
+   * `Environment=` as loaded when it started (what `/proc/<pid>/environ`
+   * holds on a real host, without the manager's own variables such as
+   * `PATH`); `undefined` for a pid this systemd never started.
+   *
+   * @since 0.4.0
+   */
+  readonly processEnvironment: (pid: number) => Effect.Effect<ReadonlyArray<string> | undefined>
   /** Forgets the job history and the counters (units keep their states). */
   readonly clearHistory: Effect.Effect<void>
   /** Arms a fault for the next job(s) on a unit (see {@link JobFault}). */
@@ -301,8 +322,12 @@ export const make = (fs: FileSystem.FileSystem, options?: Options): Effect.Effec
       jobSeq: 0,
       restarts: new Map(),
       daemonReloads: 0,
+      pathCache: new Set(),
+      environments: new Map(),
       faults: []
     }
+    // Booted: systemd read its unit directories once.
+    yield* refreshPathCache(state)
     const underLock = <A>(f: (now: number) => Effect.Effect<A>) =>
       locked(
         state,
@@ -388,6 +413,7 @@ export const make = (fs: FileSystem.FileSystem, options?: Options): Effect.Effec
 
     const daemonReload = underLock(() =>
       Effect.gen(function* () {
+        yield* refreshPathCache(state)
         for (const u of state.units.values()) u.loaded = yield* loadFromDisk(state, u.id)
         state.daemonReloads++
         return ok()
@@ -473,6 +499,7 @@ export const make = (fs: FileSystem.FileSystem, options?: Options): Effect.Effec
       jobs: Effect.sync(() => state.jobs.map((r) => ({ ...r }))),
       restarts: Effect.sync(() => Object.fromEntries(state.restarts)),
       daemonReloads: Effect.sync(() => state.daemonReloads),
+      processEnvironment: (pid) => Effect.sync(() => state.environments.get(pid)),
       clearHistory: Effect.sync(() => {
         state.jobs.length = 0
         state.restarts.clear()

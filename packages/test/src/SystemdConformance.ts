@@ -13,11 +13,24 @@
  * program that exits at once is restarted as far as the job goes and only the
  * settle check (`RestartChanged.awaitSettled`) sees it fail.
  *
+ * And on reloads (measured on systemd 252): a running unit keeps the
+ * definition systemd loaded, so a restart after an upgrade rewrote its unit
+ * file or drop-ins runs the old one until a daemon-reload; `NeedDaemonReload`
+ * says `yes` for a changed unit file and a drop-in added to a drop-in
+ * directory systemd knows, but `no` for a drop-in in a directory created
+ * after systemd last read its unit directories (until it loads some unit
+ * afresh), for a file whose modification time was set back, and for a unit
+ * file added in a directory of higher precedence. The process environment a
+ * restart gives is the evidence (`Observers.environmentOf`), and the
+ * reloads systemd made are counted on its side (`Observers.daemonReloads`).
+ *
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
 import { IsolationBackend, RestartChanged, Systemd } from "@hostnode/core"
-import { Duration, Effect, FileSystem, type Layer } from "effect"
+import { Duration, Effect, FileSystem, type Layer, Option } from "effect"
+import { MemorySystemd } from "./MemorySystemd.ts"
+import { SystemdMachine } from "./SystemdMachine.ts"
 
 /**
  * Unit file texts the suite uses. The simulated host understands these ExecStart lines.
@@ -29,8 +42,81 @@ export const Units = {
     `[Unit]\nDescription=${description}\n\n[Service]\nExecStart=/bin/sleep infinity\n`,
   failingOneshot: "[Unit]\nDescription=fails\n\n[Service]\nType=oneshot\nExecStart=/bin/false\n",
   /** A `Type=simple` unit whose program exits 3 right after it was started. */
-  diesAtOnce: '[Unit]\nDescription=dies at once\n\n[Service]\nType=simple\nExecStart=/bin/sh -c "exit 3"\n'
+  diesAtOnce: '[Unit]\nDescription=dies at once\n\n[Service]\nType=simple\nExecStart=/bin/sh -c "exit 3"\n',
+  /**
+   * A sleeper whose environment has `HN_FLAG=<flag>`: what a restart ran is in
+   * its main process's environment. `Type=exec`: its start job ends once the
+   * program was executed (a `Type=simple` job ends at the fork, when the
+   * child still has the manager's environment).
+   */
+  withFlag: (flag: string) =>
+    `[Unit]\nDescription=flag ${flag}\n\n[Service]\nType=exec\nEnvironment=HN_FLAG=${flag}\nExecStart=/bin/sleep infinity\n`
 } as const
+
+/**
+ * What the suite reads from the machine besides the `Systemd` under test: the
+ * evidence of what a restart really ran and how many reloads systemd made.
+ *
+ * @since 0.4.0
+ */
+export interface Observers<R> {
+  /** The environment process `pid` of the machine runs with, as `NAME=value` entries (its `/proc/<pid>/environ`). */
+  readonly environmentOf: (pid: number) => Effect.Effect<ReadonlyArray<string>, never, R>
+  /** How many daemon-reloads systemd has made so far, counted on systemd's side (the suite compares two readings). */
+  readonly daemonReloads: Effect.Effect<number, never, R>
+}
+
+// A generator systemd runs at every daemon-reload (and nothing else), appending a line to a file of its /run.
+const reloadCounter = "/etc/systemd/system-generators/hostnode-count-reloads"
+const reloadCount = "/run/hostnode-daemon-reloads"
+
+/**
+ * The {@link Observers} of a `SystemdMachine`: a process's environment read
+ * from the machine's `/proc`, and the reloads counted by a generator the
+ * first reading installs in the machine (systemd runs every generator once
+ * per daemon-reload; a reading before it ran is 0).
+ *
+ * @since 0.4.0
+ */
+export const machineObservers: Observers<SystemdMachine | FileSystem.FileSystem> = {
+  environmentOf: (pid) =>
+    Effect.gen(function* () {
+      const m = yield* SystemdMachine
+      const fs = yield* FileSystem.FileSystem
+      const bytes = yield* fs.readFile(`${m.hostRoot}/proc/${pid}/environ`).pipe(Effect.orDie)
+      return new TextDecoder()
+        .decode(bytes)
+        .split("\0")
+        .filter((e) => e !== "")
+    }),
+  daemonReloads: Effect.gen(function* () {
+    const m = yield* SystemdMachine
+    const fs = yield* FileSystem.FileSystem
+    const generator = `${m.hostRoot}${reloadCounter}`
+    if (!(yield* fs.exists(generator).pipe(Effect.orDie))) {
+      yield* fs.makeDirectory(`${m.hostRoot}/etc/systemd/system-generators`, { recursive: true }).pipe(Effect.orDie)
+      yield* fs.writeFileString(generator, `#!/bin/sh\necho reload >> ${reloadCount}\n`).pipe(Effect.orDie)
+      yield* fs.chmod(generator, 0o755).pipe(Effect.orDie)
+    }
+    const text = yield* fs.readFileString(`${m.hostRoot}${reloadCount}`).pipe(Effect.orElseSucceed(() => ""))
+    return text.split("\n").filter((l) => l !== "").length
+  })
+}
+
+/**
+ * The {@link Observers} of the simulated systemd (`MemoryNode`): the
+ * environment its main processes were started with, and its reload counter.
+ *
+ * @since 0.4.0
+ */
+export const memoryObservers: Observers<MemorySystemd> = {
+  environmentOf: (pid) =>
+    Effect.map(
+      Effect.flatMap(Effect.service(MemorySystemd), (s) => s.processEnvironment(pid)),
+      (env) => env ?? []
+    ),
+  daemonReloads: Effect.flatMap(Effect.service(MemorySystemd), (s) => s.daemonReloads)
+}
 
 let counter = 0
 // Each test gets its own unit names, so tests sharing one machine never meet.
@@ -40,21 +126,27 @@ const fresh = (stem: string) => `hn-${stem}-${process.pid}-${++counter}.service`
  * Registers the suite under `name`. `hostLayer` provides the `Systemd` under
  * test and the `FileSystem` through which its unit files are written;
  * `hostRoot` is where that systemd's root file system is (for the real test
- * machine `/proc/<pid>/root`, for the simulated host `/`).
+ * machine `/proc/<pid>/root`, for the simulated host `/`); `observers` read
+ * what the restarts really ran ({@link machineObservers},
+ * {@link memoryObservers}, since 0.4.0; without them, those of a `SystemdMachine`
+ * or a `MemorySystemd` in `hostLayer` are used, and with neither, a restart's
+ * environment is read from `Environment=` as systemd shows it and the
+ * reloads are not counted).
  *
  * @since 0.1.0
  */
 export const suite = <R>(
   name: string,
   hostLayer: Layer.Layer<Systemd.Systemd | FileSystem.FileSystem | R>,
-  hostRoot: Effect.Effect<string, never, R>
+  hostRoot: Effect.Effect<string, never, R>,
+  observers?: Observers<R | FileSystem.FileSystem>
 ): void =>
   layer(hostLayer, { timeout: "60 seconds", excludeTestServices: true })(`Systemd conformance: ${name}`, (it) => {
-    const install = (unit: string, text: string) =>
+    const install = (unit: string, text: string, under = "/etc/systemd/system") =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const root = yield* hostRoot
-        const dir = `${root === "/" ? "" : root}/etc/systemd/system`
+        const dir = `${root === "/" ? "" : root}${under}`
         yield* fs.makeDirectory(dir, { recursive: true })
         yield* fs.writeFileString(`${dir}/${unit}`, text)
       })
@@ -288,6 +380,185 @@ export const suite = <R>(
           // A unit that stays up passes the same check.
           yield* RestartChanged.awaitSettled(a, Duration.millis(300))
           yield* systemd.stop(a)
+        })
+    )
+
+    // The observers given, else those of the machine or simulated systemd in the layer, else none.
+    const detected = <A>(
+      given: Effect.Effect<A, never, R | FileSystem.FileSystem> | undefined,
+      machine: Effect.Effect<A, never, SystemdMachine | FileSystem.FileSystem>,
+      memory: Effect.Effect<A, never, MemorySystemd>
+    ): Effect.Effect<Option.Option<A>, never, R | FileSystem.FileSystem> =>
+      given !== undefined
+        ? Effect.map(given, Option.some)
+        : Effect.gen(function* () {
+            const m = yield* Effect.serviceOption(SystemdMachine)
+            if (Option.isSome(m)) return Option.some(yield* Effect.provideService(machine, SystemdMachine, m.value))
+            const s = yield* Effect.serviceOption(MemorySystemd)
+            if (Option.isSome(s)) return Option.some(yield* Effect.provideService(memory, MemorySystemd, s.value))
+            return Option.none()
+          })
+    const daemonReloads = detected(
+      observers?.daemonReloads,
+      machineObservers.daemonReloads,
+      memoryObservers.daemonReloads
+    )
+    // Reloads since `before` (a reading of daemonReloads), where they can be counted.
+    const assertReloads = (before: Option.Option<number>, made: number, message?: string) =>
+      Effect.gen(function* () {
+        const after = yield* daemonReloads
+        if (Option.isSome(before) && Option.isSome(after)) assert.strictEqual(after.value, before.value + made, message)
+      })
+
+    // The HN_ variables of the unit's main process now, and what systemd shows as its Environment=.
+    const ranWith = (unit: string) =>
+      Effect.gen(function* () {
+        const props = yield* (yield* Systemd.Systemd).show(unit, ["MainPID", "Environment"])
+        const pid = Number(props.MainPID)
+        const env = yield* detected(
+          observers?.environmentOf(pid),
+          machineObservers.environmentOf(pid),
+          memoryObservers.environmentOf(pid)
+        )
+        const shown = (props.Environment ?? "")
+          .split(" ")
+          .filter((e) => e.startsWith("HN_"))
+          .sort()
+        return { process: Option.isSome(env) ? env.value.filter((e) => e.startsWith("HN_")).sort() : shown, shown }
+      })
+    const needsReload = (unit: string) =>
+      Effect.map(
+        Effect.flatMap(Effect.service(Systemd.Systemd), (s) => s.show(unit, ["NeedDaemonReload"])),
+        (p) => p.NeedDaemonReload
+      )
+    const dropIn = (unit: string, name: string, text: string) => install(name, text, `/etc/systemd/system/${unit}.d`)
+
+    it.effect(
+      "a restart runs the loaded definition: reload never keeps the old Environment=, the default reloads once and the new one runs",
+      () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          // A drop-in into a .d directory systemd knows, one into a .d directory made now, a changed unit file.
+          const [known, made, file] = [fresh("rl-known"), fresh("rl-made"), fresh("rl-file")]
+          yield* dropIn(known, "10-base.conf", "[Service]\nEnvironment=HN_BASE=1\n")
+          yield* installAndLoad({
+            [known]: Units.withFlag("old"),
+            [made]: Units.withFlag("old"),
+            [file]: Units.withFlag("old")
+          })
+          for (const u of [known, made, file]) yield* systemd.start(u)
+          assert.deepStrictEqual((yield* ranWith(known)).process, ["HN_BASE=1", "HN_FLAG=old"])
+          const units = [known, made, file].map((unit) => ({ unit, changed: true }))
+
+          yield* dropIn(known, "20-upgrade.conf", "[Service]\nEnvironment=HN_FLAG=new\n")
+          yield* dropIn(made, "20-upgrade.conf", "[Service]\nEnvironment=HN_FLAG=new\n")
+          yield* install(file, Units.withFlag("new"))
+          // What reload "auto" would go by: the new directory's drop-in is not reported.
+          assert.deepStrictEqual(
+            [yield* needsReload(known), yield* needsReload(made), yield* needsReload(file)],
+            ["yes", "no", "yes"]
+          )
+
+          const pids = () => Effect.forEach([known, made, file], mainPid)
+          const first = yield* pids()
+          const reloads = yield* daemonReloads
+          yield* RestartChanged.restartChanged({ wasRunning: true, units, reload: "never" })
+          const second = yield* pids()
+          for (const [i, u] of [known, made, file].entries()) {
+            assert.notStrictEqual(second[i], first[i], `${u} was restarted`)
+            const ran = yield* ranWith(u)
+            assert.include(ran.process, "HN_FLAG=old", `${u} restarted without a reload runs the old environment`)
+            assert.include(ran.shown, "HN_FLAG=old", u)
+          }
+          yield* assertReloads(reloads, 0)
+
+          // The default: one daemon-reload for the three units, before the first restart.
+          yield* RestartChanged.restartChanged({ wasRunning: true, units })
+          yield* assertReloads(reloads, 1)
+          const third = yield* pids()
+          for (const [i, u] of [known, made, file].entries()) {
+            assert.notStrictEqual(third[i], second[i], `${u} was restarted`)
+            const ran = yield* ranWith(u)
+            assert.include(ran.process, "HN_FLAG=new", `${u} runs the new environment`)
+            assert.notInclude(ran.process, "HN_FLAG=old", u)
+            assert.include(ran.shown, "HN_FLAG=new", u)
+            assert.strictEqual(yield* needsReload(u), "no", `${u} needs no reload after it`)
+          }
+          assert.include((yield* ranWith(known)).process, "HN_BASE=1")
+          for (const u of [known, made, file]) yield* systemd.stop(u)
+        })
+    )
+
+    it.effect(
+      "reload auto misses a drop-in in a .d directory made after systemd last read its unit directories, until a unit is loaded afresh",
+      () =>
+        Effect.gen(function* () {
+          const systemd = yield* Systemd.Systemd
+          const u = fresh("auto")
+          yield* installAndLoad({ [u]: Units.withFlag("old") })
+          yield* systemd.start(u)
+          yield* dropIn(u, "20-upgrade.conf", "[Service]\nEnvironment=HN_FLAG=new\n")
+          assert.strictEqual(yield* needsReload(u), "no")
+          const reloads = yield* daemonReloads
+          yield* RestartChanged.restartChanged({
+            wasRunning: true,
+            units: [{ unit: u, changed: true }],
+            reload: "auto"
+          })
+          yield* assertReloads(reloads, 0, "auto saw no reason to reload")
+          assert.include((yield* ranWith(u)).process, "HN_FLAG=old", "so the restart ran the old definition")
+
+          // Loading a unit systemd does not hold has it read its unit directories again: now it reports the change.
+          assert.strictEqual(yield* systemd.isActive(fresh("never-loaded")), "inactive")
+          assert.strictEqual(yield* needsReload(u), "yes")
+          yield* RestartChanged.restartChanged({
+            wasRunning: true,
+            units: [{ unit: u, changed: true }],
+            reload: "auto"
+          })
+          yield* assertReloads(reloads, 1)
+          assert.include((yield* ranWith(u)).process, "HN_FLAG=new")
+          assert.strictEqual(yield* needsReload(u), "no")
+          yield* systemd.stop(u)
+        })
+    )
+
+    it.effect(
+      "NeedDaemonReload is no for a file whose time was set back and for a unit file of higher precedence; a reload reads both",
+      () =>
+        Effect.gen(function* () {
+          const fs = yield* FileSystem.FileSystem
+          const root = yield* hostRoot
+          const systemd = yield* Systemd.Systemd
+          const [restored, shadowed] = [fresh("restored"), fresh("shadowed")]
+          yield* dropIn(restored, "20-flag.conf", "[Service]\nEnvironment=HN_FLAG=old\n")
+          yield* install(restored, Units.withFlag("unit"))
+          // The vendor's unit in a directory below /etc/systemd/system in precedence.
+          yield* install(shadowed, Units.withFlag("old"), "/run/systemd/system")
+          yield* systemd.daemonReload
+          for (const u of [restored, shadowed]) yield* systemd.start(u)
+
+          // A rollback writes the recorded content back with the recorded (older) time.
+          const path = `${root === "/" ? "" : root}/etc/systemd/system/${restored}.d/20-flag.conf`
+          yield* fs.writeFileString(path, "[Service]\nEnvironment=HN_FLAG=new\n")
+          yield* fs.utimes(path, new Date("2020-01-01T00:00:00Z"), new Date("2020-01-01T00:00:00Z"))
+          // The administrator's copy in /etc/systemd/system takes precedence at the next reload.
+          yield* install(shadowed, Units.withFlag("new"))
+          assert.deepStrictEqual([yield* needsReload(restored), yield* needsReload(shadowed)], ["no", "no"])
+
+          yield* RestartChanged.restartChanged({
+            wasRunning: true,
+            units: [restored, shadowed].map((unit) => ({ unit, changed: true }))
+          })
+          for (const u of [restored, shadowed]) {
+            assert.include((yield* ranWith(u)).process, "HN_FLAG=new", u)
+            assert.strictEqual(yield* needsReload(u), "no", u)
+          }
+          assert.strictEqual(
+            (yield* systemd.show(shadowed, ["FragmentPath"])).FragmentPath,
+            `/etc/systemd/system/${shadowed}`
+          )
+          for (const u of [restored, shadowed]) yield* systemd.stop(u)
         })
     )
 

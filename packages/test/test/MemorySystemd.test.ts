@@ -17,7 +17,8 @@ import { TestClock } from "effect/testing"
 SystemdConformance.suite(
   "MemoryNode (systemctl over the systemctl interpreter)",
   MemoryNode.layer(),
-  Effect.succeed("/")
+  Effect.succeed("/"),
+  SystemdConformance.memoryObservers
 )
 
 const Units = {
@@ -681,6 +682,123 @@ describe("the simulated systemd behaves as systemd 252", () => {
         })
       })
     )
+  )
+
+  it.effect(
+    "NeedDaemonReload as systemd 252 answers it: a new drop-in directory (the unit's or the type's service.d) reads no until a unit is loaded afresh",
+    () =>
+      onNode(
+        Effect.gen(function* () {
+          const s = yield* systemd
+          const flag = (v: string) => `[Service]\nEnvironment=HN_FLAG=${v}\nExecStart=/usr/bin/mydaemon\n`
+          for (const u of ["a.service", "b.service", "c.service"]) yield* install(u, flag("old"))
+          yield* install("10-base.conf", "[Service]\nEnvironment=HN_BASE=1\n", "/etc/systemd/system/a.service.d")
+          yield* s.daemonReload
+          for (const u of ["a.service", "b.service", "c.service"]) yield* s.start(u)
+          const ndr = () =>
+            Effect.forEach(["a.service", "b.service", "c.service"], (u) =>
+              Effect.map(s.show(u, ["NeedDaemonReload"]), (p) => p.NeedDaemonReload)
+            )
+          // A drop-in added to a directory systemd knows; one in a directory made now; the type's directory made now.
+          yield* install("20-new.conf", "[Service]\nEnvironment=HN_FLAG=new\n", "/etc/systemd/system/a.service.d")
+          yield* install("20-new.conf", "[Service]\nEnvironment=HN_FLAG=new\n", "/etc/systemd/system/b.service.d")
+          yield* install("50-all.conf", "[Service]\nEnvironment=HN_TYPED=1\n", "/etc/systemd/system/service.d")
+          assert.deepStrictEqual(yield* ndr(), ["yes", "no", "no"])
+          // A restart runs the loaded definition all the same.
+          yield* s.restart("b.service")
+          const mem = yield* inspect
+          assert.deepStrictEqual(yield* mem.processEnvironment((yield* viewOf("b.service")).mainPid), ["HN_FLAG=old"])
+          // Loading a unit systemd does not hold reads the unit directories again.
+          assert.strictEqual(yield* s.isActive("never-loaded.service"), "inactive")
+          assert.deepStrictEqual(yield* ndr(), ["yes", "yes", "yes"])
+          yield* s.daemonReload
+          assert.deepStrictEqual(yield* ndr(), ["no", "no", "no"])
+          yield* s.restart("a.service")
+          yield* s.restart("b.service")
+          assert.deepStrictEqual(yield* mem.processEnvironment((yield* viewOf("a.service")).mainPid), [
+            "HN_FLAG=new",
+            "HN_BASE=1",
+            "HN_TYPED=1"
+          ])
+          assert.deepStrictEqual(yield* mem.processEnvironment((yield* viewOf("b.service")).mainPid), [
+            "HN_FLAG=new",
+            "HN_TYPED=1"
+          ])
+          // c was not restarted: its process keeps the environment it was started with.
+          assert.deepStrictEqual(yield* mem.processEnvironment((yield* viewOf("c.service")).mainPid), ["HN_FLAG=old"])
+          assert.isUndefined(yield* mem.processEnvironment(999_999))
+        })
+      )
+  )
+
+  it.effect(
+    "NeedDaemonReload: a removed drop-in reads yes; a file set back in time reads no; a higher fragment is not looked for",
+    () =>
+      onNode(
+        Effect.gen(function* () {
+          const s = yield* systemd
+          const fs = yield* FileSystem.FileSystem
+          // Files get the simulated clock's time: move it off the epoch, so a time set back is older.
+          yield* TestClock.adjust("1 hour")
+          yield* install("d.service", Units.sleeper())
+          yield* install("10-x.conf", "[Unit]\nDescription=x\n", "/etc/systemd/system/d.service.d")
+          yield* install("t.service", Units.sleeper())
+          yield* install("10-x.conf", "[Unit]\nDescription=x\n", "/etc/systemd/system/t.service.d")
+          yield* install("v.service", Units.sleeper("vendor"), "/lib/systemd/system")
+          yield* s.daemonReload
+          for (const u of ["d.service", "t.service", "v.service"]) yield* s.start(u)
+          yield* fs.remove("/etc/systemd/system/d.service.d/10-x.conf")
+          yield* fs.writeFileString("/etc/systemd/system/t.service.d/10-x.conf", "[Unit]\nDescription=y\n")
+          yield* fs.utimes("/etc/systemd/system/t.service.d/10-x.conf", 0, 0)
+          yield* install("v.service", Units.sleeper("admin"))
+          for (const [u, expected] of [
+            ["d.service", "yes"],
+            ["t.service", "no"],
+            ["v.service", "no"]
+          ] as const) {
+            assert.strictEqual((yield* s.show(u, ["NeedDaemonReload"])).NeedDaemonReload, expected, u)
+          }
+          yield* s.daemonReload
+          assert.deepStrictEqual(yield* s.show("t.service", ["Description"]), { Description: "y" })
+          assert.deepStrictEqual(yield* s.show("v.service", ["Description", "FragmentPath"]), {
+            Description: "admin",
+            FragmentPath: "/etc/systemd/system/v.service"
+          })
+          // The deliberate difference (the simulated clock stands still here): new content at the same time counts.
+          yield* fs.writeFileString("/etc/systemd/system/t.service.d/10-x.conf", "[Unit]\nDescription=z\n")
+          assert.strictEqual((yield* s.show("t.service", ["NeedDaemonReload"])).NeedDaemonReload, "yes")
+        })
+      )
+  )
+
+  it.effect(
+    "Environment=: quoted words, a later assignment of a name replacing it in place, an empty one resetting",
+    () =>
+      onNode(
+        Effect.gen(function* () {
+          const s = yield* systemd
+          yield* install(
+            "e.service",
+            '[Service]\nEnvironment="A=b c" D=e\nEnvironment=X=1\nEnvironment=\nEnvironment=Y=2 Z=3 Y=4 1BAD=5\nExecStart=/usr/bin/mydaemon\n'
+          )
+          yield* install("f.service", '[Service]\nEnvironment="A=b c" D=e\nExecStart=/usr/bin/mydaemon\n')
+          yield* install("10-a.conf", "[Service]\nEnvironment=A=dropin\n", "/etc/systemd/system/f-x.service.d")
+          yield* install("10-a.conf", "[Service]\nEnvironment=P=prefix\n", "/etc/systemd/system/f-.service.d")
+          yield* install("f-x.service", "[Service]\nEnvironment=A=unit\nExecStart=/usr/bin/mydaemon\n")
+          yield* s.start("e.service")
+          yield* s.start("f.service")
+          yield* s.start("f-x.service")
+          assert.deepStrictEqual(yield* s.show("e.service", ["Environment"]), { Environment: "Y=4 Z=3" })
+          assert.deepStrictEqual(yield* s.show("f.service", ["Environment"]), { Environment: '"A=b c" D=e' })
+          // The unit's own drop-in directory wins over its dash prefix's for the same file name.
+          assert.deepStrictEqual(yield* s.show("f-x.service", ["Environment", "DropInPaths"]), {
+            Environment: "A=dropin",
+            DropInPaths: "/etc/systemd/system/f-x.service.d/10-a.conf"
+          })
+          const mem = yield* inspect
+          assert.deepStrictEqual(yield* mem.processEnvironment((yield* viewOf("f.service")).mainPid), ["A=b c", "D=e"])
+        })
+      )
   )
 
   it.effect("running(root) follows the units of the host backend of the node layer", () =>

@@ -19,7 +19,7 @@
 import { Systemd, type UnitName } from "@hostnode/core"
 import { Duration, Effect, Exit, Scope, Semaphore } from "effect"
 import * as DbusConnection from "./DbusConnection.ts"
-import { callFailed, connectError, disconnected, jobFailedText, systemdError } from "./systemdDbus/errors.ts"
+import { callFailed, connectError, disconnected, jobFailedText, methodOf, systemdError } from "./systemdDbus/errors.ts"
 import { type Jobs, trackJobs } from "./systemdDbus/jobs.ts"
 import { Destination, ManagerInterface, ManagerPath, PropertiesInterface, unitPath } from "./systemdDbus/names.ts"
 import { formatProperty, interfaceOf, variant } from "./systemdDbus/properties.ts"
@@ -136,30 +136,44 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     // Runs `f` on the open connection; when the connection drops before the
     // answer, once more on a new one. Every call here has the same outcome
     // when repeated (a restart restarts, a start of an active unit does
-    // nothing), and whether systemd received the first is unknown.
+    // nothing), and whether systemd received the first is unknown. The time
+    // limit is `Systemd.CallTimeout` where provided, else the layer's; `job`
+    // names the job systemd queued, once it answered with one, for the
+    // message of a call that ran out of time.
     const withSession = <A>(
       verb: Systemd.Verb,
       unit: string | undefined,
-      f: (s: Session) => Effect.Effect<A, Systemd.SystemdError | DbusConnection.Disconnected>
+      f: (s: Session) => Effect.Effect<A, Systemd.SystemdError | DbusConnection.Disconnected>,
+      job: () => string | undefined = () => undefined
     ): Effect.Effect<A, Systemd.SystemdError> =>
-      Effect.flatMap(session, f).pipe(
-        Effect.catchTag("Disconnected", () => Effect.flatMap(session, f)),
-        Effect.catchTag("ConnectError", (e) => Effect.fail(connectError(verb, unit, e))),
-        Effect.catchTag("Disconnected", (e) => Effect.fail(disconnected(verb, unit, e))),
-        Effect.timeoutOrElse({
-          duration: options.timeout,
-          orElse: () =>
-            Effect.fail(
-              systemdError(
-                verb,
-                unit,
-                new Systemd.Timeout({
-                  stderr: `systemd did not finish ${verb}${unit === undefined ? "" : ` of ${unit}`} within ${Duration.format(options.timeout)}`
-                })
+      Effect.gen(function* () {
+        const limit = (yield* Systemd.CallTimeout) ?? options.timeout
+        return yield* Effect.flatMap(session, f).pipe(
+          Effect.catchTag("Disconnected", () => Effect.flatMap(session, f)),
+          Effect.catchTag("ConnectError", (e) => Effect.fail(connectError(verb, unit, e))),
+          Effect.catchTag("Disconnected", (e) => Effect.fail(disconnected(verb, unit, e))),
+          Effect.timeoutOrElse({
+            duration: limit,
+            orElse: () => {
+              const queued = job()
+              const what = `${methodOf(verb)}${unit === undefined ? "" : ` ${unit}`}`
+              return Effect.fail(
+                systemdError(
+                  verb,
+                  unit,
+                  new Systemd.Timeout({
+                    stderr:
+                      queued === undefined
+                        ? `systemd did not answer ${what} within ${Duration.format(limit)}`
+                        : `job ${queued} did not finish within ${Duration.format(limit)}; it is left to systemd`
+                  }),
+                  queued === undefined ? {} : { job: queued }
+                )
               )
-            )
-        })
-      )
+            }
+          })
+        )
+      })
 
     const call = (verb: Systemd.Verb, unit: string | undefined, s: Session, c: DbusConnection.Call) =>
       s.connection
@@ -227,29 +241,39 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
 
     const methods = { start: "StartUnit", stop: "StopUnit", restart: "RestartUnit", reload: "ReloadUnit" } as const
 
-    const job = (verb: keyof typeof methods, unit: UnitName.UnitName) =>
-      withSession(verb, unit, (s) =>
-        Effect.acquireUseRelease(
-          Effect.sync(() => s.jobs.expect(unit)),
-          () =>
-            Effect.gen(function* () {
-              const reply = yield* call(verb, unit, s, {
-                path: ManagerPath,
-                interface: ManagerInterface,
-                member: methods[verb],
-                signature: "ss",
-                body: [unit, "replace"]
-              })
-              const result = yield* s.jobs.result(String(reply[0]))
-              if (result === "done" || result === "skipped") return
-              const props = yield* read(verb, unit, Systemd.UnitStatusProperties, s)
-              const status = Systemd.unitStatusOf(props)
-              const stderr = jobFailedText(unit, result, status.result)
-              return yield* systemdError(verb, unit, Systemd.classify(1, stderr, { jobResult: result, status }))
-            }),
-          (release) => Effect.sync(release)
-        )
+    const job = (verb: keyof typeof methods, unit: UnitName.UnitName) => {
+      // The job's object path, once systemd queued it: named by a failure or a timeout.
+      let queued: string | undefined
+      return withSession(
+        verb,
+        unit,
+        (s) =>
+          Effect.acquireUseRelease(
+            Effect.sync(() => s.jobs.expect(unit)),
+            () =>
+              Effect.gen(function* () {
+                const reply = yield* call(verb, unit, s, {
+                  path: ManagerPath,
+                  interface: ManagerInterface,
+                  member: methods[verb],
+                  signature: "ss",
+                  body: [unit, "replace"]
+                })
+                queued = String(reply[0])
+                const result = yield* s.jobs.result(queued)
+                if (result === "done" || result === "skipped") return
+                const props = yield* read(verb, unit, Systemd.UnitStatusProperties, s)
+                const status = Systemd.unitStatusOf(props)
+                const stderr = jobFailedText(unit, result, status.result)
+                return yield* systemdError(verb, unit, Systemd.classify(1, stderr, { jobResult: result, status }), {
+                  job: queued
+                })
+              }),
+            (release) => Effect.sync(release)
+          ),
+        () => queued
       ).pipe(Effect.annotateLogs({ unit }))
+    }
 
     yield* Effect.mapError(session, (e) => connectError("show", undefined, e))
     return {

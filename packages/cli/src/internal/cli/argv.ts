@@ -8,6 +8,7 @@
 import { Console, Effect } from "effect"
 import { type CliError, CliOutput, type Command } from "effect/cli"
 import { hostnode } from "./commands.ts"
+import { observeFlagNames } from "./observe.ts"
 
 /**
  * A parse error on one line: effect/cli puts a suggestion on lines of its
@@ -21,6 +22,8 @@ const parseErrorLine = (error: CliError.CliError): string => {
 
 /** The global flags a person types, for suggestions: effect/cli suggests only the subcommand's own flags. */
 const globalFlagNames = ["--help", "--version", "--log-level", "--host-root", "--container", "--json", "--dry-run"]
+// The log and metrics flags are observe.ts's; added here so the list above reads as before.
+globalFlagNames.push(...observeFlagNames)
 
 /** The edit distance between two words (insertions, deletions, substitutions). */
 const distance = (a: string, b: string): number => {
@@ -141,6 +144,8 @@ export const presenter = (json: boolean): CliOutput.Presenter => ({
 
 /** The global flags that take a value in the next word. */
 const valueFlags: ReadonlySet<string> = new Set(["--host-root", "--container", "--log-level", "--completions"])
+// The log and metrics flags take a value too (observe.ts), added at load like the suggestions' list.
+for (const name of observeFlagNames) (valueFlags as Set<string>).add(name)
 
 /** Documented where `Cli.ts` exports it. */
 export const helpAsFlag = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {

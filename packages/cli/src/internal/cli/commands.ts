@@ -34,6 +34,7 @@ import {
   UsageError
 } from "./errors.ts"
 import { Container, DryRunFlag, HostRoot, Json, Timeout } from "./flags.ts"
+import { LogFormat, MetricsFile } from "./observe.ts"
 import { keptText, operate, reportText, withRoot } from "./operate.ts"
 
 /** A prefix as given, and what it resolved to when that differs. */
@@ -284,6 +285,39 @@ const teardownKubeletDir = Command.make("teardown-kubelet-dir", {}, () =>
   )
 ).pipe(Command.withDescription(`Unmount and remove each pod's directory below ${Repave.KubeletPodsDir}`))
 
+/** The flags of `restart-changed` beyond its units: the settle window, the job timeout and the reload policy. */
+const restartFlags = {
+  settle: Flag.Int("settle").pipe(
+    Flag.withDefault(0),
+    Flag.withMetavar("SECONDS"),
+    Flag.filter(
+      (n) => n >= 0,
+      (n) => `zero or a positive whole number of seconds, not ${n}`
+    ),
+    Flag.withDescription(
+      "How long each restarted unit must stay active before the next is restarted; one that does not fails the run, named (default: 0, no check)"
+    )
+  ),
+  jobTimeout: Flag.Int("job-timeout").pipe(
+    Flag.withDefault(0),
+    Flag.withMetavar("SECONDS"),
+    Flag.filter(
+      (n) => n >= 0,
+      (n) => `zero or a positive whole number of seconds, not ${n}`
+    ),
+    Flag.withDescription(
+      "How long one systemd call may take, a restart job until it finished included; then the run fails with a Timeout (default: 0, the layer's 180)"
+    )
+  ),
+  reload: Flag.Literals("reload", ["always", "auto", "never"]).pipe(
+    Flag.withDefault("always" as const),
+    Flag.withMetavar("POLICY"),
+    Flag.withDescription(
+      "Have systemd re-read unit files before the restarts: always (one daemon-reload, the default), auto (only when a unit reports NeedDaemonReload, which misses new drop-in directories), never"
+    )
+  )
+}
+
 /** Documented where `Cli.ts` exports it. */
 export const parseChangedUnit = (word: string): RestartChanged.ChangedUnit | undefined => {
   const eq = word.indexOf("=")
@@ -310,15 +344,23 @@ const restartChanged = Command.make(
       ),
       Argument.atLeast(1),
       Argument.withDescription("Units in restart order; UNIT=false marks one whose configuration did not change")
-    )
+    ),
+    ...restartFlags
   },
-  ({ wasRunning, units }) =>
+  ({ wasRunning, units, settle, jobTimeout, reload }) =>
     operate(
       "restart-changed",
-      RestartChanged.restartChanged({ wasRunning, units }).pipe(
+      RestartChanged.restartChanged({
+        wasRunning,
+        units,
+        reload,
+        ...(settle === 0 ? {} : { settle: Duration.seconds(settle) }),
+        ...(jobTimeout === 0 ? {} : { jobTimeout: Duration.seconds(jobTimeout) })
+      }).pipe(
         Effect.as({
           wasRunning,
-          restarted: wasRunning ? units.filter((u) => u.changed).map((u) => u.unit) : []
+          restarted: wasRunning ? units.filter((u) => u.changed).map((u) => u.unit) : [],
+          reload
         })
       ),
       (r) =>
@@ -507,7 +549,8 @@ export const hostnode = Command.make("hostnode", {}, () =>
     "Host-side operations of a Kubernetes node agent: unmount pod volumes, snapshot and roll back configuration, restart changed units, reset CNI state and kubelet identity, prepare LocalDNS."
   ),
   Command.withSubcommands(subcommands),
-  Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag, Timeout])
+  Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag, Timeout]),
+  Command.withGlobalFlags([LogFormat, MetricsFile])
 )
 
 /** Documented where `Cli.ts` exports it. */

@@ -190,6 +190,8 @@ export const toPlain = (value: unknown): unknown => {
     const plain = toPlain(v)
     if (plain !== undefined) out[k] = plain
   }
+  // An error's `cause` field (a reason's, as RestartFailed's SystemdError) is not enumerable: kept all the same.
+  if (value instanceof Error && !("cause" in out) && value.cause !== undefined) out.cause = toPlain(value.cause)
   return out
 }
 

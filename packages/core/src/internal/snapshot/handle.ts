@@ -15,6 +15,7 @@ import type * as Directory from "../../Directory.ts"
 import * as HostPath from "../../HostPath.ts"
 import type { ScopedOptions, Snapshot, TakeOfOptions } from "../../Snapshot.ts"
 import { Systemd, type SystemdError } from "../../Systemd.ts"
+import * as Track from "../metrics.ts"
 import { type Ctx, error, fail, fromDirectory, isHostPath, prefixed } from "./context.ts"
 import {
   Corrupt,
@@ -158,6 +159,7 @@ export const restoreAt = (ctx: Ctx, held: boolean): Effect.Effect<void, Snapshot
           )
     ),
     Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot }),
+    Track.snapshot("Snapshot.restore", "restore", () => "restored"),
     Effect.withSpan("Snapshot.restore", { attributes: { dir: ctx.dir, hostRoot: ctx.hostRoot } })
   )
 
@@ -165,7 +167,8 @@ export const discardAt = (ctx: Ctx, held: boolean) =>
   withParent(ctx, { make: false, held }, (parent) => Store.discard(ctx, parent)).pipe(
     Effect.map((found) => Option.isSome(found) && found.value),
     Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot }),
-    Effect.withSpan("Snapshot.discard", { attributes: { dir: ctx.dir } })
+    Track.snapshot("Snapshot.discard", "discard", (found: boolean) => (found ? "discarded" : "none")),
+    Effect.withSpan("Snapshot.discard", { attributes: { dir: ctx.dir, hostRoot: ctx.hostRoot } })
   )
 
 export const makeHandle = (ctx: Ctx, manifest: Manifest, held: boolean) =>
@@ -228,7 +231,8 @@ export const rollbackOn = (snapshot: Snapshot, cause: Cause.Cause<unknown>) =>
         Effect.annotateLogs({ error: rollback.message, snapshotDir: snapshot.dir, hostRoot: snapshot.hostRoot })
       )
     ),
-    Effect.mapError((rollback) => error(snapshot, new RollbackFailed({ upgrade: cause, rollback })))
+    Effect.mapError((rollback) => error(snapshot, new RollbackFailed({ upgrade: cause, rollback }))),
+    Track.snapshotAction("rollback", () => "rolled_back")
   )
 
 /** Opens the parent in the caller's scope and holds the lock there, then takes: the lock lasts as long as the scope. */
@@ -246,4 +250,4 @@ export const takeHeld = (options: ScopedOptions) =>
     if (parent === undefined) return yield* fail(ctx, new Io({ detail: `${ctx.parentPath} could not be made` }))
     yield* Store.lock(ctx, parent)
     return yield* takeIn(ctx, parent, takeOptions, true)
-  })
+  }).pipe(Track.snapshotAction("take", () => "taken"))

@@ -27,9 +27,45 @@ const exitCodeOf = (errorName: string): number => {
   }
 }
 
-/** The error of a call on `unit` (none for daemon-reload, or the connection made when the layer is built). */
-export const systemdError = (verb: Systemd.Verb, unit: string | undefined, reason: Systemd.SystemdErrorReason) =>
-  new Systemd.SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) })
+/** The manager's method a verb calls (a query: the properties interface's). */
+export const methodOf = (verb: Systemd.Verb): string => {
+  switch (verb) {
+    case "start":
+      return "StartUnit"
+    case "stop":
+      return "StopUnit"
+    case "restart":
+      return "RestartUnit"
+    case "reload":
+      return "ReloadUnit"
+    case "daemon-reload":
+      return "Reload"
+    default:
+      return "Get"
+  }
+}
+
+/**
+ * The error of a call on `unit` (none for daemon-reload, or the connection
+ * made when the layer is built), naming the D-Bus method (the verb's unless
+ * given), the job systemd queued for it and the D-Bus error, where known.
+ */
+export const systemdError = (
+  verb: Systemd.Verb,
+  unit: string | undefined,
+  reason: Systemd.SystemdErrorReason,
+  dbus?: Partial<Systemd.DbusCall>
+) =>
+  new Systemd.SystemdError({
+    reason,
+    verb,
+    ...(unit === undefined ? {} : { unit }),
+    dbus: {
+      method: dbus?.method ?? methodOf(verb),
+      ...(dbus?.job === undefined ? {} : { job: dbus.job }),
+      ...(dbus?.error === undefined ? {} : { error: dbus.error })
+    }
+  })
 
 /** A call systemd answered with a D-Bus error, as systemctl reports that error. */
 export const callFailed = (
@@ -39,7 +75,10 @@ export const callFailed = (
 ): Systemd.SystemdError => {
   const what = verb === "daemon-reload" ? "reload daemon" : verb === "show" ? "get properties" : `${verb} ${unit}`
   const exitCode = exitCodeOf(e.name)
-  return systemdError(verb, unit, Systemd.classify(exitCode, `Failed to ${what}: ${e.text}`))
+  return systemdError(verb, unit, Systemd.classify(exitCode, `Failed to ${what}: ${e.text}`), {
+    method: e.member,
+    error: e.name
+  })
 }
 
 /** A call whose connection closed before systemd answered it, on the first connection and the one after. */
@@ -104,5 +143,6 @@ export const connectError = (
   systemdError(
     verb,
     unit,
-    new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}` })
+    new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}` }),
+    { method: "connect" }
   )

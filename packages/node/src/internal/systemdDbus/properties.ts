@@ -103,6 +103,10 @@ export const formatProperty = (name: string, tree: SignatureTree, value: unknown
     case "d":
       return String(value)
     case "a":
+      // Environment assignments holding a space or a quote are quoted, as systemctl shows them.
+      if (tree.child[0]?.type === "s" && Array.isArray(value) && name.endsWith("Environment")) {
+        return value.map((e: string) => (/[\s"'\\]/.test(e) ? JSON.stringify(e) : e)).join(" ")
+      }
       if (tree.child[0]?.type === "s" && Array.isArray(value)) return value.join(" ")
       return JSON.stringify(plain(value))
     default:
@@ -170,7 +174,8 @@ const serviceProperties = new Set([
   "ExecMainStatus",
   "TimeoutStartUSec",
   "TimeoutStopUSec",
-  "RestartUSec"
+  "RestartUSec",
+  "Environment"
 ])
 
 /**

@@ -215,6 +215,7 @@ export const startUnit = (state: State, u: UnitState, at: number, auto: boolean)
   const b = main === undefined ? exit(0) : behaviour(main.argv)
   const pid = newPid(state)
   u.mainPid = pid
+  state.environments.set(pid, def.environment)
   u.execMain.pid = pid
   u.execMain.start = stamp(state, at)
   u.mainUntil = b._tag === "Sleep" && b.ms !== undefined ? at + b.ms : undefined

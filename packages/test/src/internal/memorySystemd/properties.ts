@@ -39,7 +39,9 @@ export const props = (u: UnitState, needReload: boolean): ReadonlyArray<readonly
         ...ts("ExecMainExitTimestamp", u.execMain.exit),
         ["ExecMainPID", String(u.execMain.pid)],
         ["ExecMainCode", String(u.execMain.code)],
-        ["ExecMainStatus", String(u.execMain.status)]
+        ["ExecMainStatus", String(u.execMain.status)],
+        // systemctl quotes an assignment that holds a space or a quote.
+        ["Environment", def.environment.map((e) => (/[\s"'\\]/.test(e) ? JSON.stringify(e) : e)).join(" ")]
       ]
     : []
   const unit: ReadonlyArray<readonly [string, string]> = [

@@ -100,6 +100,10 @@ export interface State {
   jobSeq: number
   readonly restarts: Map<string, number>
   daemonReloads: number
+  /** The unit path cache: every entry directly in a unit directory when it was last rebuilt (see `loading.ts`). */
+  pathCache: ReadonlySet<string>
+  /** The environment each main process was started with (its unit's `Environment=`), by pid. */
+  readonly environments: Map<number, ReadonlyArray<string>>
   readonly faults: Array<{ fault: JobFault; left: number }>
 }
 

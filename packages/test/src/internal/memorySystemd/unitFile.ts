@@ -120,6 +120,8 @@ export interface UnitDef {
   readonly execStartPost: ReadonlyArray<Command>
   readonly execReload: ReadonlyArray<Command>
   readonly execStop: ReadonlyArray<Command>
+  /** `Environment=`: `NAME=value` in order of first assignment, a later one of a name replacing it in place. */
+  readonly environment: ReadonlyArray<string>
 }
 
 const parseBool = (v: string): boolean | undefined => {
@@ -145,7 +147,8 @@ export const buildDef = (assignments: ReadonlyArray<Assignment>, specifiers: (s:
     execStart: [],
     execStartPost: [],
     execReload: [],
-    execStop: []
+    execStop: [],
+    environment: []
   }
   const execKeys: Record<string, "execStartPre" | "execStart" | "execStartPost" | "execReload" | "execStop"> = {
     ExecStartPre: "execStartPre",
@@ -172,6 +175,8 @@ export const buildDef = (assignments: ReadonlyArray<Assignment>, specifiers: (s:
           const command = parseCommand(value, specifiers)
           if (command !== undefined) def[execKey] = [...def[execKey], command]
         }
+      } else if (key === "Environment") {
+        def = { ...def, environment: value === "" ? [] : assignEnvironment(def.environment, value, specifiers) }
       } else if (key === "Type") {
         const t = serviceTypes.find((s) => s === value)
         if (t !== undefined) def = { ...def, type: t }
@@ -197,6 +202,32 @@ export const buildDef = (assignments: ReadonlyArray<Assignment>, specifiers: (s:
     }
   }
   return def
+}
+
+// An environment variable name systemd accepts (env_name_is_valid, as far as a unit file goes).
+const envName = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * config_parse_environ: the words of one `Environment=` line (quoted as in
+ * Exec lines, specifiers expanded), each `NAME=value` replacing an earlier
+ * assignment of the name in place (strv_env_replace); invalid ones are
+ * ignored, as systemd does with a warning.
+ */
+const assignEnvironment = (
+  current: ReadonlyArray<string>,
+  value: string,
+  specifiers: (s: string) => string
+): ReadonlyArray<string> => {
+  const out = [...current]
+  for (const word of splitWords(value).map(specifiers)) {
+    const eq = word.indexOf("=")
+    if (eq <= 0 || !envName.test(word.slice(0, eq))) continue
+    const name = word.slice(0, eq + 1)
+    const at = out.findIndex((e) => e.startsWith(name))
+    if (at === -1) out.push(word)
+    else out[at] = word
+  }
+  return out
 }
 
 /** Why systemd refuses a service definition (service_verify), or undefined. */

@@ -7,8 +7,8 @@
  * @since 0.3.0
  */
 import { assert, type Vitest } from "@effect/vitest"
-import { Directory, HostPath, type Mounter, MountInfo, Repave, SafeRemove, Unmount } from "@hostnode/core"
-import { Effect, FileSystem } from "effect"
+import { Directory, HostPath, Metrics, type Mounter, MountInfo, Repave, SafeRemove, Unmount } from "@hostnode/core"
+import { Effect, FileSystem, Metric } from "effect"
 import * as FaultyMounter from "../../FaultyMounter.ts"
 import * as Fence from "../../FencedFileSystem.ts"
 import { MountFixture } from "../../MountFixture.ts"
@@ -175,6 +175,38 @@ export const mountTests = (
         assert.include(report.removed, p)
       }
     })
+  )
+
+  it.effect("a teardown's metrics equal its report: paths removed, kept by reason, mounts detached and remaining", () =>
+    Effect.gen(function* () {
+      const l = yield* buildKubeletLayout
+      const mountsBefore = (yield* tableBelow(l.root)).length
+      const report = yield* Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
+        Effect.provide(FaultyMounter.layer((t) => t === l.csiMount)),
+        Fence.within([l.sandbox])
+      )
+      const mountsAfter = (yield* tableBelow(l.root)).length
+      const count = (metric: Metric.Counter<number>, attributes: Record<string, string>) =>
+        Effect.map(Metric.value(Metric.withAttributes(metric, attributes)), (s) => s.count)
+      const teardown = { operation: "Repave.teardownKubeletDir" }
+      const unmount = { operation: "Unmount.unmountBelowByPrefix" }
+      assert.isAbove(report.removed.length, 0)
+      assert.strictEqual(yield* count(Metrics.pathsRemoved, teardown), report.removed.length)
+      const byReason = new Map<string, number>()
+      for (const k of report.kept) byReason.set(k.reason, (byReason.get(k.reason) ?? 0) + 1)
+      assert.deepStrictEqual([...byReason], [["UnmountFailed", 1]])
+      for (const reason of SafeRemove.KeptReason.literals) {
+        assert.strictEqual(yield* count(Metrics.pathsKept, { ...teardown, reason }), byReason.get(reason) ?? 0, reason)
+      }
+      // Each mount that left the table was detached on its own (deepest first); the refused one remains.
+      assert.strictEqual(mountsAfter, 1)
+      assert.strictEqual(yield* count(Metrics.mountsDetached, unmount), mountsBefore - mountsAfter)
+      assert.strictEqual(yield* count(Metrics.mountsRemaining, unmount), mountsAfter)
+      const runs = yield* Metric.value(
+        Metric.withAttributes(Metrics.operationDuration, { ...teardown, outcome: "success" })
+      )
+      assert.strictEqual(runs.count, 1)
+    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))
   )
 
   it.effect("teardownKubeletDir with every unmount working leaves no pod, no mount, and the CSI data", () =>
