@@ -5,9 +5,11 @@
  * presenter of help and version. Boundary: words of argv only; no command
  * runs here.
  */
-import { Console, Effect } from "effect"
-import { type CliError, CliOutput, type Command } from "effect/cli"
-import { hostnode } from "./commands.ts"
+import * as Console from "effect/Console"
+import type * as CliError from "effect/cli/CliError"
+import * as CliOutput from "effect/cli/CliOutput"
+import type * as Command from "effect/cli/Command"
+import * as Effect from "effect/Effect"
 
 /**
  * A parse error on one line: effect/cli puts a suggestion on lines of its
@@ -68,10 +70,10 @@ const flagWords = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
  * the typo: without `--help`, the parser names the unknown subcommand (and
  * the one meant), exit 2.
  */
-export const helpOfKnown = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+export const helpOfKnown = (root: Command.Command.Any, argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   const words = flagWords(argv)
   if (!words.some((w) => w === "--help" || w === "-h")) return argv
-  let node: Command.Command.Any = hostnode
+  let node: Command.Command.Any = root
   for (let i = 0; i < words.length; i++) {
     const word = words[i] ?? ""
     if (word.startsWith("-")) {

@@ -3,7 +3,8 @@
  * `--dry-run`. Boundary: their declarations only; how a command reads them is
  * `operate.ts`.
  */
-import { Flag, GlobalFlag } from "effect/cli"
+import * as Flag from "effect/cli/Flag"
+import * as GlobalFlag from "effect/cli/GlobalFlag"
 
 /** Documented where `Cli.ts` exports it. */
 export const HostRoot = GlobalFlag.Setting("host-root")({

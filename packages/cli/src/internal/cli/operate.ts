@@ -5,24 +5,22 @@
  * Boundary: the common handling; each command's own flags and output are
  * `commands.ts`.
  */
-import { type Directory, HostPath, type Mounter, type Systemd } from "@hostnode/core"
+import {
+  type Directory,
+  type DnsResolvers,
+  HostPath,
+  type IsolationBackend,
+  type Mounter,
+  type Systemd
+} from "@hostnode/core"
 import { NodeContainer } from "@hostnode/node"
 import { DryRun } from "@hostnode/test"
 import { Console, Effect, type FileSystem, Layer, Logger, Option, Path } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as Progress from "../../Progress.ts"
 import { plural } from "../text.ts"
-import {
-  CliExit,
-  ExitCodes,
-  errorJson,
-  errorText,
-  exitCodeFor,
-  type Failure,
-  inputErrorLine,
-  isInputError,
-  toPlain
-} from "./errors.ts"
+import { errorJson, errorText, exitCodeFor, type Failure, inputErrorLine, isInputError, toPlain } from "./errors.ts"
+import { CliExit, ExitCodes } from "./exit.ts"
 import { Container, DryRunFlag, HostRoot, Json } from "./flags.ts"
 
 /** What a command adds to the common handling of {@link operate}. */
@@ -47,6 +45,17 @@ type Around =
   | ChildProcessSpawner.ChildProcessSpawner
   | Systemd.Systemd
   | Effect.Services<typeof HostRoot | typeof Container | typeof Json | typeof DryRunFlag>
+
+/**
+ * One command's work as its handler runs it: whatever an operation of the
+ * command tree needs from the host, `Path` for `--host-root`, and the global
+ * settings; it fails only with the exit code, its outcome already printed.
+ */
+export type Work = Effect.Effect<
+  void,
+  CliExit,
+  Around | Path.Path | DnsResolvers.DnsResolvers | IsolationBackend.IsolationBackend
+>
 
 /**
  * Runs one operation as the command `name`: runs it (under `--dry-run` on
