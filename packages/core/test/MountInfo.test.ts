@@ -1,3 +1,4 @@
+import { inspect } from "node:util"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { FileName, MountInfo } from "@hostnode/core"
@@ -600,6 +601,14 @@ describe("MountInfo.parse: the table it returns", () => {
       assert.deepStrictEqual({ ...entry }, expected[1])
       assert.deepStrictEqual(structuredClone(entry), expected[1])
       assert.isTrue(Schema.is(MountInfo.MountEntry)(entry))
+    })
+  )
+
+  it.effect("console.log shows its entries, read or not", () =>
+    Effect.gen(function* () {
+      const t = yield* MountInfo.parse(sample)
+      const expected = plain(yield* MountInfo.parse(sample))
+      assert.strictEqual(inspect(t, { depth: 4 }), inspect(expected, { depth: 4 }))
     })
   )
 

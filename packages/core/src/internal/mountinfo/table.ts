@@ -366,7 +366,7 @@ const lazyTable = (text: string, columns: Columns, length: number): MountTable =
     source: "",
     superOptions: ""
   }
-  return new Proxy(built, {
+  const table = new Proxy(built, {
     get: (target, key, receiver) => {
       const k = indexOf(key, length)
       if (k === -1) return Reflect.get(target, key, receiver)
@@ -377,6 +377,13 @@ const lazyTable = (text: string, columns: Columns, length: number): MountTable =
       return made
     }
   }) as MountTable
+  // Node's inspection (console.log) looks at a proxy's target, where unread entries are not built yet:
+  // it is shown the entries instead. A global symbol, so core needs no node:util.
+  Object.defineProperty(built, Symbol.for("nodejs.util.inspect.custom"), {
+    value: () => Array.from(table),
+    enumerable: false
+  })
+  return table
 }
 
 /**
