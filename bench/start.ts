@@ -4,9 +4,10 @@
  * `node -e 0` started the same way in the same run. The executable is the
  * shipped one: packages/cli/bin/hostnode.mjs running the bundle of
  * `npm run build` (scripts/bench.mjs builds it first). Each row is its own
- * processes, started one after another: the median and the range of the
- * wall time of `runs` starts (after one unmeasured start), and the median
- * peak resident set (GNU time's %M, where /usr/bin/time exists).
+ * processes, the rows taking turns (so load from elsewhere falls on all
+ * alike): the median and the range of the wall time of `runs` starts (after
+ * one unmeasured start), and the median peak resident set (GNU time's %M,
+ * where /usr/bin/time exists).
  *
  * Rows: the bare start (the floor); the executable with V8's compile cache
  * (as installed: the cache beside the bundle, warm after its first run); the
@@ -56,17 +57,35 @@ const peak = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv) =>
     return Number.isFinite(kib) ? kib : undefined
   })
 
-const measure = (name: string, argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv = process.env) =>
+/** A row to measure: what it starts, with which environment. */
+interface Case {
+  readonly name: string
+  readonly argv: ReadonlyArray<string>
+  readonly env: NodeJS.ProcessEnv
+}
+
+/**
+ * Every case started `runs` times, the cases taking turns (one start of each,
+ * then again), so that load from elsewhere on the machine falls on all of them
+ * alike; one unmeasured start of each first.
+ */
+const measure = (cases: ReadonlyArray<Case>) =>
   Effect.gen(function* () {
-    yield* once(argv, env)
-    const ms: Array<number> = []
-    for (let i = 0; i < runs; i++) ms.push(yield* once(argv, env))
-    const peaks: Array<number> = []
-    for (let i = 0; i < 3; i++) {
-      const kib = yield* peak(argv, env)
-      if (kib !== undefined) peaks.push(kib)
+    for (const c of cases) yield* once(c.argv, c.env)
+    const ms = cases.map((): Array<number> => [])
+    for (let i = 0; i < runs; i++) {
+      for (const [j, c] of cases.entries()) ms[j]?.push(yield* once(c.argv, c.env))
     }
-    return { name, ms, peakKiB: peaks.length === 0 ? undefined : medianOf(peaks) } satisfies Row
+    const measured: Array<Row> = []
+    for (const [j, c] of cases.entries()) {
+      const peaks: Array<number> = []
+      for (let i = 0; i < 3; i++) {
+        const kib = yield* peak(c.argv, c.env)
+        if (kib !== undefined) peaks.push(kib)
+      }
+      measured.push({ name: c.name, ms: ms[j] ?? [], peakKiB: peaks.length === 0 ? undefined : medianOf(peaks) })
+    }
+    return measured
   })
 
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`
@@ -84,21 +103,22 @@ const Main = Effect.gen(function* () {
   const warm = { ...process.env, NODE_COMPILE_CACHE: cache }
   const cold = { ...process.env, NODE_DISABLE_COMPILE_CACHE: "1" }
   const node = process.execPath
-  const rows: Array<Row> = [
-    yield* measure("`node -e 0` (floor)", [node, "-e", "0"]),
-    yield* measure("`hostnode --version` (bundle, compile cache)", [node, bin, "--version"], warm),
-    yield* measure("`hostnode --help` (bundle, compile cache)", [node, bin, "--help"], warm),
-    yield* measure("`hostnode --version` (bundle, no compile cache)", [node, bin, "--version"], cold),
-    yield* measure("`hostnode --help` (bundle, no compile cache)", [node, bin, "--help"], cold),
-    yield* measure("`hostnode --version` from the TypeScript sources (not bundled: each module a file)", [
-      node,
-      "--conditions=@hostnode/source",
-      source,
-      "--version"
-    ])
-  ]
+  const rows = yield* measure([
+    { name: "`node -e 0` (floor)", argv: [node, "-e", "0"], env: process.env },
+    { name: "`hostnode --version` (bundle, compile cache)", argv: [node, bin, "--version"], env: warm },
+    { name: "`hostnode --help` (bundle, compile cache)", argv: [node, bin, "--help"], env: warm },
+    { name: "`hostnode --version` (bundle, no compile cache)", argv: [node, bin, "--version"], env: cold },
+    { name: "`hostnode --help` (bundle, no compile cache)", argv: [node, bin, "--help"], env: cold },
+    {
+      name: "`hostnode --version` from the TypeScript sources (not bundled: each module a file)",
+      argv: [node, "--conditions=@hostnode/source", source, "--version"],
+      env: process.env
+    }
+  ])
   const floor = medianOf(rows[0]?.ms ?? [])
-  yield* Console.log(`\n### start: median of ${runs} starts each (after one unmeasured), peak memory median of 3\n`)
+  yield* Console.log(
+    `\n### start: median and range of ${runs} starts each (the cases taking turns, after one unmeasured), peak memory median of 3\n`
+  )
   yield* Console.log("| case | median | range | ratio to `node -e 0` | peak memory | target |")
   yield* Console.log("|---|---|---|---|---|---|")
   for (const [i, r] of rows.entries()) {
