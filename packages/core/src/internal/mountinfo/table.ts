@@ -243,8 +243,7 @@ const noOptionalFields: ReadonlyArray<string> = Object.freeze([])
 interface Last {
   root: string
   mountOptions: string
-  optional: string
-  optionalFields: ReadonlyArray<string>
+  readonly optional: Array<{ readonly text: string; readonly fields: ReadonlyArray<string> }>
   fsType: string
   source: string
   superOptions: string
@@ -252,6 +251,10 @@ interface Last {
 
 const sliceOr = (text: string, from: number, to: number, last: string): string =>
   to - from === last.length && text.startsWith(last, from) ? last : text.slice(from, to)
+
+// A number as the engine stores small integers (unboxed), as parsing it from the text gave it: the typed
+// array hands back every number as a double, which an object would otherwise keep in a box of its own.
+const int = (x: number | undefined): number => (x === undefined ? 0 : x < 1073741824 ? x | 0 : x)
 
 // A field of a line that holds a backslash: decoded (the scan checked every escape of it).
 const decoded = (text: string, from: number, to: number): string => {
@@ -291,10 +294,10 @@ const entryAt = (text: string, columns: Columns, k: number, last: Last): MountEn
   if (columns.escaped[k] === 1) {
     const superOptions = text.slice(superStart, eol)
     return {
-      id: numbers[n] ?? 0,
-      parentId: numbers[n + 1] ?? 0,
-      major: numbers[n + 2] ?? 0,
-      minor: numbers[n + 3] ?? 0,
+      id: int(numbers[n]),
+      parentId: int(numbers[n + 1]),
+      major: int(numbers[n + 2]),
+      minor: int(numbers[n + 3]),
       root: decoded(text, rootStart, mountPointStart - 1),
       mountPoint: decoded(text, mountPointStart, optionsStart - 1),
       mountOptions: decoded(text, optionsStart, optionsEnd),
@@ -307,19 +310,25 @@ const entryAt = (text: string, columns: Columns, k: number, last: Last): MountEn
   }
   let optionalFields = noOptionalFields
   if (optionalFrom < separator) {
-    if (optionalTo - optionalFrom === last.optional.length && text.startsWith(last.optional, optionalFrom)) {
-      optionalFields = last.optionalFields
-    } else {
+    // The last few distinct optional fields are kept: neighbours often alternate (shared:5, master:1, none).
+    const width = optionalTo - optionalFrom
+    for (const seen of last.optional) {
+      if (seen.text.length === width && text.startsWith(seen.text, optionalFrom)) {
+        optionalFields = seen.fields
+        break
+      }
+    }
+    if (optionalFields === noOptionalFields) {
       optionalFields = optionalAt(text, optionalFrom, optionalTo, false)
-      last.optional = text.slice(optionalFrom, optionalTo)
-      last.optionalFields = optionalFields
+      last.optional.unshift({ text: text.slice(optionalFrom, optionalTo), fields: optionalFields })
+      if (last.optional.length > 4) last.optional.pop()
     }
   }
   const entry: MountEntry = {
-    id: numbers[n] ?? 0,
-    parentId: numbers[n + 1] ?? 0,
-    major: numbers[n + 2] ?? 0,
-    minor: numbers[n + 3] ?? 0,
+    id: int(numbers[n]),
+    parentId: int(numbers[n + 1]),
+    major: int(numbers[n + 2]),
+    minor: int(numbers[n + 3]),
     root: sliceOr(text, rootStart, mountPointStart - 1, last.root),
     mountPoint: text.slice(mountPointStart, optionsStart - 1),
     mountOptions: sliceOr(text, optionsStart, optionsEnd, last.mountOptions),
@@ -360,21 +369,27 @@ const lazyTable = (text: string, columns: Columns, length: number): MountTable =
   const last: Last = {
     root: "",
     mountOptions: "",
-    optional: "",
-    optionalFields: noOptionalFields,
+    optional: [],
     fsType: "",
     source: "",
     superOptions: ""
   }
+  const at = (k: number): MountEntry => {
+    const entry = built[k]
+    if (entry !== undefined) return entry
+    const made = entryAt(text, columns, k, last)
+    built[k] = made
+    return made
+  }
+  // Iteration (for..of, spread, Array.from) is how a whole table is read: it runs here, not through the proxy.
+  const values = function* (): IterableIterator<MountEntry> {
+    for (let k = 0; k < built.length; k++) yield at(k)
+  }
   const table = new Proxy(built, {
     get: (target, key, receiver) => {
+      if (key === Symbol.iterator || key === "values") return values
       const k = indexOf(key, length)
-      if (k === -1) return Reflect.get(target, key, receiver)
-      const entry = target[k]
-      if (entry !== undefined) return entry
-      const made = entryAt(text, columns, k, last)
-      target[k] = made
-      return made
+      return k === -1 ? Reflect.get(target, key, receiver) : at(k)
     }
   }) as MountTable
   // Node's inspection (console.log) looks at a proxy's target, where unread entries are not built yet:
