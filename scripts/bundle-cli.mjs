@@ -29,7 +29,7 @@
 //   --from source: bundle the TypeScript sources (the `@hostnode/source` export
 //   condition), which needs no build: the tests use it.
 
-import { readFile, writeFile } from "node:fs/promises"
+import { readFile, rm, writeFile } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { dirname, join, relative, sep } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -65,6 +65,9 @@ const nodeFilesKeepTheirUrl = {
 
 /** Bundles the executable into `outdir`; returns esbuild's metafile (inputs and outputs of each chunk). */
 export const bundleCli = async ({ from = "dist", outdir = join(cli, "dist", "bundle") } = {}) => {
+  // esbuild leaves the files of earlier builds (chunks are named by their hash): start empty, so only this build
+  // ships (the compile cache beside it goes too; it would not match the new chunks).
+  await rm(outdir, { recursive: true, force: true })
   const result = await esbuild.build({
     entryPoints: { bin: join(cli, from === "source" ? "src/bin.ts" : "dist/bin.js") },
     outdir,

@@ -33,8 +33,9 @@ const host = Layer.unwrap(
 /** The platform's services from the start, for the wizard (it prompts while parsing). */
 const platform = Layer.unwrap(
   Effect.map(
-    Effect.promise(() => import("@effect/platform-node")),
-    (m) => m.NodeServices.layer
+    // The module itself, not the package's index: that would bring every module of the package (HTTP, Redis) along.
+    Effect.promise(() => import("@effect/platform-node/NodeServices")),
+    (m) => m.layer
   )
 )
 
