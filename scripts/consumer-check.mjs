@@ -6,8 +6,11 @@
 // vitest). Each install must hold exactly one copy of effect (`npm ls effect`);
 // a program composing Unmount.unmountStrictlyBelow, Repave.resetCniState and
 // Snapshot.scoped must typecheck under TypeScript 7 and under the newest 5.x;
-// and its vitest test on MemoryHost.layer must pass. The temporary directory
-// is removed at the end, whatever happened.
+// and its vitest test on MemoryHost.layer must pass; and the `hostnode`
+// executable npm linked (the bundle in @hostnode/cli, which carries its own
+// copy of effect and loads koffi and @hostnode/node's files from the install)
+// must answer --version and --help and dry-run reset-cni below an empty root.
+// The temporary directory is removed at the end, whatever happened.
 //
 // Usage: npm run consumer-check [-- lowest|newest]
 import { spawnSync } from "node:child_process"
@@ -106,6 +109,8 @@ for (const p of packages) {
     "package/dist/index.js",
     "package/dist/index.d.ts"
   ]
+  // The executable's bundle (its entry; its chunks are in dist/bundle/chunks).
+  if (p === "cli") required.push("package/dist/bundle/bin.js")
   const absent = required.filter((f) => !listing.includes(f))
   if (unwanted.length > 0 || absent.length > 0) {
     console.error(
@@ -281,6 +286,27 @@ for (const name of selected) {
   if (vitest.status !== 0) {
     console.error(vitest.stdout, vitest.stderr)
     failed = true
+  }
+  // The executable as installed: npm's link to the bundle in node_modules/@hostnode/cli.
+  const hostRoot = join(dir, "host-root")
+  mkdirSync(hostRoot)
+  const bin = join(dir, "node_modules", ".bin", "hostnode")
+  for (const [label, args, ok] of [
+    ["hostnode --version", ["--version"], (r) => r.stdout === `hostnode v${manifests.cli.version}\n`],
+    ["hostnode --help", ["--help"], (r) => r.stdout.includes("SUBCOMMANDS")],
+    [
+      "hostnode --dry-run reset-cni",
+      ["--host-root", hostRoot, "--dry-run", "reset-cni"],
+      (r) => r.stdout.includes("dry run: nothing would be changed")
+    ]
+  ]) {
+    const r = run(process.execPath, [bin, ...args], { cwd: dir })
+    const passed = r.status === 0 && ok(r)
+    console.log(`${passed ? "ok  " : "FAIL"} ${label} (the installed executable)`)
+    if (!passed) {
+      console.error(r.stdout, r.stderr)
+      failed = true
+    }
   }
 }
 process.exit(failed ? 1 : 0)

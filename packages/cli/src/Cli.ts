@@ -15,12 +15,11 @@
  *
  * @since 0.1.0
  */
-import { Console, Effect, Logger } from "effect"
-import { CliOutput, Command } from "effect/cli"
-import { helpAsFlag, helpOfKnown, presenter, suggestionsOf, usageText, wantsJson } from "./internal/cli/argv.ts"
+import type { Effect } from "effect"
 import { hostnode, type Services } from "./internal/cli/commands.ts"
-import { CliExit, ExitCodes } from "./internal/cli/errors.ts"
-import { observe } from "./internal/cli/observe.ts"
+import type { CliExit } from "./internal/cli/exit.ts"
+import { runTree } from "./internal/cli/run.ts"
+import { version } from "./internal/cli/version.ts"
 
 export {
   /**
@@ -59,12 +58,6 @@ export {
 } from "./internal/cli/commands.ts"
 export type {
   /**
-   * One of {@link ExitCodes}, other than success.
-   *
-   * @since 0.2.0
-   */
-  FailureCode,
-  /**
    * Why a command refused its usage.
    *
    * @since 0.3.0
@@ -72,27 +65,6 @@ export type {
   UsageErrorReason
 } from "./internal/cli/errors.ts"
 export {
-  /**
-   * How a run ends when it does not succeed: the process exit code (see
-   * {@link ExitCodes}). What went wrong was already printed, so the runtime
-   * does not report it again.
-   *
-   * @since 0.1.0
-   */
-  CliExit,
-  /**
-   * The process exit codes of `hostnode`:
-   * - 0: the operation did everything it was asked;
-   * - 1: it failed (the typed error says where it stopped and what state it left);
-   * - 2: bad usage or bad input (an unknown flag, a relative or missing
-   *   `--host-root`, an empty prefix, an invalid unit name or listener
-   *   address): refused before anything was changed;
-   * - 3: it ran to its end but kept paths it was to remove (a mount inside, a
-   *   path that changed meanwhile); the output lists each with its reason.
-   *
-   * @since 0.2.0
-   */
-  ExitCodes,
   /**
    * The typed error as JSON: its tag, message, fields and the hint.
    *
@@ -147,6 +119,37 @@ export {
    */
   UsageError
 } from "./internal/cli/errors.ts"
+export type {
+  /**
+   * One of {@link ExitCodes}, other than success.
+   *
+   * @since 0.2.0
+   */
+  FailureCode
+} from "./internal/cli/exit.ts"
+export {
+  /**
+   * How a run ends when it does not succeed: the process exit code (see
+   * {@link ExitCodes}). What went wrong was already printed, so the runtime
+   * does not report it again.
+   *
+   * @since 0.1.0
+   */
+  CliExit,
+  /**
+   * The process exit codes of `hostnode`:
+   * - 0: the operation did everything it was asked;
+   * - 1: it failed (the typed error says where it stopped and what state it left);
+   * - 2: bad usage or bad input (an unknown flag, a relative or missing
+   *   `--host-root`, an empty prefix, an invalid unit name or listener
+   *   address): refused before anything was changed;
+   * - 3: it ran to its end but kept paths it was to remove (a mount inside, a
+   *   path that changed meanwhile); the output lists each with its reason.
+   *
+   * @since 0.2.0
+   */
+  ExitCodes
+} from "./internal/cli/exit.ts"
 export {
   /**
    * `--container PID`: run the operation on the node stack of the container
@@ -179,17 +182,6 @@ export {
    */
   Json,
   /**
-   * `--timeout SECONDS`: the operation's deadline (default 300). No call on
-   * a host's files is waited for past it: one that does not return (a dead
-   * NFS or FUSE mount) is abandoned `Hung`, the operation ends with its
-   * report, and the command exits; 0 or less is refused (exit 2).
-   *
-   * @since 0.4.0
-   */
-  Timeout
-} from "./internal/cli/flags.ts"
-export {
-  /**
    * `--log-format text|json`: how log lines are written on stderr. `text`
    * (the default): one line per entry (at `info`, one per operation). `json`:
    * one JSON object per line (`timestamp`, `level`, `message`, `annotations`,
@@ -209,16 +201,27 @@ export {
    *
    * @since 0.4.0
    */
-  MetricsFile
-} from "./internal/cli/observe.ts"
+  MetricsFile,
+  /**
+   * `--timeout SECONDS`: the operation's deadline (default 300). No call on
+   * a host's files is waited for past it: one that does not return (a dead
+   * NFS or FUSE mount) is abandoned `Hung`, the operation ends with its
+   * report, and the command exits; 0 or less is refused (exit 2).
+   *
+   * @since 0.4.0
+   */
+  Timeout
+} from "./internal/cli/flags.ts"
 
-/**
- * The CLI's version, printed by `hostnode --version`: the version of the
- * `@hostnode/cli` package (a test keeps the two equal).
- *
- * @since 0.1.0
- */
-export const version = "0.3.0"
+export {
+  /**
+   * The CLI's version, printed by `hostnode --version`: the version of the
+   * `@hostnode/cli` package (a test keeps the two equal).
+   *
+   * @since 0.1.0
+   */
+  version
+} from "./internal/cli/version.ts"
 
 /**
  * Parses `argv` (without node and script) and runs the selected command.
@@ -231,52 +234,5 @@ export const version = "0.3.0"
  *
  * @since 0.1.0
  */
-export const run = (given: ReadonlyArray<string>): Effect.Effect<void, CliExit, Services> => {
-  const argv = helpOfKnown(helpAsFlag(given))
-  const json = wantsJson(argv)
-  return Command.runWith(hostnode, { version })(argv).pipe(
-    Effect.catch((error) =>
-      error instanceof CliExit
-        ? Effect.fail(error)
-        : error._tag === "ShowHelp" && error.errors.length === 0
-          ? Effect.void
-          : (json
-              ? Console.log(
-                  JSON.stringify({
-                    ok: false,
-                    command: null,
-                    error: {
-                      _tag: "UsageError",
-                      cause: error._tag === "ShowHelp" ? (error.errors[0]?._tag ?? error._tag) : error._tag,
-                      message: usageText(error),
-                      ...(suggestionsOf(error).length === 0 ? {} : { suggestions: suggestionsOf(error) }),
-                      hint: `see \`${error._tag === "ShowHelp" ? error.commandPath.join(" ") : "hostnode"} --help\``
-                    }
-                  })
-                )
-              : Effect.void
-            ).pipe(Effect.andThen(Effect.fail(new CliExit({ code: ExitCodes.badInput }))))
-    ),
-    Effect.catchDefect((defect) => {
-      const message = defect instanceof Error ? defect.message : String(defect)
-      return (
-        json
-          ? Console.log(
-              JSON.stringify({
-                ok: false,
-                command: null,
-                error: {
-                  _tag: "InternalError",
-                  message,
-                  hint: "this is a bug in hostnode; please report it with the command line"
-                }
-              })
-            )
-          : Console.error(`hostnode: internal error (a bug in hostnode; please report it): ${message}`)
-      ).pipe(Effect.andThen(Effect.fail(new CliExit({ code: ExitCodes.failed }))))
-    }),
-    Effect.provide(CliOutput.layerPresenter(presenter(json))),
-    Effect.provideService(Logger.LogToStderr, true),
-    observe(argv)
-  )
-}
+export const run = (given: ReadonlyArray<string>): Effect.Effect<void, CliExit, Services> =>
+  runTree(hostnode, version)(given)

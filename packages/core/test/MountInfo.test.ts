@@ -1,3 +1,4 @@
+import { inspect } from "node:util"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { FileName, MountInfo } from "@hostnode/core"
@@ -560,6 +561,119 @@ describe("MountInfoError", () => {
       assert.isAbove(unreadable.length, 0)
       // @ts-expect-error: MountInfoError has no reason tagged "Busy"
       void malformed.pipe(Effect.catchReason("MountInfoError", "Busy", () => Effect.void))
+    })
+  )
+})
+
+describe("MountInfo.parse: the table it returns", () => {
+  // The table is scanned and checked whole, and an entry is built when it is first read:
+  // to a reader it must be the array of plain entries a parse always returned.
+  const plain = (t: MountInfo.MountTable): ReadonlyArray<MountInfo.MountEntry> =>
+    Array.from({ length: t.length }, (_, i) => ({ ...(t[i] as MountInfo.MountEntry) }))
+
+  it.effect("is an array of plain entries: indexing, iteration, array methods, keys, JSON, spread and cloning", () =>
+    Effect.gen(function* () {
+      const t = yield* MountInfo.parse(sample)
+      const expected = plain(yield* MountInfo.parse(sample))
+      assert.isTrue(Array.isArray(t))
+      assert.strictEqual(t.length, 4)
+      // An entry is built once and kept: the same object on every read.
+      assert.strictEqual(t[2], t[2])
+      assert.deepStrictEqual([...t], expected)
+      assert.deepStrictEqual(
+        t.map((e) => e.mountPoint),
+        expected.map((e) => e.mountPoint)
+      )
+      assert.deepStrictEqual(
+        t.filter((e) => e.fsType === "tmpfs").map((e) => e.id),
+        [40]
+      )
+      assert.isTrue(3 in t)
+      assert.isFalse(4 in t)
+      assert.deepStrictEqual(Object.keys(t), ["0", "1", "2", "3"])
+      assert.strictEqual(JSON.stringify(t), JSON.stringify(expected))
+      // Not an index of the table: nothing is built for it.
+      const loose = t as unknown as Record<string, unknown>
+      for (const key of ["4", "-1", "01", "1.0", "1e0", ""]) assert.isUndefined(loose[key], key)
+      // An entry is a plain object with every field of its own.
+      const entry = t[1] as MountInfo.MountEntry
+      assert.deepStrictEqual(Object.keys(entry), Object.keys(MountInfo.MountEntry.fields))
+      assert.deepStrictEqual({ ...entry }, expected[1])
+      assert.deepStrictEqual(structuredClone(entry), expected[1])
+      assert.isTrue(Schema.is(MountInfo.MountEntry)(entry))
+    })
+  )
+
+  it.effect("console.log shows its entries, read or not", () =>
+    Effect.gen(function* () {
+      const t = yield* MountInfo.parse(sample)
+      const expected = plain(yield* MountInfo.parse(sample))
+      assert.strictEqual(inspect(t, { depth: 4 }), inspect(expected, { depth: 4 }))
+    })
+  )
+
+  it.effect.prop(
+    "entries read in any order are the entries read in order",
+    { table: Schema.Array(EntryInput).check(Schema.isMaxLength(12)), seed: Schema.Int },
+    ({ table, seed }) =>
+      Effect.gen(function* () {
+        const entries: MountInfo.MountTable = table.map((e) => ({
+          ...e,
+          root: e.root.join(""),
+          mountPoint: e.mountPoint.join(""),
+          fsType: e.fsType.join(""),
+          source: e.source.join(""),
+          superOptions: e.superOptions.join("")
+        }))
+        const text = MountInfo.render(entries)
+        const inOrder = plain(yield* MountInfo.parse(text))
+        const t = yield* MountInfo.parse(text)
+        // Entries that repeat a neighbour's field reuse its string: read backwards and from a shifted start.
+        const order = entries.map((_, i) => (entries.length - 1 - i + Math.abs(seed)) % entries.length)
+        for (const i of order) assert.deepStrictEqual(t[i], inOrder[i])
+        assert.deepStrictEqual(plain(t), entries)
+      }),
+    { arbitrary: { runs: 300 } }
+  )
+
+  it.effect("no field is taken from a neighbour whose field has the same length", () =>
+    Effect.gen(function* () {
+      // Neighbours whose fields differ at the same length: a string or optional fields reused by length alone
+      // would give one line's text to the other.
+      const text = [
+        "1 0 0:1 /a /x rw,atime shared:1 - tmpfs srcA rw,a",
+        "2 1 0:1 /b /y ro,atime master:3 - ramfs srcB ro,b",
+        "3 1 0:1 /a /z rw,atime shared:1 - tmpfs srcA rw,a",
+        "4 1 0:1 /c /w rw,btime master:3 shared:1 - tmpfs srcC rw,c",
+        ""
+      ].join("\n")
+      const fields = (e: MountInfo.MountEntry | undefined) =>
+        e === undefined ? [] : [e.root, e.mountOptions, e.optionalFields.join(" "), e.fsType, e.source, e.superOptions]
+      const expected = [
+        ["/a", "rw,atime", "shared:1", "tmpfs", "srcA", "rw,a"],
+        ["/b", "ro,atime", "master:3", "ramfs", "srcB", "ro,b"],
+        ["/a", "rw,atime", "shared:1", "tmpfs", "srcA", "rw,a"],
+        ["/c", "rw,btime", "master:3 shared:1", "tmpfs", "srcC", "rw,c"]
+      ]
+      for (const order of [
+        [0, 1, 2, 3],
+        [3, 2, 1, 0],
+        [1, 3, 0, 2]
+      ]) {
+        const t = yield* MountInfo.parse(text)
+        for (const i of order) assert.deepStrictEqual(fields(t[i]), expected[i], `entry ${i} read in order ${order}`)
+      }
+    })
+  )
+
+  it.effect("a malformed line fails the whole parse, wherever it is, though no entry was read", () =>
+    Effect.gen(function* () {
+      const good = "22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw"
+      const lines = Array.from({ length: 1000 }, () => good)
+      lines[999] = "23 1 0:22 / /mnt\\09 rw - tmpfs tmpfs rw"
+      const error = yield* Effect.flip(MountInfo.parse(lines.join("\n")))
+      const reason = malformedReason(error)
+      assert.deepStrictEqual([reason.line, reason.field, reason.value], [1000, "mount point", "/mnt\\09"])
     })
   )
 })

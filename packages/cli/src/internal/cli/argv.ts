@@ -5,10 +5,11 @@
  * presenter of help and version. Boundary: words of argv only; no command
  * runs here.
  */
-import { Console, Effect } from "effect"
-import { type CliError, CliOutput, type Command } from "effect/cli"
-import { hostnode } from "./commands.ts"
-import { observeFlagNames } from "./observe.ts"
+import * as Console from "effect/Console"
+import type * as CliError from "effect/cli/CliError"
+import * as CliOutput from "effect/cli/CliOutput"
+import type * as Command from "effect/cli/Command"
+import * as Effect from "effect/Effect"
 
 /**
  * A parse error on one line: effect/cli puts a suggestion on lines of its
@@ -21,9 +22,18 @@ const parseErrorLine = (error: CliError.CliError): string => {
 }
 
 /** The global flags a person types, for suggestions: effect/cli suggests only the subcommand's own flags. */
-const globalFlagNames = ["--help", "--version", "--log-level", "--host-root", "--container", "--json", "--dry-run"]
-// The log and metrics flags are observe.ts's; added here so the list above reads as before.
-globalFlagNames.push(...observeFlagNames)
+const globalFlagNames = [
+  "--help",
+  "--version",
+  "--log-level",
+  "--host-root",
+  "--container",
+  "--json",
+  "--dry-run",
+  "--timeout",
+  "--log-format",
+  "--metrics-file"
+]
 
 /** The edit distance between two words (insertions, deletions, substitutions). */
 const distance = (a: string, b: string): number => {
@@ -71,10 +81,10 @@ const flagWords = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
  * the typo: without `--help`, the parser names the unknown subcommand (and
  * the one meant), exit 2.
  */
-export const helpOfKnown = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+export const helpOfKnown = (root: Command.Command.Any, argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   const words = flagWords(argv)
   if (!words.some((w) => w === "--help" || w === "-h")) return argv
-  let node: Command.Command.Any = hostnode
+  let node: Command.Command.Any = root
   for (let i = 0; i < words.length; i++) {
     const word = words[i] ?? ""
     if (word.startsWith("-")) {
@@ -143,9 +153,15 @@ export const presenter = (json: boolean): CliOutput.Presenter => ({
 })
 
 /** The global flags that take a value in the next word. */
-const valueFlags: ReadonlySet<string> = new Set(["--host-root", "--container", "--log-level", "--completions"])
-// The log and metrics flags take a value too (observe.ts), added at load like the suggestions' list.
-for (const name of observeFlagNames) (valueFlags as Set<string>).add(name)
+const valueFlags: ReadonlySet<string> = new Set([
+  "--host-root",
+  "--container",
+  "--log-level",
+  "--completions",
+  "--timeout",
+  "--log-format",
+  "--metrics-file"
+])
 
 /** Documented where `Cli.ts` exports it. */
 export const helpAsFlag = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {

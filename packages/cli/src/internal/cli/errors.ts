@@ -1,30 +1,11 @@
 /**
- * How a failure is shown and exited with: the exit codes, `CliExit` and the
- * CLI's own `UsageError`, the advice for each error by its tag and reason,
+ * How a failure is shown: the CLI's own `UsageError`, the advice for each error by its tag and reason,
  * which errors are bad input (exit 2), and the error as a person's text, as
  * one refused-input line, or as JSON. Boundary: rendering only; nothing here
- * runs an operation.
+ * runs an operation. The exit codes and `CliExit` are `exit.ts`.
  */
-import { Data, Effect, Redacted, Runtime, Schema } from "effect"
-
-/** Documented where `Cli.ts` exports it. */
-export const ExitCodes = { ok: 0, failed: 1, badInput: 2, kept: 3 } as const
-
-/** Documented where `Cli.ts` exports it. */
-export type FailureCode = 1 | 2 | 3
-
-/** Documented where `Cli.ts` exports it. */
-export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: FailureCode }> {
-  override get [Runtime.errorExitCode](): number {
-    return this.code
-  }
-  /**
-   * Already reported: the command printed its outcome before exiting with the code.
-   *
-   * @since 0.2.0
-   */
-  override readonly [Runtime.errorReported] = false
-}
+import { Effect, Redacted, Schema } from "effect"
+import type { FailureCode } from "./exit.ts"
 
 /**
  * The operation did not end within `--timeout` (and the grace after it):

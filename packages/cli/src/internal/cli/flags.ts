@@ -1,9 +1,12 @@
 /**
  * The CLI's global flags: `--host-root`, `--container`, `--json`,
- * `--dry-run` and `--timeout`. Boundary: their declarations only; how a command reads them is
- * `operate.ts`.
+ * `--dry-run`, `--timeout`, `--log-format` and `--metrics-file`. Boundary:
+ * their declarations, and the argv scan of the last two (read before the
+ * parser runs); how a command reads them is `operate.ts`, what the log and
+ * metrics flags do is `observe.ts`.
  */
-import { Flag, GlobalFlag } from "effect/cli"
+import * as Flag from "effect/cli/Flag"
+import * as GlobalFlag from "effect/cli/GlobalFlag"
 
 /** Documented where `Cli.ts` exports it. */
 export const HostRoot = GlobalFlag.Setting("host-root")({
@@ -59,3 +62,58 @@ export const Timeout = GlobalFlag.Setting("timeout")({
     )
   )
 })
+
+/** Documented where `Cli.ts` exports it. */
+export const LogFormat = GlobalFlag.Setting("log-format")({
+  flag: Flag.Literals("log-format", ["text", "json"]).pipe(
+    Flag.withDefault("text" as const),
+    Flag.withMetavar("FORMAT"),
+    Flag.withDescription(
+      "How log lines are written on stderr: text (one line per entry, the default) or json (one JSON object per line, with its annotations and span)"
+    )
+  )
+})
+
+/** Documented where `Cli.ts` exports it. */
+export const MetricsFile = GlobalFlag.Setting("metrics-file")({
+  flag: Flag.String("metrics-file").pipe(
+    Flag.withDefault(""),
+    Flag.withMetavar("PATH"),
+    Flag.withDescription(
+      "Write the run's metrics to PATH in Prometheus text format when it ends, replacing the file atomically (for node_exporter's textfile collector)"
+    )
+  )
+})
+
+/** The names of the two flags, each taking a value in the next word (for the argv scans and suggestions). */
+export const observeFlagNames: ReadonlyArray<string> = ["--log-format", "--metrics-file"]
+
+/** The flags of `observe`, as read from argv. */
+interface Observed {
+  readonly logFormat: "text" | "json"
+  /** As given; `undefined` without the flag (an empty value is refused). */
+  readonly metricsFile: string | undefined
+}
+
+/**
+ * `--log-format` and `--metrics-file` as effect/cli will read them (`--flag
+ * VALUE` or `--flag=VALUE`, the last one winning, nothing after `--`). A
+ * value the parser refuses (`--log-format xml`) is refused there, with exit
+ * code 2; until then it counts as text.
+ */
+export const observedOf = (argv: ReadonlyArray<string>): Observed => {
+  const end = argv.indexOf("--")
+  const words = end === -1 ? argv : argv.slice(0, end)
+  let logFormat: Observed["logFormat"] = "text"
+  let metricsFile: string | undefined
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i] ?? ""
+    const value = (flag: string): string | undefined =>
+      word === flag ? words[++i] : word.startsWith(`${flag}=`) ? word.slice(flag.length + 1) : undefined
+    const format = value("--log-format")
+    if (format !== undefined) logFormat = format === "json" ? "json" : "text"
+    const file = value("--metrics-file")
+    if (file !== undefined) metricsFile = file
+  }
+  return { logFormat, metricsFile }
+}

@@ -5,7 +5,15 @@
  * Boundary: the common handling; each command's own flags and output are
  * `commands.ts`.
  */
-import { Deadline, type Directory, HostPath, type Mounter, type Systemd } from "@hostnode/core"
+import {
+  Deadline,
+  type Directory,
+  type DnsResolvers,
+  HostPath,
+  type IsolationBackend,
+  type Mounter,
+  type Systemd
+} from "@hostnode/core"
 import { NodeContainer } from "@hostnode/node"
 import { DryRun } from "@hostnode/test"
 import { Console, Duration, Effect, type FileSystem, Layer, Logger, Option, Path } from "effect"
@@ -13,8 +21,6 @@ import type { ChildProcessSpawner } from "effect/process"
 import * as Progress from "../../Progress.ts"
 import { plural } from "../text.ts"
 import {
-  CliExit,
-  ExitCodes,
   errorJson,
   errorText,
   exitCodeFor,
@@ -24,6 +30,7 @@ import {
   TimedOut,
   toPlain
 } from "./errors.ts"
+import { CliExit, ExitCodes } from "./exit.ts"
 import { Container, DryRunFlag, HostRoot, Json, Timeout } from "./flags.ts"
 
 /** What a command adds to the common handling of {@link operate}. */
@@ -50,6 +57,17 @@ type Around =
   | Effect.Services<typeof HostRoot | typeof Container | typeof Json | typeof DryRunFlag | typeof Timeout>
 
 /**
+ * One command's work as its handler runs it: whatever an operation of the
+ * command tree needs from the host, `Path` for `--host-root`, and the global
+ * settings; it fails only with the exit code, its outcome already printed.
+ */
+export type Work = Effect.Effect<
+  void,
+  CliExit,
+  Around | Path.Path | DnsResolvers.DnsResolvers | IsolationBackend.IsolationBackend
+>
+
+/**
  * Runs one operation as the command `name`: runs it (under `--dry-run` on
  * the {@link DryRun} layers), then prints the outcome (text or JSON) and
  * turns a failure into its exit code (see {@link ExitCodes}).
@@ -65,17 +83,27 @@ export const operate = <A, E extends Failure, R>(
     const dryRun = yield* DryRunFlag
     const seconds = yield* Timeout
     const toJson = options.toJson ?? toPlain
+    // The text log: one line per entry (Effect's default logger replaced), unless
+    // `--log-format json` (observe.ts) has put its own logger in its place already.
+    const current = yield* Logger.CurrentLoggers
+    const lineLoggers = current.has(Logger.defaultLogger)
+      ? new Set([...current].filter((l) => l !== Logger.defaultLogger).concat([Progress.lineLogger]))
+      : current
     // Progress only for a person at a terminal (bin.ts provides it there), never in JSON.
     const progress = json ? Option.none() : yield* Effect.serviceOption(Progress.Progress)
     const shown: Effect.Effect<A, E, R | Mounter.Mounter | FileSystem.FileSystem | Directory.Directories> =
       Option.match(progress, {
-        onNone: () => program,
+        onNone: () => Effect.provideService(program, Logger.CurrentLoggers, lineLoggers),
         onSome: (p) =>
           Effect.scoped(
             Effect.gen(function* () {
               // Log lines are held briefly and written on a cleared progress line (drawn again after them);
               // closing the scope writes the last of them, before the line is cleared and the result printed.
-              const loggers = yield* Progress.clearingLoggers(p)
+              const loggers = yield* Effect.provideService(
+                Progress.clearingLoggers(p),
+                Logger.CurrentLoggers,
+                lineLoggers
+              )
               return yield* program.pipe(
                 Effect.provide(
                   Progress.layer(`hostnode ${name}${dryRun ? " (dry run)" : ""}`).pipe(

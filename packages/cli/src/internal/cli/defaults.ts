@@ -1,0 +1,25 @@
+/**
+ * The library's defaults that the command tree's flags and descriptions
+ * name, copied here so that `--help` need not load `@hostnode/core`: in the
+ * bundled executable its index is shared with the commands' work, and loading
+ * it loads every module a command uses. A test
+ * (`packages/cli/test/Cli.test.ts`) keeps each equal to the library's.
+ */
+
+/** `Paths.CniConfDir`. */
+export const CniConfDir = "/etc/cni/net.d"
+
+/** `Paths.CniStateDir`. */
+export const CniStateDir = "/var/lib/cni"
+
+/** `NodeStart.NodeListener`. */
+export const NodeListener = "169.254.10.10"
+
+/** `NodeStart.ClusterListener`. */
+export const ClusterListener = "169.254.10.11"
+
+/** `NodeStart.DefaultBootstrapKubeconfig`. */
+export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig"
+
+/** `Repave.KubeletPodsDir`. */
+export const KubeletPodsDir = "/var/lib/kubelet/pods"

@@ -1,0 +1,32 @@
+/**
+ * `hostnode demo`'s work, loaded only when that subcommand runs: the guided
+ * run of `Demo.ts` on its own simulated node (never the host, whatever
+ * `--host-root` says). Boundary: running it and printing its report.
+ */
+import { Console, Effect, Option, References } from "effect"
+import { GlobalFlag } from "effect/cli"
+import * as Demo from "../../../Demo.ts"
+import { errorJson, errorText } from "../errors.ts"
+import { CliExit } from "../exit.ts"
+import { Json } from "../flags.ts"
+
+/**
+ * Quiet unless `--log-level` is given: only warnings and errors are logged.
+ * Exits 1 when a claim does not hold or a step fails.
+ */
+export const demo = Effect.gen(function* () {
+  const json = yield* Json
+  const logLevel = yield* GlobalFlag.LogLevel
+  const program = Option.isSome(logLevel)
+    ? Demo.run
+    : Demo.run.pipe(Effect.provideService(References.MinimumLogLevel, "Warn"))
+  const result = yield* Effect.result(program)
+  if (result._tag === "Failure") {
+    yield* json
+      ? Console.log(JSON.stringify({ ok: false, command: "demo", error: errorJson(result.failure) }))
+      : Console.error(errorText("demo", result.failure))
+    return yield* new CliExit({ code: 1 })
+  }
+  yield* Console.log(json ? JSON.stringify(Demo.toJson(result.success)) : Demo.renderText(result.success))
+  if (!result.success.ok) return yield* new CliExit({ code: 1 })
+})

@@ -1,0 +1,54 @@
+/**
+ * `hostnode reset-cni`, `reset-kubelet-identity` and `teardown-kubelet-dir`'s
+ * work, loaded only when one of them runs. Boundary: the operations and their
+ * output; the flags are declared in `commands.ts`.
+ */
+import { type NodeStart, Repave } from "@hostnode/core"
+import { Redacted } from "effect"
+import { keptText, operate, reportText, type Work, withRoot } from "../operate.ts"
+
+/** Removes the CNI configuration and state below the host root. */
+export const resetCni = (): Work =>
+  operate(
+    "reset-cni",
+    withRoot("reset-cni", (hostRoot) => Repave.resetCniState({ hostRoot })),
+    (r) => reportText("CNI state reset", r)
+  )
+
+/** Removes the kubelet's rotated client credentials (bootstrap-token mode only). */
+export const resetKubeletIdentity = ({
+  auth,
+  bootstrapKubeconfig
+}: {
+  readonly auth: "bootstrap-token" | "kubeconfig" | "exec-credential"
+  readonly bootstrapKubeconfig: string
+}): Work => {
+  // The reset reads only the mode's tag and the bootstrap kubeconfig's path;
+  // no token or credential command is needed (or read).
+  const mode: NodeStart.AuthMode =
+    auth === "bootstrap-token"
+      ? { _tag: "BootstrapToken", token: Redacted.make(""), bootstrapKubeconfig }
+      : auth === "kubeconfig"
+        ? { _tag: "Kubeconfig", path: Repave.KubeletKubeconfig }
+        : {
+            _tag: "ExecCredential",
+            command: "unused",
+            args: [],
+            apiVersion: "client.authentication.k8s.io/v1",
+            env: {}
+          }
+  return operate(
+    "reset-kubelet-identity",
+    withRoot("reset-kubelet-identity", (hostRoot) => Repave.resetKubeletIdentity({ auth: mode }, { hostRoot })),
+    (r) => reportText("kubelet identity reset", r)
+  )
+}
+
+/** Unmounts and removes each pod's directory, keeping any with a mount that will not go. */
+export const teardownKubeletDir = (): Work =>
+  operate(
+    "teardown-kubelet-dir",
+    withRoot("teardown-kubelet-dir", (hostRoot) => Repave.teardownKubeletDir({ hostRoot })),
+    (r) => `${reportText("pod directories torn down", r)}${keptText(r.kept)}`,
+    { kept: (r) => r.kept.length }
+  )
