@@ -40,4 +40,7 @@ const platform = Layer.unwrap(
 )
 
 const argv = process.argv.slice(2)
-runTree(makeHostnode(host), version)(argv).pipe(Effect.provide(wantsWizard(argv) ? platform : layerParsing), runMain)
+runTree(makeHostnode(host), version, { observeWith: platform })(argv).pipe(
+  Effect.provide(wantsWizard(argv) ? platform : layerParsing),
+  runMain
+)

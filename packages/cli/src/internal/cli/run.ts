@@ -9,14 +9,27 @@ import * as Console from "effect/Console"
 import * as CliOutput from "effect/cli/CliOutput"
 import * as Command from "effect/cli/Command"
 import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import type * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import type * as Path from "effect/Path"
 import { helpAsFlag, helpOfKnown, presenter, suggestionsOf, usageText, wantsJson } from "./argv.ts"
 import { CliExit, ExitCodes } from "./exit.ts"
 import { observedOf } from "./flags.ts"
 
 /** Documented where `Cli.ts` exports `run`, which is this over the library's tree. */
 export const runTree =
-  <Name extends string, I, R>(tree: Command.Command<Name, I, {}, CliExit, R>, version: string) =>
+  <Name extends string, I, R>(
+    tree: Command.Command<Name, I, {}, CliExit, R>,
+    version: string,
+    options?: {
+      /**
+       * Where `--metrics-file` is written: the executable's real file system (its
+       * commands get theirs as they run); the library's run uses the one in context.
+       */
+      readonly observeWith?: Layer.Layer<FileSystem.FileSystem | Path.Path> | undefined
+    }
+  ) =>
   (given: ReadonlyArray<string>): Effect.Effect<void, CliExit, R | Command.Environment> => {
     const argv = helpOfKnown(tree, helpAsFlag(given))
     const json = wantsJson(argv)
@@ -70,7 +83,10 @@ export const runTree =
     return observed.logFormat === "json" || observed.metricsFile !== undefined
       ? Effect.flatMap(
           Effect.promise(() => import("./observe.ts")),
-          (m) => m.observe(argv)(run)
+          (m) =>
+            options?.observeWith === undefined
+              ? m.observe(argv)(run)
+              : Effect.provide(m.observe(argv)(run), options.observeWith)
         )
       : run
   }
