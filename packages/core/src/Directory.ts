@@ -115,7 +115,9 @@ export {
    * {@link reasonOf}, the errno kept as `errno`); `NotFound` (an empty link)
    * and `WrongType` (a node that opened but is not a regular file) also occur
    * without one, and `OtherMount` is never one: the child is the root of
-   * another mount than the directory it is in (mount ids compared).
+   * another mount than the directory it is in (mount ids compared). `Hung`
+   * is a call that did not return in time; `Gone` (`HostPath.Gone`) a call
+   * refused because the process whose root it works below has exited.
    *
    * @since 0.2.0
    */

@@ -20,7 +20,7 @@
  */
 import { Context, Effect, FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
-import { type HostPathError, IsHostRoot, OutsideTable, refusal } from "./internal/hostPath/errors.ts"
+import { type Gone, type HostPathError, IsHostRoot, OutsideTable, refusal } from "./internal/hostPath/errors.ts"
 import { clean, isRealRoot, join, relative } from "./internal/hostPath/lexical.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
 import {
@@ -31,6 +31,15 @@ import {
 } from "./internal/hostPath/root.ts"
 
 export {
+  /**
+   * The root belongs to a process that has exited (a container's init): a
+   * pid it had may name another process now, so nothing is done there. The
+   * same class is a reason of `DirectoryError` and `SystemdError`, for the
+   * calls made through such a root.
+   *
+   * @since 0.4.0
+   */
+  Gone,
   /**
    * A host root, host path or prefix that was refused (see
    * {@link HostPathErrorReason}). It names the root and, when the refusal is
@@ -57,6 +66,8 @@ export {
    * - `SymlinkLoop`, `TooManyLinks`: resolving below the root never ends, or
    *   meets more than {@link MaxSymlinks} links.
    * - `Unreadable`: a link or directory on the way could not be read.
+   * - `Gone`: the root is a process's (a container's) and that process has
+   *   exited; nothing is done below what is left of it.
    *
    * @since 0.1.0
    */
@@ -284,6 +295,19 @@ export interface HostRoot {
    * node's.
    */
   readonly isReal: boolean
+  /**
+   * What names this root across time, for a snapshot to record and a restore
+   * to compare (see {@link RootInput.identity}): the canonical path for a
+   * directory of this host; for a container's root, what its composition
+   * says stays the same while the container does.
+   */
+  readonly identity: string
+  /**
+   * For a root that belongs to a process that can exit (a container's): why
+   * it is gone, or `undefined` while it is there. Asked when the root is
+   * decoded and by the services that work through it before each call.
+   */
+  readonly gone?: Effect.Effect<Gone | undefined> | undefined
 }
 
 /**
@@ -310,6 +334,21 @@ export interface RootInput {
    * resolve `/proc/<pid>/root` as this process's own `/`.
    */
   readonly tableRoot?: string | undefined
+  /**
+   * What names the root across time (default: its canonical path). A
+   * snapshot records it and a restore refuses a root with another
+   * (`HostRootMismatch`). A container's composition gives something that
+   * survives the container's restart and that another container cannot
+   * have (its slot, or where its root file system comes from), never the
+   * `/proc/<pid>/...` path, which a reused pid would match.
+   */
+  readonly identity?: string | undefined
+  /**
+   * For a root that belongs to a process that can exit: why it is gone, or
+   * `undefined` while it is there (see {@link HostRoot.gone}). A gone root is
+   * refused when decoded, with the {@link Gone} reason.
+   */
+  readonly gone?: Effect.Effect<Gone | undefined> | undefined
 }
 
 /**
@@ -380,7 +419,12 @@ export const rootOf: (options?: RootOptions) => Effect.Effect<HostRoot, HostPath
   Effect.fn("HostPath.rootOf")(function* (options?: RootOptions) {
     const given = options?.hostRoot ?? ""
     const mountInfo = options?.mountInfo ?? ""
-    if (isHostRoot(given)) return mountInfo === "" ? given : { ...given, mountInfo }
+    if (isHostRoot(given)) {
+      // Decoded earlier: its process may have exited since.
+      const gone = given.gone === undefined ? undefined : yield* given.gone
+      if (gone !== undefined) return yield* refusal(gone, given.given)
+      return mountInfo === "" ? given : { ...given, mountInfo }
+    }
     if (!isRealRoot(given)) return yield* decodeRoot({ path: given, mountInfo })
     const node = yield* NodeRoot
     if (node === undefined) return yield* decodeRoot({ path: given, mountInfo })

@@ -9,11 +9,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, FileSystem, Layer, Schema } from "effect"
-import { ChildProcessSpawner } from "effect/process"
+import { Context, Effect, Layer, Schema, type Scope } from "effect"
 import { DefaultUnits } from "./AgentConfig.ts"
-import * as HostCommand from "./HostCommand.ts"
-import { makeCommand, Systemd, SystemdError } from "./Systemd.ts"
+import { Systemd, SystemdError } from "./Systemd.ts"
 import { UnitNameError } from "./UnitName.ts"
 
 /**
@@ -180,41 +178,6 @@ export const layerHost = (options?: HostOptions): Layer.Layer<IsolationBackend, 
 // The container mode
 
 /**
- * A process as the kernel reports it in `/proc/<pid>/stat`: its state letter
- * and its start time (clock ticks after boot). The pair (pid, start time)
- * names one process for its whole life: a pid the kernel reused for another
- * process has another start time.
- *
- * @since 0.2.0
- */
-export interface ProcessStat {
-  readonly pid: number
-  readonly state: string
-  readonly startTime: string
-}
-
-/**
- * Host process `pid` as `/proc/<pid>/stat` says it is, or `undefined` when
- * there is no such process (or only its zombie, which has no namespaces
- * left to run anything in). How the container mode tells a gone container
- * from a live one without asking anything inside it.
- *
- * @since 0.2.0
- */
-export const processStat: (pid: number) => Effect.Effect<ProcessStat | undefined, never, FileSystem.FileSystem> =
-  Effect.fn("IsolationBackend.processStat")(function* (pid: number) {
-    const fs = yield* FileSystem.FileSystem
-    const text = yield* fs.readFileString(`/proc/${pid}/stat`).pipe(Effect.orElseSucceed(() => ""))
-    // `pid (comm) state ppid ...`: comm may hold blanks and parentheses, so fields count from the last `)`.
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
-    const [state, startTime] = [fields[0], fields[19]]
-    if (state === undefined || startTime === undefined || state === "" || state === "Z" || state === "X") {
-      return undefined
-    }
-    return { pid, state, startTime } satisfies ProcessStat
-  })
-
-/**
  * How the container mode finds a slot's container: the host pid of its init
  * (the process whose namespaces the node stack runs in), or `undefined` when
  * the slot has no container now. A failure is for a resolver that cannot
@@ -234,56 +197,51 @@ export interface ContainerOptions {
   readonly resolve: ContainerResolver
   /** The units that must all be active inside the container (default {@link DefaultHostUnits}). */
   readonly units?: ReadonlyArray<string> | undefined
+  /**
+   * The systemd of the container whose init is host process `pid`, for the
+   * scope: the composition's own way in (`NodeContainer` pins the process
+   * first and speaks D-Bus through its sockets). Once that process has
+   * exited, it, or any of its calls, fails with the `Gone` reason: a pid the
+   * kernel gave another process is never asked.
+   */
+  readonly systemdOf: (pid: number) => Effect.Effect<Systemd, SystemdError, Scope.Scope>
 }
 
 /**
  * The backend of the mode that runs the node stack in a container: a slot's
  * stack is up when its container's init is alive and every node unit is
- * active in the container's own systemd (asked with `systemctl` through
- * `nsenter -t <pid> -m -p` on the spawner in context: `Systemd.makeCommand`
- * on a wrapped spawner; `/proc` is read through the FileSystem in context,
- * which must see this host's). A slot whose container is gone, before the question or while it
- * is asked, is `false`, not an error: that is the answer a caller deciding
- * whether to start it needs. A live container whose systemd cannot be asked
- * is an {@link IsolationError} naming the slot and the pid.
+ * active in the container's own systemd (asked through `systemdOf`). A slot
+ * whose container is gone, before the question or while it is asked (a
+ * `Gone` failure), is `false`, not an error: that is the answer a caller
+ * deciding whether to start it needs. A live container whose systemd cannot
+ * be asked is an {@link IsolationError} naming the slot and the pid.
  *
  * @since 0.2.0
  */
-export const makeContainer = (options: ContainerOptions) =>
-  Effect.gen(function* () {
-    const context = yield* Effect.context<FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner>()
-    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const units = options.units ?? DefaultHostUnits
-    const running = (slot: SlotRef) =>
-      Effect.gen(function* () {
-        const pid = yield* options.resolve(slot)
-        if (pid === undefined) return false
-        const before = yield* processStat(pid)
-        if (before === undefined) return false
-        const systemd = yield* makeCommand().pipe(
-          Effect.provideService(
-            ChildProcessSpawner.ChildProcessSpawner,
-            HostCommand.wrapSpawner(spawner, HostCommand.nsenterPrefix(pid))
-          )
+export const makeContainer = (options: ContainerOptions): IsolationBackend => {
+  const units = options.units ?? DefaultHostUnits
+  const running = (slot: SlotRef) =>
+    Effect.gen(function* () {
+      const pid = yield* options.resolve(slot)
+      if (pid === undefined) return false
+      const states = yield* Effect.result(
+        Effect.scoped(
+          Effect.flatMap(options.systemdOf(pid), (systemd) => Effect.forEach(units, (u) => systemd.isActive(u)))
         )
-        const states = yield* Effect.result(Effect.forEach(units, (u) => systemd.isActive(u)))
-        if (states._tag === "Success") return states.success.every((s) => s === "active")
-        // Gone while it was asked (the same process no longer there): not up, not an error.
-        const after = yield* processStat(pid)
-        if (after === undefined || after.startTime !== before.startTime) return false
-        return yield* new IsolationError({ slot, reason: new SystemdFailed({ pid, cause: states.failure }) })
-      }).pipe(Effect.provide(context))
-    return IsolationBackend.of({ name: "container", running })
-  })
+      )
+      if (states._tag === "Success") return states.success.every((s) => s === "active")
+      const cause = states.failure
+      // Gone before or while it was asked: not up, not an error.
+      if (cause._tag === "SystemdError" && cause.reason._tag === "Gone") return false
+      return yield* new IsolationError({ slot, reason: new SystemdFailed({ pid, cause }) })
+    })
+  return IsolationBackend.of({ name: "container", running })
+}
 
 /**
- * The container-mode backend as a layer (see {@link makeContainer});
- * requires a FileSystem that sees this host's `/proc` and the spawner the
- * container's `systemctl` runs through (wrapped with `nsenter`).
+ * The container-mode backend as a layer (see {@link makeContainer}).
  *
  * @since 0.2.0
  */
-export const layerContainer = (
-  options: ContainerOptions
-): Layer.Layer<IsolationBackend, never, FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner> =>
-  Layer.effect(IsolationBackend, makeContainer(options))
+export const layerContainer = (options: ContainerOptions): Layer.Layer<IsolationBackend> =>
+  Layer.succeed(IsolationBackend, makeContainer(options))

@@ -13,6 +13,7 @@
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as HostCommand from "./HostCommand.ts"
+import { Gone } from "./internal/hostPath/errors.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
 
@@ -272,10 +273,13 @@ export class Other extends Schema.TaggedError<Other>()("Other", {
  * Why a systemd call failed, classified from systemctl's exit code and stderr
  * (see {@link classify}) so callers can act on it (retry a timeout, report a
  * missing unit) without parsing text. Each reason carries only what it has.
+ * `Gone` (`HostPath.Gone`) is another machine's systemd (a container's) whose
+ * process has exited: nothing was sent.
  *
  * @since 0.1.0
  */
 export const SystemdErrorReason = Schema.Union([
+  Gone,
   UnitNotFound,
   JobFailed,
   AccessDenied,

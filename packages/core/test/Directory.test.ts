@@ -48,8 +48,8 @@ layer(MemoryHost.layer())("Directory reasons on the simulated host", (it) => {
       )
       assert.strictEqual(notEmpty, "ENOTDIR")
       const stat = dirs.stat(root, FileName.encode("nope"))
-      // @ts-expect-error "Gone" is not a reason of DirectoryError
-      stat.pipe(Effect.catchReason("DirectoryError", "Gone", () => Effect.void))
+      // @ts-expect-error "Vanished" is not a reason of DirectoryError
+      stat.pipe(Effect.catchReason("DirectoryError", "Vanished", () => Effect.void))
     }).pipe(Effect.scoped)
   )
 })

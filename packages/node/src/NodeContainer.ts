@@ -3,28 +3,53 @@
  * need, for a node stack that runs in a container (its own mount, pid and
  * network namespaces, its own systemd) whose init is a given host process.
  * It provides what `NodeHost.layer` provides, so a program written against
- * the host runs unchanged against the container:
+ * the host runs unchanged against the container.
  *
- * - Commands (`systemctl`, `ip`, `iptables`, and any the program spawns
- *   itself) run inside the container's mount, pid and network namespaces:
- *   the spawner in context is this host's wrapped with
- *   `nsenter -t <pid> -m -p -n --`.
- * - Unmounts happen in the container's mount namespace and are decided from
- *   its own table, `/proc/<pid>/mountinfo`, never this process's:
- *   `NodeMounter.layerIn` verifies each mount here through a handle on the
- *   container's root and detaches it through that very descriptor from a
- *   helper entered into the namespace (see there for what it guarantees).
+ * The container is trusted for nothing it controls. Its init is pinned once,
+ * when the layer is built: a pidfd, then its root directory and its mount,
+ * network and pid namespaces opened as descriptors, then the pidfd asked
+ * whether that very process still lives (only then are the descriptors
+ * known to be its). Everything after goes through those descriptors, never
+ * through `/proc/<pid>/...` by path, and everything first asks the pidfd:
+ * once the container has exited, every call fails with the `Gone` reason
+ * (`HostPath.Gone`, a reason of `HostPathError`, `DirectoryError` and
+ * `SystemdError`), and a pid the kernel gives another process is never
+ * acted on.
+ *
  * - Files are the container's: the real host of every operation (no
- *   `hostRoot`, `""` or `"/"`) is `HostPath.NodeRoot`, the container's root
- *   as this process sees it, `/proc/<pid>/root`, with its table. Or, where
- *   the container shares the node's state with the host at the same paths
- *   (a kubelet directory bound in from the host, `/etc/cni/net.d` a host
- *   path), `files: { shared }` makes those host locations the files while
- *   the mounts stay the container's: an explicit choice of the layer.
- * - systemd is the container's (D-Bus through its sockets below
- *   `/proc/<pid>/root`, or `systemctl` inside it), DNS queries leave from the
- *   container's network namespace, and `IsolationBackend` is the container
- *   mode's: a slot is up when its container is alive and its units active.
+ *   `hostRoot`, `""` or `"/"`) is `HostPath.NodeRoot`, the pinned root with
+ *   the container's own mount table. Paths below it are resolved as the
+ *   container resolves them (an absolute link starts again at its root).
+ *   Or, where the container shares the node's state with the host at the
+ *   same paths, `files: { shared }` makes those host locations the files
+ *   while the mounts stay the container's: an explicit choice of the layer.
+ * - Unmounts happen in the container's mount namespace, decided from its
+ *   own table, by a helper process of ours entered into the pinned namespace
+ *   and root (`NodeMounter.makeIn`): each mount verified there by its
+ *   descriptor and detached through it.
+ * - systemd is the container's, over D-Bus only, its socket resolved below
+ *   the pinned root and connected to through the descriptor found (see
+ *   `NodeSystemd.layerDbusIn`): a socket the container made a link to
+ *   another machine's is never reached. Connected at the first call, so a
+ *   container whose systemd has not booted yet still composes.
+ * - Commands (`ip`, `iptables`, and any the program spawns itself) are this
+ *   host's programs, run in the container's network namespace only
+ *   (`nsenter --net` on the pinned descriptor): no program of the
+ *   container's image runs with the agent's privileges.
+ * - DNS queries leave from the container's network namespace, and
+ *   `IsolationBackend` is the container mode's: a slot is up when its
+ *   container is alive and its units active.
+ *
+ * A pid in the agent's own mount namespace (a mistyped pid, `1` on a plain
+ * host) would make the composition act on the host: it is refused unless
+ * `allowOwnNamespace` says that is meant.
+ *
+ * A snapshot taken through this composition records the container's
+ * identity, not its pid: the slot the resolver named, or where its root
+ * file system comes from (an overlay's upper directory, or a file system's
+ * device and directory). A restore after the container restarted (a new
+ * pid, the same root) is accepted; one in another container, or in a
+ * process that reused the pid, is `HostRootMismatch`.
  *
  * Boundary: composition and the decoding of the target. What each part does
  * and guarantees is said where it is made.
@@ -32,14 +57,20 @@
  * @since 0.2.0
  */
 import { NodeServices } from "@effect/platform-node"
-import { HostCommand, HostPath, IsolationBackend } from "@hostnode/core"
-import { Effect, FileSystem, Layer, Schema } from "effect"
+import { Directory, DnsResolvers, HostCommand, HostPath, IsolationBackend, Mounter, Systemd } from "@hostnode/core"
+import type { Failure } from "@hostnode/core/Programs"
+import { Effect, Layer, Schema } from "effect"
+import * as PlatformError from "effect/PlatformError"
+import { ChildProcessSpawner } from "effect/process"
+import { type Pinned, pin } from "./internal/container/pin.ts"
+import * as ContainerSystemd from "./internal/container/systemd.ts"
+import * as Dns from "./internal/dns.ts"
+import * as Io from "./internal/io/client.ts"
+import { namespaceMounter } from "./internal/mounter/namespace.ts"
 import * as NodeDirectory from "./NodeDirectory.ts"
-import * as NodeDns from "./NodeDns.ts"
 import * as NodeHashing from "./NodeHashing.ts"
 import type * as NodeHost from "./NodeHost.ts"
-import * as NodeMounter from "./NodeMounter.ts"
-import * as NodeSystemd from "./NodeSystemd.ts"
+import type * as NodeMounter from "./NodeMounter.ts"
 
 /**
  * Why a container could not be composed: the pid given (or resolved) is not a
@@ -110,12 +141,30 @@ export class Unreachable extends Schema.TaggedError<Unreachable>()("Unreachable"
 }
 
 /**
+ * Why a container could not be composed: the process is in this agent's own
+ * mount namespace, so the composition would act on this host (a mistyped
+ * pid, `1` on a plain host). Pass `allowOwnNamespace` where that is meant.
+ *
+ * @since 0.4.0
+ */
+export class OwnNamespace extends Schema.TaggedError<OwnNamespace>()("OwnNamespace", {
+  pid: Schema.Number,
+  /** The slot whose resolver gave the pid, for a resolver. */
+  slot: Schema.optionalKey(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
  * Why a container could not be composed: each reason names the pid and the
  * slot where it has them, and what was found instead.
  *
  * @since 0.2.0
  */
-export const ContainerErrorReason = Schema.Union([InvalidPid, NotFound, NoContainer, Unreachable])
+export const ContainerErrorReason = Schema.Union([InvalidPid, NotFound, NoContainer, Unreachable, OwnNamespace])
 
 /**
  * Why a container could not be composed.
@@ -160,10 +209,9 @@ export type Target = number | { readonly slot: string; readonly resolve: Isolati
 
 /**
  * Where the files the operations touch are:
- * - `"container"` (the default): the container's own, below its root as
- *   this process sees it (`/proc/<pid>/root`); the mount table that root
- *   comes with is the container's. What a container with its own image and
- *   its own state directories needs.
+ * - `"container"` (the default): the container's own, below its pinned
+ *   root; the mount table that root comes with is the container's. What a
+ *   container with its own image and its own state directories needs.
  * - `{ shared }`: the same-path host locations the container shares with
  *   this host (its `/var/lib/kubelet`, `/etc/cni/net.d`, ... are this host's
  *   at the same paths below `shared`, `/` for the real host): files are
@@ -186,8 +234,16 @@ export interface Options {
   readonly files?: Files | undefined
   /** The units whose activity means the container's node stack is up (default containerd and kubelet). */
   readonly units?: ReadonlyArray<string> | undefined
-  /** The namespaces commands run in (default mount, pid and network: `-m -p -n`). */
-  readonly namespaces?: ReadonlyArray<"m" | "p" | "n" | "u" | "i"> | undefined
+  /**
+   * Compose even when the process is in this agent's own mount namespace
+   * (default false: refused as `OwnNamespace`, since the operations would
+   * act on this host).
+   */
+  readonly allowOwnNamespace?: boolean | undefined
+  /** How the container's systemd is spoken to (`NodeSystemd.DbusOptions`: socket, call and connect timeouts). */
+  readonly systemd?: ContainerSystemd.Options | undefined
+  /** Options of the container's mounter (`NodeMounter.InOptions`). */
+  readonly mounter?: NodeMounter.InOptions | undefined
 }
 
 /**
@@ -227,90 +283,148 @@ const resolved = (target: Exclude<Target, number>) =>
   )
 
 /**
- * The container's init, checked: alive (not a zombie) and its mount
- * namespace open to this process. Returns the pid and the start time that
- * names that very process.
+ * The container's init, pinned (see the module comment): the pid decoded or
+ * resolved, the process pinned, and refused when it is in this agent's own
+ * mount namespace unless that is allowed.
  */
-const inspect = (target: Target) =>
+const pinTarget = (target: Target, options: Options | undefined) =>
   Effect.gen(function* () {
-    const fs = yield* FileSystem.FileSystem
     const slot = typeof target === "number" ? undefined : target.slot
     const given = typeof target === "number" ? target : yield* resolved(target)
     const pid = yield* decodePid(given, slot)
-    const stat = yield* IsolationBackend.processStat(pid)
     const facts = { pid, ...(slot === undefined ? {} : { slot }) }
-    if (stat === undefined) {
-      return yield* new ContainerError({
-        reason: new NotFound({ ...facts, detail: "no such process (the container is gone)" })
-      })
-    }
-    yield* fs.readLink(`/proc/${pid}/ns/mnt`).pipe(
+    const pinned = yield* pin(pid, slot).pipe(
       Effect.mapError(
-        (e) =>
+        (f) =>
           new ContainerError({
-            reason: new Unreachable({
-              ...facts,
-              detail: `its mount namespace cannot be opened (run as root): ${e.message}`
-            })
+            reason:
+              f._tag === "NotFound"
+                ? new NotFound({ ...facts, detail: f.detail })
+                : new Unreachable({ ...facts, detail: f.detail })
           })
       )
     )
-    return stat
+    if (pinned.ownNamespace && options?.allowOwnNamespace !== true) {
+      return yield* new ContainerError({
+        reason: new OwnNamespace({
+          ...facts,
+          detail:
+            "the process is in this agent's own mount namespace: the operations would act on this host (pass allowOwnNamespace if that is meant)"
+        })
+      })
+    }
+    return pinned
   })
 
-/** The node root of `files` for the container whose init is `pid`. */
-const nodeRoot = (pid: number, files: Files): HostPath.RootInput =>
-  files === "container"
-    ? { path: `/proc/${pid}/root` }
-    : { path: files.shared, mountInfo: `/proc/${pid}/mountinfo`, tableRoot: files.shared }
+/** The helper's refusal of every call once the pinned process is gone. */
+const guardOf = (pinned: Pinned) => (): Failure | undefined => {
+  const gone = pinned.gone()
+  return gone === undefined ? undefined : { _tag: "Failure", reason: "Gone", errno: "ESRCH", detail: gone.detail }
+}
+
+/** The node root of `files` for the pinned container. */
+const nodeRoot = (pinned: Pinned, files: Files): HostPath.RootInput => {
+  const gone = Effect.sync(() => pinned.gone())
+  return files === "container"
+    ? {
+        path: pinned.rootPath,
+        mountInfo: pinned.mountInfo,
+        tableRoot: pinned.rootPath,
+        identity: pinned.identity,
+        gone
+      }
+    : { path: files.shared, mountInfo: pinned.mountInfo, tableRoot: files.shared, gone }
+}
+
+/**
+ * This host's programs, run in the pinned network namespace only: a spawner
+ * that prefixes every command with `nsenter --net=<the pinned descriptor>`,
+ * and refuses (before spawning) once the container is gone.
+ */
+const commandsIn = (pinned: Pinned) =>
+  Layer.effect(
+    ChildProcessSpawner.ChildProcessSpawner,
+    Effect.map(ChildProcessSpawner.ChildProcessSpawner, (inner) => {
+      const wrapped = HostCommand.wrapSpawner(inner, ["nsenter", `--net=${pinned.path(pinned.fds.net)}`, "--"])
+      return ChildProcessSpawner.make((command) => {
+        const gone = pinned.gone()
+        return gone === undefined
+          ? wrapped.spawn(command)
+          : Effect.fail(
+              PlatformError.systemError({
+                _tag: "NotFound",
+                module: "ChildProcess",
+                method: "spawn",
+                description: gone.detail
+              })
+            )
+      })
+    })
+  )
 
 /**
  * The container composition (see the module comment) for the container
  * whose init is `target`: a pid, or a slot and its resolver. Building it
- * decodes the target first (a pid that is not one, a process that is gone
- * or whose namespaces cannot be opened is a {@link ContainerError}, and
- * nothing has been done); the directory handles die where their system calls
- * cannot load, as in `NodeHost.layer`.
+ * pins the target first: a pid that is not one, a process that is gone,
+ * whose namespaces cannot be opened, or that is in this agent's own mount
+ * namespace (unless allowed) is a {@link ContainerError}, and nothing has
+ * been done. The pins and the helper processes live as long as the layer.
  *
  * @since 0.2.0
  */
 export const layer = (target: Target, options?: Options): Layer.Layer<Services, ContainerError> =>
   Layer.unwrap(
     Effect.gen(function* () {
-      const stat = yield* inspect(target)
-      const pid = stat.pid
-      const directories = NodeDirectory.layer.pipe(Layer.orDie)
-      const commands = HostCommand.layerWrapped(HostCommand.nsenterPrefix(pid, options?.namespaces ?? ["m", "p", "n"]))
-      // Built with this host's spawner: the mounter enters the namespace itself.
-      const mounter = NodeMounter.layerIn(pid).pipe(
-        Layer.catch(() =>
-          NodeMounter.layerCommand({ mountInfo: `/proc/${pid}/mountinfo` }).pipe(
-            Layer.provide(HostCommand.layerNsenter(pid))
-          )
-        ),
-        Layer.provide(directories)
+      const pinned = yield* pinTarget(target, options)
+      const client = yield* Effect.acquireRelease(
+        Io.make({ name: pinned.name, guard: guardOf(pinned) }),
+        (c) => c.shutdown
       )
-      // The backend asks again for every slot; a fixed pid is the container
-      // as long as it is that very process (a reused pid is another one).
+      const directories = NodeDirectory.build(client)
+      const mounter = yield* namespaceMounter(pinned, options?.mounter)
+      // Lazy: nothing is connected to until the first call, so this cannot fail.
+      const systemd = yield* ContainerSystemd.make(pinned, directories, client, {
+        ...options?.systemd,
+        lazy: true
+      }).pipe(Effect.orDie)
+      // The backend asks again for every slot: this container while it lives;
+      // another slot's through a pin of its own, made for the question.
+      const backendClient = yield* Effect.acquireRelease(Io.make({ name: "the isolation backend" }), (c) => c.shutdown)
       const resolve: IsolationBackend.ContainerResolver =
         typeof target === "number"
-          ? () =>
-              Effect.map(IsolationBackend.processStat(pid), (now) =>
-                now !== undefined && now.startTime === stat.startTime ? pid : undefined
-              ).pipe(Effect.provide(NodeServices.layer))
+          ? () => Effect.sync(() => (pinned.gone() === undefined ? pinned.pid : undefined))
           : target.resolve
-      // The container's systemd is asked with systemctl through `nsenter -t <pid> -m -p` on this host's spawner.
-      const backend = IsolationBackend.layerContainer({ resolve, units: options?.units })
+      const systemdOf = (pid: number) =>
+        pid === pinned.pid && pinned.gone() === undefined
+          ? Effect.succeed(systemd)
+          : Effect.gen(function* () {
+              const other = yield* pin(pid).pipe(
+                Effect.mapError(
+                  (f) =>
+                    new Systemd.SystemdError({
+                      verb: "is-active",
+                      reason:
+                        f._tag === "NotFound"
+                          ? new HostPath.Gone({ pid, detail: `container process ${pid}: ${f.detail}` })
+                          : new Systemd.NotBooted({ exitCode: 1, stderr: `container process ${pid}: ${f.detail}` })
+                    })
+                )
+              )
+              return yield* ContainerSystemd.make(other, NodeDirectory.build(backendClient), backendClient, {
+                ...options?.systemd,
+                lazy: true
+              })
+            })
       const services = Layer.mergeAll(
-        mounter,
-        directories,
-        NodeSystemd.layerWithFallback({ pid }),
-        NodeDns.layerIn(pid),
+        Layer.succeed(Mounter.Mounter, mounter),
+        Layer.succeed(Directory.Directories, directories),
+        Layer.succeed(Systemd.Systemd, systemd),
+        Layer.succeed(DnsResolvers.DnsResolvers, Dns.makeInNamespace({ net: pinned.fds.net, gone: pinned.gone })),
         NodeHashing.layer,
-        backend,
-        Layer.succeed(HostPath.NodeRoot, nodeRoot(pid, options?.files ?? "container"))
+        IsolationBackend.layerContainer({ resolve, units: options?.units, systemdOf }),
+        Layer.succeed(HostPath.NodeRoot, nodeRoot(pinned, options?.files ?? "container"))
       ).pipe(Layer.provideMerge(NodeServices.layer))
       // Last, so the wrapped spawner is the one the program sees.
-      return Layer.merge(services, commands.pipe(Layer.provide(NodeServices.layer)))
-    }).pipe(Effect.provide(NodeServices.layer))
+      return Layer.merge(services, commandsIn(pinned).pipe(Layer.provide(NodeServices.layer)))
+    })
   )

@@ -38,7 +38,7 @@
  *
  * @since 0.2.0
  */
-import { Directory, FileName } from "@hostnode/core"
+import { Directory, FileName, HostPath } from "@hostnode/core"
 import type { Failure, Identity, RemoveResult } from "@hostnode/core/Programs"
 import { Effect, Layer, Schema, type Scope } from "effect"
 import * as Io from "./internal/io/client.ts"
@@ -101,15 +101,17 @@ export const toDirectoryError = (f: Failure, operation: string, path: string): D
     reason:
       f.reason === "Hung"
         ? new Directory.Hung({ call: f.call ?? operation, seconds: f.seconds ?? 0, detail: f.detail })
-        : f.reason === "OtherMount"
-          ? new Directory.OtherMount({ detail: f.detail })
-          : f.reason === "WrongType"
-            ? new Directory.WrongType({ ...(f.errno === undefined ? {} : { errno: f.errno }), detail: f.detail })
-            : f.errno === undefined
-              ? f.reason === "NotFound"
-                ? new Directory.NotFound({ detail: f.detail })
-                : new Directory.Other({ errno: "EIO", detail: f.detail })
-              : Directory.reasonOf(f.errno, f.detail),
+        : f.reason === "Gone"
+          ? new HostPath.Gone({ detail: f.detail })
+          : f.reason === "OtherMount"
+            ? new Directory.OtherMount({ detail: f.detail })
+            : f.reason === "WrongType"
+              ? new Directory.WrongType({ ...(f.errno === undefined ? {} : { errno: f.errno }), detail: f.detail })
+              : f.errno === undefined
+                ? f.reason === "NotFound"
+                  ? new Directory.NotFound({ detail: f.detail })
+                  : new Directory.Other({ errno: "EIO", detail: f.detail })
+                : Directory.reasonOf(f.errno, f.detail),
     operation,
     path
   })

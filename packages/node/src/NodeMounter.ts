@@ -23,6 +23,7 @@
 import { type Directory, Mounter } from "@hostnode/core"
 import { Effect, type FileSystem, Layer, Schema, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
+import { pin } from "./internal/container/pin.ts"
 import * as Io from "./internal/io/client.ts"
 import { LibcUnavailable, load } from "./internal/libc.ts"
 import { inProcessMounter } from "./internal/mounter/inProcess.ts"
@@ -181,6 +182,13 @@ export interface InOptions {
  * redirect it. A target must still lie below the root the operation passes,
  * as for every `Mounter`.
  *
+ * The process is pinned when the layer is built (a pidfd, then its
+ * namespace and root as descriptors, then the pidfd asked that it still
+ * lives): once it has exited every call fails (`ESRCH`), and a pid the
+ * kernel gives another process later is never entered. A pid that names no
+ * process when the layer is built gives a `Mounter` whose every target
+ * fails the same way.
+ *
  * @since 0.2.0
  */
 export const makeIn: (
@@ -189,7 +197,21 @@ export const makeIn: (
 ) => Effect.Effect<Mounter.Mounter, MounterUnavailable, Scope.Scope> = Effect.fn("NodeMounter.makeIn")(
   function* (pid, options) {
     yield* loadLibc
-    return yield* namespaceMounter(pid, options)
+    const pinned = yield* Effect.result(pin(pid))
+    if (pinned._tag === "Success") return yield* namespaceMounter(pinned.success, options)
+    const why = `the mount namespace of process ${pid}: ${pinned.failure.detail}`
+    return Mounter.Mounter.of({
+      unmount: (_root, targets) =>
+        Effect.succeed(
+          targets.map(
+            (t): Mounter.UnmountResult => ({
+              _tag: "Failed",
+              target: t.path,
+              failure: { target: t.path, errno: "ESRCH", message: why }
+            })
+          )
+        )
+    })
   }
 )
 

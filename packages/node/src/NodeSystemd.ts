@@ -13,10 +13,13 @@
  * @since 0.1.0
  */
 import { NodeServices } from "@effect/platform-node"
-import { HostCommand, Systemd } from "@hostnode/core"
+import { HostCommand, HostPath, Systemd } from "@hostnode/core"
 import { Duration, Effect, Layer } from "effect"
-import type * as DbusConnection from "./internal/DbusConnection.ts"
+import { pin } from "./internal/container/pin.ts"
+import * as ContainerSystemd from "./internal/container/systemd.ts"
+import * as Io from "./internal/io/client.ts"
 import * as SystemdDbus from "./internal/SystemdDbus.ts"
+import * as NodeDirectory from "./NodeDirectory.ts"
 import * as ShellSession from "./ShellSession.ts"
 
 /**
@@ -100,21 +103,16 @@ export interface DbusOptions {
   readonly connectTimeout?: Duration.Input | undefined
 }
 
-const targetsBelow = (root: string, via: DbusOptions["via"], pid: number | undefined) => {
-  const privateSocket: DbusConnection.Target = {
-    socket: `${root}/run/systemd/private`,
-    kind: "peer",
-    pidNamespaceOf: pid
-  }
-  const bus: DbusConnection.Target = { socket: `${root}/run/dbus/system_bus_socket`, kind: "bus", pidNamespaceOf: pid }
-  return via === "private" ? [privateSocket] : via === "bus" ? [bus] : [privateSocket, bus]
-}
-
-const dbus = (root: string, pid: number | undefined, options: DbusOptions | undefined) =>
+const dbus = (options: DbusOptions | undefined) =>
   Layer.effect(
     Systemd.Systemd,
     SystemdDbus.make({
-      targets: targetsBelow(root, options?.via, pid),
+      targets: [
+        { socket: "/run/systemd/private", kind: "peer" as const },
+        { socket: "/run/dbus/system_bus_socket", kind: "bus" as const }
+      ].filter((t) =>
+        options?.via === "private" ? t.kind === "peer" : options?.via === "bus" ? t.kind === "bus" : true
+      ),
       timeout: Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3)),
       connectTimeout: Duration.fromInputUnsafe(options?.connectTimeout ?? Duration.seconds(10))
     }).pipe(Effect.map(Systemd.make))
@@ -129,20 +127,45 @@ const dbus = (root: string, pid: number | undefined, options: DbusOptions | unde
  *
  * @since 0.2.0
  */
-export const layerDbus = (options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> =>
-  dbus("", undefined, options)
+export const layerDbus = (options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> => dbus(options)
 
 /**
- * The systemd whose PID 1 is host process `pid`, over D-Bus through its
- * sockets below `/proc/<pid>/root`. systemd refuses a connection from a pid it
- * cannot see, so the connection is made by a short-lived connector (this
- * Node, `nsenter -t pid -p`) inside that machine's pid namespace and handed
- * over; after that every call goes straight to the socket.
+ * The systemd whose PID 1 is host process `pid` (a container's, a test
+ * machine's), over D-Bus through its own sockets. The process is pinned when
+ * the layer is built (a pidfd, then its root and pid namespace as
+ * descriptors, then the pidfd asked that it still lives). Each connection
+ * resolves the socket below that root as the machine itself would (a link
+ * the machine made to a path that means another machine's socket on this
+ * side leads nowhere here) and is made by a short-lived connector (this
+ * Node, under `nsenter --pid` on the pinned namespace: systemd refuses a
+ * connection from a pid it cannot see) through the descriptor it found, and
+ * handed over; after that every call goes straight to the socket. Once the
+ * machine has exited, a call fails with the `Gone` reason and nothing is
+ * connected to, whatever process has its pid by then. No program of the
+ * machine's runs.
  *
  * @since 0.2.0
  */
 export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> =>
-  dbus(`/proc/${pid}/root`, pid, options)
+  Layer.effect(
+    Systemd.Systemd,
+    Effect.gen(function* () {
+      const pinned = yield* pin(pid).pipe(
+        Effect.mapError(
+          (f) =>
+            new Systemd.SystemdError({
+              verb: "show",
+              reason:
+                f._tag === "NotFound"
+                  ? new HostPath.Gone({ pid, detail: `process ${pid}: ${f.detail}` })
+                  : new Systemd.NotBooted({ exitCode: 1, stderr: `process ${pid}: ${f.detail}` })
+            })
+        )
+      )
+      const client = yield* Effect.acquireRelease(Io.make({ name: pinned.name }), (c) => c.shutdown)
+      return yield* ContainerSystemd.make(pinned, NodeDirectory.build(client), client, options)
+    })
+  )
 
 /**
  * Options of {@link layerWithFallback}.

@@ -125,26 +125,42 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
     (it) => {
       NodeScenarios.register(it)
 
-      it.effect("commands run in the container's mount, pid and network namespaces", () =>
+      it.effect("commands are this host's programs, run in the container's network namespace only", () =>
         Effect.gen(function* () {
           const m = yield* SystemdMachine.SystemdMachine
           const fs = yield* FileSystem.FileSystem
           const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-          for (const kind of ["mnt", "pid", "net"]) {
-            const inside = (yield* spawner.string(ChildProcess.make("readlink", [`/proc/self/ns/${kind}`]))).trim()
-            assert.strictEqual(inside, yield* fs.readLink(`/proc/${m.pid}/ns/${kind}`), kind)
-            assert.notStrictEqual(inside, yield* ownNamespace(kind), `${kind}: not the agent's`)
-          }
+          const inside = (kind: string) =>
+            Effect.map(spawner.string(ChildProcess.make("readlink", [`/proc/self/ns/${kind}`])), (t) => t.trim())
+          assert.strictEqual(
+            yield* inside("net"),
+            yield* fs.readLink(`/proc/${m.pid}/ns/net`),
+            "the container's network"
+          )
+          assert.notStrictEqual(yield* inside("net"), yield* ownNamespace("net"), "not the agent's network")
+          // The agent's own mount and pid namespaces: its own binaries, never the image's.
+          for (const kind of ["mnt", "pid"]) assert.strictEqual(yield* inside(kind), yield* ownNamespace(kind), kind)
         })
       )
 
-      it.effect("the real root is the container's, with its own mount table", () =>
+      it.effect("the real root is the container's pinned root, with its own mount table and identity", () =>
         Effect.gen(function* () {
           const m = yield* SystemdMachine.SystemdMachine
+          const fs = yield* FileSystem.FileSystem
           const root = yield* HostPath.rootOf()
-          assert.strictEqual(root.path, m.hostRoot)
-          assert.strictEqual(root.mountInfo, `/proc/${m.pid}/mountinfo`)
+          // Never the container's pid by path: a descriptor of this process, the same directory.
+          assert.notInclude(root.path, `/proc/${m.pid}/`)
+          assert.match(root.path, new RegExp(`^/proc/${process.pid}/fd/\\d+$`))
+          const [here, there] = [yield* fs.stat(root.path), yield* fs.stat(m.hostRoot)]
+          assert.deepStrictEqual([here.dev, here.ino], [there.dev, there.ino])
+          assert.strictEqual(
+            yield* fs.readFileString(root.mountInfo),
+            yield* fs.readFileString(`/proc/${m.pid}/mountinfo`)
+          )
           assert.isTrue(root.isReal)
+          // The machine's root is an overlay: named by its upper directory, not by a pid.
+          assert.match(root.identity, /^container root overlay upperdir=/)
+          assert.notInclude(root.identity, String(m.pid))
         })
       )
 
@@ -208,7 +224,10 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
           const program = Effect.gen(function* () {
             const root = yield* HostPath.rootOf()
             assert.strictEqual(root.path, shared)
-            assert.strictEqual(root.mountInfo, `/proc/${m.pid}/mountinfo`)
+            assert.strictEqual(
+              yield* fs.readFileString(root.mountInfo),
+              yield* fs.readFileString(`/proc/${m.pid}/mountinfo`)
+            )
             return yield* Unmount.unmountStrictlyBelow(["/var/lib/kubelet"])
           })
           const r = yield* program.pipe(

@@ -74,21 +74,21 @@ export class SystemdMachineError extends Error {
 // namespace the machine's systemd sees that cgroup as its root and every cgroup
 // it creates lands below it (and is removed with it).
 const outerScript = `set -eu
-base="$1"; token="$2"; inner="$3"; keep="$4"; net="$5"
+base="$1"; token="$2"; inner="$3"; keep="$4"; net="$5"; disk="$6"
 for h in systemd unified; do
   d="/sys/fs/cgroup/$h/hostnode-$token"
   mkdir -p "$d"
   echo $$ > "$d/cgroup.procs"
 done
-exec unshare --cgroup --pid --fork --mount $net --propagation private sh -c "$inner" sh "$base" "$keep" "$net"`
+exec unshare --cgroup --pid --fork --mount $net --propagation private sh -c "$inner" sh "$base" "$keep" "$net" "$disk"`
 
 // Runs as PID 1 of the new namespaces. See the module comment for why each step is there.
 const innerScript = `set -eu
-base="$1"; keep="$2"; net="$3"
+base="$1"; keep="$2"; net="$3"; disk="$4"
 if [ -n "$net" ]; then ip link set lo up; fi
 mount --make-rprivate /
-mount -t tmpfs -o mode=755 tmpfs "$base"
-mkdir "$base/upper" "$base/work" "$base/root"
+if [ -n "$disk" ]; then base="$disk"; else mount -t tmpfs -o mode=755 tmpfs "$base"; fi
+mkdir -p "$base/upper" "$base/work" "$base/root"
 mount -t overlay overlay -o "lowerdir=/,upperdir=$base/upper,workdir=$base/work" "$base/root"
 r="$base/root"
 mount -t proc proc "$r/proc"
@@ -140,6 +140,15 @@ export interface BootOptions {
    * @since 0.2.0
    */
   readonly network?: "shared" | "private" | undefined
+  /**
+   * A directory of the booting host (the test's own) that holds the
+   * machine's writes (the overlay's upper and work layers) instead of a
+   * fresh tmpfs: a machine booted again with the same directory is the same
+   * container restarted, with a new pid, its files as they were left.
+   *
+   * @since 0.4.0
+   */
+  readonly disk?: string | undefined
 }
 
 /**
@@ -200,7 +209,8 @@ export const bootWith: (
         token,
         innerScript,
         visibleCheckout(),
-        options?.network === "private" ? "--net" : ""
+        options?.network === "private" ? "--net" : "",
+        options?.disk ?? ""
       ],
       {
         stdout: "ignore",

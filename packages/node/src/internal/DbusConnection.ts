@@ -12,12 +12,11 @@
  *
  * @since 0.1.0
  */
-import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Net from "node:net"
 import { Duplex } from "node:stream"
+import type { HostPath } from "@hostnode/core"
 import { Data, Duration, Effect, type Scope } from "effect"
-import * as Connector from "./connector.ts"
 
 // The part of @homebridge/dbus-native this module uses. The package ships no
 // types for createClient and the message objects, so they are stated here.
@@ -66,6 +65,8 @@ const SignalType = 4
 export class ConnectError extends Data.TaggedError("ConnectError")<{
   readonly socket: string
   readonly reason: string
+  /** Set when the machine the socket belongs to has exited (a container's): nothing was connected to. */
+  readonly gone?: HostPath.Gone | undefined
 }> {}
 
 /** A method call the peer answered with a D-Bus error: its name (`org.freedesktop.systemd1.NoSuchUnit`) and text. */
@@ -119,32 +120,19 @@ export interface Connection {
 
 /** Where to connect, and whether the socket is a bus (then `Hello` comes first) or a peer (systemd's private socket). */
 export interface Target {
+  /** The socket's path from here, or how messages name it (`/run/systemd/private in container process 42`). */
   readonly socket: string
   readonly kind: "bus" | "peer"
   /**
-   * The host pid of a process in whose pid namespace the connection must be
-   * made. systemd refuses a private connection whose peer pid it cannot see
-   * (the kernel reports pid 0 across pid namespaces), so for another
-   * machine's systemd a connector process entered into that namespace with
-   * `nsenter -p` connects and hands the socket over.
+   * How the socket is made when it is not a connection to `socket` from
+   * here: another machine's systemd refuses a private connection whose peer
+   * pid it cannot see (the kernel reports pid 0 across pid namespaces), and
+   * its socket must be found below its own root, so the container
+   * composition resolves it there and has a connector in that pid namespace
+   * connect to what it found (see `container/systemd.ts`).
    */
-  readonly pidNamespaceOf?: number | undefined
+  readonly connect?: ((timeout: Duration.Duration) => Effect.Effect<Net.Socket, ConnectError>) | undefined
 }
-
-// Runs in the target's pid namespace: connect, hand the socket to the parent
-// over the IPC channel, exit when the parent lets go of the channel.
-const connectorScript = `const net = require("node:net")
-const s = net.createConnection(process.argv[1])
-s.on("connect", () => process.send("connected", s, (e) => { if (e) { process.stderr.write(String(e)); process.exit(2) } }))
-s.on("error", (e) => { process.stderr.write(e.message); process.exit(1) })
-process.on("disconnect", () => process.exit(0))`
-
-/** Whether host process `pid` is in this process's pid namespace (then a direct connect is seen by the peer). */
-const samePidNamespace = (pid: number): Effect.Effect<boolean> =>
-  Effect.try({
-    try: () => Fs.readlinkSync(`/proc/${pid}/ns/pid`) === Fs.readlinkSync("/proc/self/ns/pid"),
-    catch: () => false
-  }).pipe(Effect.orElseSucceed(() => false))
 
 const directSocket = (path: string, timeout: Duration.Duration): Effect.Effect<Net.Socket, ConnectError> =>
   Effect.callback<Net.Socket, ConnectError>((resume) => {
@@ -164,20 +152,6 @@ const directSocket = (path: string, timeout: Duration.Duration): Effect.Effect<N
     })
   )
 
-const socketFromConnector = (
-  path: string,
-  pid: number,
-  timeout: Duration.Duration
-): Effect.Effect<Net.Socket, ConnectError> =>
-  Connector.receive({
-    pid,
-    flags: ["-p"],
-    script: connectorScript,
-    arg: path,
-    isHandle: (h): h is Net.Socket => h instanceof Net.Socket,
-    timeout
-  }).pipe(Effect.mapError((reason) => new ConnectError({ socket: path, reason })))
-
 /**
  * Opens a connection to `target` and authenticates (EXTERNAL, as this
  * process's uid); on a bus it then says `Hello`. The scope closes it.
@@ -196,9 +170,8 @@ export const open = (
 ): Effect.Effect<Connection, ConnectError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.gen(function* () {
-      const viaConnector = target.pidNamespaceOf !== undefined && !(yield* samePidNamespace(target.pidNamespaceOf))
-      const socket = yield* viaConnector && target.pidNamespaceOf !== undefined
-        ? socketFromConnector(target.socket, target.pidNamespaceOf, options.timeout)
+      const socket = yield* target.connect !== undefined
+        ? target.connect(options.timeout)
         : directSocket(target.socket, options.timeout)
       const connection = yield* handshake(target.socket, socket, options.timeout, options.signals)
       if (target.kind === "peer") {

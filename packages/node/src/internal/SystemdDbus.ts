@@ -32,6 +32,12 @@ export interface Options {
   readonly timeout: Duration.Duration
   /** How long opening a connection may take. */
   readonly connectTimeout: Duration.Duration
+  /**
+   * Connect at the first call, not now (default false): another machine's
+   * systemd (a container's), which may not have booted yet when the
+   * composition is built, and must not fail its build.
+   */
+  readonly lazy?: boolean | undefined
 }
 
 interface Session {
@@ -275,7 +281,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
       ).pipe(Effect.annotateLogs({ unit }))
     }
 
-    yield* Effect.mapError(session, (e) => connectError("show", undefined, e))
+    if (options.lazy !== true) yield* Effect.mapError(session, (e) => connectError("show", undefined, e))
     return {
       job,
       daemonReload: withSession("daemon-reload", undefined, (s) =>

@@ -2,7 +2,8 @@
  * A socket made inside another process's namespaces and handed back here: a
  * short Node script run under `nsenter` (a process with threads cannot enter
  * another namespace itself) makes the socket and sends it over the IPC
- * channel. Shared by the D-Bus connection (a Unix socket in another pid and
+ * channel. The namespaces are given as descriptors this process holds
+ * (pinned once, see `container/pin.ts`), never as a pid to look up again. Shared by the D-Bus connection (a Unix socket in another pid and
  * mount namespace) and the DNS queries (a UDP socket in another network
  * namespace); each says how its socket is made and what it must be.
  *
@@ -14,15 +15,17 @@ import * as ChildProcess from "node:child_process"
 import { Duration, Effect } from "effect"
 
 /**
- * Runs `script` (with `arg`) in the namespaces `flags` of host process `pid`
+ * Runs `script` (with `arg`) under `nsenter` with `enter` (the namespaces to
+ * enter: `--net=/proc/self/fd/4` for a namespace descriptor of ours given
+ * in `fds`, which the connector inherits as descriptors 4, 5, ... in order)
  * and resolves with the handle it sends, when `isHandle` accepts it. Fails
  * with why (the connector's stderr appended) when nsenter cannot run, the
  * connector exits or sends something else, or nothing comes within
  * `timeout`. The connector is killed when the effect is interrupted.
  */
 export const receive = <H>(options: {
-  readonly pid: number
-  readonly flags: ReadonlyArray<string>
+  readonly enter: ReadonlyArray<string>
+  readonly fds?: ReadonlyArray<number> | undefined
   readonly script: string
   readonly arg: string
   readonly isHandle: (handle: unknown) => handle is H
@@ -32,8 +35,8 @@ export const receive = <H>(options: {
     const stderr: Array<string> = []
     const child = ChildProcess.spawn(
       "nsenter",
-      ["-t", String(options.pid), ...options.flags, "--", process.execPath, "-e", options.script, options.arg],
-      { stdio: ["ignore", "ignore", "pipe", "ipc"] }
+      [...options.enter, "--", process.execPath, "-e", options.script, options.arg],
+      { stdio: ["ignore", "ignore", "pipe", "ipc", ...(options.fds ?? [])] }
     )
     child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString()))
     const fail = (why: string) => {

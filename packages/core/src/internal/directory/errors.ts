@@ -11,6 +11,7 @@
  */
 import { Schema } from "effect"
 import * as FileName from "../../FileName.ts"
+import { Gone } from "../hostPath/errors.ts"
 import { reasonTagOf } from "../programs/ops.ts"
 
 /** The errno, when there is one, then what it means. */
@@ -205,6 +206,7 @@ export class Hung extends Schema.TaggedError<Hung>()("Hung", {
 
 /** Why a handle operation failed: one of the reason classes. */
 export const DirectoryErrorReason = Schema.Union([
+  Gone,
   Hung,
   NotFound,
   NotADirectory,

@@ -75,8 +75,28 @@ export class Unreadable extends Schema.TaggedError<Unreadable>()("Unreadable", r
   }
 }
 
+/**
+ * The root belongs to a process that has exited (a container's init): its
+ * files, mounts and namespaces are no longer that process's, and a pid it
+ * had may name another process now, so nothing is done there. Shared by
+ * every error of a service that works through such a root (`DirectoryError`,
+ * `SystemdError`): one class wherever a caller catches it.
+ */
+export class Gone extends Schema.TaggedError<Gone>()("Gone", {
+  /** The host pid the process had, where one was given. */
+  pid: Schema.optionalKey(Schema.Number),
+  /** The slot whose container it was, where a resolver named one. */
+  slot: Schema.optionalKey(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this._tag}: ${this.detail}`
+  }
+}
+
 /** Why a host root, a host path or a prefix was refused. */
 export const HostPathErrorReason = Schema.Union([
+  Gone,
   InvalidPath,
   NotAbsolute,
   NotFound,

@@ -51,6 +51,9 @@ export const absoluteProblem = (path: string, what: string): HostPathErrorReason
 export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Effect.Effect<HostRoot, HostPathError> =>
   Effect.gen(function* () {
     const given = typeof input === "string" ? input : input.path
+    // A root whose process has exited is refused before anything is looked up below it.
+    const gone = typeof input === "string" || input.gone === undefined ? undefined : yield* input.gone
+    if (gone !== undefined) return yield* rootError(given, gone)
     const wanted = given === "" ? "/" : given
     const problem = absoluteProblem(wanted, "the host root")
     if (problem !== undefined) return yield* rootError(given, problem)
@@ -136,6 +139,8 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
             ? `/proc/${proc[1]}/mountinfo`
             : DefaultMountInfo,
       tableRoot,
-      isReal: path === "/" && tableRoot === "/"
+      isReal: path === "/" && tableRoot === "/",
+      identity: typeof input !== "string" && input.identity !== undefined ? input.identity : path,
+      ...(typeof input !== "string" && input.gone !== undefined ? { gone: input.gone } : {})
     } satisfies HostRoot
   })

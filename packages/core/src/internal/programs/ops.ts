@@ -31,6 +31,7 @@ export type ReasonTag =
   | "WrongType"
   | "OtherMount"
   | "Hung"
+  | "Gone"
   | "Other"
 
 /**

@@ -104,12 +104,15 @@ const openData = (ctx: Ctx, snapshot: Directory.Handle, manifest: Manifest) =>
  */
 export const checkRoot = (ctx: Ctx, manifest: Manifest) => {
   const recorded = manifest.hostRoot === "" ? "/" : manifest.hostRoot
-  return recorded === ctx.hostRoot || ctx.allowHostRootMismatch
+  // The root's identity, not its path: a container's root is reached through
+  // a pid that changes when it restarts, and that another process may reuse.
+  const here = ctx.root.identity
+  return recorded === here || ctx.allowHostRootMismatch
     ? Effect.void
     : fail(
         ctx,
         new HostRootMismatch({
-          detail: `it was taken below host root ${JSON.stringify(recorded)}, not ${JSON.stringify(ctx.hostRoot)}; pass allowHostRootMismatch (--allow-root-mismatch) if that is the same tree under another name`
+          detail: `it was taken below host root ${JSON.stringify(recorded)}, not ${JSON.stringify(here)}; pass allowHostRootMismatch (--allow-root-mismatch) if that is the same tree under another name`
         })
       )
 }

@@ -270,7 +270,8 @@ export const take = (
       const manifest: Manifest = {
         format: "hostnode-snapshot",
         version: FormatVersion,
-        hostRoot: ctx.hostRoot,
+        // What names the root across time: its path on a host, what the composition says for a container's.
+        hostRoot: ctx.root.identity,
         paths,
         exclude,
         dataSize: walk.writer.position,

@@ -242,6 +242,12 @@ export interface Client {
   readonly handle: (fd: number, mountId: number, path: string, gen: number) => IoHandle
   /** Closes a handle's descriptor now (nothing to do for an abandoned helper's): a lock it holds goes with it. */
   readonly release: (h: IoHandle) => Effect.Effect<void>
+  /**
+   * The node a handle holds, opened again in the agent (`O_PATH`, through
+   * the helper's `/proc/<pid>/fd/<n>`: procfs only): a descriptor of this
+   * process the caller closes, `undefined` where the helper is gone.
+   */
+  readonly descriptor: (h: IoHandle) => Effect.Effect<number | undefined>
   /** Ends every helper (`SIGKILL`) and the pins. */
   readonly shutdown: Effect.Effect<void>
 }
@@ -645,6 +651,13 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
         // No answer is awaited: the helper closes it before the next request it reads.
         h.socket.write(frame({ id: 0, op: "close", args: [], closes: [handle.fd] }))
         endIfDone(h)
+      }),
+    descriptor: (handle) =>
+      Effect.suspend(() => {
+        const h = helpers.get(handle.gen)
+        return h === undefined || h.dead
+          ? Effect.succeed(undefined)
+          : procfs(() => openSync(`/proc/${h.pid}/fd/${handle.fd}`, O_PATH))
       }),
     shutdown: Effect.gen(function* () {
       for (const h of [...helpers.values()]) abandon(h, (p) => hungFailure(p.call, 0, "the layer was closed"), 0)

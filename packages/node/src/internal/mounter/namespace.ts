@@ -12,51 +12,33 @@
  *
  * @since 0.3.0
  */
-import { closeSync, openSync } from "node:fs"
 import { Directory, FileName, Mounter } from "@hostnode/core"
 import { Effect } from "effect"
 import type { InOptions } from "../../NodeMounter.ts"
+import type { Pinned } from "../container/pin.ts"
 import * as Io from "../io/client.ts"
 import type { Outcome } from "../io/mounts.ts"
 import { holdersWith, resultOf } from "./inProcess.ts"
 
-const O_PATH = 0o10000000
-const O_DIRECTORY = 0o200000
+/** What the mounter needs of a pinned process: its namespace and root descriptors, and whether it is gone. */
+export type Target = Pick<Pinned, "name" | "fds" | "gone">
 
-/** A procfs descriptor of the agent (none is opened through another file system), or the failure to name. */
-const procfsFd = (path: string, flags: number) =>
-  Effect.try({ try: () => openSync(path, flags), catch: (e) => (e instanceof Error ? e.message : String(e)) })
-
-/** The `Mounter` of the mount namespace of host process `pid` (see `NodeMounter.makeIn`). */
-export const namespaceMounter = Effect.fnUntraced(function* (pid: number, options: InOptions | undefined) {
+/**
+ * The `Mounter` of the mount namespace of a pinned process (see
+ * `NodeMounter.makeIn`): every call is refused once that process is gone.
+ */
+export const namespaceMounter = Effect.fnUntraced(function* (target: Target, options: InOptions | undefined) {
   const maxTargets = Math.max(1, options?.maxTargets ?? 256)
-  const opened = yield* Effect.result(
-    Effect.all([procfsFd(`/proc/${pid}/ns/mnt`, 0), procfsFd(`/proc/${pid}/root`, O_PATH | O_DIRECTORY)])
-  )
-  if (opened._tag === "Failure") {
-    const why = opened.failure
-    return Mounter.Mounter.of({
-      unmount: (_root, targets) =>
-        Effect.succeed(
-          targets.map(
-            (t): Mounter.UnmountResult => ({
-              _tag: "Failed",
-              target: t.path,
-              failure: { target: t.path, errno: "ESRCH", message: `the mount namespace of process ${pid}: ${why}` }
-            })
-          )
-        )
-    })
-  }
-  const [ns, rootDir] = opened.success
-  yield* Effect.addFinalizer(() =>
-    Effect.sync(() => {
-      closeSync(ns)
-      closeSync(rootDir)
-    })
-  )
   const client = yield* Effect.acquireRelease(
-    Io.make({ name: `the mount namespace of process ${pid}`, mountNamespace: ns, root: rootDir }),
+    Io.make({
+      name: `the mount namespace of ${target.name}`,
+      mountNamespace: target.fds.mnt,
+      root: target.fds.root,
+      guard: () => {
+        const gone = target.gone()
+        return gone === undefined ? undefined : { _tag: "Failure", reason: "Gone", errno: "ESRCH", detail: gone.detail }
+      }
+    }),
     (c) => c.shutdown
   )
   const unmount = (
@@ -123,7 +105,7 @@ export const namespaceMounter = Effect.fnUntraced(function* (pid: number, option
               ],
               {
                 call: "umount2",
-                path: `/proc/${pid}/root`,
+                path: `the root of ${target.name}`,
                 program: true,
                 onProgress: (p) => {
                   for (const [k, o] of p as ReadonlyArray<readonly [number, Outcome]>) {

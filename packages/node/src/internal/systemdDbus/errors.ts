@@ -143,6 +143,7 @@ export const connectError = (
   systemdError(
     verb,
     unit,
-    new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}` }),
+    // The machine is gone (a container that exited): that, not a systemd that never booted.
+    e.gone ?? new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}` }),
     { method: "connect" }
   )
