@@ -23,7 +23,7 @@ const program = repave({
       Effect.annotateLogs({ podPaths: report.podPaths, removed: report.removed.length, kept: report.kept.length })
     )
   ),
-  // Its files below /proc/PID/root; `{ files: { shared: "/" } }` for a container
+  // Its files below its own root; `{ files: { shared: "/" } }` for a container
   // that shares /var/lib/kubelet and the CNI directories with this host at the same paths.
   Effect.provide(NodeContainer.layer(Number(process.argv[2]))),
   // PID is not a process (or not one whose namespaces this process may enter): nothing was done.

@@ -48,6 +48,7 @@ import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import type * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
+import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Track from "./internal/metrics.ts"
 import * as Sessions from "./internal/safeRemove/session.ts"
 import { indexTable } from "./internal/safeRemove/table.ts"
@@ -332,9 +333,12 @@ export const open: (
   FileSystem.FileSystem | Directory.Directories | Scope.Scope
 > = Effect.fn("SafeRemove.open")(function* (root, options) {
   const dirs = yield* Directory.Directories
-  const table = yield* MountInfo.read(root.mountInfo)
+  const table = yield* whileThere(root, MountInfo.read(root.mountInfo))
   const unusable = (e: Directory.DirectoryError) =>
-    new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
+    new HostPath.HostPathError({
+      reason: e.reason._tag === "Gone" ? e.reason : new HostPath.Unreadable({ detail: e.message }),
+      root: root.given
+    })
   const rootHandle = options?.handle ?? (yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable)))
   const rootStat = yield* dirs.stat(rootHandle).pipe(Effect.mapError(unusable))
   if (!table.some((e) => e.id === rootStat.mountId)) {

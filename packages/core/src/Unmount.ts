@@ -15,6 +15,7 @@ import { Effect, type FileSystem, LogLevel, References, Schema } from "effect"
 import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
+import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Track from "./internal/metrics.ts"
 import { describeHolders, Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
@@ -312,7 +313,7 @@ const run = Effect.fnUntraced(function* (
   const prefixes = [...new Set(resolved.map((r) => r.table))]
   const path = root.mountInfo
   // An unreadable or malformed table fails here, before anything is unmounted.
-  let targets = plan(yield* MountInfo.read(path), prefixes, strict)
+  let targets = plan(yield* whileThere(root, MountInfo.read(path)), prefixes, strict)
   // Every unmount is verified below this handle: the path, resolved without
   // following a link, must still lead to the mount the table listed.
   const rootHandle = yield* dirs
@@ -400,7 +401,7 @@ const run = Effect.fnUntraced(function* (
     // its children along, an "EINVAL not mounted" may mean a parent already did,
     // and something may have been mounted meanwhile. What left the table is
     // what was unmounted, whichever call took it.
-    const next = plan(yield* MountInfo.read(path), prefixes, strict)
+    const next = plan(yield* whileThere(root, MountInfo.read(path)), prefixes, strict)
     const still = new Set(next.map((e) => e.id))
     for (const e of before) {
       if (!still.has(e.id)) unmounted.push({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id })

@@ -390,10 +390,15 @@ export const layer = (target: Target, options?: Options): Layer.Layer<Services, 
       // The backend asks again for every slot: this container while it lives;
       // another slot's through a pin of its own, made for the question.
       const backendClient = yield* Effect.acquireRelease(Io.make({ name: "the isolation backend" }), (c) => c.shutdown)
+      // A resolver that still answers the pid of this container once it is gone
+      // names whatever has that pid now: that slot has no container.
       const resolve: IsolationBackend.ContainerResolver =
         typeof target === "number"
           ? () => Effect.sync(() => (pinned.gone() === undefined ? pinned.pid : undefined))
-          : target.resolve
+          : (slot) =>
+              Effect.map(target.resolve(slot), (pid) =>
+                pid === pinned.pid && pinned.gone() !== undefined ? undefined : pid
+              )
       const systemdOf = (pid: number) =>
         pid === pinned.pid && pinned.gone() === undefined
           ? Effect.succeed(systemd)

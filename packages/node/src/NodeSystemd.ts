@@ -4,8 +4,8 @@
  * layer's lifetime, and a restart's outcome is its job's result from systemd
  * itself. Over `systemctl` run through the spawner in context
  * (`layerCommand`, see {@link makeCommand} for how calls and errors work):
- * `layer` drives this host's systemd, `layerIn(pid)` the systemd of another
- * machine (a container, a test machine) through `nsenter`, and the `Session`
+ * `layer` drives this host's systemd, `layerIn(pid)` the systemd of a
+ * trusted machine (a test machine) through `nsenter`, and the `Session`
  * variants run every `systemctl` in one long-lived shell (`ShellSession`)
  * instead of a process spawned per call. `layerWithFallback` is D-Bus where a
  * socket answers and `systemctl` elsewhere.
@@ -54,7 +54,11 @@ export const layer = (options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
   layerCommand(options).pipe(Layer.provide(NodeServices.layer))
 
 /**
- * The systemd whose PID 1 is host process `pid`, reached with `nsenter -t pid -m -p`.
+ * The systemd whose PID 1 is host process `pid`, reached with `nsenter -t pid -m -p`:
+ * this runs the machine's own `systemctl` binary with this process's
+ * privileges, and looks the pid up again for every call. For a machine you
+ * trust (a test machine); a container is reached with {@link layerDbusIn},
+ * which runs nothing of its image.
  *
  * @since 0.1.0
  */
@@ -73,7 +77,8 @@ export const layerSession = (options?: CommandOptions): Layer.Layer<Systemd.Syst
 /**
  * The systemd whose PID 1 is host process `pid`, every `systemctl` run by
  * one shell entered once with `nsenter -t pid -m -p` and kept for the
- * layer's lifetime.
+ * layer's lifetime: the machine's own shell and `systemctl`, as for
+ * {@link layerIn}.
  *
  * @since 0.1.0
  */

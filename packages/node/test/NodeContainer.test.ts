@@ -140,6 +140,14 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
           assert.notStrictEqual(yield* inside("net"), yield* ownNamespace("net"), "not the agent's network")
           // The agent's own mount and pid namespaces: its own binaries, never the image's.
           for (const kind of ["mnt", "pid"]) assert.strictEqual(yield* inside(kind), yield* ownNamespace(kind), kind)
+          // An `ip` the container's image puts first on the PATH never runs.
+          const marker = `/tmp/hostnode-image-ip-ran`
+          yield* fs.writeFileString(`${m.hostRoot}/usr/local/sbin/ip`, `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 })
+          const out = yield* HostCommand.run("ip", ["-o", "link", "show", "lo"])
+          assert.strictEqual(out.exitCode, 0, out.stderr)
+          assert.include(out.stdout, "lo")
+          assert.isFalse(yield* fs.exists(`${m.hostRoot}${marker}`), "the image's ip ran")
+          yield* fs.remove(`${m.hostRoot}/usr/local/sbin/ip`)
         })
       )
 

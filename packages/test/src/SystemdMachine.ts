@@ -149,6 +149,15 @@ export interface BootOptions {
    * @since 0.4.0
    */
   readonly disk?: string | undefined
+  /**
+   * Boot in the pid namespace of another machine (its host pid): that
+   * machine sees every process of this one, as a host sees its containers'.
+   * What an attack needs whose target is the host's systemd, which accepts a
+   * connection only from a process it can see.
+   *
+   * @since 0.4.0
+   */
+  readonly inPidNamespaceOf?: number | undefined
 }
 
 /**
@@ -178,6 +187,11 @@ export const bootWith: (
       Effect.map((text) => Number.parseInt(text.trim().split(" ")[0] ?? "", 10)),
       Effect.orElseSucceed(() => Number.NaN)
     )
+  // The machine's init: the boot script's child, or with `inPidNamespaceOf` its grandchild (nsenter forks first).
+  const initOf = (pid: number) =>
+    options?.inPidNamespaceOf === undefined
+      ? childOf(pid)
+      : Effect.flatMap(childOf(pid), (p) => (Number.isNaN(p) ? Effect.succeed(p) : childOf(p)))
   const removeCgroups = Effect.gen(function* () {
     const dirs: Array<string> = []
     for (const root of cgroups) {
@@ -200,8 +214,11 @@ export const bootWith: (
 
   const handle = yield* Effect.acquireRelease(
     ChildProcess.make(
-      "sh",
+      options?.inPidNamespaceOf === undefined ? "sh" : "nsenter",
       [
+        ...(options?.inPidNamespaceOf === undefined
+          ? []
+          : [`--pid=/proc/${options.inPidNamespaceOf}/ns/pid`, "--", "sh"]),
         "-c",
         outerScript,
         "sh",
@@ -219,7 +236,7 @@ export const bootWith: (
     ).pipe(Effect.mapError((e) => new SystemdMachineError(`cannot start the boot script: ${e.message}`))),
     (h) =>
       Effect.gen(function* () {
-        const pid = yield* childOf(h.pid)
+        const pid = yield* initOf(h.pid)
         if (!Number.isNaN(pid)) yield* kill(pid)
         yield* kill(h.pid)
         yield* h.exitCode.pipe(Effect.timeout(Duration.seconds(10)), Effect.ignore)
@@ -242,7 +259,7 @@ export const bootWith: (
       Effect.map((comm) => comm.trim() === "systemd"),
       Effect.orElseSucceed(() => false)
     )
-  const pid = yield* childOf(handle.pid).pipe(
+  const pid = yield* initOf(handle.pid).pipe(
     Effect.filterOrFail(
       (p) => !Number.isNaN(p),
       () => "no child yet"
