@@ -10,6 +10,9 @@
  * process that takes the exact pid (`fixtures/standin.c`), and a concurrent
  * writer (`fixtures/racer.c`). Loop counts come from `Gate.loops`.
  */
+
+import * as Net from "node:net"
+import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import {
@@ -28,7 +31,8 @@ import {
 } from "@hostnode/core"
 import { NodeContainer, NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
-import { Effect, FileSystem, Layer } from "effect"
+import { Effect, Fiber, FileSystem, Layer, type Scope, Stream } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import * as Racer from "./racer.ts"
 import * as StandIn from "./standIn.ts"
 
@@ -40,6 +44,9 @@ const gate = Gate.check("the container-trust attacks", [
   { command: "nsenter" },
   { command: "systemctl" }
 ])
+
+// The CLI as an operator runs it (from source: the checkout's own).
+const cliBin = fileURLToPath(new URL("../../cli/src/bin.ts", import.meta.url))
 
 const say = (line: string) => Effect.sync(() => process.stderr.write(`${line}\n`))
 
@@ -70,6 +77,42 @@ const stateOf = (pid: number, dir: string) =>
       .pipe(Effect.orElseSucceed(() => "(missing)"))
     return { mounts, files }
   }).pipe(Effect.orDie)
+
+/** A socket that counts its connections; see {@link countingSocket}. */
+interface CountingSocket {
+  readonly count: () => number
+  /** Closes the connections held so far. */
+  readonly release: Effect.Effect<void>
+}
+
+/**
+ * A Unix socket at `path` that counts the connections made to it and holds
+ * them unanswered until `release` (as a systemd that accepts and never
+ * answers); closed with the scope.
+ */
+const countingSocket = (path: string): Effect.Effect<CountingSocket, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const held: Array<Net.Socket> = []
+    let count = 0
+    const server = Net.createServer((s) => {
+      count++
+      held.push(s)
+    })
+    const release = Effect.sync(() => {
+      for (const s of held.splice(0)) s.destroy()
+    })
+    yield* Effect.acquireRelease(
+      Effect.callback<void>((resume) => {
+        server.listen(path, () => resume(Effect.void))
+      }),
+      () =>
+        Effect.andThen(
+          release,
+          Effect.sync(() => server.close())
+        )
+    )
+    return { count: () => count, release }
+  })
 
 describe.skipIf(gate.skip)("the container composition under attack", () => {
   it.live(
@@ -108,6 +151,9 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               // Something else took the pid first: this run proves nothing either way.
               if (victim === undefined) return
               reused++
+              // The victim's systemd socket, where a name looked up again would lead.
+              yield* fs.makeDirectory(`${victimRoot}/run/systemd`, { recursive: true })
+              const victimSocket = yield* countingSocket(`${victimRoot}/run/systemd/private`)
               const before = yield* stateOf(victim.pid, victimRoot)
               const volume = (yield* MountInfo.read(`/proc/${victim.pid}/mountinfo`)).find(
                 (e) => e.mountPoint === StandIn.Volume
@@ -153,6 +199,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               assert.isFalse(yield* within(IsolationBackend.running(IsolationBackend.SlotRef.make("a"))))
 
               assert.deepStrictEqual(yield* stateOf(victim.pid, victimRoot), before, "the other namespace is unchanged")
+              assert.strictEqual(victimSocket.count(), 0, "a connection reached the other process's systemd socket")
               // And nothing of what the dead container left was changed either.
               for (const [path, text] of Object.entries(StandIn.Files)) {
                 assert.strictEqual(yield* fs.readFileString(`${ctRoot}${path}`), text, path)
@@ -162,6 +209,76 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
         }
         yield* say(
           `attack pid reuse (kept layer): ${runs} runs, ${reused} with the pid reused, ${refused} calls refused as Gone, 0 changes in the other namespace`
+        )
+        assert.isAbove(reused, 0, "the pid was never reused: the attack did not happen")
+      }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)),
+    { timeout: 600_000 }
+  )
+
+  it.live(
+    "the CLI stalled by the container while its pid is reused: nothing reaches the other process, the run ends Gone",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+        const binary = yield* StandIn.build
+        const runs = Gate.loops(5)
+        let reused = 0
+        for (let i = 0; i < runs; i++) {
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              const box = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-stall-" })
+              const [ctRoot, victimRoot] = [`${box}/ct`, `${box}/victim`]
+              for (const root of [ctRoot, victimRoot]) {
+                yield* StandIn.layout(root)
+                yield* fs.makeDirectory(`${root}/run/systemd`, { recursive: true })
+              }
+              // The container's systemd accepts and never answers, until the container lets it.
+              const stall = yield* countingSocket(`${ctRoot}/run/systemd/private`)
+              const ct = yield* StandIn.container(binary, ctRoot)
+              const cli = yield* spawner.spawn(
+                ChildProcess.make(process.execPath, [
+                  "--conditions=@hostnode/source",
+                  cliBin,
+                  "--json",
+                  "--container",
+                  String(ct.pid),
+                  "restart-changed",
+                  "--was-running",
+                  "kubelet.service"
+                ])
+              )
+              const stdout = yield* cli.stdout.pipe(Stream.decodeText(), Stream.mkString, Effect.forkScoped)
+              // Stalled: connected to the container's socket, waiting for an answer.
+              yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => stall.count() > 0, times: 1500 }))
+              assert.isAbove(stall.count(), 0, "the CLI never reached the container's systemd")
+              yield* ct.kill
+              const victim = yield* StandIn.victim(binary, ct.pid, victimRoot)
+              if (victim === undefined) {
+                yield* stall.release
+                yield* cli.exitCode.pipe(Effect.ignore)
+                return
+              }
+              reused++
+              const victimSocket = yield* countingSocket(`${victimRoot}/run/systemd/private`)
+              const before = yield* stateOf(victim.pid, victimRoot)
+              // The container answers at last (it closes), long after it exited.
+              yield* stall.release
+              const code = yield* cli.exitCode
+              const out = JSON.parse(yield* Fiber.join(stdout)) as {
+                readonly ok: boolean
+                readonly error?: { readonly reason?: { readonly _tag?: string } }
+              }
+              assert.isFalse(out.ok)
+              assert.notStrictEqual(code, 0)
+              assert.include(JSON.stringify(out.error), '"Gone"', JSON.stringify(out))
+              assert.strictEqual(victimSocket.count(), 0, "the CLI reached the other process's systemd")
+              assert.deepStrictEqual(yield* stateOf(victim.pid, victimRoot), before, "the other namespace is unchanged")
+            })
+          )
+        }
+        yield* say(
+          `attack pid reuse (CLI stalled by the container): ${runs} runs, ${reused} with the pid reused, 0 changes`
         )
         assert.isAbove(reused, 0, "the pid was never reused: the attack did not happen")
       }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)),
