@@ -256,8 +256,9 @@ const depth = (path: string): number => {
 /**
  * The entries to unmount, deepest first. One entry per table line: stacked
  * mounts on one path appear once each, since each unmount of a path removes
- * only its top mount. At equal depth newer mounts (higher ids) go first, so a
- * stack is peeled from the top.
+ * only its top mount. At equal depth a stack is peeled from its top (told by
+ * parent ids: a mount's id says nothing of its place, the kernel reuses
+ * them), then higher ids first.
  *
  * @since 0.1.0
  */
@@ -269,15 +270,47 @@ export const plan = (
   // Each mount point is cleaned once; on tables of thousands of entries this
   // runs on every pass.
   const set = new Set(prefixes)
-  const selected: Array<{ readonly e: MountInfo.MountEntry; readonly d: number }> = []
+  const selected: Array<{ readonly e: MountInfo.MountEntry; readonly mp: string; readonly d: number; h: number }> = []
   for (const e of table) {
     const mp = HostPath.clean(e.mountPoint)
     if (strict && set.has(mp)) continue
-    if (coveringPrefixes(set, mp).length > 0) selected.push({ e, d: depth(mp) })
+    if (coveringPrefixes(set, mp).length > 0) selected.push({ e, mp, d: depth(mp), h: -1 })
   }
+  stackHeights(selected)
   // Deepest first: a parent cannot be detached cleanly while it has children,
   // and removing children first keeps each failure attributable to one mount.
-  return selected.sort((a, b) => b.d - a.d || b.e.id - a.e.id).map(({ e }) => e)
+  // On one path, the top of the stack first.
+  return selected.sort((a, b) => b.d - a.d || b.h - a.h || b.e.id - a.e.id).map(({ e }) => e)
+}
+
+/**
+ * Sets each entry's height in the stack at its mount point: how many mounts
+ * of `entries` lie below it there (its parent, mounted at the same path, and
+ * so on down). Mount ids say nothing of the order: the kernel gives a new
+ * mount the lowest free id, so the top of a stack can have the lowest; and
+ * the table's order is not the stack's either once mounts are moved. The
+ * parent ids are: a mount stacked on another has it as its parent. Linear:
+ * each height is computed once.
+ */
+const stackHeights = (entries: Array<{ readonly e: MountInfo.MountEntry; readonly mp: string; h: number }>): void => {
+  const byId = new Map<number, (typeof entries)[number]>()
+  for (const x of entries) byId.set(x.e.id, x)
+  const chain: Array<(typeof entries)[number]> = []
+  for (const x of entries) {
+    let at: (typeof entries)[number] | undefined = x
+    // Down the stack to an entry whose height is known, or its bottom (a table whose parents loop ends there too).
+    while (at !== undefined && at.h < 0 && chain.length <= entries.length) {
+      chain.push(at)
+      const below: (typeof entries)[number] | undefined = byId.get(at.e.parentId)
+      at = below !== undefined && below !== at && below.mp === at.mp ? below : undefined
+    }
+    let h = at !== undefined && at.h >= 0 ? at.h + 1 : 0
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const c = chain[i] as (typeof entries)[number]
+      if (c.h < 0) c.h = h++
+    }
+    chain.length = 0
+  }
 }
 
 /** Most passes over the table in one call. */

@@ -22,9 +22,20 @@ const reference = (table: MountInfo.MountTable, prefixes: ReadonlyArray<string>,
     })
     .sort((x, y) => {
       const depth = (p: string) => (p === "/" ? 0 : p.split("/").length - 1)
-      return depth(y.e.mountPoint) - depth(x.e.mountPoint) || y.e.id - x.e.id
+      return depth(y.e.mountPoint) - depth(x.e.mountPoint) || height(table, y.e) - height(table, x.e) || y.e.id - x.e.id
     })
     .map(({ e }) => e)
+
+// How many mounts lie below `e` in the stack at its mount point: its parent, mounted at the same path, and so on.
+const height = (table: MountInfo.MountTable, e: MountInfo.MountEntry): number => {
+  let h = 0
+  for (let at = e; ; ) {
+    const below = table.find((x) => x.id === at.parentId && x !== at && x.mountPoint === at.mountPoint)
+    if (below === undefined || h > table.length) return h
+    h++
+    at = below
+  }
+}
 
 describe("Unmount.plan", () => {
   it.effect.prop(
@@ -36,9 +47,13 @@ describe("Unmount.plan", () => {
     },
     ({ mounts, prefixes, strict }) =>
       Effect.sync(() => {
+        // Ids in no order (the kernel reuses the lowest free one); each mount on the one before it
+        // when they share a path (a stack, whose top can have the lowest id), else on mount 1.
+        const ids = mounts.map((_, i) => 100 + ((i * 7) % Math.max(1, mounts.length)))
         const table: MountInfo.MountTable = mounts.map((segments, i) => ({
-          id: 100 + i,
-          parentId: 1,
+          id: ids[i] as number,
+          parentId:
+            i > 0 && toPath(mounts[i - 1] as ReadonlyArray<string>) === toPath(segments) ? (ids[i - 1] as number) : 1,
           major: 0,
           minor: 40 + i,
           root: "/",
@@ -57,6 +72,37 @@ describe("Unmount.plan", () => {
       }),
     { arbitrary: { runs: 500 } }
   )
+})
+
+describe("Unmount.plan on a stack", () => {
+  it("peels a stack from its top, whatever the ids say: the top of a stack can have the lowest id", () => {
+    const at = (id: number, parentId: number, mountPoint: string): MountInfo.MountEntry => ({
+      id,
+      parentId,
+      major: 0,
+      minor: id,
+      root: "/",
+      mountPoint,
+      mountOptions: "rw",
+      optionalFields: [],
+      fsType: "tmpfs",
+      source: "tmpfs",
+      superOptions: "rw"
+    })
+    // On /k/v: 50 (bottom), then 40 on it, then 60 on 40, then 30 on 60; /k/v/w on the top one.
+    const table = [at(1, 1, "/"), at(50, 1, "/k/v"), at(40, 50, "/k/v"), at(60, 40, "/k/v"), at(30, 60, "/k/v")]
+    const withChild = [...table, at(45, 30, "/k/v/w")]
+    assert.deepStrictEqual(
+      Unmount.plan(withChild, ["/k"], false).map((e) => e.id),
+      [45, 30, 60, 40, 50]
+    )
+    // A table whose parents loop still plans every entry, once.
+    const looped = [at(1, 1, "/"), at(7, 8, "/k/x"), at(8, 7, "/k/x")]
+    assert.sameMembers(
+      Unmount.plan(looped, ["/k"], false).map((e) => e.id),
+      [7, 8]
+    )
+  })
 })
 
 describe("UnmountError", () => {

@@ -208,6 +208,42 @@ export const suite = (
       })
     )
 
+    it.effect("a stack whose top has a lower mount id than the mounts below it is peeled from its top", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const unmount = fx.unmount
+        if (unmount === undefined) return yield* Effect.logWarning("skipped: the MountFixture cannot unmount")
+        const sandbox = yield* fx.sandbox
+        const kubelet = `${sandbox}/kubelet`
+        const stack = `${kubelet}/pods/s/volumes/v`
+        const filler = `${sandbox}/filler`
+        yield* fs.makeDirectory(stack, { recursive: true }).pipe(Effect.orDie)
+        yield* fs.makeDirectory(filler).pipe(Effect.orDie)
+        const stacked = Effect.map(fx.table, (t) => t.filter((e) => HostPath.clean(e.mountPoint) === stack))
+        // The kernel gives a new mount the lowest free id: the filler's, freed, goes to the top of the
+        // stack. On a real host another process may take it first; then the stack is cleared and made again.
+        let lower = false
+        for (let attempt = 0; attempt < 5 && !lower; attempt++) {
+          yield* fx.tmpfs(filler)
+          yield* fx.tmpfs(stack)
+          yield* fx.tmpfs(stack)
+          yield* unmount(filler)
+          yield* fx.tmpfs(stack)
+          const s = yield* stacked
+          const top = s.find((e) => !s.some((x) => x.parentId === e.id))
+          const below = s.find((e) => e.id === top?.parentId)
+          lower = top !== undefined && below !== undefined && top.id < below.id
+          if (!lower) for (let i = 0; i < s.length; i++) yield* unmount(stack)
+        }
+        assert.isTrue(lower, "the top of the stack has a lower id than the mount below it")
+        assert.strictEqual((yield* stacked).length, 3)
+        const report = yield* Unmount.unmountBelow([kubelet], { mountInfo: fx.mountInfo })
+        assert.deepStrictEqual(yield* stacked, [])
+        assert.strictEqual(report.unmounted.length, 3)
+      })
+    )
+
     it.effect("a malformed table fails the whole call and nothing is unmounted", () =>
       Effect.gen(function* () {
         const fx = yield* MountFixture

@@ -8,7 +8,7 @@
 import { Directory, FileName, HostPath, Mounter, MountInfo } from "@hostnode/core"
 import { Effect, FileSystem, Layer, Option } from "effect"
 import type { TableOptions } from "./directories.ts"
-import { deviceNumber, longestPrefix, withoutDetached } from "./overlay.ts"
+import { deviceNumber, longestPrefix, mountIdentity, withoutDetached } from "./overlay.ts"
 import { DryRunPlan } from "./plan.ts"
 
 /** Documented where `DryRun.ts` exports it. */
@@ -23,7 +23,7 @@ export const layerMounterWith = (
       const tableRoot = options?.tableRoot ?? "/"
       const table = fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
         Effect.flatMap((text) => MountInfo.parse(text)),
-        Effect.map((t) => withoutDetached(t, plan.detached)),
+        Effect.map((t) => withoutDetached(t, plan.detached, plan.detachedAs)),
         Effect.orElseSucceed((): MountInfo.MountTable => [])
       )
       /** Detaches the newest mount at `target` (and every mount below it) from `entries`; false when none is there. */
@@ -41,7 +41,11 @@ export const layerMounterWith = (
             }
           }
         }
-        for (const id of gone) plan.detached.add(id)
+        for (const e of entries) {
+          if (!gone.has(e.id)) continue
+          plan.detached.add(e.id)
+          plan.detachedAs?.set(e.id, mountIdentity(e))
+        }
         // The file system sees this process's paths: the table's, below the table's root.
         const full = HostPath.join(tableRoot, target)
         for (const point of plan.uncovered.keys())

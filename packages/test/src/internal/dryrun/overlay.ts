@@ -243,9 +243,26 @@ export const TempAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxy
 
 export const MountInfoPath = /^\/proc\/(?:self|thread-self|\d+)\/mountinfo$/
 
-/** The table without the mounts a dry run detached. */
-export const withoutDetached = (table: MountInfo.MountTable, detached: ReadonlySet<number>) =>
-  detached.size === 0 ? table : table.filter((e) => !detached.has(e.id))
+/** What tells a mount from a later one given its id: its device and root. */
+export const mountIdentity = (e: MountInfo.MountEntry): string => `${e.major}:${e.minor} ${e.root}`
+
+/**
+ * The table without the mounts a dry run detached: by id, and where `as`
+ * says what the mount was, only while the entry still is that mount (the
+ * kernel gives a freed id to the next mount).
+ */
+export const withoutDetached = (
+  table: MountInfo.MountTable,
+  detached: ReadonlySet<number>,
+  as?: ReadonlyMap<number, string> | undefined
+) =>
+  detached.size === 0
+    ? table
+    : table.filter((e) => {
+        if (!detached.has(e.id)) return true
+        const was = as?.get(e.id)
+        return was !== undefined && was !== mountIdentity(e)
+      })
 
 export const processIds = () => ({
   uid: typeof process.getuid === "function" ? process.getuid() : 0,

@@ -22,6 +22,12 @@ export interface DryRunPlan {
   /** Mount ids detached so far (a lazy unmount takes the mounts below with it). */
   readonly detached: Set<number>
   /**
+   * What each detached mount was (its device and root, `major:minor root`):
+   * the kernel gives a freed id to the next mount, so a mount made later
+   * with the same id is another one, and is not hidden (since 0.4.0).
+   */
+  readonly detachedAs?: Map<number, string> | undefined
+  /**
    * Mount points a detach uncovered, with the device of the directory that
    * now shows there: the directory of the file system underneath, which the
    * dry run presents as empty (kubelet's mount points are).
@@ -44,6 +50,7 @@ export const DryRunPlan: Context.Service<DryRunPlan, DryRunPlan> & {
         steps,
         record: (step) => Ref.update(steps, (s) => [...s, step]),
         detached: new Set(),
+        detachedAs: new Map(),
         uncovered: new Map()
       })
     })

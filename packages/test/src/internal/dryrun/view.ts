@@ -243,7 +243,7 @@ export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
         plan.detached.size === 0
           ? Effect.succeed(text)
           : MountInfo.parse(text, path).pipe(
-              Effect.map((table) => MountInfo.render(withoutDetached(table, plan.detached))),
+              Effect.map((table) => MountInfo.render(withoutDetached(table, plan.detached, plan.detachedAs))),
               // An unparsable table is returned as read: the operation reports it.
               Effect.orElseSucceed(() => text)
             )

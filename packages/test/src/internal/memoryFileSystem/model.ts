@@ -130,6 +130,12 @@ export interface FsState {
   readonly openFiles: Set<OpenFile>
   nextDev: bigint
   nextMountId: number
+  /**
+   * Ids of mounts that are gone, to give again: as the kernel does, a new
+   * mount takes the lowest free id, so the top of a stack can have a lower
+   * id than the mount below it.
+   */
+  readonly freeMountIds: Array<number>
 }
 
 /**

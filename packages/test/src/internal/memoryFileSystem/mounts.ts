@@ -37,9 +37,42 @@ const directoryFrame = (st: FsState, path: string, syscall: string): Frame | Err
   return f.frame
 }
 
+/** The lowest free mount id, as the kernel gives one (`ida_alloc`): an id of a mount that is gone comes back. */
+const allocateMountId = (st: FsState): number => {
+  if (st.freeMountIds.length === 0) return st.nextMountId++
+  let at = 0
+  for (let i = 1; i < st.freeMountIds.length; i++) {
+    if ((st.freeMountIds[i] as number) < (st.freeMountIds[at] as number)) at = i
+  }
+  return st.freeMountIds.splice(at, 1)[0] as number
+}
+
+/**
+ * Frees the ids of `mount` and the mounts below it, detached, when nothing
+ * still holds them (an open file, the working directory): the kernel frees a
+ * mount's id when the mount itself is freed, and a lazily detached mount in
+ * use lives on (its id is then simply never given again here).
+ */
+const releaseMountIds = (host: FsHost, mount: Mount): void => {
+  const st = host.fs
+  const subtree: Array<Mount> = []
+  const visit = (m: Mount) => {
+    subtree.push(m)
+    for (const c of m.children) visit(c)
+  }
+  visit(mount)
+  const held = new Set(subtree)
+  for (const h of st.openFiles) {
+    if (!h.closed && h.generation === host.journal.generation && h.mount !== undefined && held.has(h.mount)) return
+  }
+  const cwd = cwdFrame(st)
+  if (!(cwd instanceof Fail) && held.has(cwd.mount)) return
+  for (const m of subtree) st.freeMountIds.push(m.id)
+}
+
 const attach = (st: FsState, parent: Frame, fs: Filesystem, root: DirectoryNode, path: string): Mount => {
   const mount: Mount = {
-    id: st.nextMountId++,
+    id: allocateMountId(st),
     fs,
     root,
     parent: parent.mount,
@@ -117,6 +150,7 @@ export const unmountMount = (host: FsHost, mount: Mount, lazy: boolean, target: 
     if (!(cwd instanceof Fail) && cwd.mount === mount) return errno("EBUSY", "umount2", target)
   }
   parent.children.splice(parent.children.indexOf(mount), 1)
+  releaseMountIds(host, mount)
   return undefined
 }
 

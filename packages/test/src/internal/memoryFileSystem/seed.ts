@@ -52,7 +52,8 @@ export const makeState = (options: {
     nextFd: 20,
     openFiles: new Set(),
     nextDev: makeDev(0, 40),
-    nextMountId: 2
+    nextMountId: 2,
+    freeMountIds: []
   }
   const tmp = mkdirAll(st, st.tmpdir, 0o755, options.now)
   if (tmp !== undefined) tmp.mode = 0o1777
