@@ -217,11 +217,20 @@ describe("MountInfo round trip", () => {
   })
 })
 
-// A table that changes under the reader: each read returns the next text.
-const changing = (texts: ReadonlyArray<string>) => {
+// A table that changes under the reader: each read returns the next text;
+// `release`, when given, is what /proc/sys/kernel/osrelease says.
+const changing = (texts: ReadonlyArray<string>, release?: string) => {
   let reads = 0
   const layer = FileSystem.layerNoop({
-    readFile: () => Effect.sync(() => new TextEncoder().encode(texts[Math.min(reads++, texts.length - 1)] as string))
+    readFile: () => Effect.sync(() => new TextEncoder().encode(texts[Math.min(reads++, texts.length - 1)] as string)),
+    ...(release === undefined
+      ? {}
+      : {
+          readFileString: (path: string) =>
+            path === "/proc/sys/kernel/osrelease"
+              ? Effect.succeed(`${release}\n`)
+              : Effect.die(new Error(`unexpected readFileString ${path}`))
+        })
   })
   return { layer, reads: () => reads }
 }
@@ -253,6 +262,52 @@ describe("MountInfo.read", () => {
         [2]
       )
       assert.strictEqual(fs.reads(), 3)
+    })
+  )
+
+  it.effect("reads once on a kernel whose reads are consistent (Linux 5.8 and later)", () =>
+    Effect.gen(function* () {
+      for (const release of ["5.8.0", "5.15.0-105-generic", "6.18.44-fc-v857", "10.0"]) {
+        const fs = changing([line(1), line(2), line(2)], release)
+        const t = yield* MountInfo.read("/proc/self/mountinfo").pipe(Effect.provide(fs.layer))
+        assert.deepStrictEqual(
+          t.map((e) => e.id),
+          [1],
+          release
+        )
+        assert.strictEqual(fs.reads(), 1, release)
+      }
+    })
+  )
+
+  it.effect("reads until two agree on an older kernel, or one that does not say what it is", () =>
+    Effect.gen(function* () {
+      for (const release of ["5.7.19", "4.18.0-553.el8_10.x86_64", "3.10.0", "garbage"]) {
+        const fs = changing([line(1), line(2), line(2)], release)
+        const t = yield* MountInfo.read("/proc/self/mountinfo").pipe(Effect.provide(fs.layer))
+        assert.deepStrictEqual(
+          t.map((e) => e.id),
+          [2],
+          release
+        )
+        assert.strictEqual(fs.reads(), 3, release)
+      }
+    })
+  )
+
+  it.effect("attempts overrides what the kernel says", () =>
+    Effect.gen(function* () {
+      const older = changing([line(1), line(2), line(2)], "4.18.0")
+      assert.deepStrictEqual(
+        (yield* MountInfo.read("/m", { attempts: 1 }).pipe(Effect.provide(older.layer))).map((e) => e.id),
+        [1]
+      )
+      const newer = changing([line(1), line(2), line(2)], "6.8.0")
+      assert.deepStrictEqual(
+        (yield* MountInfo.read("/m", { attempts: 3 }).pipe(Effect.provide(newer.layer))).map((e) => e.id),
+        [2]
+      )
+      assert.strictEqual(newer.reads(), 3)
     })
   )
 
