@@ -24,7 +24,7 @@ import { type Failure, FileName, type Limits, removeTree } from "@hostnode/core/
 import { constants, cString, LibcUnavailable, load } from "../libc.ts"
 import { run, type Ticker } from "./driver.ts"
 import { type Asked, holders } from "./holders.ts"
-import { type Outcome, type Target, unmountOne } from "./mounts.ts"
+import { type Outcome, type Outcomes, type Targets, targetAt, unmountOne } from "./mounts.ts"
 import { Frames, frame, type Reply, type Request } from "./protocol.ts"
 import { Sys } from "./sys.ts"
 
@@ -218,20 +218,27 @@ const handlers: Record<string, Handler> = {
     if (paths.length > 0) ticker.flush()
     return result
   },
-  unmount: ([rootfd, targets, lazy]: [number, ReadonlyArray<Target>, boolean], id: number) => {
-    let done: Array<[number, Outcome]> = []
-    const ticker = tickerOf(id, () => {
-      const d = done
-      done = []
-      return d
+  unmount: ([rootfd, targets, lazy]: [number, Targets, boolean], id: number) => {
+    const n = targets.mountIds.length
+    // Progress: the targets done since the last frame (`i` is the one in progress).
+    let i = 0
+    let from = 0
+    let since: Array<[number, Outcome]> = []
+    const ticker = tickerOf(id, (): Outcomes => {
+      const p = { from, upTo: i, others: since }
+      from = i
+      since = []
+      return p
     })
-    const out: Array<Outcome> = []
-    for (const [i, t] of targets.entries()) {
-      const o = unmountOne(sys, rootfd, t, lazy, ticker)
-      out.push(o)
-      done.push([i, o])
+    const others: Array<[number, Outcome]> = []
+    for (; i < n; i++) {
+      const o = unmountOne(sys, rootfd, targetAt(targets, i), lazy, ticker)
+      if (o._tag !== "Unmounted") {
+        others.push([i, o])
+        since.push([i, o])
+      }
     }
-    return out
+    return { from: 0, upTo: n, others } satisfies Outcomes
   }
 }
 

@@ -11,11 +11,11 @@
  *
  * @since 0.3.0
  */
-import { Directory, FileName, Mounter } from "@hostnode/core"
+import { type Directory, FileName, Mounter } from "@hostnode/core"
 import { Effect } from "effect"
 import type * as Io from "../io/client.ts"
 import { ioHandleOf } from "../io/client.ts"
-import type { Outcome, Target } from "../io/mounts.ts"
+import { eachOutcome, encodeTargets, type Outcome, type Outcomes } from "../io/mounts.ts"
 
 /** An outcome of the helper as the `Mounter`'s result for `target`. */
 export const resultOf = (target: Mounter.Target, o: Outcome): Mounter.UnmountResult => {
@@ -35,17 +35,74 @@ export const resultOf = (target: Mounter.Target, o: Outcome): Mounter.UnmountRes
   }
 }
 
-/** The targets of one call as the helper takes them: components below the root, the table's mount id. */
-export const wireTargets = (
+/**
+ * Sends the targets `sent` (indices into `targets`; `pathOf` gives each one's
+ * path below the root, as bytes) to the helper of `root` in one call, and
+ * sets the result of each in `results` as the helper reports it (progress
+ * first, so a call that hangs leaves the outcomes before it). False when the
+ * call failed as a whole (the helper abandoned): the first target without an
+ * outcome is where it hung, and gets the failure.
+ */
+export const unmountThrough = (
+  client: Io.Client,
+  root: Directory.Handle,
   targets: ReadonlyArray<Mounter.Target>,
-  rel: (t: Mounter.Target) => string | undefined
-): Array<Target | undefined> =>
-  targets.map((t) => {
-    const below = rel(t)
-    return below === undefined
-      ? undefined
-      : { components: Directory.components(FileName.encode(below)), mountId: t.mountId }
+  sent: ReadonlyArray<number>,
+  pathOf: (t: Mounter.Target) => Uint8Array,
+  lazy: boolean,
+  label: string,
+  results: Array<Mounter.UnmountResult | undefined>
+): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    const wire = encodeTargets(
+      sent.map((i) => {
+        const t = targets[i] as Mounter.Target
+        return { path: pathOf(t), mountId: t.mountId }
+      })
+    )
+    const record = (o: Outcomes) =>
+      eachOutcome(o, (k, outcome) => {
+        const i = sent[k] as number
+        results[i] = resultOf(targets[i] as Mounter.Target, outcome)
+      })
+    const r = yield* Effect.result(
+      client.request("unmount", [root], ([fd]) => [fd, wire, lazy], {
+        call: "umount2",
+        path: label,
+        program: true,
+        onProgress: (p) => record(p as Outcomes)
+      })
+    )
+    if (r._tag === "Success") {
+      record(r.success.value as Outcomes)
+      return true
+    }
+    const f = r.failure
+    const hungAt = sent.find((i) => results[i] === undefined)
+    if (hungAt !== undefined) {
+      const t = targets[hungAt] as Mounter.Target
+      results[hungAt] =
+        f.reason === "Hung"
+          ? { _tag: "Hung", target: t.path, call: f.call ?? "umount2", seconds: f.seconds ?? 0, detail: f.detail }
+          : { _tag: "Failed", target: t.path, failure: { target: t.path, errno: f.errno ?? "EIO", message: f.detail } }
+    }
+    return false
   })
+
+/** The results of `targets`, each one without a result not reached (an earlier call did not return). */
+export const settled = (
+  targets: ReadonlyArray<Mounter.Target>,
+  results: ReadonlyArray<Mounter.UnmountResult | undefined>
+): Array<Mounter.UnmountResult> =>
+  results.map(
+    (r, i): Mounter.UnmountResult =>
+      r ?? {
+        _tag: "Unverified",
+        target: (targets[i] as Mounter.Target).path,
+        reason: "Moved",
+        detail: "not reached: an earlier call did not return"
+      }
+  )
 
 /**
  * `Mounter.holders` through `client` (a helper of its own: procfs is read
@@ -72,69 +129,34 @@ export const inProcessMounter = (client: Io.Client): Mounter.Mounter =>
           return yield* Effect.die(new Error("NodeMounter: the root handle is not a NodeDirectory handle"))
         }
         const results: Array<Mounter.UnmountResult | undefined> = targets.map(() => undefined)
-        const wire = wireTargets(targets, (t) => Mounter.below(root.path, t.path))
+        const below = new Map<Mounter.Target, Uint8Array>()
         const sent: Array<number> = []
-        for (const [i, w] of wire.entries()) {
-          const t = targets[i] as Mounter.Target
-          if (w === undefined) {
+        for (const [i, t] of targets.entries()) {
+          const rel = Mounter.below(root.path, t.path)
+          if (rel === undefined) {
             results[i] = {
               _tag: "Unverified",
               target: t.path,
               reason: "OutsideRoot",
               detail: `not below the host root ${root.path}`
             }
-          } else sent.push(i)
-        }
-        if (sent.length > 0) {
-          const r = yield* Effect.result(
-            io.client.request("unmount", [root], ([fd]) => [fd, sent.map((i) => wire[i]), options.lazy], {
-              call: "umount2",
-              path: root.path,
-              program: true,
-              onProgress: (p) => {
-                for (const [k, o] of p as ReadonlyArray<readonly [number, Outcome]>) {
-                  const i = sent[k] as number
-                  results[i] = resultOf(targets[i] as Mounter.Target, o)
-                }
-              }
-            })
-          )
-          if (r._tag === "Success") {
-            for (const [k, o] of (r.success.value as ReadonlyArray<Outcome>).entries()) {
-              const i = sent[k] as number
-              results[i] = resultOf(targets[i] as Mounter.Target, o)
-            }
           } else {
-            // The helper was abandoned: the first target without an outcome is where it hung.
-            const f = r.failure
-            const hungAt = sent.find((i) => results[i] === undefined)
-            if (hungAt !== undefined) {
-              const t = targets[hungAt] as Mounter.Target
-              results[hungAt] =
-                f.reason === "Hung"
-                  ? {
-                      _tag: "Hung",
-                      target: t.path,
-                      call: f.call ?? "umount2",
-                      seconds: f.seconds ?? 0,
-                      detail: f.detail
-                    }
-                  : {
-                      _tag: "Failed",
-                      target: t.path,
-                      failure: { target: t.path, errno: f.errno ?? "EIO", message: f.detail }
-                    }
-            }
+            below.set(t, FileName.encode(rel))
+            sent.push(i)
           }
         }
-        return results.map(
-          (r, i): Mounter.UnmountResult =>
-            r ?? {
-              _tag: "Unverified",
-              target: (targets[i] as Mounter.Target).path,
-              reason: "Moved",
-              detail: "not reached: an earlier call did not return"
-            }
-        )
+        if (sent.length > 0) {
+          yield* unmountThrough(
+            io.client,
+            root,
+            targets,
+            sent,
+            (t) => below.get(t) as Uint8Array,
+            options.lazy,
+            root.path,
+            results
+          )
+        }
+        return settled(targets, results)
       })
   })

@@ -12,13 +12,12 @@
  *
  * @since 0.3.0
  */
-import { Directory, FileName, Mounter } from "@hostnode/core"
+import { FileName, Mounter } from "@hostnode/core"
 import { Effect } from "effect"
 import type { InOptions } from "../../NodeMounter.ts"
 import type { Pinned } from "../container/pin.ts"
 import * as Io from "../io/client.ts"
-import type { Outcome } from "../io/mounts.ts"
-import { holdersWith, resultOf } from "./inProcess.ts"
+import { holdersWith, settled, unmountThrough } from "./inProcess.ts"
 
 /** What the mounter needs of a pinned process: its namespace and root descriptors, and whether it is gone. */
 export type Target = Pick<Pinned, "name" | "fds" | "gone">
@@ -90,71 +89,21 @@ export const namespaceMounter = Effect.fnUntraced(function* (target: Target, opt
           nsRoot.success.gen
         )
         for (let at = 0; at < sent.length; at += maxTargets) {
-          const part = sent.slice(at, at + maxTargets)
-          const r = yield* Effect.result(
-            client.request(
-              "unmount",
-              [rootHandle],
-              ([fd]) => [
-                fd,
-                part.map((i) => ({
-                  components: Directory.components(FileName.encode((targets[i] as Mounter.Target).tablePath)),
-                  mountId: (targets[i] as Mounter.Target).mountId
-                })),
-                opts.lazy
-              ],
-              {
-                call: "umount2",
-                path: `the root of ${target.name}`,
-                program: true,
-                onProgress: (p) => {
-                  for (const [k, o] of p as ReadonlyArray<readonly [number, Outcome]>) {
-                    const i = part[k] as number
-                    results[i] = resultOf(targets[i] as Mounter.Target, o)
-                  }
-                }
-              }
-            )
+          const ok = yield* unmountThrough(
+            client,
+            rootHandle,
+            targets,
+            sent.slice(at, at + maxTargets),
+            (t) => FileName.encode(t.tablePath),
+            opts.lazy,
+            `the root of ${target.name}`,
+            results
           )
-          if (r._tag === "Success") {
-            for (const [k, o] of (r.success.value as ReadonlyArray<Outcome>).entries()) {
-              const i = part[k] as number
-              results[i] = resultOf(targets[i] as Mounter.Target, o)
-            }
-          } else {
-            const hungAt = part.find((i) => results[i] === undefined)
-            if (hungAt !== undefined) {
-              const t = targets[hungAt] as Mounter.Target
-              const f = r.failure
-              results[hungAt] =
-                f.reason === "Hung"
-                  ? {
-                      _tag: "Hung",
-                      target: t.path,
-                      call: f.call ?? "umount2",
-                      seconds: f.seconds ?? 0,
-                      detail: f.detail
-                    }
-                  : {
-                      _tag: "Failed",
-                      target: t.path,
-                      failure: { target: t.path, errno: f.errno ?? "EIO", message: f.detail }
-                    }
-            }
-            break
-          }
+          if (!ok) break
         }
         yield* client.release(rootHandle)
       }
-      return results.map(
-        (r, i): Mounter.UnmountResult =>
-          r ?? {
-            _tag: "Unverified",
-            target: (targets[i] as Mounter.Target).path,
-            reason: "Moved",
-            detail: "not reached: an earlier call did not return"
-          }
-      )
+      return settled(targets, results)
     })
   return Mounter.Mounter.of({ unmount, holders: holdersWith(client) })
 })
