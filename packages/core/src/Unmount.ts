@@ -247,6 +247,11 @@ const coveringPrefixes = (set: ReadonlySet<string>, mountPoint: string): Array<s
   return out
 }
 
+/** {@link covers} without building a string: thousands of mount points are compared on each pass. */
+const coversAt = (prefix: string, path: string): boolean =>
+  prefix === "/" ||
+  (path.startsWith(prefix) && (path.length === prefix.length || path.charCodeAt(prefix.length) === 47))
+
 const depth = (path: string): number => {
   let n = 0
   for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === 47) n++
@@ -270,11 +275,15 @@ export const plan = (
   // Each mount point is cleaned once; on tables of thousands of entries this
   // runs on every pass.
   const set = new Set(prefixes)
+  // A few prefixes (the usual call) are compared with each mount point; many (one per pod) looked up by ancestor.
+  const few = prefixes.length <= 8
   const selected: Array<{ readonly e: MountInfo.MountEntry; readonly mp: string; readonly d: number; h: number }> = []
   for (const e of table) {
     const mp = HostPath.clean(e.mountPoint)
     if (strict && set.has(mp)) continue
-    if (coveringPrefixes(set, mp).length > 0) selected.push({ e, mp, d: depth(mp), h: -1 })
+    if (few ? prefixes.some((p) => coversAt(p, mp)) : coveringPrefixes(set, mp).length > 0) {
+      selected.push({ e, mp, d: depth(mp), h: -1 })
+    }
   }
   stackHeights(selected)
   // Deepest first: a parent cannot be detached cleanly while it has children,
@@ -395,10 +404,16 @@ const run = Effect.fnUntraced(function* (
     for (let i = 0; i < results.length; i++) {
       const r = results[i] as UnmountResult
       const e = todo[i] as MountInfo.MountEntry
-      const annotations = { mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id, pass: passes }
       if (r._tag === "Unmounted") {
-        if (debug) yield* Effect.logDebug("unmounted").pipe(Effect.annotateLogs(annotations))
-      } else if (r._tag === "Failed") {
+        if (debug) {
+          yield* Effect.logDebug("unmounted").pipe(
+            Effect.annotateLogs({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id, pass: passes })
+          )
+        }
+        continue
+      }
+      const annotations = { mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id, pass: passes }
+      if (r._tag === "Failed") {
         refused.add(e.id)
         lastFailure.set(e.id, { errno: r.failure.errno, message: r.failure.message })
         if (!stuck.has(e.mountPoint)) stuck.set(e.mountPoint, { id: e.id, ...r.failure })
