@@ -1,19 +1,32 @@
 /**
- * Mount benchmarks (issue: mounts). Must run as root inside a private mount
- * namespace; scripts/bench.mjs starts it under `unshare --mount`.
+ * Mount benchmarks. Must run as root inside a private mount namespace;
+ * scripts/bench.mjs starts it under `unshare --mount`.
  *
  * - 1,000 sibling tmpfs mounts under a prefix: `unmountBelow` with the
- *   in-process mounter and with the command mounter, one `umount -l` process
- *   per mount (the k3s-killall way), and a bare FFI `umount2` loop (the floor).
- * - 10,000 stacked mounts on one path, cleared completely.
- * - `MountInfo.parse` on a 75,000-line table against splitting it into lines.
+ *   helper process's verified unmounts (`NodeMounter.layer`) and with the
+ *   command mounter, one `umount -l` process per mount (the k3s-killall
+ *   way), against the floor: a bare `umount2` loop by path through koffi in
+ *   this process. Beside them, the same loops elsewhere, to see where
+ *   `umount2`'s time goes: the bare loop in a C child and in a fresh node
+ *   child (koffi), and the C floor of what the helper does per mount
+ *   (`openat2` + `statx` + `umount2` through the descriptor + `close`,
+ *   bench/c/unmount.c).
+ * - 10,000 stacked mounts on one path, cleared completely: the same floor,
+ *   the C verified loop and `unmountBelow`.
+ *
+ * Every row takes turns with the others, each run on freshly made mounts
+ * (made through koffi, untimed: 1,000 `mount` processes would take seconds);
+ * median and range of the runs, peak memory (this process and the helper,
+ * reset before each run; a child's own), and the targets of issue 26:
+ * `unmountBelow` within 1.3x the floor in both cases.
  */
+import { writeFileSync } from "node:fs"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { HostCommand, MountInfo, Unmount } from "@hostnode/core"
+import { Directory, HostCommand, HostPath, MountInfo, Unmount } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
-import { Console, Effect, FileSystem } from "effect"
+import { Console, Effect, FileSystem, References } from "effect"
 import koffi from "koffi"
-import { median, type Row, table, time } from "./Bench.ts"
+import { cPrograms, cRun, inProcess, report, row, runsOf, turns } from "./Bench.ts"
 
 const libc = koffi.load("libc.so.6")
 const mount2 = libc.func(
@@ -23,139 +36,209 @@ const umount2 = libc.func("int umount2(const char *target, int flags)") as (t: s
 /** umount2's lazy-detach flag, as the library passes it. */
 const MNT_DETACH = 2
 
-// Mounts are made through the FFI too: 1,000 `mount` processes would take
-// seconds per run and swamp what is being measured.
-const mountTmpfs = (target: string) =>
+const mountTmpfs = (target: string, size = "64k") =>
   Effect.sync(() => {
-    if (mount2("tmpfs", target, "tmpfs", 0, "size=64k") !== 0)
+    if (mount2("tmpfs", target, "tmpfs", 0, `size=${size}`) !== 0)
       throw new Error(`mount ${target}: errno ${koffi.errno()}`)
   })
 
+/**
+ * The bare loop in a fresh node process (koffi, as here): prints its time and
+ * peak like the C programs. Its argument is a JSON array of paths.
+ */
+const nodeChild = `
+import koffi from "koffi"
+import { readFileSync } from "node:fs"
+const umount2 = koffi.load("libc.so.6").func("int umount2(const char *target, int flags)")
+const paths = JSON.parse(readFileSync(process.argv[1], "utf8"))
+const start = performance.now()
+let n = 0
+for (const p of paths) if (umount2(p, 2) === 0) n++
+const ms = performance.now() - start
+const peakKiB = Number(/^VmHWM:\\s+(\\d+)/m.exec(readFileSync("/proc/self/status", "latin1"))[1])
+console.log(JSON.stringify({ ms, peakKiB, note: n + " unmounted" }))
+`
+
 const Main = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
+  const dirs = yield* Directory.Directories
+  const c = yield* cPrograms
   const box = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-bench-" })
-  yield* Effect.acquireRelease(mountTmpfs(box), () =>
+  yield* Effect.acquireRelease(mountTmpfs(box, "16m"), () =>
     HostCommand.run("umount", ["-R", "-l", "--", box]).pipe(Effect.ignore)
   )
   const prefix = `${box}/kubelet`
   yield* fs.makeDirectory(prefix)
-  const n = 1000
-  const names = Array.from({ length: n }, (_, i) => `${prefix}/pods/p${i}/volumes/secret`)
-  for (const p of names) yield* fs.makeDirectory(p, { recursive: true })
-  const siblings = Effect.forEach(names, mountTmpfs, { discard: true })
-  const runs = 5
+  // The helper process started, and everything loaded, before anything is timed.
+  yield* fs.makeDirectory(`${prefix}/warm`)
+  yield* mountTmpfs(`${prefix}/warm`)
+  yield* Unmount.unmountBelow([prefix]).pipe(Effect.provide(NodeMounter.layer))
+  const helper = () => [helperPid]
+  let helperPid = (yield* dirs.credentials).pid
 
-  const ffi = yield* median(runs, siblings, () =>
-    Unmount.unmountBelow([prefix]).pipe(Effect.provide(NodeMounter.layer))
-  )
-  const cmdRuns = 3
-  const cmd = yield* median(cmdRuns, siblings, () =>
-    Unmount.unmountBelow([prefix]).pipe(Effect.provide(NodeMounter.layerCommand()))
-  )
-  const perProcess = yield* median(1, siblings, () =>
-    Effect.forEach(names, (p) => HostCommand.run("umount", ["-l", "--", p]), { discard: true })
-  )
-  const floor = yield* median(runs, siblings, () =>
-    Effect.sync(() => {
-      for (const p of names) umount2(p, MNT_DETACH)
+  /** The list bench/c/unmount.c takes: each target's mount id and path below `root`, as `Unmount.plan` orders them. */
+  const listOf = (root: string, under: string) =>
+    Effect.gen(function* () {
+      const table = yield* MountInfo.read().pipe(Effect.orDie)
+      const planned = Unmount.plan(table, [under], false)
+      const file = `${box}/targets`
+      writeFileSync(file, planned.map((e) => `${e.id} ${HostPath.relative(root, e.mountPoint)?.slice(1)}\n`).join(""))
+      return file
     })
-  )
-  const remaining = (yield* MountInfo.read()).filter((e) => e.mountPoint.startsWith(prefix)).length
-  if (remaining !== 0) return yield* Effect.die(new Error(`${remaining} mounts left under ${prefix}`))
-  const rows: Array<Row> = [
-    { name: "bare umount2 loop through koffi (floor)", ms: floor },
-    { name: "unmountBelow, NodeMounter.layer (koffi umount2)", ms: ffi },
-    { name: "unmountBelow, NodeMounter.layerCommand (umount -l, batched)", ms: cmd },
-    { name: "one umount -l process per mount (k3s killall)", ms: perProcess }
+  const unmountBelow = () =>
+    inProcess(Unmount.unmountBelow([prefix]).pipe(Effect.provide(NodeMounter.layer), Effect.orDie), helper).pipe(
+      Effect.tap(() =>
+        Effect.gen(function* () {
+          helperPid = (yield* dirs.credentials).pid
+        })
+      )
+    )
+  const leftBelow = (path: string) =>
+    Effect.map(
+      MountInfo.read().pipe(Effect.orDie),
+      (t) => t.filter((e) => HostPath.covers(path, HostPath.clean(e.mountPoint))).length
+    )
+
+  // 1,000 siblings.
+  const n = 1000
+  const rel = Array.from({ length: n }, (_, i) => `pods/p${i}/volumes/secret`)
+  const names = rel.map((r) => `${prefix}/${r}`)
+  for (const p of names) yield* fs.makeDirectory(p, { recursive: true })
+  const siblings = Effect.forEach(names, (p) => mountTmpfs(p), { discard: true })
+  const withList = Effect.andThen(siblings, listOf(prefix, prefix))
+  const pathsFile = `${box}/paths.json`
+  writeFileSync(pathsFile, JSON.stringify(names))
+  const unmountProgram = c("unmount")
+  const floor = "bare umount2 loop by path through koffi, in this process (floor)"
+  const runs = runsOf(5)
+  const cases = [
+    row({
+      name: floor,
+      setup: siblings,
+      run: () =>
+        inProcess(
+          Effect.sync(() => {
+            for (const p of names) umount2(p, MNT_DETACH)
+          })
+        )
+    }),
+    ...(typeof unmountProgram === "string"
+      ? [
+          row({
+            name: "the same bare loop in a C child (bench/c/unmount.c --bare)",
+            setup: withList,
+            run: (list: string) => cRun("child", [unmountProgram, "--bare", prefix, list])
+          }),
+          row({
+            name: "C child: openat2 + statx + umount2 through the descriptor + close (what the helper does)",
+            setup: withList,
+            run: (list: string) => cRun("child", [unmountProgram, prefix, list])
+          })
+        ]
+      : []),
+    row({
+      name: "the same bare loop in a fresh node child (koffi)",
+      setup: siblings,
+      run: () =>
+        cRun("child", [process.execPath, "--input-type=module", "-e", nodeChild, pathsFile]).pipe(
+          Effect.map((r) => ({ ...r, note: undefined }))
+        )
+    }),
+    row({
+      name: "unmountBelow, NodeMounter.layer (each verified and detached in the helper process)",
+      setup: siblings,
+      run: unmountBelow,
+      target: { ratio: 1.3, of: floor }
+    }),
+    row({
+      name: "unmountBelow, NodeMounter.layerCommand (umount -l, batched)",
+      setup: siblings,
+      run: () =>
+        inProcess(Unmount.unmountBelow([prefix]).pipe(Effect.provide(NodeMounter.layerCommand()), Effect.orDie)),
+      runs: 3
+    }),
+    row({
+      name: "one umount -l process per mount (k3s killall)",
+      setup: siblings,
+      run: () =>
+        inProcess(
+          Effect.forEach(names, (p) => HostCommand.run("umount", ["-l", "--", p]), { discard: true }).pipe(Effect.orDie)
+        ),
+      runs: 3
+    })
   ]
-  yield* table(
-    `${n} sibling tmpfs mounts under one prefix (median of ${runs}; command ${cmdRuns}, per-process 1)`,
-    rows,
-    rows[0]!.name
-  )
-  yield* Console.log(
-    `\nunmountBelow (koffi) is ${(ffi / floor).toFixed(2)}x the floor (target <= 2x) and ${(perProcess / ffi).toFixed(0)}x faster than a process per mount (target >= 100x).`
+  const measured = yield* turns(runs, cases)
+  const left = yield* leftBelow(prefix)
+  if (left !== 0) return yield* Effect.die(new Error(`${left} mounts left under ${prefix}`))
+  yield* report(
+    `${n} sibling tmpfs mounts under one prefix`,
+    [
+      ...measured,
+      ...(typeof unmountProgram === "string"
+        ? []
+        : [{ name: "C children (bench/c/unmount.c)", skipped: unmountProgram.skipped }])
+    ],
+    floor
   )
 
-  // 10,000 stacked mounts on one path: the bare loop (the floor) and unmountBelow, each on a fresh stack.
+  // 10,000 stacked mounts on one path.
   const stackPath = `${prefix}/pods/stacked/volumes/v`
   yield* fs.makeDirectory(stackPath, { recursive: true })
-  const stackN = 10_000
+  const stackN = Number(process.env.HOSTNODE_BENCH_STACK ?? 10_000)
   const stack = Effect.sync(() => {
     for (let i = 0; i < stackN; i++)
-      if (mount2("tmpfs", stackPath, "tmpfs", 0, "size=4k") !== 0) throw new Error("mount")
+      if (mount2("tmpfs", stackPath, "tmpfs", 0, "size=4k") !== 0) throw new Error(`mount: errno ${koffi.errno()}`)
   })
-  const [mountMs] = yield* time(stack)
-  const [stackFloorMs] = yield* time(
-    Effect.sync(() => {
-      for (let i = 0; i < stackN; i++) umount2(stackPath, MNT_DETACH)
+  const stackFloor = "bare umount2 loop by path through koffi, in this process (floor)"
+  const stacked = yield* turns(runsOf(3), [
+    row({
+      name: stackFloor,
+      setup: stack,
+      run: () =>
+        inProcess(
+          Effect.sync(() => {
+            for (let i = 0; i < stackN; i++) umount2(stackPath, MNT_DETACH)
+          })
+        )
+    }),
+    ...(typeof unmountProgram === "string"
+      ? [
+          row({
+            name: "C child: openat2 + statx + umount2 through the descriptor + close",
+            setup: Effect.andThen(stack, listOf(prefix, stackPath)),
+            run: (list: string) => cRun("child", [unmountProgram, prefix, list])
+          })
+        ]
+      : []),
+    row({
+      name: "unmountBelow, NodeMounter.layer (each verified, detached through its descriptor)",
+      setup: stack,
+      run: unmountBelow,
+      target: { ratio: 1.3, of: stackFloor }
     })
-  )
-  const floorLeft = (yield* MountInfo.read()).filter((e) => e.mountPoint === stackPath).length
-  if (floorLeft !== 0) return yield* Effect.die(new Error(`${floorLeft} stacked mounts left by the bare loop`))
+  ])
+  const stackLeft = yield* leftBelow(stackPath)
+  if (stackLeft !== 0) return yield* Effect.die(new Error(`${stackLeft} stacked mounts left`))
+  // One read of the table with the stack on it, for scale: the kernel writes each stacked mount point by walking
+  // down the stack, so a read grows with the square of its height.
   yield* stack
-  const [stackMs] = yield* time(Unmount.unmountBelow([prefix]).pipe(Effect.provide(NodeMounter.layer)))
-  const left = (yield* MountInfo.read()).filter((e) => e.mountPoint === stackPath).length
-  yield* table(
-    `${stackN} stacked tmpfs mounts on one path`,
-    [
-      { name: "bare umount2 loop by path through koffi (floor)", ms: stackFloorMs },
-      { name: "mounting them (koffi mount loop, for scale)", ms: mountMs },
-      {
-        name: "unmountBelow, NodeMounter.layer (each verified, detached through its descriptor)",
-        ms: stackMs,
-        note: `${left} left`
-      }
-    ],
-    "bare umount2 loop by path through koffi (floor)"
+  const [readMs] = yield* Effect.map(
+    inProcess(MountInfo.read().pipe(Effect.orDie)),
+    (r) => [r.ms, r.value.length] as const
   )
+  yield* Effect.sync(() => {
+    for (let i = 0; i < stackN; i++) umount2(stackPath, MNT_DETACH)
+  })
+  yield* report(`${stackN.toLocaleString("en")} stacked tmpfs mounts on one path`, stacked, stackFloor)
   yield* Console.log(
-    `\nunmountBelow on the stack is ${(stackMs / stackFloorMs).toFixed(2)}x the bare loop (target <= 1.5x).`
-  )
-  if (left !== 0) return yield* Effect.die(new Error(`${left} stacked mounts left`))
-
-  // MountInfo.parse on a 75,000-line table.
-  const lines = 75_000
-  const entries: Array<MountInfo.MountEntry> = Array.from({ length: lines }, (_, i) => ({
-    id: 100 + i,
-    parentId: 99 + i,
-    major: 0,
-    minor: 50 + (i % 1000),
-    root: "/",
-    mountPoint: `/var/lib/kubelet/pods/${i.toString(16).padStart(8, "0")}-4a1b-9c2d/volumes/kubernetes.io~projected/kube-api-access-${i % 97}`,
-    mountOptions: "rw,relatime",
-    optionalFields: i % 3 === 0 ? ["shared:5"] : i % 3 === 1 ? ["master:1"] : [],
-    fsType: "tmpfs",
-    source: "tmpfs",
-    superOptions: "rw,size=3932160k,inode64"
-  }))
-  const text = MountInfo.render(entries)
-  const parseMs = yield* median(9, Effect.void, () => MountInfo.parse(text))
-  const splitMs = yield* median(9, Effect.void, () => Effect.sync(() => text.split("\n").length))
-  // What any parser that returns one object per line pays at least: the split
-  // plus one object holding five sliced fields, with no validation at all.
-  const floorMs = yield* median(9, Effect.void, () =>
-    Effect.sync(
-      () =>
-        text
-          .split("\n")
-          .map((l) => ({ a: l.slice(0, 4), b: l.slice(4, 12), c: l.slice(12, 60), d: l.slice(60, 80), e: l.slice(80) }))
-          .length
-    )
-  )
-  yield* table(
-    `MountInfo.parse, ${lines} lines (${(text.length / 1e6).toFixed(1)} MB), median of 9`,
-    [
-      { name: "split into lines only", ms: splitMs },
-      { name: "split + one object of 5 sliced fields per line (no parsing)", ms: floorMs },
-      {
-        name: "MountInfo.parse",
-        ms: parseMs,
-        note: `${Math.round(lines / (parseMs / 1000)).toLocaleString("en")} lines/s`
-      }
-    ],
-    "split into lines only"
+    `\nOne MountInfo.read of the table with the stack on it took ${readMs.toFixed(0)} ms (part of every unmountBelow run).`
   )
 }).pipe(Effect.scoped)
 
-Main.pipe(Effect.provide(NodeDirectory.layer), Effect.provide(NodeServices.layer), NodeRuntime.runMain)
+Main.pipe(
+  // The operations' summary lines (one per run) would bury the tables.
+  Effect.provideService(References.MinimumLogLevel, "Warn"),
+  Effect.provide(NodeDirectory.layer),
+  Effect.provide(NodeServices.layer),
+  NodeRuntime.runMain
+)
