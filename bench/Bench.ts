@@ -113,10 +113,16 @@ export interface Case<S, R> {
 }
 
 /** A row whatever its setup gives its run (see {@link Case}). */
+// biome-ignore lint/suspicious/noExplicitAny: a row's requirements are any, so rows of several can be listed together
 export type AnyCase<R> = Case<unknown, R>
 
-/** {@link Case} `c` among others whose setups give other things. */
-export const row = <S, R>(c: Case<S, R>): AnyCase<R> => c as unknown as AnyCase<R>
+/** {@link Case} `c` among others whose setups give other things (its setup and run may need different services). */
+export const row = <S, R1, R2>(
+  c: Omit<Case<S, R1 | R2>, "setup" | "run"> & {
+    readonly setup: Effect.Effect<S, never, R1>
+    readonly run: (s: S) => Effect.Effect<Omit<Run, "ms"> & { readonly ms?: number | undefined }, never, R2>
+  }
+): AnyCase<R1 | R2> => c as unknown as AnyCase<R1 | R2>
 
 /** A row in this process: its time, and the peak memory of this process and of `helpers` (pids) over the run. */
 export const inProcess = <A, E, R>(
@@ -201,14 +207,18 @@ export interface Measured {
  * cases taking turns: one run of each, in an order that rotates each round,
  * then the next round. A case whose runs are done sits out the later rounds.
  */
-export const turns = <R>(runs: number, cases: ReadonlyArray<AnyCase<R>>): Effect.Effect<Array<Measured>, never, R> =>
+// biome-ignore lint/suspicious/noExplicitAny: each row's requirements, joined below
+export const turns = <const C extends ReadonlyArray<AnyCase<any>>>(
+  runs: number,
+  cases: C
+): Effect.Effect<Array<Measured>, never, C[number] extends AnyCase<infer R> ? R : never> =>
   Effect.gen(function* () {
     const out: Array<Array<Run>> = cases.map(() => [])
     const rounds = Math.max(...cases.map((c) => c.runs ?? runs))
     for (let round = 0; round < rounds; round++) {
       for (let k = 0; k < cases.length; k++) {
         const j = (k + round) % cases.length
-        const c = cases[j] as AnyCase<R>
+        const c = cases[j] as AnyCase<never>
         if ((out[j]?.length ?? 0) >= (c.runs ?? runs)) continue
         const s = yield* c.setup
         const [ms, r] = yield* time(c.run(s))
@@ -279,3 +289,20 @@ export const report = (
       `\n(${rows.map((r) => ("runs" in r ? r.runs.length : 0)).reduce((a, b) => Math.max(a, b), 0)} runs a row, the rows taking turns; load average ${readFileSync("/proc/loadavg", "latin1").split(" ").slice(0, 3).join(" ")} at the end)`
     )
   })
+
+/** The file system type of the directory `dir` (`stat -f`: ext2/ext3 for ext4, xfs, tmpfs, ...). */
+const fsTypeOf = (dir: string): string =>
+  spawnSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).stdout?.trim() || "unknown"
+
+/**
+ * Where the benchmarks that write files put them: on the real disk, the
+ * system temporary directory unless it is in memory (a tmpfs), then
+ * /var/tmp. Its file system type is said with each table.
+ */
+export const realDisk: Effect.Effect<{ readonly dir: string; readonly fsType: string }> = Effect.sync(() => {
+  const memory = (t: string) => t === "tmpfs" || t === "ramfs"
+  const tmp = tmpdir()
+  const t = fsTypeOf(tmp)
+  if (!memory(t)) return { dir: tmp, fsType: t }
+  return { dir: "/var/tmp", fsType: fsTypeOf("/var/tmp") }
+})
