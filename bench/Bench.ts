@@ -113,7 +113,6 @@ export interface Case<S, R> {
 }
 
 /** A row whatever its setup gives its run (see {@link Case}). */
-// biome-ignore lint/suspicious/noExplicitAny: a row's requirements are any, so rows of several can be listed together
 export type AnyCase<R> = Case<unknown, R>
 
 /** {@link Case} `c` among others whose setups give other things (its setup and run may need different services). */
