@@ -1,7 +1,7 @@
 /**
  * The peak-memory half of the snapshot benchmark, in processes of their own
  * so that a peak resident set is one operation's alone: `take BOX` takes a
- * snapshot of the 10,000-file / 200 MB tree the benchmark wrote below BOX
+ * snapshot of the 5,000-file / 200 MB tree the benchmark wrote below BOX
  * (`root/etc/tree`) into `BOX/snap`; `restore BOX` restores it (the
  * benchmark changes every file in between). Each prints one JSON line: its
  * resident set before the operation and its peak resident set (`maxRSS`)

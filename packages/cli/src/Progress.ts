@@ -274,6 +274,19 @@ export const layer = (
               tick((c) => {
                 c.files++
               })
+            ),
+          // The batches open files too: each file read or made counts.
+          readFiles: (dir, names, maxBytes) =>
+            Effect.tap(dirs.readFiles(dir, names, maxBytes), (read) =>
+              tick((c) => {
+                c.files += read.filter((r) => "bytes" in r).length
+              })
+            ),
+          copyFiles: (from, files) =>
+            Effect.tap(dirs.copyFiles(from, files), (r) =>
+              tick((c) => {
+                c.files += r.done
+              })
             )
         })
       )

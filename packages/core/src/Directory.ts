@@ -478,6 +478,73 @@ export interface Primitives {
   readonly removeTree?:
     | ((dir: Handle, name: FileName.Bytes, path: string, options?: RemoveTreeOptions) => Effect.Effect<RemoveResult>)
     | undefined
+  /**
+   * The batches: each does what its primitives would, one after the other,
+   * in one step where the layer can (the real one, in one call to its helper
+   * process, where a call each would cost a round trip). Optional:
+   * {@link make} derives each from the primitives. See
+   * {@link Directories.statAll}, {@link Directories.readFiles},
+   * {@link Directories.copyFiles}, {@link Directories.renameAll}.
+   */
+  readonly statAll?: Directories["statAll"] | undefined
+  readonly readFiles?: Directories["readFiles"] | undefined
+  readonly copyFiles?: Directories["copyFiles"] | undefined
+  readonly renameAll?: Directories["renameAll"] | undefined
+}
+
+/**
+ * One file {@link Directories.copyFiles} makes: `name` in `dir`, created
+ * exclusively with `permissions`, holding the `size` bytes of the source at
+ * `offset`, then given its owner (where it differs from what it was created
+ * with), its mode, and its times when given.
+ *
+ * @since 0.4.0
+ */
+export interface CopyFile {
+  readonly dir: Handle
+  readonly name: FileName.Bytes
+  readonly permissions: number
+  readonly offset: number
+  readonly size: number
+  readonly mode: number
+  readonly uid: number
+  readonly gid: number
+  /** Access and modification times, nanoseconds since the epoch; left as they are when undefined. */
+  readonly times?: { readonly atimeNs: bigint; readonly mtimeNs: bigint } | undefined
+}
+
+/**
+ * One file {@link Directories.readFiles} read: the stat of the open file and all its bytes.
+ *
+ * @since 0.4.0
+ */
+export interface ReadFile {
+  readonly stat: Stat
+  readonly bytes: Uint8Array
+}
+
+/**
+ * How far a batch ({@link Directories.copyFiles}, {@link Directories.renameAll})
+ * went: the first `done` were done; when `failure` is there, the next one
+ * failed with it, and those after it were not tried.
+ *
+ * @since 0.4.0
+ */
+export interface BatchResult {
+  readonly done: number
+  readonly failure?: DirectoryError | undefined
+}
+
+/**
+ * One rename of {@link Directories.renameAll}.
+ *
+ * @since 0.4.0
+ */
+export interface Move {
+  readonly from: Handle
+  readonly fromName: FileName.Bytes
+  readonly to: Handle
+  readonly toName: FileName.Bytes
 }
 
 /**
@@ -497,7 +564,49 @@ export interface RemoveTreeOptions {
  * @since 0.2.0
  */
 export interface Directories
-  extends Omit<Primitives, "resolveDirectory" | "unlinkAll" | "identify" | "openBeneath" | "removeTree"> {
+  extends Omit<
+    Primitives,
+    | "resolveDirectory"
+    | "unlinkAll"
+    | "identify"
+    | "openBeneath"
+    | "removeTree"
+    | "statAll"
+    | "readFiles"
+    | "copyFiles"
+    | "renameAll"
+  > {
+  /**
+   * `stat` of each of `names` in `dir` (none followed): for each, its stat
+   * or its error (`NotFound` for a name that is not there).
+   */
+  readonly statAll: (
+    dir: Handle,
+    names: ReadonlyArray<FileName.Bytes>
+  ) => Effect.Effect<ReadonlyArray<Stat | DirectoryError>>
+  /**
+   * Reads the regular files `names` of `dir` whole, as `openFile` (read)
+   * opens them: for each, the stat of the open file and its bytes (up to its
+   * size then, or its end), or the error of its open or read. Reading stops
+   * before the first file whose size (by the open file's stat) would take
+   * the bytes read past `maxBytes`, the first one included: the results end
+   * there (none, for a first file larger than `maxBytes`), and the caller
+   * reads the rest with another call, or `openFile` and a buffer of its own.
+   */
+  readonly readFiles: (
+    dir: Handle,
+    names: ReadonlyArray<FileName.Bytes>,
+    maxBytes: number
+  ) => Effect.Effect<ReadonlyArray<ReadFile | DirectoryError>>
+  /**
+   * Makes each of `files` (see {@link CopyFile}) from the bytes of the open
+   * file `from`, in order, each closed when done; stops at the first that
+   * fails (it stays as far as it got). A source that ends before a file's
+   * bytes is an error of that file.
+   */
+  readonly copyFiles: (from: File, files: ReadonlyArray<CopyFile>) => Effect.Effect<BatchResult>
+  /** Renames each of `moves`, in order (as `rename` without `noReplace`); stops at the first that fails. */
+  readonly renameAll: (moves: ReadonlyArray<Move>) => Effect.Effect<BatchResult>
   /** The identity of `name` in `dir`, or of `dir`, without asking the file system (see `Primitives.identify`). */
   readonly identify: (dir: Handle, name?: FileName.Bytes) => Effect.Effect<Identity, DirectoryError>
   /** Holds the node at `components` below `root`, no link followed (see `Primitives.openBeneath`). */

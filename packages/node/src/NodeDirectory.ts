@@ -456,8 +456,17 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     )
   }
 
+  /** The handle of each open file made here: a batch names its source by it. */
+  const fileHandles = new WeakMap<Directory.File, Io.IoHandle>()
+
   /** The open file `h` (at `path`, for reports): every call on its descriptor. */
   const makeFile = (h: Io.IoHandle, path: string): Directory.File => {
+    const f = makeFileOn(h, path)
+    fileHandles.set(f, h)
+    return f
+  }
+
+  const makeFileOn = (h: Io.IoHandle, path: string): Directory.File => {
     const on = (op: string, args: (fd: number) => ReadonlyArray<unknown>, operation: string) =>
       call(op, [h], ([fd]) => args(fd as number), operation, path)
     return {
@@ -526,7 +535,150 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       } satisfies RemoveResult
     })
 
-  return Directory.make({
+  // The batches: one call to the helper each, the failures of their items mapped here.
+
+  const statAll: NonNullable<Directory.Primitives["statAll"]> = (dir, names) =>
+    Effect.gen(function* () {
+      const paths = names.map((n) => Directory.childPath(dir.path, n))
+      const bad = names.map((n, i) => badName("statx", paths[i] as string, n))
+      const asked = names.filter((_, i) => bad[i] === undefined)
+      const r = yield* Effect.result(call("statAll", [dir], ([fd]) => [fd, asked], "statx", dir.path))
+      const answers = r._tag === "Success" ? (r.success as ReadonlyArray<Directory.Stat | Failure>) : undefined
+      let k = 0
+      return names.map((_, i): Directory.Stat | Directory.DirectoryError => {
+        const b = bad[i]
+        if (b !== undefined) return b
+        if (answers === undefined) return (r as { readonly failure: Directory.DirectoryError }).failure
+        const a = answers[k++] as Directory.Stat | Failure
+        return "_tag" in a ? toDirectoryError(a, a.call ?? "statx", paths[i] as string) : a
+      })
+    })
+
+  const readFiles: NonNullable<Directory.Primitives["readFiles"]> = (dir, names, maxBytes) =>
+    Effect.gen(function* () {
+      const paths = names.map((n) => Directory.childPath(dir.path, n))
+      const firstBad = names.findIndex((n, i) => badName("openat", paths[i] as string, n) !== undefined)
+      const asked = firstBad < 0 ? names : names.slice(0, firstBad)
+      const r = yield* Effect.result(call("readFiles", [dir], ([fd]) => [fd, asked, maxBytes], "openat", dir.path))
+      if (r._tag === "Failure") return [r.failure]
+      const out = (r.success as ReadonlyArray<Directory.ReadFile | Failure>).map(
+        (a, i): Directory.ReadFile | Directory.DirectoryError =>
+          "_tag" in a ? toDirectoryError(a, a.call ?? "openat", paths[i] as string) : a
+      )
+      // A bad name is answered where its turn comes, as the one-by-one calls would.
+      if (firstBad >= 0 && out.length === asked.length) {
+        out.push(
+          badName("openat", paths[firstBad] as string, names[firstBad] as Uint8Array) as Directory.DirectoryError
+        )
+      }
+      return out
+    })
+
+  const copyFiles: NonNullable<Directory.Primitives["copyFiles"]> = (from, files) =>
+    Effect.gen(function* () {
+      const source = fileHandles.get(from)
+      if (source === undefined || files.length === 0) return yield* derived.copyFiles(from, files)
+      const firstBad = files.findIndex(
+        (c) => badName("openat", Directory.childPath(c.dir.path, c.name), c.name) !== undefined
+      )
+      const asked = firstBad < 0 ? files : files.slice(0, firstBad)
+      const dirs: Array<Directory.Handle> = []
+      const index = new Map<Directory.Handle, number>()
+      for (const c of asked) {
+        if (!index.has(c.dir)) {
+          index.set(c.dir, dirs.length)
+          dirs.push(c.dir)
+        }
+      }
+      const r = yield* Effect.result(
+        call(
+          "copyFiles",
+          [source, ...dirs],
+          ([fromFd, ...fds]) => [
+            fromFd,
+            asked.map((c) => ({
+              dir: fds[index.get(c.dir) as number],
+              name: c.name,
+              permissions: c.permissions,
+              offset: c.offset,
+              size: c.size,
+              mode: c.mode,
+              uid: c.uid,
+              gid: c.gid,
+              times: c.times === undefined ? null : [c.times.atimeNs, c.times.mtimeNs]
+            }))
+          ],
+          "openat",
+          from.path
+        )
+      )
+      if (r._tag === "Failure") return { done: 0, failure: r.failure }
+      const a = r.success as { readonly done: number; readonly failure: Failure | null }
+      if (a.failure !== null) {
+        const c = asked[a.done] as Directory.CopyFile
+        return {
+          done: a.done,
+          failure: toDirectoryError(a.failure, a.failure.call ?? "openat", Directory.childPath(c.dir.path, c.name))
+        }
+      }
+      if (firstBad >= 0) {
+        const c = files[firstBad] as Directory.CopyFile
+        const path = Directory.childPath(c.dir.path, c.name)
+        return { done: firstBad, failure: badName("openat", path, c.name) }
+      }
+      return { done: files.length }
+    })
+
+  const renameAll: NonNullable<Directory.Primitives["renameAll"]> = (moves) =>
+    Effect.gen(function* () {
+      if (moves.length === 0) return { done: 0 }
+      const firstBad = moves.findIndex(
+        (m) =>
+          badName("renameat2", Directory.childPath(m.from.path, m.fromName), m.fromName) !== undefined ||
+          badName("renameat2", Directory.childPath(m.to.path, m.toName), m.toName) !== undefined
+      )
+      const asked = firstBad < 0 ? moves : moves.slice(0, firstBad)
+      const dirs: Array<Directory.Handle> = []
+      const index = new Map<Directory.Handle, number>()
+      for (const m of asked) {
+        for (const h of [m.from, m.to]) {
+          if (!index.has(h)) {
+            index.set(h, dirs.length)
+            dirs.push(h)
+          }
+        }
+      }
+      const r = yield* Effect.result(
+        call(
+          "renameAll",
+          dirs,
+          (fds) => [
+            asked.map((m) => [fds[index.get(m.from) as number], m.fromName, fds[index.get(m.to) as number], m.toName])
+          ],
+          "renameat2",
+          (moves[0] as Directory.Move).from.path
+        )
+      )
+      if (r._tag === "Failure") return { done: 0, failure: r.failure }
+      const a = r.success as { readonly done: number; readonly failure: Failure | null }
+      if (a.failure !== null) {
+        const m = asked[a.done] as Directory.Move
+        return {
+          done: a.done,
+          failure: toDirectoryError(a.failure, "renameat2", Directory.childPath(m.from.path, m.fromName))
+        }
+      }
+      if (firstBad >= 0) {
+        const m = moves[firstBad] as Directory.Move
+        const failure =
+          badName("renameat2", Directory.childPath(m.from.path, m.fromName), m.fromName) ??
+          badName("renameat2", Directory.childPath(m.to.path, m.toName), m.toName)
+        return { done: firstBad, failure }
+      }
+      return { done: moves.length }
+    })
+
+  const primitives: Directory.Primitives = {
     openRoot,
     openDirectory,
     openParent,
@@ -548,8 +700,15 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     resolveDirectory,
     identify,
     openBeneath,
-    removeTree
-  })
+    removeTree,
+    statAll,
+    readFiles,
+    copyFiles,
+    renameAll
+  }
+  // What a batch falls back to for a source it did not open (another layer's file).
+  const derived = Directory.make({ ...primitives, copyFiles: undefined })
+  return Directory.make(primitives)
 }
 
 /** Fails with {@link DirectoryUnavailable} where koffi or libc cannot load here (the helper could not work either). */

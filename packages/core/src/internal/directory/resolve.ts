@@ -10,7 +10,19 @@
  * @since 0.3.0
  */
 import { Effect, type Scope } from "effect"
-import type { Directories, Handle, Primitives, Resolved, ResolveOptions, Stat } from "../../Directory.ts"
+import type {
+  BatchResult,
+  CopyFile,
+  Directories,
+  File,
+  Handle,
+  Move,
+  Primitives,
+  ReadFile,
+  Resolved,
+  ResolveOptions,
+  Stat
+} from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import { run as runProgram } from "../programs/effect.ts"
 import * as programs from "../programs/removeTree.ts"
@@ -21,6 +33,7 @@ import {
   InvalidName,
   NotADirectory,
   NotFound,
+  Other,
   SymbolicLink,
   TooManyLinks
 } from "./errors.ts"
@@ -288,9 +301,19 @@ export const derive = (p: Primitives): Directories => {
     p.removeTree ??
     ((dir, name, path, options) =>
       runProgram(driver, programs.removeTree({ dir, name, path, events: options?.events, limits: options?.limits })))
+  const statAll: Directories["statAll"] =
+    p.statAll ??
+    ((dir, names) =>
+      Effect.forEach(names, (name) =>
+        Effect.match(p.stat(dir, name), { onFailure: (e): Stat | DirectoryError => e, onSuccess: (st) => st })
+      ))
   return {
     ...p,
     resolve: resolveWith(p),
+    statAll,
+    readFiles: p.readFiles ?? readFilesWith(p),
+    copyFiles: p.copyFiles ?? copyFilesWith(p),
+    renameAll: p.renameAll ?? renameAllWith(p),
     unlinkAll,
     ancestors: ancestorsWith(p),
     identify,
@@ -299,3 +322,89 @@ export const derive = (p: Primitives): Directories => {
     run
   }
 }
+
+/** `Directories.readFiles` from `openFile` and the open file's `stat` and `read`. */
+const readFilesWith =
+  (p: Primitives): Directories["readFiles"] =>
+  (dir, names, maxBytes) =>
+    Effect.gen(function* () {
+      const out: Array<ReadFile | DirectoryError> = []
+      let total = 0
+      for (const name of names) {
+        const r = yield* Effect.result(
+          Effect.scoped(
+            Effect.gen(function* () {
+              const f = yield* p.openFile(dir, name, { mode: "read" })
+              const stat = yield* f.stat
+              if (total + stat.size > maxBytes) return undefined
+              const bytes = new Uint8Array(stat.size)
+              let got = 0
+              while (got < bytes.length) {
+                const n = yield* f.read(bytes.subarray(got), got)
+                if (n === 0) break
+                got += n
+              }
+              return { stat, bytes: got === bytes.length ? bytes : bytes.slice(0, got) } satisfies ReadFile
+            })
+          )
+        )
+        if (r._tag === "Failure") out.push(r.failure)
+        else if (r.success === undefined) break
+        else {
+          total += r.success.bytes.length
+          out.push(r.success)
+        }
+      }
+      return out
+    })
+
+/** The most bytes the derived `copyFiles` moves in one read and write. */
+const CopyChunk = 1024 * 1024
+
+/** `Directories.copyFiles` from `openFile` and the open files' calls. */
+const copyFilesWith =
+  (p: Primitives): Directories["copyFiles"] =>
+  (from, files) =>
+    Effect.gen(function* () {
+      const buffer = new Uint8Array(Math.min(CopyChunk, Math.max(1, ...files.map((f) => f.size))))
+      for (const [i, c] of files.entries()) {
+        const r = yield* Effect.result(Effect.scoped(copyOne(p, from, c, buffer)))
+        if (r._tag === "Failure") return { done: i, failure: r.failure } satisfies BatchResult
+      }
+      return { done: files.length } satisfies BatchResult
+    })
+
+const copyOne = (p: Primitives, from: File, c: CopyFile, buffer: Uint8Array) =>
+  Effect.gen(function* () {
+    const f = yield* p.openFile(c.dir, c.name, { mode: "create", permissions: c.permissions })
+    for (let at = 0; at < c.size; ) {
+      const want = Math.min(buffer.length, c.size - at)
+      const n = yield* from.read(buffer.subarray(0, want), c.offset + at)
+      if (n === 0) {
+        return yield* fail(
+          new Other({ errno: "EIO", detail: `the source ends at ${c.offset + at}, before the file's ${c.size} bytes` }),
+          "pread",
+          childPath(c.dir.path, c.name)
+        )
+      }
+      yield* f.write(buffer.subarray(0, n), at)
+      at += n
+    }
+    const st = yield* f.stat
+    if (st.uid !== c.uid || st.gid !== c.gid) yield* f.chown(c.uid, c.gid)
+    // After chown, which clears setuid and setgid.
+    yield* f.chmod(c.mode)
+    if (c.times !== undefined) yield* f.setTimes(c.times.atimeNs, c.times.mtimeNs)
+  })
+
+/** `Directories.renameAll` from `rename`. */
+const renameAllWith =
+  (p: Primitives): Directories["renameAll"] =>
+  (moves: ReadonlyArray<Move>) =>
+    Effect.gen(function* () {
+      for (const [i, m] of moves.entries()) {
+        const r = yield* Effect.result(p.rename(m.from, m.fromName, m.to, m.toName))
+        if (r._tag === "Failure") return { done: i, failure: r.failure } satisfies BatchResult
+      }
+      return { done: moves.length } satisfies BatchResult
+    })

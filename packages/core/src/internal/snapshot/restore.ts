@@ -120,6 +120,11 @@ interface State {
   readonly leaves: Array<Leaf>
   /** One handle per file system touched, for its `syncfs`. */
   readonly devices: Map<string, Directory.Handle>
+  /**
+   * The stats of recorded entries, read for a whole directory at once when
+   * it was listed (`undefined`: not there), taken as each entry's turn comes.
+   */
+  readonly prefetched: Map<string, Directory.Stat | undefined>
   changes: number
 }
 
@@ -234,7 +239,10 @@ const structure = (s: State) =>
         name = nameOf(e.path)
       }
       const below = childOf(parent.below, name)
-      let current = yield* statOf(ctx, parent.handle, name, e.path)
+      let current = s.prefetched.has(e.path)
+        ? s.prefetched.get(e.path)
+        : yield* statOf(ctx, parent.handle, name, e.path)
+      s.prefetched.delete(e.path)
       switch (e.type) {
         case "Absent":
           if (current !== undefined) yield* removeTree(s, parent.handle, name, e.path, below)
@@ -274,10 +282,27 @@ const structure = (s: State) =>
           s.directories.push({ path: e.path, place })
           const wanted = checked.children.get(e.path) ?? new Set<string>()
           const listed = yield* ctx.dirs.list(handle).pipe(Effect.mapError(fromDirectory(ctx, e.path)))
+          const present: Array<FileName.Bytes> = []
+          const here = new Set<string>()
           for (const entry of listed) {
-            if (!wanted.has(FileName.decode(entry.name))) {
+            const n = FileName.decode(entry.name)
+            if (!wanted.has(n)) {
               yield* removeTree(s, handle, entry.name, childOf(e.path, entry.name), childOf(below, entry.name))
+            } else {
+              present.push(entry.name)
+              here.add(n)
             }
+          }
+          // The recorded entries' stats in one call (a call each would cost a round trip to the real
+          // layer's helper process per file); those the listing does not show are not there.
+          for (const n of wanted) if (!here.has(n)) s.prefetched.set(childOf(e.path, FileName.encode(n)), undefined)
+          const stats = yield* ctx.dirs.statAll(handle, present)
+          for (const [k, n] of present.entries()) {
+            const st = stats[k] as Directory.Stat | Directory.DirectoryError
+            const path = childOf(e.path, n)
+            if (!isError(st)) s.prefetched.set(path, st)
+            else if (st.reason._tag === "NotFound") s.prefetched.set(path, undefined)
+            else return yield* fromDirectory(ctx, path)(st)
           }
           break
         }
@@ -369,7 +394,9 @@ const stage = (s: State, r: Reader) =>
   Effect.gen(function* () {
     const { ctx, checked } = s
     const compare = new Uint8Array(WindowBytes + 4)
+    const same = yield* unchangedInBatches(s, r)
     const staged: Array<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }> = []
+    const copies: Array<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: FileName.Bytes }> = []
     for (const leaf of s.leaves) {
       const e = leaf.entry
       const c = leaf.current
@@ -380,7 +407,8 @@ const stage = (s: State, r: Reader) =>
             .pipe(Effect.mapError(fromDirectory(ctx, e.path)))
           if (FileName.decode(target) === e.target) continue
         }
-      } else if (yield* unchanged(s, r, compare, leaf, e)) continue
+      } else if (same.equal.has(leaf) || (!same.decided.has(leaf) && (yield* unchanged(s, r, compare, leaf, e))))
+        continue
       const tmp = FileName.encode(
         tempName(leaf.index, leaf.top ? undefined : checked.children.get(HostPath.dirname(e.path)))
       )
@@ -395,33 +423,137 @@ const stage = (s: State, r: Reader) =>
           .symlink(leaf.parent, tmp, FileName.encode(e.target))
           .pipe(Effect.mapError(fromDirectory(ctx, e.path)))
       } else {
-        yield* writeTemp(s, r, leaf, e, tmp)
+        copies.push({ leaf, e, tmp })
       }
       staged.push({ leaf, tmp })
     }
+    yield* writeTemps(s, r, copies)
     return staged
   })
 
-/** Writes the temporary file of `e`, created exclusively in the leaf's directory, with its owner, mode and times. */
-const writeTemp = (s: State, r: Reader, leaf: Leaf, e: FileEntry, tmp: FileName.Bytes) =>
+/** How many files, and how many of their bytes, one `copyFiles` call makes at most. */
+const CopyBatch = { files: 1024, bytes: 32 * 1024 * 1024 }
+
+/**
+ * Writes the temporary files of `copies`, in batches (`Directories.copyFiles`:
+ * a call each would cost round trips to the real layer's helper process per
+ * file): each created exclusively in its leaf's directory, never through a
+ * link planted at the name, private (0600) until its owner and mode are set,
+ * its bytes copied from `data`, then its owner, mode and times.
+ */
+const writeTemps = (
+  s: State,
+  r: Reader,
+  copies: ReadonlyArray<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: FileName.Bytes }>
+) =>
   Effect.gen(function* () {
     const { ctx } = s
-    const mapped = Effect.mapError(fromDirectory(ctx, e.path))
-    // Exclusive, never through a link planted at the name; private until its owner and mode are set.
-    const f = yield* ctx.dirs.openFile(leaf.parent, tmp, { mode: "create", permissions: 0o600 }).pipe(mapped)
-    for (let at = 0; at < e.size; at += WindowBytes) {
-      const bytes = yield* readAt(ctx, r, e.offset + at, Math.min(WindowBytes, e.size - at), e.path)
-      yield* f.write(bytes, at).pipe(mapped)
+    for (let at = 0; at < copies.length; ) {
+      let end = at
+      let bytes = 0
+      while (end < copies.length && end - at < CopyBatch.files) {
+        const size = (copies[end] as { readonly e: FileEntry }).e.size
+        if (end > at && bytes + size > CopyBatch.bytes) break
+        bytes += size
+        end++
+      }
+      const part = copies.slice(at, end)
+      const result = yield* ctx.dirs.copyFiles(
+        r.data,
+        part.map(
+          ({ leaf, e, tmp }): Directory.CopyFile => ({
+            dir: leaf.parent,
+            name: tmp,
+            permissions: 0o600,
+            offset: e.offset,
+            size: e.size,
+            mode: e.mode,
+            uid: e.uid,
+            gid: e.gid,
+            times:
+              e.mtimeNs === undefined
+                ? undefined
+                : {
+                    atimeNs: e.atimeNs === undefined ? BigInt(e.mtimeNs) : BigInt(e.atimeNs),
+                    mtimeNs: BigInt(e.mtimeNs)
+                  }
+          })
+        )
+      )
+      if (result.failure !== undefined) {
+        const failed = part[result.done]?.e.path
+        return yield* fromDirectory(ctx, failed)(result.failure)
+      }
+      at = end
     }
-    const st = yield* f.stat.pipe(mapped)
-    if (st.uid !== e.uid || st.gid !== e.gid) yield* f.chown(e.uid, e.gid).pipe(mapped)
-    // After chown, which clears setuid and setgid.
-    yield* f.chmod(e.mode).pipe(mapped)
-    if (e.mtimeNs !== undefined) {
-      const mtime = BigInt(e.mtimeNs)
-      yield* f.setTimes(e.atimeNs === undefined ? mtime : BigInt(e.atimeNs), mtime).pipe(mapped)
+  })
+
+/**
+ * The file leaves whose bytes are as recorded, of those whose type, size,
+ * mode, owner and modification time already are: read in batches
+ * (`Directories.readFiles`, a call for many files of a directory) and
+ * compared with `data`: `equal`, of the leaves in `decided` (every one the
+ * batches looked at; the others, larger than a batch, are compared one at a
+ * time).
+ */
+const unchangedInBatches = (s: State, r: Reader) =>
+  Effect.gen(function* () {
+    const { ctx } = s
+    const same = { equal: new Set<Leaf>(), decided: new Set<Leaf>() }
+    const candidates = s.leaves.filter((leaf) => {
+      const e = leaf.entry
+      const c = leaf.current
+      return (
+        e.type === "File" &&
+        c !== undefined &&
+        c.type === "File" &&
+        c.size === e.size &&
+        c.mode === e.mode &&
+        c.uid === e.uid &&
+        c.gid === e.gid &&
+        (e.mtimeNs === undefined || c.mtimeNs === BigInt(e.mtimeNs)) &&
+        e.size <= BatchBytes
+      )
+    })
+    for (let at = 0; at < candidates.length; ) {
+      const parent = (candidates[at] as Leaf).parent
+      let end = at
+      while (end < candidates.length && (candidates[end] as Leaf).parent === parent) end++
+      const group = candidates.slice(at, end)
+      const read = yield* ctx.dirs.readFiles(
+        parent,
+        group.map((l) => l.name),
+        BatchBytes
+      )
+      // At least one is read: the first of a group is within the batch's bytes by the filter.
+      for (const [k, got] of read.entries()) {
+        const leaf = group[k] as Leaf
+        const e = leaf.entry as FileEntry
+        same.decided.add(leaf)
+        if (isError(got)) {
+          const reason = got.reason._tag
+          if (reason === "NotFound" || reason === "SymbolicLink" || reason === "WrongType") continue
+          return yield* fromDirectory(ctx, e.path)(got)
+        }
+        if (got.bytes.length !== e.size) continue
+        let equal = true
+        for (let off = 0; equal && off < e.size; off += WindowBytes) {
+          const want = Math.min(WindowBytes, e.size - off)
+          const recorded = yield* readAt(ctx, r, e.offset + off, want, e.path)
+          equal = bytesEqual(got.bytes.subarray(off, off + want), recorded)
+        }
+        if (equal) same.equal.add(leaf)
+      }
+      at += Math.max(1, read.length)
     }
-  }).pipe(Effect.scoped)
+    return same
+  })
+
+const isError = (x: unknown): x is Directory.DirectoryError =>
+  typeof x === "object" && x !== null && (x as { readonly _tag?: unknown })._tag === "DirectoryError"
+
+/** The most bytes of current files one `readFiles` call reads to compare them. */
+const BatchBytes = 4 * 1024 * 1024
 
 /** One `syncfs` per file system touched. */
 const syncAll = (s: State) =>
@@ -434,13 +566,21 @@ const commit = (s: State, staged: ReadonlyArray<{ readonly leaf: Leaf; readonly 
   Effect.gen(function* () {
     if (staged.length === 0) return
     yield* syncAll(s)
-    for (const { leaf, tmp } of staged) {
-      yield* s.ctx.dirs
-        .rename(leaf.parent, tmp, leaf.parent, leaf.name)
-        .pipe(Effect.mapError(fromDirectory(s.ctx, leaf.entry.path)))
-      s.changes++
+    // In batches (a call each would cost a round trip to the real layer's helper process per file).
+    for (let at = 0; at < staged.length; at += RenameBatch) {
+      const part = staged.slice(at, at + RenameBatch)
+      const r = yield* s.ctx.dirs.renameAll(
+        part.map(({ leaf, tmp }) => ({ from: leaf.parent, fromName: tmp, to: leaf.parent, toName: leaf.name }))
+      )
+      s.changes += r.done
+      if (r.failure !== undefined) {
+        return yield* fromDirectory(s.ctx, part[r.done]?.leaf.entry.path)(r.failure)
+      }
     }
   })
+
+/** How many renames one `renameAll` call makes at most. */
+const RenameBatch = 1024
 
 /** Step 5: directory owners and modes, deepest first, then the final batch sync. */
 const settle = (s: State) =>
@@ -493,6 +633,7 @@ export const restore = (ctx: Ctx, checked: Checked, data: Directory.File, snapsh
       directories: [],
       leaves: [],
       devices: new Map(),
+      prefetched: new Map(),
       changes: 0
     }
     yield* onDevice(s, root)

@@ -52,6 +52,28 @@ const flush = (ctx: Ctx, w: DataWriter) =>
     return w.data.write(w.buffer.subarray(0, n), at).pipe(Effect.mapError(fromDirectory(ctx)))
   })
 
+/** Appends `bytes` (a file read whole) to `data`, through the buffer; their hash. */
+const appendBytes = (ctx: Ctx, w: DataWriter, bytes: Uint8Array) =>
+  Effect.gen(function* () {
+    const hasher = ctx.hashing.sha256()
+    hasher.update(bytes)
+    for (let at = 0; at < bytes.length; ) {
+      if (w.fill === w.buffer.length) yield* flush(ctx, w)
+      const n = Math.min(bytes.length - at, w.buffer.length - w.fill)
+      w.buffer.set(bytes.subarray(at, at + n), w.fill)
+      w.fill += n
+      at += n
+    }
+    return hasher.digestHex()
+  })
+
+/**
+ * The most bytes one batch of a directory's files is read with
+ * (`Directories.readFiles`): a file larger than this is streamed through the
+ * buffer instead, so memory stays bounded whatever the files' sizes.
+ */
+export const BatchBytes = 4 * 1024 * 1024
+
 /** Reads the open file (of `size` bytes by its fstat) into `data`, hashing as it goes; the bytes read and their hash. */
 const streamFile = (ctx: Ctx, w: DataWriter, file: Directory.File, size: number, path: string) =>
   Effect.gen(function* () {
@@ -96,18 +118,7 @@ const record = (
     switch (st.type) {
       case "File": {
         const opened = yield* Effect.result(ctx.dirs.openFile(dir, name, { mode: "read" }))
-        if (opened._tag === "Failure") {
-          if (opened.failure.reason._tag === "WrongType" || opened.failure.reason._tag === "SymbolicLink") {
-            return yield* fail(
-              ctx,
-              new Io({
-                path,
-                detail: `it changed while the snapshot was taken (${opened.failure.reason.detail}); take it again`
-              })
-            )
-          }
-          return yield* fromDirectory(ctx, path)(opened.failure)
-        }
+        if (opened._tag === "Failure") return yield* openFailed(ctx, path, opened.failure)
         const file = opened.success
         const fst = yield* file.stat.pipe(Effect.mapError(fromDirectory(ctx, path)))
         const offset = walk.writer.position
@@ -162,17 +173,49 @@ const record = (
         }
         walk.entries.push({ type: "Directory", path, mode: own.mode, uid: own.uid, gid: own.gid })
         const listed = yield* ctx.dirs.list(h).pipe(Effect.mapError(fromDirectory(ctx, path)))
-        const names = [...listed].sort((a, b) => FileName.compare(a.name, b.name))
-        for (const entry of names) {
+        const names = [...listed]
+          .sort((a, b) => FileName.compare(a.name, b.name))
+          .filter((e) => !walk.isExcluded(childOf(path, e.name)))
+        // Every child's stat in one call, and the small files' bytes in batches: a call each would
+        // cost a round trip to the real layer's helper process per file.
+        const stats = yield* ctx.dirs.statAll(
+          h,
+          names.map((e) => e.name)
+        )
+        const small = names.filter((_, i) => {
+          const cst = stats[i]
+          return cst !== undefined && !isError(cst) && cst.type === "File" && cst.size <= BatchBytes
+        })
+        const read = new Map<FileName.Bytes, Directory.ReadFile | Directory.DirectoryError>()
+        let next = 0
+        for (const [i, entry] of names.entries()) {
           const child = childOf(path, entry.name)
-          if (walk.isExcluded(child)) continue
-          const cst = yield* Effect.result(ctx.dirs.stat(h, entry.name))
-          if (cst._tag === "Failure") {
+          const cst = stats[i] as Directory.Stat | Directory.DirectoryError
+          if (isError(cst)) {
             // Removed since the listing: it is not part of the state recorded.
-            if (cst.failure.reason._tag === "NotFound") continue
-            return yield* fromDirectory(ctx, child)(cst.failure)
+            if (cst.reason._tag === "NotFound") continue
+            return yield* fromDirectory(ctx, child)(cst)
           }
-          yield* record(walk, h, entry.name, child, cst.success, false)
+          if (cst.type === "File" && next < small.length && small[next]?.name === entry.name) {
+            if (!read.has(entry.name)) {
+              read.clear()
+              const batch = yield* ctx.dirs.readFiles(
+                h,
+                small.slice(next).map((e) => e.name),
+                BatchBytes
+              )
+              for (const [k, r] of batch.entries()) read.set((small[next + k] as Directory.Entry).name, r)
+            }
+            next++
+            const got = read.get(entry.name)
+            read.delete(entry.name)
+            // Not read in a batch (it grew past the batch's bytes): streamed, as a large file is.
+            if (got !== undefined) {
+              yield* recordRead(walk, child, got)
+              continue
+            }
+          }
+          yield* record(walk, h, entry.name, child, cst, false)
         }
         return
       }
@@ -183,6 +226,37 @@ const record = (
         )
     }
   }).pipe(Effect.scoped)
+
+/** What `openFile` of a file the walk stat'd as one said: it changed meanwhile, or its error. */
+const openFailed = (ctx: Ctx, path: string, e: Directory.DirectoryError) =>
+  e.reason._tag === "WrongType" || e.reason._tag === "SymbolicLink"
+    ? fail(ctx, new Io({ path, detail: `it changed while the snapshot was taken (${e.reason.detail}); take it again` }))
+    : Effect.fail(fromDirectory(ctx, path)(e))
+
+/** Records the file at `path` read whole in a batch (`readFiles`): its bytes appended to `data` and hashed. */
+const recordRead = (walk: Walk, path: string, got: Directory.ReadFile | Directory.DirectoryError) =>
+  Effect.gen(function* () {
+    const { ctx } = walk
+    if (isError(got)) return yield* openFailed(ctx, path, got)
+    const fst = got.stat
+    const offset = walk.writer.position
+    const sha256 = yield* appendBytes(ctx, walk.writer, got.bytes)
+    walk.entries.push({
+      type: "File",
+      path,
+      mode: fst.mode,
+      uid: fst.uid,
+      gid: fst.gid,
+      size: got.bytes.length,
+      offset,
+      sha256,
+      atimeNs: fst.atimeNs.toString(),
+      mtimeNs: fst.mtimeNs.toString()
+    })
+  })
+
+const isError = (x: unknown): x is Directory.DirectoryError =>
+  typeof x === "object" && x !== null && (x as { readonly _tag?: unknown })._tag === "DirectoryError"
 
 /** Records the listed path `path`, resolved below the root (its last component not followed); absent when it is not there. */
 const recordTop = (walk: Walk, root: Directory.Handle, path: string) =>

@@ -35,19 +35,35 @@ export const frame = (message: Request | Reply): Buffer => {
   return out
 }
 
-/** Reads whole frames out of a growing buffer. */
+/**
+ * Reads whole frames out of the bytes as they come. The chunks of a frame
+ * are kept as they came and joined once it is whole: joining at every chunk
+ * copied a large reply (a megabyte read) over and over.
+ */
 export class Frames {
-  private buf: Buffer = Buffer.alloc(0)
+  private chunks: Array<Buffer> = []
+  private size = 0
   /** Appends bytes read; returns every whole message now available. */
   push(chunk: Buffer): Array<unknown> {
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk])
+    this.chunks.push(chunk)
+    this.size += chunk.length
     const out: Array<unknown> = []
-    while (this.buf.length >= 4) {
-      const n = this.buf.readUInt32LE(0)
-      if (this.buf.length < 4 + n) break
-      out.push(deserialize(this.buf.subarray(4, 4 + n)))
-      this.buf = this.buf.subarray(4 + n)
+    for (;;) {
+      if (this.size < 4) break
+      const head = this.chunks[0] as Buffer
+      const n = head.length >= 4 ? head.readUInt32LE(0) : this.join().readUInt32LE(0)
+      if (this.size < 4 + n) break
+      const buf = this.join()
+      out.push(deserialize(buf.subarray(4, 4 + n)))
+      const rest = buf.subarray(4 + n)
+      this.chunks = rest.length === 0 ? [] : [rest]
+      this.size = rest.length
     }
     return out
+  }
+  /** The chunks as one buffer (kept so). */
+  private join(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks, this.size)]
+    return this.chunks[0] as Buffer
   }
 }

@@ -26,7 +26,7 @@ import { run, type Ticker } from "./driver.ts"
 import { type Asked, holders } from "./holders.ts"
 import { type Outcome, type Outcomes, type Targets, targetAt, unmountOne } from "./mounts.ts"
 import { Frames, frame, type Reply, type Request } from "./protocol.ts"
-import { Sys } from "./sys.ts"
+import { type CopyItem, Sys } from "./sys.ts"
 
 const channel = 3
 
@@ -187,6 +187,19 @@ const handlers: Record<string, Handler> = {
   tryLock: ([fd]: [number]) => sys.tryLock(fd),
   lockHolder: ([fd]: [number]) => sys.lockHolder(fd) ?? null,
   holeAt: ([fd, offset]: [number, number]) => sys.holeAt(fd, offset),
+  statAll: ([fd, names]: [number, ReadonlyArray<Uint8Array>]) => names.map((n) => sys.stat(fd, n)),
+  readFiles: ([fd, names, maxBytes]: [number, ReadonlyArray<Uint8Array>, number]) => sys.readFiles(fd, names, maxBytes),
+  copyFiles: ([from, files]: [number, ReadonlyArray<CopyItem>]) => {
+    const r = sys.copyFiles(from, files)
+    return { done: r.done, failure: r.failure ?? null }
+  },
+  renameAll: ([moves]: [ReadonlyArray<readonly [number, Uint8Array, number, Uint8Array]>]) => {
+    for (const [i, [from, fromName, to, toName]] of moves.entries()) {
+      const f = sys.check(libc.renameat2(from, cString(fromName), to, cString(toName), 0), "renameat2")
+      if (f !== undefined) return { done: i, failure: f }
+    }
+    return { done: moves.length, failure: null }
+  },
   readFile: ([path]: [Uint8Array]) => sys.readFile(path) ?? null,
   mountTable: () => sys.readFile(FileName.encode(`${procSelf}/mountinfo`)) ?? null,
   holders: ([asked, skip]: [ReadonlyArray<Asked>, ReadonlyArray<number>]) =>

@@ -73,6 +73,23 @@ export const typeOfDirent = (t: number): Directory.Type => {
 /** A stat as it crosses the process boundary: `Directory.Stat`. */
 export type Stat = Directory.Stat
 
+/** One file of `Sys.copyFiles`, as it crosses the process boundary (`Directory.CopyFile` with its directory's descriptor). */
+export interface CopyItem {
+  readonly dir: number
+  readonly name: Uint8Array
+  readonly permissions: number
+  readonly offset: number
+  readonly size: number
+  readonly mode: number
+  readonly uid: number
+  readonly gid: number
+  /** Access and modification times in nanoseconds, or null to leave them. */
+  readonly times: readonly [bigint, bigint] | null
+}
+
+/** The most bytes `Sys.copyFiles` moves in one read and write. */
+const CopyChunk = 1024 * 1024
+
 const dot = cString(FileName.encode("."))
 const dotDot = cString(FileName.encode(".."))
 
@@ -515,6 +532,8 @@ export class Sys {
       // ENXIO: a FIFO or socket with nothing at its other end, opened for writing without blocking.
       return e.errno === "ENXIO" ? { ...e, reason: "WrongType", detail: "not a regular file (a FIFO or socket)" } : e
     }
+    // Created here, exclusively and without following a link: a regular file, no need to ask.
+    if (mode === "create") return fd
     if (!this.statx(fd, undefined, false)) {
       const e = this.fail("statx")
       c.close(fd)
@@ -526,6 +545,110 @@ export class Sys {
       return { _tag: "Failure", reason: "WrongType", detail: `a ${type}, not a regular file`, call: "openat" }
     }
     return fd
+  }
+
+  /**
+   * `Directories.readFiles`: each regular file of `names` opened as
+   * `openFile` (read) opens it, its stat and all its bytes; stops before
+   * the first whose size would take the total past `maxBytes`.
+   */
+  readFiles(
+    dirfd: number,
+    names: ReadonlyArray<Uint8Array>,
+    maxBytes: number
+  ): Array<{ readonly stat: Stat; readonly bytes: Uint8Array } | Failure> {
+    const out: Array<{ readonly stat: Stat; readonly bytes: Uint8Array } | Failure> = []
+    let total = 0
+    for (const name of names) {
+      const fd = this.openFile(dirfd, name, "read", 0)
+      if (typeof fd !== "number") {
+        out.push(fd)
+        continue
+      }
+      const stat = this.stat(fd, undefined)
+      if ("_tag" in stat) {
+        this.c.close(fd)
+        out.push(stat)
+        continue
+      }
+      if (total + stat.size > maxBytes) {
+        this.c.close(fd)
+        break
+      }
+      const bytes = new Uint8Array(stat.size)
+      let got = 0
+      let failed: Failure | undefined
+      while (got < bytes.length) {
+        const n = this.c.pread(fd, bytes.subarray(got), bytes.length - got, got)
+        if (n < 0) {
+          failed = this.fail("pread")
+          break
+        }
+        if (n === 0) break
+        got += n
+      }
+      this.c.close(fd)
+      if (failed !== undefined) out.push(failed)
+      else {
+        total += got
+        out.push({ stat, bytes: got === bytes.length ? bytes : bytes.slice(0, got) })
+      }
+    }
+    return out
+  }
+
+  private readonly copyBuffer = new Uint8Array(CopyChunk)
+
+  /**
+   * `Directories.copyFiles`: each file created exclusively in its directory
+   * (as `openFile` creates), its bytes copied from `from`, its owner set
+   * where the one fstat says it differs, then its mode and times, closed;
+   * stops at the first that fails.
+   */
+  copyFiles(from: number, files: ReadonlyArray<CopyItem>): { readonly done: number; readonly failure?: Failure } {
+    const c = this.c
+    const buffer = this.copyBuffer
+    for (const [i, item] of files.entries()) {
+      const fd = this.openFile(item.dir, item.name, "create", item.permissions)
+      if (typeof fd !== "number") return { done: i, failure: fd }
+      const failure = this.fill(fd, from, item, buffer)
+      c.close(fd)
+      if (failure !== undefined) return { done: i, failure }
+    }
+    return { done: files.length }
+  }
+
+  /** Copies `item`'s bytes from `from` into the open `fd`, then its owner, mode and times. */
+  private fill(fd: number, from: number, item: CopyItem, buffer: Uint8Array): Failure | undefined {
+    const c = this.c
+    for (let at = 0; at < item.size; ) {
+      const want = Math.min(buffer.length, item.size - at)
+      const n = c.pread(from, buffer, want, item.offset + at)
+      if (n < 0) return this.fail("pread")
+      if (n === 0) {
+        return {
+          _tag: "Failure",
+          reason: "Other",
+          errno: "EIO",
+          detail: `the source ends at ${item.offset + at}, before the file's ${item.size} bytes`,
+          call: "pread"
+        }
+      }
+      const written = this.pwrite(fd, buffer.subarray(0, n), at)
+      if (written !== undefined) return written
+      at += n
+    }
+    if (!this.statx(fd, undefined, false)) return this.fail("statx")
+    const uid = this.statView.getUint32(20, true)
+    const gid = this.statView.getUint32(24, true)
+    if (uid !== item.uid || gid !== item.gid) {
+      const e = this.check(c.fchownat(fd, new Uint8Array(1), item.uid, item.gid, this.k.AT_EMPTY_PATH), "fchown")
+      if (e !== undefined) return e
+    }
+    // After chown, which clears setuid and setgid.
+    const m = this.check(c.fchmod(fd, item.mode), "fchmod")
+    if (m !== undefined) return m
+    return item.times === null ? undefined : this.futimens(fd, item.times[0], item.times[1])
   }
 
   pread(fd: number, length: number, position: number): Uint8Array | Failure {

@@ -56,21 +56,24 @@ export const recordingSystemd = Effect.gen(function* () {
  *
  * @since 0.1.0
  */
-export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boolean>): Directory.Directories => ({
-  ...dirs,
-  rename: (from, fromName, to, toName, options) =>
-    Effect.flatMap(Ref.get(failing), (f) =>
-      f
-        ? Effect.fail(
-            new Directory.DirectoryError({
-              reason: new Directory.PermissionDenied({ errno: "EACCES", detail: "injected failure" }),
-              operation: "renameat2",
-              path: Directory.childPath(from.path, fromName)
-            })
-          )
-        : dirs.rename(from, fromName, to, toName, options)
-    )
-})
+export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boolean>): Directory.Directories =>
+  // Rebuilt from the primitives, so the batches made of renames (`renameAll`) fail as `rename` does.
+  Directory.make({
+    ...dirs,
+    renameAll: undefined,
+    rename: (from, fromName, to, toName, options) =>
+      Effect.flatMap(Ref.get(failing), (f) =>
+        f
+          ? Effect.fail(
+              new Directory.DirectoryError({
+                reason: new Directory.PermissionDenied({ errno: "EACCES", detail: "injected failure" }),
+                operation: "renameat2",
+                path: Directory.childPath(from.path, fromName)
+              })
+            )
+          : dirs.rename(from, fromName, to, toName, options)
+      )
+  })
 
 /**
  * The names beside the snapshot directory other than its lock file (which stays, so every process locks one inode).
