@@ -394,7 +394,7 @@ const stage = (s: State, r: Reader) =>
   Effect.gen(function* () {
     const { ctx, checked } = s
     const compare = new Uint8Array(WindowBytes + 4)
-    const same = yield* unchangedInBatches(s, r)
+    const same = yield* unchangedInBatches(s)
     const staged: Array<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }> = []
     const copies: Array<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: FileName.Bytes }> = []
     for (const leaf of s.leaves) {
@@ -491,12 +491,13 @@ const writeTemps = (
 /**
  * The file leaves whose bytes are as recorded, of those whose type, size,
  * mode, owner and modification time already are: read in batches
- * (`Directories.readFiles`, a call for many files of a directory) and
- * compared with `data`: `equal`, of the leaves in `decided` (every one the
- * batches looked at; the others, larger than a batch, are compared one at a
- * time).
+ * (`Directories.readFiles`, a call for many files of a directory) and their
+ * SHA-256 compared with the recorded one (which step 1 checked `data`
+ * against: equal hashes are equal bytes, and `data` need not be read again):
+ * `equal`, of the leaves in `decided` (every one the batches looked at; the
+ * others, larger than a batch, are compared byte by byte one at a time).
  */
-const unchangedInBatches = (s: State, r: Reader) =>
+const unchangedInBatches = (s: State) =>
   Effect.gen(function* () {
     const { ctx } = s
     const same = { equal: new Set<Leaf>(), decided: new Set<Leaf>() }
@@ -536,13 +537,9 @@ const unchangedInBatches = (s: State, r: Reader) =>
           return yield* fromDirectory(ctx, e.path)(got)
         }
         if (got.bytes.length !== e.size) continue
-        let equal = true
-        for (let off = 0; equal && off < e.size; off += WindowBytes) {
-          const want = Math.min(WindowBytes, e.size - off)
-          const recorded = yield* readAt(ctx, r, e.offset + off, want, e.path)
-          equal = bytesEqual(got.bytes.subarray(off, off + want), recorded)
-        }
-        if (equal) same.equal.add(leaf)
+        const hasher = ctx.hashing.sha256()
+        hasher.update(got.bytes)
+        if (hasher.digestHex() === e.sha256) same.equal.add(leaf)
       }
       at += Math.max(1, read.length)
     }

@@ -28,7 +28,7 @@ import type { Socket } from "node:net"
 import { Deadline, Directory } from "@hostnode/core"
 import type { Failure } from "@hostnode/core/Programs"
 import { Clock, Duration, Effect } from "effect"
-import { Frames, frame, type Reply } from "./protocol.ts"
+import { Frames, frame, frameParts, type Reply } from "./protocol.ts"
 
 /** A handle of the real layers: a descriptor of one helper, and the mount it is in. */
 export interface IoHandle extends Directory.Handle {
@@ -523,7 +523,8 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
         }
         h.pending.set(id, pending)
         h.socket.ref()
-        h.socket.write(frame({ id, op, args }))
+        // Its length, then its body as serialized: a large request (a batch of data written) is not copied again.
+        for (const part of frameParts({ id, op, args })) h.socket.write(part)
         // Interrupted (an `Effect.timeout` around the operation): the answer is no longer awaited.
         return Effect.gen(function* () {
           const p = pending as Pending

@@ -28,11 +28,16 @@ export type Reply =
 
 /** One frame for `message`. */
 export const frame = (message: Request | Reply): Buffer => {
+  const [head, body] = frameParts(message)
+  return Buffer.concat([head, body], head.length + body.length)
+}
+
+/** One frame for `message` as its two parts, the length and the body: written one after the other, a large body is not copied. */
+export const frameParts = (message: Request | Reply): readonly [Buffer, Buffer] => {
   const body = serialize(message)
-  const out = Buffer.allocUnsafe(4 + body.length)
-  out.writeUInt32LE(body.length, 0)
-  body.copy(out, 4)
-  return out
+  const head = Buffer.allocUnsafe(4)
+  head.writeUInt32LE(body.length, 0)
+  return [head, body]
 }
 
 /**

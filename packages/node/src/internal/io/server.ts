@@ -25,14 +25,16 @@ import { constants, cString, LibcUnavailable, load } from "../libc.ts"
 import { run, type Ticker } from "./driver.ts"
 import { type Asked, holders } from "./holders.ts"
 import { type Outcome, type Outcomes, type Targets, targetAt, unmountOne } from "./mounts.ts"
-import { Frames, frame, type Reply, type Request } from "./protocol.ts"
+import { Frames, frameParts, type Reply, type Request } from "./protocol.ts"
 import { type CopyItem, Sys } from "./sys.ts"
 
 const channel = 3
 
 const write = (reply: Reply): void => {
-  const bytes = frame(reply)
-  for (let at = 0; at < bytes.length; ) at += writeSync(channel, bytes, at, bytes.length - at)
+  // A large reply (a batch of files read) is written as it was serialized, after its length: not copied again.
+  for (const bytes of frameParts(reply)) {
+    for (let at = 0; at < bytes.length; ) at += writeSync(channel, bytes, at, bytes.length - at)
+  }
 }
 
 const c = load()
