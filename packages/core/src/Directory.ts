@@ -490,6 +490,58 @@ export interface Primitives {
   readonly readFiles?: Directories["readFiles"] | undefined
   readonly copyFiles?: Directories["copyFiles"] | undefined
   readonly renameAll?: Directories["renameAll"] | undefined
+  /**
+   * The SHA-256 (lowercase hex) of each range of the open file `file`,
+   * where the layer can hash without the bytes leaving it (the real one, in
+   * its helper process, where they would otherwise cross to the agent to be
+   * hashed). A range that ends past the file's end is an error. Optional,
+   * and not derived: without it, a caller reads the bytes and hashes them
+   * with the `Hashing` service.
+   */
+  readonly sha256?:
+    | ((file: File, ranges: ReadonlyArray<ByteRange>) => Effect.Effect<ReadonlyArray<string>, DirectoryError>)
+    | undefined
+  /**
+   * {@link Directories.readFiles} of `names` of `dir`, each file's bytes
+   * then written to the open file `to` from `at` on, one after the other,
+   * and hashed (SHA-256, lowercase hex), where the layer can do so without
+   * the bytes leaving it: for each, the stat of the open file, where its
+   * bytes went and their hash, or its error (a file that fails adds no
+   * bytes). Stops as `readFiles` does. Optional, and not derived: without
+   * it, a caller reads the files and writes and hashes the bytes itself.
+   */
+  readonly appendFiles?:
+    | ((
+        to: File,
+        at: number,
+        dir: Handle,
+        names: ReadonlyArray<FileName.Bytes>,
+        maxBytes: number
+      ) => Effect.Effect<ReadonlyArray<AppendedFile | DirectoryError>, DirectoryError>)
+    | undefined
+}
+
+/**
+ * A range of a file's bytes.
+ *
+ * @since 0.4.0
+ */
+export interface ByteRange {
+  readonly offset: number
+  readonly size: number
+}
+
+/**
+ * One file {@link Primitives.appendFiles} appended: the stat of the open
+ * file it read, where its bytes went, how many, and their SHA-256.
+ *
+ * @since 0.4.0
+ */
+export interface AppendedFile {
+  readonly stat: Stat
+  readonly offset: number
+  readonly size: number
+  readonly sha256: string
 }
 
 /**

@@ -678,6 +678,54 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       return { done: moves.length }
     })
 
+  const sha256: NonNullable<Directory.Primitives["sha256"]> = (file, ranges) => {
+    const h = fileHandles.get(file)
+    if (h === undefined) {
+      return Effect.fail(
+        new Directory.DirectoryError({
+          reason: new Directory.Unsupported({ errno: "EBADF", detail: "not a file of this layer" }),
+          operation: "pread",
+          path: file.path
+        })
+      )
+    }
+    return call("sha256", [h], ([fd]) => [fd, ranges], "pread", file.path) as Effect.Effect<
+      ReadonlyArray<string>,
+      Directory.DirectoryError
+    >
+  }
+
+  const appendFiles: NonNullable<Directory.Primitives["appendFiles"]> = (to, at, dir, names, maxBytes) =>
+    Effect.gen(function* () {
+      const h = fileHandles.get(to)
+      if (h === undefined) {
+        return yield* new Directory.DirectoryError({
+          reason: new Directory.Unsupported({ errno: "EBADF", detail: "not a file of this layer" }),
+          operation: "pwrite",
+          path: to.path
+        })
+      }
+      const paths = names.map((n) => Directory.childPath(dir.path, n))
+      const firstBad = names.findIndex((n, i) => badName("openat", paths[i] as string, n) !== undefined)
+      const asked = firstBad < 0 ? names : names.slice(0, firstBad)
+      const answers = (yield* call(
+        "appendFiles",
+        [h, dir],
+        ([toFd, fd]) => [toFd, at, fd, asked, maxBytes],
+        "openat",
+        dir.path
+      )) as ReadonlyArray<Directory.AppendedFile | Failure>
+      const out = answers.map((a, i): Directory.AppendedFile | Directory.DirectoryError =>
+        "_tag" in a ? toDirectoryError(a, a.call ?? "openat", paths[i] as string) : a
+      )
+      if (firstBad >= 0 && out.length === asked.length) {
+        out.push(
+          badName("openat", paths[firstBad] as string, names[firstBad] as Uint8Array) as Directory.DirectoryError
+        )
+      }
+      return out
+    })
+
   const primitives: Directory.Primitives = {
     openRoot,
     openDirectory,
@@ -704,7 +752,9 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     statAll,
     readFiles,
     copyFiles,
-    renameAll
+    renameAll,
+    sha256,
+    appendFiles
   }
   // What a batch falls back to for a source it did not open (another layer's file).
   const derived = Directory.make({ ...primitives, copyFiles: undefined })

@@ -182,12 +182,13 @@ const record = (
           h,
           names.map((e) => e.name)
         )
-        const small = names.filter((_, i) => {
+        const isSmall = (i: number) => {
           const cst = stats[i]
           return cst !== undefined && !isError(cst) && cst.type === "File" && cst.size <= BatchBytes
-        })
-        const read = new Map<FileName.Bytes, Directory.ReadFile | Directory.DirectoryError>()
-        let next = 0
+        }
+        // What the last batch read, by name: a run of small files next to each other in the walk's order, so
+        // nothing else goes to `data` between them (appended by the layer, they are there already, in order).
+        const read = new Map<FileName.Bytes, Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError>()
         for (const [i, entry] of names.entries()) {
           const child = childOf(path, entry.name)
           const cst = stats[i] as Directory.Stat | Directory.DirectoryError
@@ -196,24 +197,34 @@ const record = (
             if (cst.reason._tag === "NotFound") continue
             return yield* fromDirectory(ctx, child)(cst)
           }
-          if (cst.type === "File" && next < small.length && small[next]?.name === entry.name) {
+          if (isSmall(i)) {
             if (!read.has(entry.name)) {
               read.clear()
-              const batch = yield* ctx.dirs.readFiles(
-                h,
-                small.slice(next).map((e) => e.name),
-                BatchBytes
-              )
-              for (const [k, r] of batch.entries()) read.set((small[next + k] as Directory.Entry).name, r)
+              let end = i
+              while (end < names.length && isSmall(end)) end++
+              const run = names.slice(i, end)
+              const append = ctx.dirs.appendFiles
+              const runNames = run.map((e) => e.name)
+              let batch: ReadonlyArray<Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError>
+              if (append === undefined) batch = yield* ctx.dirs.readFiles(h, runNames, BatchBytes)
+              else {
+                // Where the layer can, the bytes go to `data` and are hashed without leaving it.
+                yield* flush(ctx, walk.writer)
+                batch = yield* append(walk.writer.data, walk.writer.position, h, runNames, BatchBytes).pipe(
+                  Effect.mapError(fromDirectory(ctx, path))
+                )
+              }
+              for (const [k, r] of batch.entries()) read.set((run[k] as Directory.Entry).name, r)
             }
-            next++
             const got = read.get(entry.name)
             read.delete(entry.name)
-            // Not read in a batch (it grew past the batch's bytes): streamed, as a large file is.
             if (got !== undefined) {
               yield* recordRead(walk, child, got)
               continue
             }
+            // Not read in the batch (it grew past the batch's bytes): streamed, as a large file is; the rest
+            // of the run is read again after it.
+            read.clear()
           }
           yield* record(walk, h, entry.name, child, cst, false)
         }
@@ -233,21 +244,42 @@ const openFailed = (ctx: Ctx, path: string, e: Directory.DirectoryError) =>
     ? fail(ctx, new Io({ path, detail: `it changed while the snapshot was taken (${e.reason.detail}); take it again` }))
     : Effect.fail(fromDirectory(ctx, path)(e))
 
-/** Records the file at `path` read whole in a batch (`readFiles`): its bytes appended to `data` and hashed. */
-const recordRead = (walk: Walk, path: string, got: Directory.ReadFile | Directory.DirectoryError) =>
+/**
+ * Records the file at `path` read whole in a batch: by `readFiles` (its bytes
+ * appended to `data` and hashed here) or by `appendFiles` (already in `data`
+ * where the buffer's position was, and hashed).
+ */
+const recordRead = (
+  walk: Walk,
+  path: string,
+  got: Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError
+) =>
   Effect.gen(function* () {
     const { ctx } = walk
     if (isError(got)) return yield* openFailed(ctx, path, got)
     const fst = got.stat
     const offset = walk.writer.position
-    const sha256 = yield* appendBytes(ctx, walk.writer, got.bytes)
+    let size: number
+    let sha256: string
+    if ("bytes" in got) {
+      size = got.bytes.length
+      sha256 = yield* appendBytes(ctx, walk.writer, got.bytes)
+    } else {
+      // Appended in order since the buffer was flushed: it starts where the buffer is.
+      if (got.offset !== offset || walk.writer.fill !== 0) {
+        return yield* fail(ctx, new Io({ path, detail: `written to data at ${got.offset}, not at ${offset}` }))
+      }
+      size = got.size
+      sha256 = got.sha256
+      walk.writer.flushed += got.size
+    }
     walk.entries.push({
       type: "File",
       path,
       mode: fst.mode,
       uid: fst.uid,
       gid: fst.gid,
-      size: got.bytes.length,
+      size,
       offset,
       sha256,
       atimeNs: fst.atimeNs.toString(),

@@ -202,6 +202,10 @@ const handlers: Record<string, Handler> = {
     }
     return { done: moves.length, failure: null }
   },
+  sha256: ([fd, ranges]: [number, ReadonlyArray<{ readonly offset: number; readonly size: number }>]) =>
+    sys.sha256(fd, ranges),
+  appendFiles: ([to, at, fd, names, maxBytes]: [number, number, number, ReadonlyArray<Uint8Array>, number]) =>
+    sys.appendFiles(to, at, fd, names, maxBytes),
   readFile: ([path]: [Uint8Array]) => sys.readFile(path) ?? null,
   mountTable: () => sys.readFile(FileName.encode(`${procSelf}/mountinfo`)) ?? null,
   holders: ([asked, skip]: [ReadonlyArray<Asked>, ReadonlyArray<number>]) =>

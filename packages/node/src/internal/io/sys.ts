@@ -19,6 +19,7 @@
  *
  * @since 0.4.0
  */
+import { createHash } from "node:crypto"
 import type { Directory } from "@hostnode/core"
 import { type Failure, FileName, type Identity, reasonTagOf } from "@hostnode/core/Programs"
 import { constants, cString, describeErrno, emptyPath, type Libc } from "../libc.ts"
@@ -598,6 +599,73 @@ export class Sys {
   }
 
   private readonly copyBuffer = new Uint8Array(CopyChunk)
+
+  /** The SHA-256 (hex) of each range of `fd`: read here, hashed here (node's crypto, the one `NodeHashing` uses). */
+  sha256(
+    fd: number,
+    ranges: ReadonlyArray<{ readonly offset: number; readonly size: number }>
+  ): Array<string> | Failure {
+    const buffer = this.copyBuffer
+    const out: Array<string> = []
+    for (const range of ranges) {
+      const h = createHash("sha256")
+      for (let at = 0; at < range.size; ) {
+        const want = Math.min(buffer.length, range.size - at)
+        const n = this.c.pread(fd, buffer, want, range.offset + at)
+        if (n < 0) return this.fail("pread")
+        if (n === 0) {
+          return {
+            _tag: "Failure",
+            reason: "Other",
+            errno: "EIO",
+            detail: `the file ends at ${range.offset + at}, before the end of the range`,
+            call: "pread"
+          }
+        }
+        h.update(buffer.subarray(0, n))
+        at += n
+      }
+      out.push(h.digest("hex"))
+    }
+    return out
+  }
+
+  /**
+   * `Directories.appendFiles`: each file read as `readFiles` reads it,
+   * its bytes written to `to` from `at` on and hashed; a file that fails
+   * adds no bytes.
+   */
+  appendFiles(
+    to: number,
+    at: number,
+    dirfd: number,
+    names: ReadonlyArray<Uint8Array>,
+    maxBytes: number
+  ): Array<{ readonly stat: Stat; readonly offset: number; readonly size: number; readonly sha256: string } | Failure> {
+    const out: Array<
+      { readonly stat: Stat; readonly offset: number; readonly size: number; readonly sha256: string } | Failure
+    > = []
+    let position = at
+    for (const r of this.readFiles(dirfd, names, maxBytes)) {
+      if ("_tag" in r) {
+        out.push(r)
+        continue
+      }
+      const written = this.pwrite(to, r.bytes, position)
+      if (written !== undefined) {
+        out.push(written)
+        continue
+      }
+      out.push({
+        stat: r.stat,
+        offset: position,
+        size: r.bytes.length,
+        sha256: createHash("sha256").update(r.bytes).digest("hex")
+      })
+      position += r.bytes.length
+    }
+    return out
+  }
 
   /**
    * `Directories.copyFiles`: each file created exclusively in its directory
