@@ -28,13 +28,23 @@ export type Reply =
 
 /** One frame for `message`. */
 export const frame = (message: Request | Reply): Buffer => {
-  const [head, body] = frameParts(message)
-  return Buffer.concat([head, body], head.length + body.length)
+  const parts = frameParts(message)
+  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)
 }
 
-/** One frame for `message` as its two parts, the length and the body: written one after the other, a large body is not copied. */
-export const frameParts = (message: Request | Reply): readonly [Buffer, Buffer] => {
+/**
+ * One frame for `message`, as the buffers to write one after the other: a
+ * large body (a batch of files read) after its length, not copied again; a
+ * small one joined to it (one write, not two).
+ */
+export const frameParts = (message: Request | Reply): ReadonlyArray<Buffer> => {
   const body = serialize(message)
+  if (body.length < 64 * 1024) {
+    const out = Buffer.allocUnsafe(4 + body.length)
+    out.writeUInt32LE(body.length, 0)
+    body.copy(out, 4)
+    return [out]
+  }
   const head = Buffer.allocUnsafe(4)
   head.writeUInt32LE(body.length, 0)
   return [head, body]
