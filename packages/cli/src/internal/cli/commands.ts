@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Defaults from "./defaults.ts"
-import { Container, DryRunFlag, HostRoot, Json, LogFormat, MetricsFile, Timeout } from "./flags.ts"
+import { AllowOwnNamespace, Container, DryRunFlag, HostRoot, Json, LogFormat, MetricsFile, Timeout } from "./flags.ts"
 
 /**
  * A command's work, imported when the command runs (in the bundled
@@ -288,7 +288,7 @@ export const makeHostnode = <LA, LE, LR>(host: Layer.Layer<LA, LE, LR>) => {
       "Host-side operations of a Kubernetes node agent: unmount pod volumes, snapshot and roll back configuration, restart changed units, reset CNI state and kubelet identity, prepare LocalDNS."
     ),
     Command.withSubcommands(subcommands),
-    Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag, Timeout]),
+    Command.withGlobalFlags([HostRoot, Container, AllowOwnNamespace, Json, DryRunFlag, Timeout]),
     Command.withGlobalFlags([LogFormat, MetricsFile])
   )
 }
