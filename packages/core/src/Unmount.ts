@@ -17,7 +17,8 @@ import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Track from "./internal/metrics.ts"
-import { describeHolders, Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
+import { describeHolders } from "./internal/mounter/describe.ts"
+import { Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 /**
