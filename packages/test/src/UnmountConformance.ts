@@ -161,7 +161,7 @@ export const suite = (
         const error = result.failures.get(`${l.kubelet}/pods/b`)
         assert.strictEqual(error?._tag, "UnmountError")
         assert.deepStrictEqual(
-          error?.reason.remaining.map((m) => [m.mountPoint, m.errno]),
+          (error?.reason._tag === "MountsRemain" ? error.reason.remaining : []).map((m) => [m.mountPoint, m.errno]),
           [[l.csiMount, "EBUSY"]]
         )
         const after = yield* fx.table
@@ -186,7 +186,7 @@ export const suite = (
         if (error._tag !== "UnmountError") return
         assert.deepStrictEqual(error.prefixes, [prefix])
         assert.deepStrictEqual(
-          error.reason.remaining.map((m) => [m.mountPoint, m.errno]),
+          (error.reason._tag === "MountsRemain" ? error.reason.remaining : []).map((m) => [m.mountPoint, m.errno]),
           [[l.csiMount, "EPERM"]]
         )
         assert.include(error.message, l.csiMount)
