@@ -184,7 +184,11 @@ export const holdersOf = (mounts: ReadonlyArray<Held>): Effect.Effect<ReadonlyMa
       : Effect.succeed(new Map<number, ReadonlyArray<Holder>>())
   )
 
-/** The holders of a mount in words, for a message. */
+/**
+ * The holders of a mount in words, for a message.
+ *
+ * @since 0.4.0
+ */
 export const describeHolders = (holders: ReadonlyArray<Holder> | undefined): string =>
   holders === undefined || holders.length === 0
     ? ""
