@@ -440,10 +440,13 @@ const run = Effect.fnUntraced(function* (
         (e) => new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
       )
     )
-  // A prefix that names nothing below the root (a typo) is said, not silently matched.
+  // A prefix that names nothing below the root (a typo) is said, not silently matched. One with a mount at or
+  // below it is there: only the others are looked up (a teardown's pods with volumes cost nothing).
   const missing: Array<string> = []
+  const prefixSet = new Set(prefixes)
+  const mounted = new Set(targets.flatMap((e) => coveringPrefixes(prefixSet, HostPath.clean(e.mountPoint))))
   for (const r of resolved) {
-    if (!(yield* exists(dirs, rootHandle, r.path))) missing.push(r.given)
+    if (!mounted.has(r.table) && !(yield* exists(dirs, rootHandle, r.path))) missing.push(r.given)
   }
   const lastFailure = new Map<number, { errno: string; message: string }>()
   // Mounts whose verification or unmount did not return: never tried again in this call.
