@@ -1,8 +1,11 @@
 /**
  * Mounts of the in-memory file system: `mount(2)` of a new tmpfs or a bind
- * mount, `umount2(2)` with the kernel's rules (stacking, EINVAL, ENOENT,
- * EBUSY, MNT_DETACH taking the subtree), the list of mounts, and the
- * mountinfo table `/proc/<pid>/mountinfo` serves.
+ * mount (of a directory, or of a regular file on a regular file), the
+ * propagation flags (`--make-shared|slave|private`), `umount2(2)` with the
+ * kernel's rules (stacking, EINVAL, ENOENT, EBUSY, MNT_DETACH taking the
+ * subtree), mount and umount propagation between peers and to slaves as
+ * Linux 6.x does them, the list of mounts, and the mountinfo table
+ * `/proc/<pid>/mountinfo` serves (with `shared:N` and `master:N`).
  *
  * Boundary: the mount tree. Crossing mount points during a walk is the
  * resolver's (`crossMounts` in `resolve.ts`); the `Mounter` service and the
@@ -202,7 +205,7 @@ export const bindMount = (st: FsState, source: string, target: string): Mount | 
   return attach(st, at, from.mount.fs, node, target, from.mount)
 }
 
-/** Why a propagation change was refused, or undefined. */
+/** How a mount takes part in propagation: in a peer group, a slave of its group, or neither. */
 export type PropagationKind = "shared" | "slave" | "private"
 
 /**
