@@ -148,7 +148,11 @@ export const dryRunLayer = (
   | ChildProcessSpawner.ChildProcessSpawner
   | Systemd.Systemd,
   never,
-  FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner | Systemd.Systemd | DryRun.DryRunPlan
+  | FileSystem.FileSystem
+  | Directory.Directories
+  | ChildProcessSpawner.ChildProcessSpawner
+  | Systemd.Systemd
+  | DryRun.DryRunPlan
 > => {
   const table = { mountInfo: view.root.mountInfo, tableRoot: view.root.tableRoot }
   const files = Layer.provideMerge(pinnedTable(table.mountInfo), DryRun.layerFileSystem)

@@ -132,6 +132,8 @@ const fieldOf = (error: Failure, name: string): unknown => {
 const hints: Readonly<Record<string, string>> = {
   UnmountError:
     "Check what keeps each mount busy (`fuser -vm MOUNTPOINT`, `lsof +f -- MOUNTPOINT`) and whether a process holds a file open there; then run again.",
+  "UnmountError/PeersOutsideRoot":
+    "The mounts named are copies on peers or slaves (shared:N, master:N in /proc/self/mountinfo) of the mounts below the prefixes; leave out --peers-outside-root refuse to detach them too, or make their parents private first (mount --make-private).",
   MountInfoError: "Check that the mount table (/proc/self/mountinfo) is readable by this process.",
   SnapshotError:
     "Check the snapshot directory and the path named above; a snapshot that failed a restore is kept, so `hostnode snapshot recover --dir DIR` can try again.",
@@ -257,6 +259,7 @@ const inputErrors: ReadonlySet<string> = new Set([
   "SnapshotError/InvalidPath",
   "SnapshotError/HostRootMismatch",
   "SnapshotError/NotASnapshot",
+  "UnmountError/PeersOutsideRoot",
   "ContainerError/InvalidPid",
   "ContainerError/NotFound",
   "ContainerError/NoContainer",
@@ -351,6 +354,7 @@ const unitFix = (error: Failure): string => {
 
 /** What to do about a refused input where the message does not say it, by `Tag/Reason` or by tag. */
 const inputFixes: Readonly<Record<string, (error: Failure) => string>> = {
+  "UnmountError/PeersOutsideRoot": () => "without --peers-outside-root refuse they are detached with them and reported",
   "UnitNameError/NoTypeSuffix": unitFix,
   "UnitNameError/NothingBeforeSuffix": unitFix,
   "HostPathError/NotAbsolute": absolutePathFix,

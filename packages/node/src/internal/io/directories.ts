@@ -446,8 +446,29 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       } satisfies RemoveResult
     })
 
+  // flock on the directory's own descriptor (read-only, as every directory handle here is opened):
+  // released at the end of the caller's scope, or when the handle closes or the helper dies.
+  const lock: Directory.Primitives["lock"] = (dir) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(restore(call("tryLock", [dir], ([fd]) => [fd], "flock", dir.path)), (taken) =>
+        taken === true
+          ? Effect.as(
+              Effect.addFinalizer(() => Effect.ignore(call("unlock", [dir], ([fd]) => [fd], "flock", dir.path))),
+              true
+            )
+          : Effect.succeed(false)
+      )
+    )
+
+  const lockHolder: Directory.Primitives["lockHolder"] = (dir) =>
+    Effect.map(Effect.option(call("lockHolder", [dir], ([fd]) => [fd], "flock", dir.path)), (r) =>
+      r._tag === "Some" && typeof r.value === "number" ? r.value : undefined
+    )
+
   return Directory.make({
     openRoot,
+    lock,
+    lockHolder,
     openDirectory,
     openParent,
     credentials,
