@@ -8,11 +8,10 @@
  * ran. Boundary: the container's side of `operate.ts`; printing and exit codes
  * stay there and in `errors.ts`.
  */
-import { type Directory, FileName, HostPath, type Mounter, MountInfo, type Systemd } from "@hostnode/core"
+import { HostPath, MountInfo } from "@hostnode/core"
 import { NodeContainer } from "@hostnode/node"
 import { DryRun } from "@hostnode/test"
-import { type Context, Effect, type Fiber, FileSystem, Layer, Logger, Option, References, Schema } from "effect"
-import type { ChildProcessSpawner } from "effect/process"
+import { type Context, Effect, type Fiber, type FileSystem, Logger, Option, References, Schema } from "effect"
 import { FlagWithout, goneIn, UsageError } from "./errors.ts"
 import { AllowOwnNamespace, Container, HostRoot } from "./flags.ts"
 
@@ -96,73 +95,13 @@ export const within = <A, E, R>(target: Target, body: (view: View) => Effect.Eff
   >
 
 /**
- * The dry run's file system, except that the container's pinned mount table
- * (`mountInfo`, a `/proc/<this pid>/fd/<n>/mountinfo` the dry run's overlay
- * does not know for a mount table) is read as the dry run left it: without
- * the mounts it pretended to detach. So a dry run decides in the container
- * as a real run would (a pod whose volume it unmounted has no mount left).
- */
-const pinnedTable = (mountInfo: string) =>
-  Layer.effect(
-    FileSystem.FileSystem,
-    Effect.gen(function* () {
-      const fs = yield* FileSystem.FileSystem
-      const plan = yield* DryRun.DryRunPlan
-      const served = (text: string): Effect.Effect<string> =>
-        plan.detached.size === 0
-          ? Effect.succeed(text)
-          : MountInfo.parse(text, mountInfo).pipe(
-              Effect.map((table) => MountInfo.render(table.filter((e) => !plan.detached.has(e.id)))),
-              // An unparsable table is returned as read: the operation reports it.
-              Effect.orElseSucceed(() => text)
-            )
-      return {
-        ...fs,
-        readFile: (path) =>
-          path === mountInfo
-            ? fs.readFile(path).pipe(
-                Effect.map(FileName.decode),
-                Effect.flatMap(served),
-                Effect.map((text) => FileName.encode(text))
-              )
-            : fs.readFile(path),
-        readFileString: (path, encoding) =>
-          path === mountInfo
-            ? fs.readFileString(path, encoding).pipe(Effect.flatMap(served))
-            : fs.readFileString(path, encoding)
-      } satisfies FileSystem.FileSystem
-    })
-  )
-
-/**
  * The dry run's layers in the container of `view` (`DryRun.layerWith` over
- * its pinned table): mounts decided from the container's own table, through
- * the pin, never through `/proc/<pid>/...` by path.
+ * its pinned table, which the dry run reads as it left it): mounts decided
+ * from the container's own table, through the pin, never through
+ * `/proc/<pid>/...` by path.
  */
-export const dryRunLayer = (
-  view: View
-): Layer.Layer<
-  | FileSystem.FileSystem
-  | Directory.Directories
-  | Mounter.Mounter
-  | ChildProcessSpawner.ChildProcessSpawner
-  | Systemd.Systemd,
-  never,
-  | FileSystem.FileSystem
-  | Directory.Directories
-  | ChildProcessSpawner.ChildProcessSpawner
-  | Systemd.Systemd
-  | DryRun.DryRunPlan
-> => {
-  const table = { mountInfo: view.root.mountInfo, tableRoot: view.root.tableRoot }
-  const files = Layer.provideMerge(pinnedTable(table.mountInfo), DryRun.layerFileSystem)
-  return Layer.mergeAll(
-    Layer.provideMerge(DryRun.layerDirectoriesWith(table), files),
-    DryRun.layerMounterWith(table),
-    DryRun.layerSpawner,
-    DryRun.layerSystemd
-  )
-}
+export const dryRunLayer = (view: View): ReturnType<typeof DryRun.layerWith> =>
+  DryRun.layerWith({ mountInfo: view.root.mountInfo, tableRoot: view.root.tableRoot })
 
 /** `text` as a literal part of a regular expression. */
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
