@@ -1,6 +1,7 @@
 /**
  * The `hostnode` command tree: global flags (`--host-root`, `--container`,
- * `--json`, `--dry-run`, and effect's `--log-level`) and one subcommand per operation
+ * `--allow-own-namespace`, `--json`, `--dry-run`, `--timeout`, `--log-format`,
+ * `--metrics-file`, and effect's `--log-level`) and one subcommand per operation
  * of @hostnode/core. This module only describes commands and how their
  * outcome is shown; the entry point (`bin.ts`) provides the real host's
  * layers, tests provide `MemoryNode`'s.
@@ -11,7 +12,8 @@
  * {@link CliExit} carrying the process exit code (see {@link ExitCodes}): 1
  * when the operation failed, 2 on bad usage or bad input (refused before
  * anything changed), 3 when the operation ran to its end but had to keep
- * paths it should have removed.
+ * paths it should have removed, 4 when the container of `--container`
+ * exited while the command ran.
  *
  * @since 0.1.0
  */
@@ -84,6 +86,13 @@ export {
    */
   exitCodeFor,
   /**
+   * Why: a flag that only applies with another was given without it
+   * (`--allow-own-namespace` without `--container`).
+   *
+   * @since 0.4.0
+   */
+  FlagWithout,
+  /**
    * The one line a refused input prints on stderr: the command, what was
    * wrong and where, and what to do when the message does not already say it.
    *
@@ -144,7 +153,10 @@ export {
    *   `--host-root`, an empty prefix, an invalid unit name or listener
    *   address): refused before anything was changed;
    * - 3: it ran to its end but kept paths it was to remove (a mount inside, a
-   *   path that changed meanwhile); the output lists each with its reason.
+   *   path that changed meanwhile); the output lists each with its reason;
+   * - 4: with `--container`, the container exited while the command ran:
+   *   nothing more was done in it (the error is `ContainerExited`, its reason
+   *   `Gone`; the operation's own error, where it failed, is its `cause`).
    *
    * @since 0.2.0
    */
@@ -152,11 +164,28 @@ export {
 } from "./internal/cli/exit.ts"
 export {
   /**
+   * `--allow-own-namespace`: with `--container`, accept a PID in this
+   * process's own mount namespace, which is refused otherwise (exit 2): the
+   * command would act on this host (a mistyped pid, `1` on a plain host).
+   * Without `--container` it is refused too (exit 2, a `UsageError`,
+   * reason `FlagWithout`).
+   *
+   * @since 0.4.0
+   */
+  AllowOwnNamespace,
+  /**
    * `--container PID`: run the operation on the node stack of the container
-   * whose init is host process PID (`NodeContainer.layer`): its files (its root
-   * `/proc/PID/root`), its mount table and mount namespace, its systemd, its
-   * network. Not a pid, or a process that is gone: exit 2 before anything is
-   * done. `--host-root` cannot be given with it: the container's root is its own.
+   * whose init is host process PID (`NodeContainer.layer`, which pins that
+   * process once: its files below its pinned root, its mount table and mount
+   * namespace, its systemd, its network). Refused before anything is done
+   * (exit 2): an empty PID (an unset variable), anything but a pid, a process
+   * that is gone, one in this process's own mount namespace (unless
+   * `--allow-own-namespace`), and any `--host-root` with it (`/` too).
+   * Every path the command prints is named as the container sees it
+   * (`/var/lib/kubelet/...`), and the JSON document names the container once,
+   * `"container": { "pid": PID }`. A container that exits while the command
+   * runs ends it with exit code 4 (`ContainerExited`, reason `Gone`).
+   * Absent unless given (`Option.none()`).
    *
    * @since 0.2.0
    */
@@ -168,9 +197,10 @@ export {
    */
   DryRunFlag,
   /**
-   * `--host-root DIR`: where the host's `/` is; the real host by default. A
-   * relative DIR is taken relative to the working directory, and the absolute
-   * root used is printed on stderr (the library itself refuses relative roots).
+   * `--host-root DIR`: where the host's `/` is; the real host by default
+   * (`Option.none()`: not given). A relative DIR is taken relative to the
+   * working directory, and the absolute root used is printed on stderr (the
+   * library itself refuses relative roots); an empty one is refused (exit 2).
    *
    * @since 0.1.0
    */

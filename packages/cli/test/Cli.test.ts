@@ -3,14 +3,16 @@
  * (`MemoryNode`): what it prints, the exit codes, and that `--dry-run`
  * changes nothing.
  */
+import * as Net from "node:net"
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cli } from "@hostnode/cli"
-import { HostCommand, Mounter, MountInfo } from "@hostnode/core"
+import { HostCommand, HostPath, Mounter, MountInfo, RestartChanged, Systemd } from "@hostnode/core"
 import { NodeHost } from "@hostnode/node"
 import { Gate, MemoryHost, MemoryNode, SystemdMachine } from "@hostnode/test"
-import { Effect, FileSystem, Layer } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Schedule } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { TestConsole } from "effect/testing"
 import { cliEnvironment, runCli, runJson } from "./harness.ts"
 
@@ -106,6 +108,54 @@ describe("Cli", () => {
       const host = yield* MemoryHost.MemoryHost
       assert.isDefined((yield* host.dump())["/etc/cni/net.d/10-flannel.conflist"])
     }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: seeded }), cliEnvironment)))
+  )
+
+  it.effect(
+    "--container empty, with any --host-root, or --allow-own-namespace alone: exit 2 before anything, one line or one JSON document",
+    () =>
+      Effect.gen(function* () {
+        const host = yield* MemoryHost.MemoryHost
+        const before = yield* host.dump()
+        // Each of these, were it taken as "no container", would reset the CNI state of the node in context.
+        for (const [argv, says, reason] of [
+          [["--container", "", "reset-cni"], "--container is empty (an unset variable?)", "InvalidPid"],
+          [["--container", "", "--dry-run", "teardown-kubelet-dir"], "--container is empty", "InvalidPid"],
+          [["--container=", "reset-cni"], "--container is empty", "InvalidPid"],
+          [
+            ["--container", "4242", "--host-root", "/", "reset-cni"],
+            '--host-root "/" cannot be given with --container',
+            "InvalidPath"
+          ],
+          [
+            ["--host-root", "/srv", "--container", "4242", "reset-cni"],
+            '--host-root "/srv" cannot be given with --container',
+            "InvalidPath"
+          ],
+          [["--allow-own-namespace", "reset-cni"], "--allow-own-namespace is given without --container", "FlagWithout"]
+        ] as const) {
+          const text = yield* runCli(argv)
+          assert.strictEqual(text.code, 2, argv.join(" "))
+          assert.deepStrictEqual(text.stdout, [], argv.join(" "))
+          assert.strictEqual(text.stderr.length, 1, text.stderr.join("\n"))
+          assert.include(text.stderr[0], says)
+          const json = yield* runCli(["--json", ...argv])
+          assert.strictEqual(json.code, 2, argv.join(" "))
+          assert.strictEqual(json.stdout.length, 1, json.stdout.join("\n"))
+          assert.deepStrictEqual(json.stderr, [], argv.join(" "))
+          const doc = JSON.parse(json.stdout[0] ?? "")
+          assert.strictEqual(doc.ok, false)
+          assert.strictEqual(doc.error.reason._tag, reason, argv.join(" "))
+          assert.include(doc.error.message, says)
+          // Refused before any container was named or pinned.
+          assert.notProperty(doc, "container")
+          assert.deepStrictEqual(yield* host.dump(), before, argv.join(" "))
+        }
+        // Left out, the flags change nothing: the node in context is the one worked on.
+        const plain = yield* runJson(["reset-cni"])
+        assert.strictEqual(plain.code, 0)
+        assert.notProperty(plain.doc, "container")
+        assert.include(plain.doc.result.removed, "/etc/cni/net.d/10-flannel.conflist")
+      }).pipe(Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: seeded }), cliEnvironment)))
   )
 
   it.effect("--dry-run records the removals and removes nothing", () =>
@@ -307,12 +357,13 @@ describe.skipIf(containerGate.skip)("Cli --container", () => {
         assert.strictEqual(dry.code, 0, JSON.stringify(dry.doc))
         assert.deepStrictEqual(
           dry.doc.plan.map((s: { readonly service: string; readonly target: string }) => `${s.service} ${s.target}`),
-          [`Mounter ${m.hostRoot}${volume}`]
+          // Named as the container sees it, not below the agent's descriptor of its root.
+          [`Mounter ${volume}`]
         )
         const dryTeardown = yield* runJson(["--container", pid, "--dry-run", "teardown-kubelet-dir"])
         assert.strictEqual(dryTeardown.code, 0, JSON.stringify(dryTeardown.doc))
         const dryCni = yield* runJson(["--container", pid, "--dry-run", "reset-cni"])
-        assert.include(dryCni.doc.result.removed, `${m.hostRoot}/etc/cni/net.d/10-bridge.conflist`)
+        assert.include(dryCni.doc.result.removed, "/etc/cni/net.d/10-bridge.conflist")
         // nothing happened
         assert.isTrue(yield* mounted())
         assert.isTrue(yield* fs.exists(`${m.hostRoot}/etc/cni/net.d/10-bridge.conflist`))
@@ -329,7 +380,348 @@ describe.skipIf(containerGate.skip)("Cli --container", () => {
         assert.strictEqual(running.doc.result.running, false, "no containerd or kubelet in the machine")
       }).pipe(Effect.provide(TestConsole.layer))
     )
+
+    it.effect("a report names every path as the container sees it, and the container once", () =>
+      Effect.gen(function* () {
+        const m = yield* SystemdMachine.SystemdMachine
+        const fs = yield* FileSystem.FileSystem
+        const pid = String(m.pid)
+        const inMachine = (args: ReadonlyArray<string>) =>
+          HostCommand.run("nsenter", ["-t", pid, "-m", "--", ...args]).pipe(
+            Effect.tap((r) => Effect.sync(() => assert.strictEqual(r.exitCode, 0, `${args.join(" ")}: ${r.stderr}`)))
+          )
+        const pod = "/var/lib/kubelet/pods/7f3a"
+        const volume = `${pod}/volumes/kubernetes.io~empty-dir/cache`
+        yield* fs.makeDirectory(`${m.hostRoot}${volume}`, { recursive: true })
+        yield* fs.writeFileString(`${m.hostRoot}${pod}/etc-hosts`, "hosts\n")
+        yield* inMachine(["mount", "-t", "tmpfs", "t", volume])
+        yield* fs.makeDirectory(`${m.hostRoot}/etc/cni/net.d`, { recursive: true })
+        yield* fs.writeFileString(`${m.hostRoot}/etc/cni/net.d/10-c.conflist`, "{}")
+        // A mount inside the CNI state: the reset keeps it, and says where (kept[].path, kept[].mountPoint).
+        yield* fs.makeDirectory(`${m.hostRoot}/var/lib/cni/networks/held`, { recursive: true })
+        yield* inMachine(["mount", "-t", "tmpfs", "t", "/var/lib/cni/networks/held"])
+
+        /** Every key named `key` in a JSON value, however deep. */
+        const count = (value: unknown, key: string): number =>
+          typeof value !== "object" || value === null
+            ? 0
+            : Object.entries(value).reduce((n, [k, v]) => n + (k === key ? 1 : 0) + count(v, key), 0)
+        const checked = (doc: unknown, what: string) => {
+          const text = JSON.stringify(doc)
+          // Not `/proc/<pid>/root/...`, not this process's descriptor of the pinned root `/proc/<self>/fd/<n>/...`.
+          assert.notInclude(text, "/proc/", what)
+          assert.deepStrictEqual((doc as { readonly container: unknown }).container, { pid: m.pid }, what)
+          assert.strictEqual(count(doc, "container"), 1, what)
+          assert.strictEqual(count(doc, "pid"), 1, what)
+        }
+
+        const teardown = yield* runJson(["--container", pid, "teardown-kubelet-dir"])
+        assert.strictEqual(teardown.code, 0, JSON.stringify(teardown.doc))
+        checked(teardown.doc, "teardown-kubelet-dir")
+        assert.includeMembers(teardown.doc.result.removed, [`${pod}/etc-hosts`, volume, pod])
+        assert.isFalse(yield* fs.exists(`${m.hostRoot}${pod}`))
+
+        const reset = yield* runJson(["--container", pid, "reset-cni"])
+        assert.strictEqual(reset.code, 3, JSON.stringify(reset.doc))
+        checked(reset.doc, "reset-cni")
+        // The reset's error carries what it removed and kept, and its message names them: the container's paths.
+        assert.strictEqual(reset.doc.error._tag, "ResetError")
+        assert.include(reset.doc.error.removed, "/etc/cni/net.d/10-c.conflist")
+        assert.deepStrictEqual(
+          reset.doc.error.kept.map((k: { readonly path: string; readonly mountPoint?: string }) => [
+            k.path,
+            k.mountPoint
+          ]),
+          [["/var/lib/cni", "/var/lib/cni/networks/held"]]
+        )
+        assert.include(reset.doc.error.message, '"/var/lib/cni" (MountBelow')
+
+        // For a person: one line says which container, once; the report's paths are the container's.
+        yield* fs.writeFileString(`${m.hostRoot}/etc/cni/net.d/20-c.conflist`, "{}")
+        const text = yield* runCli(["--container", pid, "reset-cni"])
+        assert.strictEqual(text.code, 3, text.stderr.join("\n"))
+        assert.deepStrictEqual(
+          text.stderr.filter((l) => l.includes(pid)),
+          [`hostnode reset-cni: in container process ${pid} (paths as the container sees them)`]
+        )
+        assert.notInclude([...text.stdout, ...text.stderr].join("\n"), "/proc/")
+        assert.include(text.stderr.join("\n"), '(1 removed, 1 kept): "/var/lib/cni" (MountBelow')
+        assert.include(text.stderr.join("\n"), "mounted at /var/lib/cni/networks/held")
+        yield* inMachine(["umount", "/var/lib/cni/networks/held"])
+      }).pipe(Effect.provide(TestConsole.layer))
+    )
   })
+})
+
+const standInGate = Gate.check("hostnode --container on stand-in containers", [
+  "root",
+  "pid-namespace",
+  "private-mount-namespace",
+  { command: "chroot" },
+  { command: "nsenter" }
+])
+
+/** The node state below a stand-in container's root. */
+const standInFiles: Readonly<Record<string, string>> = {
+  "/etc/cni/net.d/10-marker.conflist": "{}\n",
+  "/var/lib/cni/networks/x/10.244.0.7": "c\n"
+}
+
+/**
+ * A throwaway root for a stand-in container: the node state above, this
+ * host's /usr bound read-only (for `sleep`), and the root itself a mount
+ * (as a container's root is, so its mount table describes it). Made in the
+ * test's private mount namespace; unmounted and removed with the scope.
+ */
+const standInRoot = Effect.acquireRelease(
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const root = yield* fs.makeTempDirectory({ prefix: "hostnode-cli-standin-" })
+    for (const [path, text] of Object.entries(standInFiles)) {
+      yield* fs.makeDirectory(`${root}${path.slice(0, path.lastIndexOf("/"))}`, { recursive: true })
+      yield* fs.writeFileString(`${root}${path}`, text)
+    }
+    yield* fs.makeDirectory(`${root}/usr`)
+    yield* fs.makeDirectory(`${root}/run/systemd`, { recursive: true })
+    for (const dir of ["bin", "lib", "lib64"]) yield* fs.symlink(`usr/${dir}`, `${root}/${dir}`)
+    for (const args of [
+      ["--bind", root, root],
+      ["--bind", "/usr", `${root}/usr`],
+      ["-o", "remount,bind,ro", `${root}/usr`]
+    ]) {
+      const r = yield* HostCommand.run("mount", args)
+      assert.strictEqual(r.exitCode, 0, `mount ${args.join(" ")}: ${r.stderr}`)
+    }
+    return root
+  }).pipe(Effect.orDie),
+  (root) =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const r = yield* HostCommand.run("umount", ["-R", root])
+      // Never a recursive removal across a mount still there (the bind of /usr).
+      if (r.exitCode === 0) yield* fs.remove(root, { recursive: true })
+    }).pipe(Effect.ignore)
+)
+
+/** The pid of `sleep` once it runs with `root` as its root (before that, its root is still this process's). */
+const sleeping = (pid: () => Effect.Effect<number, unknown>, root: string) =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const p = yield* pid()
+    const comm = yield* fs.readFileString(`/proc/${p}/comm`)
+    const at = yield* fs.readLink(`/proc/${p}/root`)
+    if (comm.trim() !== "sleep" || at !== root) return yield* Effect.fail("not yet in its root")
+    return p
+  }).pipe(
+    // The child starts when the scheduler lets it: poll on a clock (up to 10 s), not a count.
+    Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 500 }),
+    Effect.orDie
+  )
+
+/**
+ * A stand-in container in this process's own mount namespace: `sleep` with
+ * `root` as its root (a chroot). Killed by its pid when the scope closes.
+ */
+const ownNamespaceStandIn = (root: string) =>
+  Effect.gen(function* () {
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+    const handle = yield* Effect.acquireRelease(
+      spawner.spawn(ChildProcess.make("chroot", [root, "/usr/bin/sleep", "600"])),
+      (h) => h.kill({ killSignal: "SIGKILL" }).pipe(Effect.ignore)
+    ).pipe(Effect.orDie)
+    return yield* sleeping(() => Effect.succeed(Number(handle.pid)), root)
+  })
+
+/**
+ * A stand-in container of its own: `sleep` as PID 1 of new pid and mount
+ * namespaces, with `root` as its root. Its host pid; the scope kills it.
+ */
+const standIn = (root: string) =>
+  Effect.gen(function* () {
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+    const fs = yield* FileSystem.FileSystem
+    const handle = yield* Effect.acquireRelease(
+      spawner.spawn(
+        ChildProcess.make("unshare", [
+          "--pid",
+          "--fork",
+          "--kill-child",
+          "--mount",
+          "--propagation",
+          "private",
+          "chroot",
+          root,
+          "/usr/bin/sleep",
+          "600"
+        ])
+      ),
+      (h) => h.kill({ killSignal: "SIGKILL" }).pipe(Effect.ignore)
+    ).pipe(Effect.orDie)
+    const unshare = Number(handle.pid)
+    return yield* sleeping(
+      () =>
+        fs
+          .readFileString(`/proc/${unshare}/task/${unshare}/children`)
+          .pipe(Effect.map((t) => Number.parseInt(t.trim(), 10))),
+      root
+    )
+  })
+
+/**
+ * A socket at `path` that accepts connections and never answers (a
+ * container's systemd that stalls the agent), and a `Deferred` completed at
+ * the first connection. Closed with the scope.
+ */
+const stallingSocket = (path: string) =>
+  Effect.gen(function* () {
+    const accepted = yield* Deferred.make<void>()
+    const held: Array<Net.Socket> = []
+    yield* Effect.acquireRelease(
+      Effect.callback<Net.Server>((resume) => {
+        const server = Net.createServer((socket) => {
+          held.push(socket)
+          Deferred.doneUnsafe(accepted, Effect.void)
+        })
+        server.on("error", (e) => resume(Effect.die(e)))
+        server.listen(path, () => resume(Effect.succeed(server)))
+      }),
+      (server) =>
+        Effect.callback<void>((resume) => {
+          for (const socket of held) socket.destroy()
+          server.close(() => resume(Effect.void))
+        })
+    )
+    return accepted
+  })
+
+const withHost = Layer.mergeAll(NodeHost.layer, cliEnvironment, TestConsole.layer)
+
+describe.skipIf(standInGate.skip)("Cli --container on stand-in containers", () => {
+  it.live(
+    "a pid in this process's own mount namespace: exit 2 naming --allow-own-namespace, nothing done; with it, accepted",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const root = yield* standInRoot
+        const pid = String(yield* ownNamespaceStandIn(root))
+        const marker = `${root}/etc/cni/net.d/10-marker.conflist`
+
+        // The runner itself: in its own namespace, its root this host's `/` (a dry run, should the guard ever fail).
+        for (const argv of [
+          ["--container", String(process.pid), "--dry-run", "reset-cni"],
+          ["--container", pid, "reset-cni"],
+          ["--container", pid, "teardown-kubelet-dir"]
+        ]) {
+          const text = yield* runCli(argv)
+          assert.strictEqual(text.code, 2, argv.join(" "))
+          assert.deepStrictEqual(text.stdout, [], argv.join(" "))
+          assert.strictEqual(text.stderr.length, 1, text.stderr.join("\n"))
+          const line = text.stderr[0] ?? ""
+          assert.include(line, `container process ${argv[1]}: OwnNamespace`)
+          assert.include(line, "own mount namespace")
+          assert.include(line, "pass --allow-own-namespace if acting on this host is meant")
+          assert.notInclude(line, "allowOwnNamespace")
+        }
+        const json = yield* runJson(["--container", pid, "reset-cni"])
+        assert.strictEqual(json.code, 2)
+        assert.strictEqual(json.doc.error._tag, "ContainerError")
+        assert.strictEqual(json.doc.error.reason._tag, "OwnNamespace")
+        assert.strictEqual(json.doc.error.reason.pid, Number(pid))
+        assert.deepStrictEqual(json.doc.container, { pid: Number(pid) })
+        assert.include(json.doc.error.message, "--allow-own-namespace")
+        assert.include(json.doc.error.hint, "--allow-own-namespace")
+        assert.isTrue(yield* fs.exists(marker), "nothing was done")
+
+        // --host-root with --container, "/" included: refused before the pid is even looked at.
+        for (const hostRoot of ["/", root]) {
+          const refused = yield* runJson([
+            "--container",
+            pid,
+            "--allow-own-namespace",
+            "--host-root",
+            hostRoot,
+            "reset-cni"
+          ])
+          assert.strictEqual(refused.code, 2, hostRoot)
+          assert.strictEqual(refused.doc.error.reason._tag, "InvalidPath")
+          assert.include(refused.doc.error.message, "cannot be given with --container")
+          assert.isTrue(yield* fs.exists(marker), `nothing was done (--host-root ${hostRoot})`)
+        }
+
+        // Said so: accepted, in the process's root (this host's namespace, the stand-in's directory).
+        const dry = yield* runJson(["--container", pid, "--allow-own-namespace", "--dry-run", "reset-cni"])
+        assert.strictEqual(dry.code, 0, JSON.stringify(dry.doc))
+        assert.deepStrictEqual(dry.doc.container, { pid: Number(pid) })
+        assert.include(dry.doc.result.removed, "/etc/cni/net.d/10-marker.conflist")
+        assert.notInclude(JSON.stringify(dry.doc), "/proc/")
+        assert.isTrue(yield* fs.exists(marker), "a dry run changes nothing")
+        const real = yield* runJson(["--container", pid, "--allow-own-namespace", "reset-cni"])
+        assert.strictEqual(real.code, 0, JSON.stringify(real.doc))
+        assert.isFalse(yield* fs.exists(marker))
+        assert.isFalse(yield* fs.exists(`${root}/var/lib/cni`))
+      }).pipe(Effect.scoped, Effect.provide(withHost)),
+    { timeout: 60_000 }
+  )
+
+  it.live(
+    "a container that exits while the command runs: exit 4, ContainerExited with reason Gone, nothing more done",
+    () =>
+      Effect.gen(function* () {
+        const root = yield* standInRoot
+        const accepted = yield* stallingSocket(`${root}/run/systemd/private`)
+        const pid = yield* standIn(root)
+        const argv = ["--container", String(pid), "restart-changed", "--was-running", "--job-timeout", "3", "a.service"]
+        // The command has pinned the container and waits on its systemd: then the container exits.
+        const json = yield* Effect.forkChild(runJson(argv))
+        yield* Deferred.await(accepted)
+        yield* Effect.sync(() => process.kill(pid, "SIGKILL"))
+        const { code, doc } = yield* Fiber.join(json)
+        assert.strictEqual(code, 4, JSON.stringify(doc))
+        assert.strictEqual(doc.ok, false)
+        assert.deepStrictEqual(doc.container, { pid })
+        assert.strictEqual(doc.error._tag, "ContainerExited")
+        assert.strictEqual(doc.error.reason._tag, "Gone")
+        assert.strictEqual(doc.error.reason.pid, pid)
+        assert.strictEqual(
+          doc.error.message,
+          `the container (process ${pid}) exited while the command ran: nothing more was done in it`
+        )
+        // Where the operation itself stopped.
+        assert.strictEqual(doc.error.cause._tag, "RestartError")
+        assert.deepStrictEqual(doc.error.cause.restarted, [])
+
+        // A person's text says the same, and the container is gone now: refused as such (exit 2, NotFound).
+        const again = yield* runCli(argv)
+        assert.strictEqual(again.code, 2, again.stderr.join("\n"))
+        assert.include(again.stderr.join("\n"), `container process ${pid}: NotFound`)
+      }).pipe(Effect.scoped, Effect.provide(withHost)),
+    { timeout: 60_000 }
+  )
+
+  it.live(
+    "the text of a container that exited says so, once, with where the operation stopped",
+    () =>
+      Effect.gen(function* () {
+        const root = yield* standInRoot
+        const accepted = yield* stallingSocket(`${root}/run/systemd/private`)
+        const pid = yield* standIn(root)
+        const text = yield* Effect.forkChild(
+          runCli(["--container", String(pid), "restart-changed", "--was-running", "--job-timeout", "3", "a.service"])
+        )
+        yield* Deferred.await(accepted)
+        yield* Effect.sync(() => process.kill(pid, "SIGKILL"))
+        const { code, stdout, stderr } = yield* Fiber.join(text)
+        assert.strictEqual(code, 4, stderr.join("\n"))
+        assert.deepStrictEqual(stdout, [])
+        const said = stderr.join("\n")
+        assert.include(
+          said,
+          `hostnode restart-changed: the container (process ${pid}) exited while the command ran: nothing more was done in it\n  where it stopped (RestartError): `
+        )
+        assert.include(said, "what to check: The container's init exited")
+      }).pipe(Effect.scoped, Effect.provide(withHost)),
+    { timeout: 60_000 }
+  )
 })
 
 describe("Cli, as a newcomer uses it", () => {
@@ -678,4 +1070,33 @@ describe("refusals name the flag, keyed on the reason", () => {
       Effect.provide(Layer.mergeAll(MemoryNode.layer({ files: { "/a/etc/x": "1", "/b/etc/x": "1" } }), cliEnvironment))
     )
   )
+})
+
+describe("exit codes", () => {
+  it("a container gone (`Gone`, at any depth of the error) is 4; the mounter's `Gone` (a string) is not", () => {
+    const gone = new HostPath.Gone({ pid: 4242, detail: "container process 4242 has exited" })
+    assert.strictEqual(Cli.ExitCodes.gone, 4)
+    assert.strictEqual(Cli.exitCodeFor(new HostPath.HostPathError({ reason: gone, root: "/" })), 4)
+    const systemd = new Systemd.SystemdError({ verb: "restart", unit: "kubelet.service", reason: gone })
+    assert.strictEqual(Cli.exitCodeFor(systemd), 4)
+    const restart = new RestartChanged.RestartError({
+      reason: new RestartChanged.RestartFailed({ cause: systemd }),
+      unit: "kubelet.service",
+      restarted: ["containerd.service"],
+      notAttempted: []
+    })
+    assert.strictEqual(Cli.exitCodeFor(restart), 4)
+    assert.isFalse(Cli.isInputError(restart))
+    // Not a container's exit: the path a mount was on is gone (a string reason), and the usual codes.
+    const unverified = {
+      _tag: "UnmountError",
+      message: "1 target could not be verified",
+      results: [{ _tag: "Unverified", target: "/m", reason: "Gone", detail: "the path no longer exists" }]
+    }
+    assert.strictEqual(Cli.exitCodeFor(unverified), 1)
+    assert.strictEqual(
+      Cli.exitCodeFor(new HostPath.HostPathError({ reason: new HostPath.InvalidPath({ detail: "empty" }), root: "" })),
+      2
+    )
+  })
 })

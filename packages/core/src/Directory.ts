@@ -435,6 +435,17 @@ export interface Primitives {
     name: FileName.Bytes,
     options: OpenFileOptions
   ) => Effect.Effect<File, DirectoryError, Scope.Scope>
+  /**
+   * Takes an exclusive `flock` on the directory `dir` itself, without
+   * waiting: true when taken, held until the scope closes (or the handle
+   * closes, or the process dies), false when another open directory holds
+   * it, in this process or another. Nothing is created, so a lock on a
+   * directory that exists leaves nothing behind, even after a crash (since
+   * 0.4.0; a snapshot's lock is its parent directory's).
+   */
+  readonly lock: (dir: Handle) => Effect.Effect<boolean, DirectoryError, Scope.Scope>
+  /** The pid of a process holding a lock on the directory `dir`, when the platform can say (`/proc/locks`; since 0.4.0). */
+  readonly lockHolder: (dir: Handle) => Effect.Effect<number | undefined>
   /** fsync of the directory: its entries (renames, unlinks) are durable. */
   readonly sync: (dir: Handle) => Effect.Effect<void, DirectoryError>
   /** syncfs of the file system `dir` is on: everything written to it is durable, as one batch. */

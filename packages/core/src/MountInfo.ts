@@ -20,6 +20,7 @@
 import { Effect, FileSystem, Schema } from "effect"
 import * as FileName from "./FileName.ts"
 import { decodeEscapes } from "./internal/mountinfo/escape.ts"
+import { propagated, subtrees } from "./internal/mountinfo/propagation.ts"
 import { scan } from "./internal/mountinfo/table.ts"
 
 // Ids and device numbers: what the kernel prints with %d/%u, as far as a
@@ -330,3 +331,39 @@ export const read = Effect.fn("MountInfo.read")(function* (given: string = Defau
   )
   return yield* parse(previous, path)
 })
+
+/**
+ * A mount the kernel detaches by propagation (see {@link propagatedUnmounts}),
+ * and the detached mount it is a copy of.
+ *
+ * @since 0.4.0
+ */
+export interface PropagatedUnmount {
+  readonly entry: MountEntry
+  /** The id of the mount taken out whose detach propagated here (its cognate: the same place of the same file system). */
+  readonly cognateOf: number
+}
+
+/**
+ * The mounts of `table` the kernel detaches along with a lazy detach of each
+ * of `targets` (mount ids; each goes with every mount below it), by umount
+ * propagation, in table order. A mount on a shared mount (`shared:N`) has
+ * copies on that mount's peers and slaves (`master:N`, recursively) wherever
+ * they are in the namespace, another view of a data disk outside the host
+ * root included; detaching it detaches each copy too, unless something not
+ * detached is mounted inside the copy (a mount stacked on the copy's root
+ * stays, moved onto the copy's place). This is how a dry run predicts them
+ * and how an unmount names what left the table this way; the rule was
+ * checked against Linux 6.x by the differential tests.
+ *
+ * @since 0.4.0
+ */
+export const propagatedUnmounts = (table: MountTable, targets: Iterable<number>): ReadonlyArray<PropagatedUnmount> => {
+  const taken = propagated(table, subtrees(table, targets))
+  const out: Array<PropagatedUnmount> = []
+  for (const entry of table) {
+    const of = taken.get(entry.id)
+    if (of !== undefined) out.push({ entry, cognateOf: of })
+  }
+  return out
+}

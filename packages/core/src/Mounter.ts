@@ -184,15 +184,6 @@ export const holdersOf = (mounts: ReadonlyArray<Held>): Effect.Effect<ReadonlyMa
       : Effect.succeed(new Map<number, ReadonlyArray<Holder>>())
   )
 
-/** The holders of a mount in words, for a message. */
-export const describeHolders = (holders: ReadonlyArray<Holder> | undefined): string =>
-  holders === undefined || holders.length === 0
-    ? ""
-    : `; held by ${holders
-        .slice(0, 5)
-        .map((h) => `${h.command} (${h.detail})`)
-        .join(", ")}${holders.length > 5 ? ` and ${holders.length - 5} more` : ""}`
-
 /**
  * The key of the {@link Mounter} service.
  *

@@ -362,6 +362,8 @@ export interface TeardownOptions extends SafeRemove.Options {
    * kubelet directory, stay.
    */
   readonly prefixes?: ReadonlyArray<string> | undefined
+  /** What to do about copies outside the host root the unmounts would detach by propagation (see `Unmount.Options`). */
+  readonly peersOutsideRoot?: "detach" | "refuse" | undefined
 }
 
 /**
@@ -374,6 +376,10 @@ export interface TeardownReport extends SafeRemove.Report {
   readonly prefixes: ReadonlyArray<string>
   /** For each prefix (as the table shows it) whose mounts could not all be unmounted, the failure. */
   readonly unmountFailures: ReadonlyMap<string, Unmount.UnmountError>
+  /** The mounts the unmount detached below the prefixes (see `Unmount.Report.unmounted`; since 0.4.0). */
+  readonly unmounted: ReadonlyArray<Unmount.UnmountedMount>
+  /** The mounts elsewhere the kernel detached with them by propagation (see `Unmount.Report.propagated`; since 0.4.0). */
+  readonly propagated: ReadonlyArray<Unmount.PropagatedMount>
 }
 
 /**
@@ -387,7 +393,8 @@ export interface TeardownReport extends SafeRemove.Report {
  *
  * Fails, before anything is unmounted, when the mount table cannot be read or
  * a prefix cannot be resolved below the root (a prefix that is the host root
- * itself is refused).
+ * itself is refused), or, with `peersOutsideRoot: "refuse"`, when the
+ * unmounts would detach copies outside the host root by propagation.
  *
  * @since 0.1.0
  */
@@ -395,7 +402,7 @@ export const teardownKubeletDir: (
   options?: TeardownOptions
 ) => Effect.Effect<
   TeardownReport,
-  HostPath.HostPathError | MountInfo.MountInfoError,
+  HostPath.HostPathError | MountInfo.MountInfoError | Unmount.UnmountError,
   FileSystem.FileSystem | Mounter | Directory.Directories
 > = Effect.fn("Repave.teardownKubeletDir")(
   function* (options) {
@@ -416,13 +423,14 @@ export const teardownKubeletDir: (
     // Decoded before anything is unmounted; a pod directory that is a link is
     // not followed (it is removed as a link).
     const targets = yield* Unmount.decodePrefixes(root, listed.prefixes, { followFinal: false })
-    const failures: ReadonlyMap<string, Unmount.UnmountError> =
+    const unmount: Pick<Unmount.Report, "failures" | "unmounted" | "propagated"> =
       targets.length === 0
-        ? new Map()
-        : (yield* Unmount.unmountBelowByPrefix(
+        ? { failures: new Map(), unmounted: [], propagated: [] }
+        : yield* Unmount.unmountBelowByPrefix(
             targets.map((t) => t.path),
-            { hostRoot: root, followLinks: false }
-          )).failures
+            { hostRoot: root, followLinks: false, peersOutsideRoot: options?.peersOutsideRoot }
+          )
+    const failures = unmount.failures
     // The report names each prefix as the mount table does.
     const unmountFailures = new Map<string, Unmount.UnmountError>()
     const kept: Array<SafeRemove.Kept> = [...listed.kept]
@@ -434,7 +442,7 @@ export const teardownKubeletDir: (
         toRemove.push(t.path)
         continue
       }
-      const first = failure.reason.remaining[0]
+      const first = failure.reason._tag === "MountsRemain" ? failure.reason.remaining[0] : undefined
       const k: SafeRemove.Kept = {
         path: t.full,
         reason: "UnmountFailed",
@@ -455,7 +463,13 @@ export const teardownKubeletDir: (
         kept: report.keptCount
       })
     )
-    return { ...report, prefixes: targets.map((t) => t.table), unmountFailures }
+    return {
+      ...report,
+      prefixes: targets.map((t) => t.table),
+      unmountFailures,
+      unmounted: unmount.unmounted,
+      propagated: unmount.propagated
+    }
   },
   (effect, options) =>
     Track.removal("Repave.teardownKubeletDir")(effect, options).pipe(Deadline.within(options?.deadline))

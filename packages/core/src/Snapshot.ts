@@ -26,9 +26,14 @@
  *   removed by `SafeRemove`'s handle walk. Nothing is written or removed
  *   outside the host root.
  * - One process at a time: take, restore, recover and discard hold a lock
- *   (an exclusive `flock` on `<dir>.lock` beside the snapshot directory); a
- *   second process waits up to `lockTimeout`, then fails `Busy` naming the
- *   holder's pid. The lock dies with its process.
+ *   (since 0.4.0 an exclusive `flock` on the snapshot's parent directory
+ *   itself: no file is made for it, so no command, refused, failed or
+ *   successful, leaves one behind, even after a crash); a second process
+ *   waits up to `lockTimeout`, then fails `Busy` naming the holder's pid.
+ *   The lock dies with its process. Snapshots in one directory share it.
+ *   A take that is refused creates nothing (its missing parents are made
+ *   only once its paths are checked), and one that fails removes the
+ *   parents it made.
  * - Hostile snapshot files are refused before anything is written: the
  *   snapshot's files are opened without following links and without
  *   blocking, must be regular, owned by the running user and writable by
@@ -81,7 +86,8 @@ import {
   takeIn,
   withParent
 } from "./internal/snapshot/handle.ts"
-import { checkTakeInput, makeCtx, rootLabel } from "./internal/snapshot/input.ts"
+import { checkTakeInput, makeCtx, normalizePaths, rootLabel } from "./internal/snapshot/input.ts"
+import { checkBeforeMaking } from "./internal/snapshot/overlap.ts"
 import * as Store from "./internal/snapshot/store.ts"
 import type { Systemd, SystemdError } from "./Systemd.ts"
 
@@ -391,6 +397,8 @@ export const takeOf: (
     function* (options: TakeOfOptions) {
       const ctx = yield* makeCtx(options)
       yield* checkTakeInput(ctx, options)
+      // Refused before anything is made: a snapshot that would lie inside a recorded path.
+      yield* checkBeforeMaking(ctx, yield* normalizePaths(ctx, options.paths))
       const taken = yield* withParent(ctx, { make: true, held: false }, (parent) => takeIn(ctx, parent, options, false))
       return Option.getOrThrow(taken)
     },

@@ -17,7 +17,9 @@ import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Track from "./internal/metrics.ts"
-import { describeHolders, Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
+import { describeHolders } from "./internal/mounter/describe.ts"
+import { cognates, propagated as propagatedBy, subtrees } from "./internal/mountinfo/propagation.ts"
+import { Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 /**
@@ -63,11 +65,59 @@ export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRema
 }
 
 /**
- * Why mounts could not be unmounted: {@link MountsRemain}.
+ * A mount the kernel detached (or, predicted, would detach) by propagation:
+ * a copy of a detached mount on a peer or slave of that mount's parent
+ * (`shared:N`, `master:N` in the table), at the same place of the same file
+ * system, wherever that peer is mounted. Its mount point as the table names
+ * it, its fs type and id, the id of the detached mount it is a copy of, and
+ * whether it lies outside the host root (another view of the same volume
+ * elsewhere on the machine, such as a second bind of a data disk).
+ *
+ * @since 0.4.0
+ */
+export const PropagatedMount = Schema.Struct({
+  mountPoint: Schema.String,
+  fsType: Schema.String,
+  mountId: Schema.Int,
+  cognateOf: Schema.Int,
+  outsideRoot: Schema.Boolean
+})
+
+/**
+ * A mount detached by propagation.
+ *
+ * @since 0.4.0
+ */
+export type PropagatedMount = typeof PropagatedMount.Type
+
+/**
+ * Why: `peersOutsideRoot: "refuse"` was given and detaching the mounts below
+ * the prefixes would make the kernel detach these copies outside the host
+ * root too (their parents are peers or slaves of the parents of mounts to
+ * detach). Nothing was unmounted.
+ *
+ * @since 0.4.0
+ */
+export class PeersOutsideRoot extends Schema.TaggedError<PeersOutsideRoot>()("PeersOutsideRoot", {
+  mounts: Schema.Array(PropagatedMount)
+}) {
+  override get message(): string {
+    const shown = this.mounts
+      .slice(0, 5)
+      .map((m) => `${JSON.stringify(m.mountPoint)} (${m.fsType}, a copy of mount ${m.cognateOf})`)
+      .join("; ")
+    const more = this.mounts.length > 5 ? `; and ${this.mounts.length - 5} more` : ""
+    return `detaching them would detach ${this.mounts.length} mount(s) outside the host root by propagation: ${shown}${more}; nothing was unmounted`
+  }
+}
+
+/**
+ * Why mounts could not be unmounted: {@link MountsRemain}, or (refused
+ * before anything changed) {@link PeersOutsideRoot}.
  *
  * @since 0.3.0
  */
-export const UnmountErrorReason = Schema.Union([MountsRemain])
+export const UnmountErrorReason = Schema.Union([MountsRemain, PeersOutsideRoot])
 
 /**
  * Why mounts could not be unmounted.
@@ -88,7 +138,9 @@ export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountErr
   prefixes: Schema.Array(Schema.String)
 }) {
   override get message(): string {
-    return `${this.reason.remaining.length} mount(s) below ${this.prefixes.join(", ")} could not be unmounted: ${this.reason.message}`
+    return this.reason._tag === "MountsRemain"
+      ? `${this.reason.remaining.length} mount(s) below ${this.prefixes.join(", ")} could not be unmounted: ${this.reason.message}`
+      : `the mounts below ${this.prefixes.join(", ")} were not unmounted: ${this.reason.message}`
   }
 }
 
@@ -116,6 +168,20 @@ export interface Options extends HostPath.RootOptions, Deadline.Options {
    * a link, and nothing is unmounted through it.
    */
   readonly followLinks?: boolean | undefined
+  /**
+   * What to do when detaching the mounts below the prefixes would make the
+   * kernel detach copies of them outside the host root (mount propagation:
+   * the parent of a mount to detach is shared with a peer elsewhere, such as
+   * a second bind of the data disk the kubelet directory is on).
+   * `"detach"` (the default) detaches and reports them (`Report.propagated`,
+   * and a warning); `"refuse"` fails with `PeersOutsideRoot` before anything
+   * is unmounted. Copies inside the host root are always detached and
+   * reported. The default follows the kernel and every earlier release: a
+   * teardown must clear the pod volumes on a node whose kubelet directory is
+   * a shared bind (the usual layout), and the copies are views of the same
+   * volumes, which the kernel takes down with them.
+   */
+  readonly peersOutsideRoot?: "detach" | "refuse" | undefined
 }
 
 /**
@@ -149,6 +215,15 @@ export type UnmountedMount = typeof UnmountedMount.Type
 export interface Report {
   readonly prefixes: ReadonlyArray<HostPath.Resolved>
   readonly unmounted: ReadonlyArray<UnmountedMount>
+  /**
+   * Mounts outside the prefixes the kernel detached by propagation along with
+   * those (since 0.4.0): every mount that left the table during the call, not
+   * at or below a prefix, that is a copy of a detached one on a peer or slave
+   * of its parent (found from the table before and after each pass).
+   */
+  readonly propagated: ReadonlyArray<PropagatedMount>
+  /** The prefixes, as given, that name nothing below the host root (mistyped?) (since 0.4.0). */
+  readonly missing: ReadonlyArray<string>
   /** Keyed by the prefix exactly as it was given; only prefixes with a mount that remains are here. */
   readonly failures: ReadonlyMap<string, UnmountError>
 }
@@ -339,6 +414,19 @@ const topmost = (planned: ReadonlyArray<MountInfo.MountEntry>): Array<MountInfo.
   return planned.filter((e) => !covered(HostPath.clean(e.mountPoint)))
 }
 
+/** True when the host path `path` names something below the root handle (its last component not followed). */
+const exists = (dirs: Directory.Directories, rootHandle: Directory.Handle, path: string) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      if (path === "/") return true
+      const r = yield* Effect.result(dirs.resolve(rootHandle, path, { followFinal: false }))
+      if (r._tag === "Failure") return r.failure.reason._tag !== "NotFound" && r.failure.reason._tag !== "NotADirectory"
+      if (r.success.name === undefined) return true
+      const st = yield* Effect.result(dirs.identify(r.success.parent, r.success.name))
+      return st._tag === "Success" || st.failure.reason._tag !== "NotFound"
+    })
+  )
+
 const run = Effect.fnUntraced(function* (
   prefixesIn: ReadonlyArray<string>,
   strict: boolean,
@@ -355,7 +443,38 @@ const run = Effect.fnUntraced(function* (
   const prefixes = [...new Set(resolved.map((r) => r.table))]
   const path = root.mountInfo
   // An unreadable or malformed table fails here, before anything is unmounted.
-  let targets = plan(yield* whileThere(root, MountInfo.read(path)), prefixes, strict)
+  let table = yield* whileThere(root, MountInfo.read(path))
+  let targets = plan(table, prefixes, strict)
+  const outsideRoot = (e: MountInfo.MountEntry) =>
+    HostPath.hostPathOf(root, HostPath.fromTablePath(root, e.mountPoint)) === undefined
+  const asPropagated = (e: MountInfo.MountEntry, cognateOf: number): PropagatedMount => ({
+    mountPoint: e.mountPoint,
+    fsType: e.fsType,
+    mountId: e.id,
+    cognateOf,
+    outsideRoot: outsideRoot(e)
+  })
+  if (options?.peersOutsideRoot === "refuse") {
+    // Predicted from the table as it is, for every mount the call would detach: nothing has changed yet.
+    const byId = new Map(table.map((e) => [e.id, e] as const))
+    const outside: Array<PropagatedMount> = []
+    for (const [id, of] of propagatedBy(
+      table,
+      subtrees(
+        table,
+        targets.map((e) => e.id)
+      )
+    )) {
+      const e = byId.get(id) as MountInfo.MountEntry
+      if (outsideRoot(e)) outside.push(asPropagated(e, of))
+    }
+    if (outside.length > 0) {
+      return yield* new UnmountError({
+        reason: new PeersOutsideRoot({ mounts: outside }),
+        prefixes: resolved.map((r) => r.given)
+      })
+    }
+  }
   // Every unmount is verified below this handle: the path, resolved without
   // following a link, must still lead to the mount the table listed.
   const rootHandle = yield* dirs
@@ -365,10 +484,19 @@ const run = Effect.fnUntraced(function* (
         (e) => new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
       )
     )
+  // A prefix that names nothing below the root (a typo) is said, not silently matched. One with a mount at or
+  // below it is there: only the others are looked up (a teardown's pods with volumes cost nothing).
+  const missing: Array<string> = []
+  const prefixSet = new Set(prefixes)
+  const mounted = new Set(targets.flatMap((e) => coveringPrefixes(prefixSet, HostPath.clean(e.mountPoint))))
+  for (const r of resolved) {
+    if (!mounted.has(r.table) && !(yield* exists(dirs, rootHandle, r.path))) missing.push(r.given)
+  }
   const lastFailure = new Map<number, { errno: string; message: string }>()
   // Mounts whose verification or unmount did not return: never tried again in this call.
   const hung = new Set<number>()
   const unmounted: Array<UnmountedMount> = []
+  const propagated: Array<PropagatedMount> = []
   // Thousands of unmounts make thousands of debug lines; building them costs
   // as much as the syscalls, so they are only built when debug is enabled.
   const debug = LogLevel.isGreaterThanOrEqualTo("Debug", yield* References.MinimumLogLevel)
@@ -449,11 +577,25 @@ const run = Effect.fnUntraced(function* (
     // its children along, an "EINVAL not mounted" may mean a parent already did,
     // and something may have been mounted meanwhile. What left the table is
     // what was unmounted, whichever call took it.
-    const next = plan(yield* whileThere(root, MountInfo.read(path)), prefixes, strict)
-    const still = new Set(next.map((e) => e.id))
+    const after = yield* whileThere(root, MountInfo.read(path))
+    const next = plan(after, prefixes, strict)
+    const still = new Set(after.map((e) => e.id))
+    const gone = new Set<number>()
     for (const e of before) {
-      if (!still.has(e.id)) unmounted.push({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id })
+      if (!still.has(e.id)) {
+        gone.add(e.id)
+        unmounted.push({ mountPoint: e.mountPoint, fsType: e.fsType, mountId: e.id })
+      }
     }
+    // What else left: the copies the kernel detached by propagation, elsewhere in the namespace.
+    if (gone.size > 0) {
+      const copies = cognates(table, gone)
+      for (const e of table) {
+        const of = copies.get(e.id)
+        if (of !== undefined && !still.has(e.id) && !gone.has(e.id)) propagated.push(asPropagated(e, of))
+      }
+    }
+    table = after
     before = next
     targets = next
   }
@@ -492,7 +634,12 @@ const run = Effect.fnUntraced(function* (
       ...(holders === undefined || holders.length === 0 ? {} : { holders })
     }
   })
-  yield* Effect.annotateCurrentSpan({ passes, remaining: remaining.length, unmounted: unmounted.length })
+  yield* Effect.annotateCurrentSpan({
+    passes,
+    remaining: remaining.length,
+    unmounted: unmounted.length,
+    propagated: propagated.length
+  })
   // A mount is attributed to every prefix that covers it: each such directory
   // still has a mount below it and must be kept by the caller.
   const set = new Set(prefixes)
@@ -513,16 +660,26 @@ const run = Effect.fnUntraced(function* (
       failures.set(r.given, mountsRemain([r.given], mine))
     }
   }
-  const report: Report = { prefixes: resolved, unmounted, failures }
+  const report: Report = { prefixes: resolved, unmounted, propagated, missing, failures }
   yield* Track.recordUnmounts(report, remaining)
+  const outside = propagated.filter((m) => m.outsideRoot)
+  if (outside.length > 0) {
+    yield* Effect.logWarning(
+      `the kernel also detached ${outside.length} mount(s) outside the host root by propagation (peers of the detached mounts' parents): ${outside
+        .slice(0, 5)
+        .map((m) => m.mountPoint)
+        .join(", ")}${outside.length > 5 ? ", ..." : ""}`
+    ).pipe(Effect.annotateLogs({ hostRoot: root.path, propagated: outside.length }))
+  }
   yield* Track.logSummary(
-    `unmounted ${unmounted.length} mount(s) ${strict ? "strictly below" : "at or below"} ${resolved.map((r) => r.path).join(", ")}${remaining.length === 0 ? "" : `; ${remaining.length} remain`}`
+    `unmounted ${unmounted.length} mount(s) ${strict ? "strictly below" : "at or below"} ${resolved.map((r) => r.path).join(", ")}${propagated.length === 0 ? "" : `, and ${propagated.length} elsewhere by propagation`}${remaining.length === 0 ? "" : `; ${remaining.length} remain`}`
   ).pipe(
     Effect.annotateLogs({
       hostRoot: root.path,
       prefixes: resolved.map((r) => r.path),
       strict,
       unmounted: unmounted.length,
+      propagated: propagated.length,
       remaining: remaining.length
     })
   )
@@ -566,8 +723,10 @@ export const unmountBelow: (
  * mounts could not be unmounted: the report's `failures` holds an entry only
  * for such prefixes. Callers keep those directories and remove the rest. The
  * call itself fails only when the mount table cannot be read or parsed, in
- * which case nothing was unmounted and no prefix can be trusted, or when the
- * root or a prefix is refused, before anything is unmounted.
+ * which case nothing was unmounted and no prefix can be trusted, when the
+ * root or a prefix is refused, or (with `peersOutsideRoot: "refuse"`) with an
+ * `UnmountError` whose reason is `PeersOutsideRoot`, each before anything is
+ * unmounted.
  *
  * @since 0.1.0
  */
@@ -576,7 +735,7 @@ export const unmountBelowByPrefix: (
   options?: Options
 ) => Effect.Effect<
   Report,
-  MountInfo.MountInfoError | HostPath.HostPathError,
+  MountInfo.MountInfoError | HostPath.HostPathError | UnmountError,
   FileSystem.FileSystem | Mounter | Directory.Directories
 > = Effect.fn("Unmount.unmountBelowByPrefix")(function* (prefixes, options) {
   return (yield* run(prefixes, false, options).pipe(Deadline.within(options?.deadline))).report

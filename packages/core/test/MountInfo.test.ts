@@ -732,3 +732,100 @@ describe("MountInfo.parse: the table it returns", () => {
     })
   )
 })
+
+/**
+ * The table the kernel (Linux 6.18) showed for a data disk shared with the
+ * kubelet directory's bind (`/disk`, `/root/var/lib/kubelet`: peers of group
+ * 1) and a slave of it (`/slave`), with pod volumes mounted below the
+ * kubelet directory: a tmpfs with one inside it (v1), a stack of two (v2), a
+ * file bind (file), a copy on the disk made private with a mount inside it
+ * (v3) and a copy on the slave made private with a mount on its root (v5).
+ */
+const peers = [
+  "84 64 0:39 / /s rw,relatime - tmpfs tmpfs rw",
+  "85 84 0:40 / /s/disk rw,relatime shared:1 - tmpfs disk rw",
+  "86 84 0:40 /kubelet /s/root/var/lib/kubelet rw,relatime shared:1 - tmpfs disk rw",
+  "87 84 0:40 / /s/slave rw,relatime master:1 - tmpfs disk rw",
+  "88 86 0:41 / /s/root/var/lib/kubelet/pods/p1/volumes/v1 rw,relatime shared:2 - tmpfs v1 rw",
+  "89 85 0:41 / /s/disk/kubelet/pods/p1/volumes/v1 rw,relatime shared:2 - tmpfs v1 rw",
+  "90 87 0:41 / /s/slave/kubelet/pods/p1/volumes/v1 rw,relatime master:2 - tmpfs v1 rw",
+  "91 88 0:42 / /s/root/var/lib/kubelet/pods/p1/volumes/v1/inner rw,relatime shared:3 - tmpfs inner rw",
+  "92 89 0:42 / /s/disk/kubelet/pods/p1/volumes/v1/inner rw,relatime shared:3 - tmpfs inner rw",
+  "93 90 0:42 / /s/slave/kubelet/pods/p1/volumes/v1/inner rw,relatime master:3 - tmpfs inner rw",
+  "94 86 0:43 / /s/root/var/lib/kubelet/pods/p1/volumes/v2 rw,relatime shared:4 - tmpfs v2a rw",
+  "95 85 0:43 / /s/disk/kubelet/pods/p1/volumes/v2 rw,relatime shared:4 - tmpfs v2a rw",
+  "96 87 0:43 / /s/slave/kubelet/pods/p1/volumes/v2 rw,relatime master:4 - tmpfs v2a rw",
+  "97 94 0:44 / /s/root/var/lib/kubelet/pods/p1/volumes/v2 rw,relatime shared:5 - tmpfs v2b rw",
+  "98 95 0:44 / /s/disk/kubelet/pods/p1/volumes/v2 rw,relatime shared:5 - tmpfs v2b rw",
+  "99 96 0:44 / /s/slave/kubelet/pods/p1/volumes/v2 rw,relatime master:5 - tmpfs v2b rw",
+  "100 86 0:40 /src /s/root/var/lib/kubelet/pods/p1/volumes/file rw,relatime shared:1 - tmpfs disk rw",
+  "101 85 0:40 /src /s/disk/kubelet/pods/p1/volumes/file rw,relatime shared:1 - tmpfs disk rw",
+  "102 87 0:40 /src /s/slave/kubelet/pods/p1/volumes/file rw,relatime master:1 - tmpfs disk rw",
+  "103 86 0:45 / /s/root/var/lib/kubelet/pods/p1/volumes/v3 rw,relatime shared:6 - tmpfs v3 rw",
+  "104 85 0:45 / /s/disk/kubelet/pods/p1/volumes/v3 rw,relatime - tmpfs v3 rw",
+  "105 87 0:45 / /s/slave/kubelet/pods/p1/volumes/v3 rw,relatime master:6 - tmpfs v3 rw",
+  "106 104 0:46 / /s/disk/kubelet/pods/p1/volumes/v3/extra rw,relatime - tmpfs extra rw",
+  "107 86 0:47 / /s/root/var/lib/kubelet/pods/p1/volumes/v5 rw,relatime shared:7 - tmpfs v5 rw",
+  "108 85 0:47 / /s/disk/kubelet/pods/p1/volumes/v5 rw,relatime shared:7 - tmpfs v5 rw",
+  "109 87 0:47 / /s/slave/kubelet/pods/p1/volumes/v5 rw,relatime - tmpfs v5 rw",
+  "110 109 0:48 / /s/slave/kubelet/pods/p1/volumes/v5 rw,relatime - tmpfs over5 rw",
+  ""
+].join("\n")
+
+describe("MountInfo.propagatedUnmounts", () => {
+  const taken = (table: MountInfo.MountTable, targets: ReadonlyArray<number>) =>
+    MountInfo.propagatedUnmounts(table, targets).map((p) => [p.entry.id, p.cognateOf])
+
+  it.effect("what the kernel detached with each pod volume, as the table before it showed them", () =>
+    Effect.gen(function* () {
+      const t = yield* MountInfo.parse(peers)
+      // v1 and the tmpfs inside it: the copies on the peer and on the slave, each with its inner copy.
+      assert.deepStrictEqual(taken(t, [88]), [
+        [89, 88],
+        [90, 88],
+        [92, 91],
+        [93, 91]
+      ])
+      // The top of the stack, then the one below it: each takes its own copies.
+      assert.deepStrictEqual(taken(t, [97]), [
+        [98, 97],
+        [99, 97]
+      ])
+      assert.deepStrictEqual(taken(t, [94]), [
+        [95, 94],
+        [96, 94],
+        [98, 97],
+        [99, 97]
+      ])
+      // A bind of a file propagates as any mount does.
+      assert.deepStrictEqual(taken(t, [100]), [
+        [101, 100],
+        [102, 100]
+      ])
+      // The disk's copy of v3 holds a mount of its own (not on its root): it stays; the slave's goes.
+      assert.deepStrictEqual(taken(t, [103]), [[105, 103]])
+      // The slave's copy of v5 has a mount on its root: the copy goes, the mount on it stays (moved down).
+      assert.deepStrictEqual(taken(t, [107]), [
+        [108, 107],
+        [109, 107]
+      ])
+    })
+  )
+
+  it.effect("no propagation from a private parent, from a slave to its master, or between unrelated groups", () =>
+    Effect.gen(function* () {
+      const t = yield* MountInfo.parse(peers)
+      // 104 (the disk's private copy of v3) is the parent of 106: nothing receives from it.
+      assert.deepStrictEqual(taken(t, [106]), [])
+      // Detaching in the slave never reaches its master's peers.
+      assert.deepStrictEqual(taken(t, [90]), [])
+      // The kubelet directory private: v1 has no copies to detach, but v1's own copies (its peer group,
+      // shared:2) still receive the detach of the mount inside it.
+      const private_ = yield* MountInfo.parse(peers.replaceAll(" shared:1 ", " ").replaceAll(" master:1 ", " "))
+      assert.deepStrictEqual(taken(private_, [88]), [
+        [92, 91],
+        [93, 91]
+      ])
+    })
+  )
+})

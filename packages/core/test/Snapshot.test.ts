@@ -62,8 +62,8 @@ describe("Snapshot on the default paths", () => {
       assert.strictEqual(yield* fs.readFileString("/etc/hostname"), "renamed\n")
       // The sysctl drop-in did not exist, so it is gone; its directory was not recorded and stays.
       assert.isFalse(yield* fs.exists("/etc/sysctl.d/k8s.conf"))
-      // Consumed by the rollback: only the lock file stays beside it.
-      assert.deepStrictEqual(yield* fs.readDirectory("/etc/hostnode/snapshots"), ["upgrade.lock"])
+      // Consumed by the rollback: nothing stays beside it (the lock was the directory's flock, no file).
+      assert.deepStrictEqual(yield* fs.readDirectory("/etc/hostnode/snapshots"), [])
       assert.deepStrictEqual(yield* Ref.get(calls), ["daemon-reload"])
     }).pipe(Effect.provide(MemoryHost.layer({ files: node })))
   )
@@ -75,7 +75,7 @@ describe("Snapshot on the default paths", () => {
       yield* fs.writeFileString("/etc/containerd/config.toml", "version = 3\n")
       yield* snapshot.discard
       assert.isFalse(yield* snapshot.restored)
-      assert.deepStrictEqual(yield* fs.readDirectory("/var/lib/agent"), ["snap.lock"])
+      assert.deepStrictEqual(yield* fs.readDirectory("/var/lib/agent"), [])
       assert.strictEqual(yield* fs.readFileString("/etc/containerd/config.toml"), "version = 3\n")
     }).pipe(Effect.provide(MemoryHost.layer({ files: node })))
   )
@@ -145,7 +145,7 @@ describe("Snapshot.Manifest and SnapshotError", () => {
     Effect.gen(function* () {
       const busy: Effect.Effect<never, Snapshot.SnapshotError> = Effect.fail(
         new Snapshot.SnapshotError({
-          reason: new Snapshot.Busy({ pid: 4242, detail: "process 4242 holds /var/lib/agent/snap.lock" }),
+          reason: new Snapshot.Busy({ pid: 4242, detail: "process 4242 holds the lock of /var/lib/agent" }),
           dir: "/var/lib/agent/snap",
           hostRoot: "/"
         })

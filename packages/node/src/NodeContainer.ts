@@ -66,8 +66,8 @@ import { type Pinned, pin } from "./internal/container/pin.ts"
 import * as ContainerSystemd from "./internal/container/systemd.ts"
 import * as Dns from "./internal/dns.ts"
 import * as Io from "./internal/io/client.ts"
+import * as Directories from "./internal/io/directories.ts"
 import { namespaceMounter } from "./internal/mounter/namespace.ts"
-import * as NodeDirectory from "./NodeDirectory.ts"
 import * as NodeHashing from "./NodeHashing.ts"
 import type * as NodeHost from "./NodeHost.ts"
 import type * as NodeMounter from "./NodeMounter.ts"
@@ -380,7 +380,7 @@ export const layer = (target: Target, options?: Options): Layer.Layer<Services, 
         Io.make({ name: pinned.name, guard: guardOf(pinned) }),
         (c) => c.shutdown
       )
-      const directories = NodeDirectory.build(client)
+      const directories = Directories.build(client)
       const mounter = yield* namespaceMounter(pinned, options?.mounter)
       // Lazy: nothing is connected to until the first call, so this cannot fail.
       const systemd = yield* ContainerSystemd.make(pinned, directories, client, {
@@ -415,7 +415,7 @@ export const layer = (target: Target, options?: Options): Layer.Layer<Services, 
                     })
                 )
               )
-              return yield* ContainerSystemd.make(other, NodeDirectory.build(backendClient), backendClient, {
+              return yield* ContainerSystemd.make(other, Directories.build(backendClient), backendClient, {
                 ...options?.systemd,
                 lazy: true
               })

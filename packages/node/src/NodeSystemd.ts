@@ -18,8 +18,8 @@ import { Duration, Effect, Layer } from "effect"
 import { pin } from "./internal/container/pin.ts"
 import * as ContainerSystemd from "./internal/container/systemd.ts"
 import * as Io from "./internal/io/client.ts"
+import * as Directories from "./internal/io/directories.ts"
 import * as SystemdDbus from "./internal/SystemdDbus.ts"
-import * as NodeDirectory from "./NodeDirectory.ts"
 import * as ShellSession from "./ShellSession.ts"
 
 /**
@@ -168,7 +168,7 @@ export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Sys
         )
       )
       const client = yield* Effect.acquireRelease(Io.make({ name: pinned.name }), (c) => c.shutdown)
-      return yield* ContainerSystemd.make(pinned, NodeDirectory.build(client), client, options)
+      return yield* ContainerSystemd.make(pinned, Directories.build(client), client, options)
     })
   )
 

@@ -235,7 +235,9 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
                 return report
               })
             )
-            unverified += [...report.failures.values()].flatMap((e) => e.reason.remaining).length
+            unverified += [...report.failures.values()].flatMap(
+              (e): ReadonlyArray<unknown> => (e.reason._tag === "MountsRemain" ? e.reason.remaining : [e.reason])
+            ).length
             const table = yield* fx.table
             if (!table.some((e) => e.id === outsideId)) detachedOutside++
             assert.isTrue(

@@ -80,14 +80,18 @@ export {
    */
   layerDirectories,
   /**
-   * `Directory.Directories` over the dry run's file system (the overlay), so
-   * the operations' handle walks see what the dry run pretended to do. A
-   * handle here is a path: nothing is changed in a dry run, so there is no
-   * race to close, and a path-based view of the overlay is what a run that
-   * changes nothing can offer. Mount ids come from the overlay's mount table
-   * (the deepest mount containing a path, as its `/proc/self/mountinfo`
-   * shows it), names through the FileSystem's strings (a name that is not
-   * UTF-8 is seen as Node decodes it).
+   * `Directory.Directories` for a dry run: the real `Directories` in context
+   * seen through the dry run's file system (the overlay), so the operations'
+   * handle walks see what the dry run pretended to do. Since 0.4.0 what the
+   * host holds is read through the real layer (a handle carries a real handle
+   * on the same node while the overlay leaves it alone): its calls keep their
+   * deadlines, stats are the kernel's to the nanosecond (a restore's dry run
+   * finds unchanged files unchanged), mount ids are `statx`'s, names are
+   * bytes, and a snapshot's lock is the real lock on its directory. What
+   * the dry run removed, wrote, renamed or uncovered (a detached mount's
+   * mount point) is read from the overlay, with mount ids from the dry run's
+   * mount table. Every change goes through the dry run's file system, which
+   * records it. Requires that file system and the real `Directories`.
    *
    * @since 0.2.0
    */
@@ -121,16 +125,22 @@ export {
   layerMounter,
   /**
    * Mounter that records each unmount and hides it from the mount table the
-   * dry run's file system serves: the newest mount at the target goes, with
-   * every mount below it (what a lazy detach does). Each target is verified
-   * first as the real mounters verify it, on the host's paths and the table as
-   * the dry run left it: outside the root handle is `OutsideRoot`, a missing
-   * component `Gone`, a symbolic link on the way `LinkInPath`, a path that
-   * leads to another mount `Moved` (all `Unverified`, nothing recorded). Where
-   * the table lists nothing at all, the target fails as umount2 would, with
-   * EINVAL. A dry run cannot know that a mount is busy: a strict (not lazy)
-   * unmount of a mount some process holds is `Unmounted` here and `EBUSY` for
-   * real.
+   * dry run's file system serves: the mount at the target goes, with every
+   * mount below it (what a lazy detach does) and the copies the kernel
+   * detaches by propagation (on the peers and slaves of its parent, named by
+   * `shared:N` and `master:N` in the table: `MountInfo.propagatedUnmounts`),
+   * each recorded as `detach by propagation (mount N, a copy of mount M)` on
+   * its mount point. Each target is verified first with the very
+   * verification the real mounters run (`Mounter.verify`, since 0.4.0; a
+   * mount on a regular file is verified as the kernel reaches it), through
+   * the `Directories` in context (the dry run's, so what the dry run
+   * detached is gone): outside the root handle is `OutsideRoot`, a missing
+   * component `Gone`, a symbolic link or a non-directory on the way
+   * `LinkInPath`, a path that leads to another mount `Moved` (all
+   * `Unverified`, nothing recorded). A dry run cannot know that a mount is
+   * busy: a strict (not lazy) unmount of a mount some process holds is
+   * `Unmounted` here and `EBUSY` for real. Requires the dry run's file
+   * system and `Directories` (as {@link layerWith} composes them).
    *
    * @since 0.1.0
    */
@@ -183,14 +193,12 @@ export const layerWith = (
   | ChildProcessSpawner.ChildProcessSpawner
   | Systemd.Systemd,
   never,
-  FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner | Systemd.Systemd | DryRunPlan
-> =>
-  Layer.mergeAll(
-    Layer.provideMerge(layerDirectoriesWith(options), layerFileSystem),
-    layerMounterWith(options),
-    layerSpawner,
-    layerSystemd
-  )
+  FileSystem.FileSystem | Directory.Directories | ChildProcessSpawner.ChildProcessSpawner | Systemd.Systemd | DryRunPlan
+> => {
+  // The program's file system and directory handles, both over the one overlay; the mounter reads through them.
+  const files = Layer.provideMerge(layerDirectoriesWith(options), layerFileSystem)
+  return Layer.mergeAll(Layer.provideMerge(layerMounterWith(options), files), layerSpawner, layerSystemd)
+}
 
 /**
  * All four wrappers over the real services in context, sharing the

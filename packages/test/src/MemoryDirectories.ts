@@ -36,8 +36,18 @@ export interface MemoryHandle extends Directory.Handle {
   readonly frame: MemoryFileSystem.Frame
   /** The node held, when it is not the frame's directory (`openPath` of a file or link). */
   readonly node: MemoryFileSystem.Inode | undefined
+  /** The mount `node` was reached in (a file bind-mounted on a file: that mount), when `node` is set. */
+  readonly mount?: MemoryFileSystem.Mount | undefined
   readonly generation: number
 }
+
+/**
+ * The mount a handle of the simulated host holds the root of, or is in: a
+ * directory's frame's mount, or, for a held file, the mount it was reached in.
+ *
+ * @since 0.4.0
+ */
+export const mountOf = (h: MemoryHandle): MemoryFileSystem.Mount => h.mount ?? h.frame.mount
 
 /**
  * The frame and node of a handle of the simulated host, or `undefined` for another layer's handle.
@@ -78,6 +88,21 @@ const statOf = (node: MemoryFileSystem.Inode, mount: MemoryFileSystem.Mount): Di
 }
 
 const lockTables = new WeakMap<MemoryFileSystem.FsState, Map<MemoryFileSystem.Inode, MemoryFileSystem.OpenFile>>()
+
+const directoryLockTables = new WeakMap<
+  MemoryFileSystem.FsState,
+  Map<MemoryFileSystem.Inode, { readonly generation: number; released: boolean }>
+>()
+
+/** The directories locked on a simulated host (`Directories.lock`), shared by every service made over it. */
+const directoryLocksOf = (fs: MemoryFileSystem.FsState) => {
+  let table = directoryLockTables.get(fs)
+  if (table === undefined) {
+    table = new Map()
+    directoryLockTables.set(fs, table)
+  }
+  return table
+}
 
 /** The `flock` holders of a simulated host, shared by every service made over it. */
 const locksOf = (fs: MemoryFileSystem.FsState) => {
@@ -227,8 +252,9 @@ export const make = (state: HostState): Directory.Directories => {
   const makeHandle = (
     path: string,
     frame: MemoryFileSystem.Frame,
-    node: MemoryFileSystem.Inode | undefined
-  ): MemoryHandle => Directory.handle({ path, frame, node, generation: state.journal.generation })
+    node: MemoryFileSystem.Inode | undefined,
+    mount?: MemoryFileSystem.Mount
+  ): MemoryHandle => Directory.handle({ path, frame, node, mount, generation: state.journal.generation })
 
   const dirOf = (m: MemoryHandle) => m.frame.dir
 
@@ -349,7 +375,9 @@ export const make = (state: HostState): Directory.Directories => {
           if (node === undefined) return no("ENOENT")
           if (node.type === "Directory")
             return makeHandle(childFull(dir.path, name), I.enterFrame(m.frame, k, node), undefined)
-          return makeHandle(childFull(dir.path, name), m.frame, node)
+          // A file bind-mounted on a file: O_PATH holds the mount's root, as it does a directory's.
+          const crossed = I.crossFile(m.frame.mount, node)
+          return makeHandle(childFull(dir.path, name), m.frame, crossed.node, crossed.mount)
         },
         // O_PATH: the lookup asks the directory's file system, nothing asks the node's.
         () => asked(m, name, { lookup: true, target: false })
@@ -374,7 +402,7 @@ export const make = (state: HostState): Directory.Directories => {
 
   /** The stat of `name` in `m`, or of `m`. */
   const statIn = (m: MemoryHandle, name: Uint8Array | undefined): Directory.Stat | Refused => {
-    if (name === undefined) return statOf(m.node ?? m.frame.dir, m.frame.mount)
+    if (name === undefined) return statOf(m.node ?? m.frame.dir, mountOf(m))
     if (m.node !== undefined) return no("ENOTDIR")
     const k = key(name)
     if (k instanceof Refused) return k
@@ -384,7 +412,8 @@ export const make = (state: HostState): Directory.Directories => {
       const frame = I.enterFrame(m.frame, k, node)
       return statOf(frame.dir, frame.mount)
     }
-    return statOf(node, m.frame.mount)
+    const crossed = I.crossFile(m.frame.mount, node)
+    return statOf(crossed.node, crossed.mount)
   }
 
   const stat: Directory.Primitives["stat"] = (dir, name) =>
@@ -450,6 +479,9 @@ export const make = (state: HostState): Directory.Directories => {
             if (node.entries.size > 0) return no("ENOTEMPTY")
           } else if (node.type === "Directory") {
             return no("EISDIR")
+          } else if (I.isMountpoint(m.frame, node)) {
+            // A file something is bind-mounted on.
+            return no("EBUSY")
           }
           I.removeEntry(dirOf(m), e.k, now)
           I.unlinkInode(node, now)
@@ -517,10 +549,8 @@ export const make = (state: HostState): Directory.Directories => {
             if (target !== undefined) {
               if (old.type === "Directory" && target.type !== "Directory") return no("ENOTDIR")
               if (old.type !== "Directory" && target.type === "Directory") return no("EISDIR")
-              if (target.type === "Directory") {
-                if (I.isMountpoint(b.frame, target)) return no("EBUSY")
-                if (target.entries.size > 0) return no("ENOTEMPTY")
-              }
+              if (I.isMountpoint(b.frame, target)) return no("EBUSY")
+              if (target.type === "Directory" && target.entries.size > 0) return no("ENOTEMPTY")
               I.removeEntry(dirOf(b), dst.k, now)
               I.unlinkInode(target, now)
             }
@@ -671,6 +701,7 @@ export const make = (state: HostState): Directory.Directories => {
             const e = entry(m, name)
             if (e instanceof Refused) return e
             let node = e.node
+            let mount = m.frame.mount
             if (options.mode === "create") {
               if (node !== undefined) return no("EEXIST")
               node = I.createFile(st, m.frame, e.k, options.permissions, now)
@@ -678,6 +709,10 @@ export const make = (state: HostState): Directory.Directories => {
               if (node === undefined) return no("ENOENT")
               if (node.type === "SymbolicLink") return no("ELOOP")
               if (node.type === "Directory" && options.mode === "write") return no("EISDIR")
+              // A file bind-mounted on the file: its root file is what opens.
+              const crossed = I.crossFile(mount, node)
+              node = crossed.node
+              mount = crossed.mount
             }
             const opened: MemoryFileSystem.OpenFile = {
               fd: st.nextFd++,
@@ -687,7 +722,7 @@ export const make = (state: HostState): Directory.Directories => {
               writable: options.mode !== "read",
               append: false,
               generation: state.journal.generation,
-              mount: m.frame.mount,
+              mount,
               closed: false
             }
             st.openFiles.add(opened)
@@ -703,7 +738,7 @@ export const make = (state: HostState): Directory.Directories => {
       ).pipe(
         Effect.flatMap((opened) =>
           opened.node.type === "File"
-            ? Effect.succeed(fileOf(opened.node, opened.path, opened, m.frame.mount))
+            ? Effect.succeed(fileOf(opened.node, opened.path, opened, opened.mount ?? m.frame.mount))
             : Effect.fail(
                 new Directory.DirectoryError({
                   reason: new Directory.WrongType({ detail: `a ${opened.node.type}, not a regular file` }),
@@ -735,7 +770,44 @@ export const make = (state: HostState): Directory.Directories => {
       )
     )
 
+  // flock on a directory: one holder per inode, released with the caller's scope; a crashed process holds nothing.
+  const directoryLocks = directoryLocksOf(st)
+  const lock: Directory.Primitives["lock"] = (dir) =>
+    use(dir, (m) =>
+      Effect.flatMap(
+        operate("flock", dir.path, () => {
+          const node = m.node ?? m.frame.dir
+          const held = directoryLocks.get(node)
+          if (held !== undefined && !held.released && held.generation === state.journal.generation) return undefined
+          const token = { generation: state.journal.generation, released: false }
+          directoryLocks.set(node, token)
+          return { node, token }
+        }),
+        (taken) =>
+          taken === undefined
+            ? Effect.succeed(false)
+            : Effect.as(
+                Effect.addFinalizer(() =>
+                  Effect.sync(() => {
+                    taken.token.released = true
+                    if (directoryLocks.get(taken.node) === taken.token) directoryLocks.delete(taken.node)
+                  })
+                ),
+                true
+              )
+      )
+    )
+  const lockHolder: Directory.Primitives["lockHolder"] = (dir) =>
+    Effect.sync(() => {
+      const m = frameOf(dir)
+      if (m === undefined) return undefined
+      const held = directoryLocks.get(m.node ?? m.frame.dir)
+      return held !== undefined && !held.released && held.generation === state.journal.generation ? pid() : undefined
+    })
+
   return Directory.make({
+    lock,
+    lockHolder,
     openRoot: (path) => openRoot(path) as Effect.Effect<Directory.Handle, Directory.DirectoryError, Scope.Scope>,
     openDirectory,
     openParent,

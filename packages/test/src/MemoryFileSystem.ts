@@ -45,6 +45,7 @@ import { S_ISGID, S_ISUID, S_IXGRP } from "./internal/memoryFileSystem/model.ts"
 import type * as Resolve from "./internal/memoryFileSystem/resolve.ts"
 import {
   chainHas,
+  crossFile,
   enterFrame,
   Fail,
   finalFrame,
@@ -80,7 +81,9 @@ export {
 } from "./internal/memoryFileSystem/model.ts"
 export {
   /**
-   * `mount --bind source target` (not recursive): both paths then reach the same inodes.
+   * `mount --bind source target` (not recursive): both paths then reach the
+   * same inodes. Since 0.4.0 a regular file binds onto a regular file too,
+   * and a mount made on a shared mount is propagated to its peers and slaves.
    *
    * @since 0.1.0
    */
@@ -115,6 +118,18 @@ export {
    * @since 0.1.0
    */
   mountTmpfs,
+  /**
+   * How a mount takes part in propagation (`mount --make-shared`, `--make-slave`, `--make-private`).
+   *
+   * @since 0.4.0
+   */
+  type PropagationKind,
+  /**
+   * `mount --make-shared|--make-slave|--make-private target`: the mount whose root `target` is.
+   *
+   * @since 0.4.0
+   */
+  setPropagation,
   /**
    * `umount2(target, lazy ? MNT_DETACH : 0)` with the kernel's errors (ENOENT, EINVAL, EBUSY).
    *
@@ -352,6 +367,7 @@ export const foreign = {
  * @since 0.2.0
  */
 export const internals = {
+  crossFile,
   rootFrame,
   lookup,
   enterFrame,

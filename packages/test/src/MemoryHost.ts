@@ -201,8 +201,24 @@ export interface MemoryHost {
   readonly restart: Effect.Effect<void>
   /** Mounts a new empty tmpfs (its own device 0:N) on top of whatever is mounted at directory `target`. */
   readonly tmpfs: (target: string) => Effect.Effect<void, MemoryMounts.MountError>
-  /** Bind-mounts directory `source` at directory `target` (not recursive); both then show the same inodes. */
+  /**
+   * Bind-mounts `source` at `target` (not recursive): a directory on a
+   * directory, or (since 0.4.0) a regular file on a regular file, as the
+   * kubelet does for a `subPath` of a file; both then show the same inodes. On
+   * a shared mount it is propagated to that mount's peers and slaves.
+   */
   readonly bind: (source: string, target: string) => Effect.Effect<void, MemoryMounts.MountError>
+  /**
+   * How the mount whose root `target` is takes part in mount propagation, as
+   * `mount --make-shared|--make-slave|--make-private` sets it (since 0.4.0):
+   * a mount made on a shared mount is copied onto its peers (`shared:N` in
+   * the table) and slaves (`master:N`), and detaching one detaches its
+   * copies, as the kernel does.
+   */
+  readonly propagation: (
+    target: string,
+    kind: "shared" | "slave" | "private"
+  ) => Effect.Effect<void, MemoryMounts.MountError>
   /** The current mount table, what `/proc/self/mountinfo` renders. */
   readonly mountTable: Effect.Effect<MountInfo.MountTable>
   /**
@@ -374,6 +390,7 @@ const makeService = (state: HostState): MemoryHost => ({
   }),
   tmpfs: (target) => MemoryMounts.tmpfs(state, target),
   bind: (source, target) => MemoryMounts.bind(state, source, target),
+  propagation: (target, kind) => MemoryMounts.propagation(state, target, kind),
   mountTable: Effect.sync(() => MemoryFileSystem.mountEntries(state.fs)),
   failUnmount: (target, errno) =>
     Effect.sync(() => {

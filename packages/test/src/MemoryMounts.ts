@@ -48,7 +48,7 @@ export class Tmpfs extends Schema.TaggedError<Tmpfs>()("Tmpfs", {
 }
 
 /**
- * Why: directory `source` could not be bind-mounted at the target; `errno` says why.
+ * Why: `source` (a directory, or a regular file) could not be bind-mounted at the target; `errno` says why.
  *
  * @since 0.3.0
  */
@@ -62,11 +62,25 @@ export class Bind extends Schema.TaggedError<Bind>()("Bind", {
 }
 
 /**
- * Why a mount could not be made: {@link Tmpfs} or {@link Bind}.
+ * Why: the propagation of the mount at the target could not be changed (it is no mount's root); `errno` says why.
+ *
+ * @since 0.4.0
+ */
+export class Propagation extends Schema.TaggedError<Propagation>()("Propagation", {
+  kind: Schema.Literals(["shared", "slave", "private"]),
+  errno: Schema.String
+}) {
+  override get message(): string {
+    return `make-${this.kind}: ${this.errno}`
+  }
+}
+
+/**
+ * Why a mount could not be made: {@link Tmpfs}, {@link Bind} or {@link Propagation}.
  *
  * @since 0.3.0
  */
-export const MountErrorReason = Schema.Union([Tmpfs, Bind])
+export const MountErrorReason = Schema.Union([Tmpfs, Bind, Propagation])
 
 /**
  * Why a mount could not be made.
@@ -87,9 +101,12 @@ export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMoun
   target: Schema.String
 }) {
   override get message(): string {
-    return this.reason._tag === "Tmpfs"
-      ? `MemoryHost: cannot mount a tmpfs at ${JSON.stringify(this.target)}: ${this.reason.message}`
-      : `MemoryHost: cannot bind ${JSON.stringify(this.reason.source)} at ${JSON.stringify(this.target)}: ${this.reason.message}`
+    const r = this.reason
+    return r._tag === "Tmpfs"
+      ? `MemoryHost: cannot mount a tmpfs at ${JSON.stringify(this.target)}: ${r.message}`
+      : r._tag === "Bind"
+        ? `MemoryHost: cannot bind ${JSON.stringify(r.source)} at ${JSON.stringify(this.target)}: ${r.message}`
+        : `MemoryHost: cannot change the propagation of ${JSON.stringify(this.target)}: ${r.message}`
   }
 }
 
@@ -109,7 +126,9 @@ export const tmpfs: (state: HostState, target: string) => Effect.Effect<void, Mo
 })
 
 /**
- * Bind-mounts directory `source` at directory `target` (setup: not an operation of the simulated process).
+ * Bind-mounts `source` at `target`, a directory on a directory or (since
+ * 0.4.0) a regular file on a regular file, propagated to the peers and slaves
+ * of the mount `target` is on (setup: not an operation of the simulated process).
  *
  * @since 0.1.0
  */
@@ -118,6 +137,23 @@ export const bind: (state: HostState, source: string, target: string) => Effect.
 )(function* (state, source, target) {
   const r = MemoryFileSystem.bindMount(state.fs, source, target)
   if (r instanceof Errno) return yield* new MountError({ reason: new Bind({ source, errno: r.code }), target })
+})
+
+/**
+ * Makes the mount whose root `target` is shared (a peer group of its own
+ * unless it is in one), a slave of its peer group, or private, as `mount
+ * --make-shared|--make-slave|--make-private` does (setup: not an operation of
+ * the simulated process).
+ *
+ * @since 0.4.0
+ */
+export const propagation: (
+  state: HostState,
+  target: string,
+  kind: MemoryFileSystem.PropagationKind
+) => Effect.Effect<void, MountError> = Effect.fn("MemoryMounts.propagation")(function* (state, target, kind) {
+  const r = MemoryFileSystem.setPropagation(state.fs, target, kind)
+  if (r instanceof Errno) return yield* new MountError({ reason: new Propagation({ kind, errno: r.code }), target })
 })
 
 /** One unmount with the persistent faults applied; the errno code or undefined when unmounted. */
@@ -169,13 +205,16 @@ const verifyAndUnmount = (
       case "Hung":
         return { _tag: "Hung", target: target.path, call: v.call, seconds: v.seconds, detail: v.detail } as const
       case "Verified": {
-        // The mount the handle holds (its frame), whatever the path leads to now.
-        const mount = (MemoryDirectories.frameOf(v.handle) as MemoryDirectories.MemoryHandle).frame.mount
+        // The mount the handle holds (its frame's, or a held file's), whatever the path leads to now.
+        const held = MemoryDirectories.frameOf(v.handle) as MemoryDirectories.MemoryHandle
+        const mount = MemoryDirectories.mountOf(held)
+        // umount2 through a descriptor of a node inside a mount, not its root, is EINVAL.
+        const atRoot = (held.node ?? held.frame.dir) === mount.root
         const paths = [absolute(state, target.path)]
         const gate = admit(state.journal, "unmount", paths)
         if (gate._tag === "Crashed") return yield* Effect.die(gate.defect)
         const fault = gate._tag === "Inject" ? gate.fault.code : state.unmountFaults.get(paths[0] as string)
-        const code = fault ?? MemoryFileSystem.unmountMount(state, mount, lazy, target.path)?.code
+        const code = fault ?? (atRoot ? MemoryFileSystem.unmountMount(state, mount, lazy, target.path)?.code : "EINVAL")
         complete(state.journal, "unmount", paths, code ?? "ok", gate._tag === "Inject")
         return code === undefined
           ? ({ _tag: "Unmounted", target: target.path } as const)
@@ -310,8 +349,9 @@ export const umountInterpreter =
     })
 
 /**
- * `mount -t tmpfs [-o options] source target` and `mount --bind source target`
- * (also `-B`, `-o bind`); util-linux's messages and exit 32 on failure.
+ * `mount -t tmpfs [-o options] source target`, `mount --bind source target`
+ * (also `-B`, `-o bind`) and `mount --make-shared|--make-slave|--make-private
+ * target`; util-linux's messages and exit 32 on failure.
  *
  * @since 0.1.0
  */
@@ -321,14 +361,25 @@ export const mountInterpreter =
     Effect.gen(function* () {
       let type: string | undefined
       let isBind = false
+      let make: MemoryFileSystem.PropagationKind | undefined
       const positional: Array<string> = []
       for (let i = 0; i < args.length; i++) {
         const a = args[i]!
-        if (a === "-t" || a === "--types") type = args[++i]
+        if (a === "--make-shared" || a === "--make-slave" || a === "--make-private") {
+          make = a.slice("--make-".length) as MemoryFileSystem.PropagationKind
+        } else if (a === "-t" || a === "--types") type = args[++i]
         else if (a === "-o" || a === "--options") {
           if ((args[++i] ?? "").split(",").includes("bind")) isBind = true
         } else if (a === "--bind" || a === "-B") isBind = true
         else if (a !== "--") positional.push(a)
+      }
+      if (make !== undefined) {
+        const at = positional[0]
+        if (at === undefined || positional.length > 1) return { stdout: "", stderr: "mount: bad usage\n", exitCode: 1 }
+        const r = yield* Effect.result(propagation(state, at, make))
+        return r._tag === "Success"
+          ? { stdout: "", stderr: "", exitCode: 0 }
+          : { stdout: "", stderr: `mount: ${at}: not mount point or bad option.\n`, exitCode: 32 }
       }
       const [source, target] = positional
       if (source === undefined || target === undefined || positional.length > 2) {
@@ -340,6 +391,8 @@ export const mountInterpreter =
       const r = yield* Effect.result(isBind ? bind(state, source, target) : tmpfs(state, target))
       if (r._tag === "Success") return { stdout: "", stderr: "", exitCode: 0 }
       const e = r.failure
+      if (e.reason._tag === "Propagation")
+        return { stdout: "", stderr: `mount: ${target}: ${e.message}\n`, exitCode: 32 }
       const which = isBind && MemoryFileSystem.isDirectoryAt(state.fs, target) ? "source" : "target"
       const stderr =
         which === "source"

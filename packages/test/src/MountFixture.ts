@@ -40,7 +40,7 @@ export interface MountFixture {
   readonly sandbox: Effect.Effect<string, never, Scope.Scope>
   /** Mounts a new empty tmpfs at `target` (which must be a directory). */
   readonly tmpfs: (target: string) => Effect.Effect<void>
-  /** Bind-mounts directory `source` at directory `target`. */
+  /** Bind-mounts `source` at `target`: a directory on a directory, or (since 0.4.0) a regular file on a regular file. */
   readonly bind: (source: string, target: string) => Effect.Effect<void>
   /**
    * Unmounts the top mount at `target` (not lazily): setup, e.g. to free a
@@ -50,6 +50,12 @@ export interface MountFixture {
    * @since 0.4.0
    */
   readonly unmount?: ((target: string) => Effect.Effect<void>) | undefined
+  /**
+   * Makes the mount whose root `target` is shared, a slave of its peer group,
+   * or private (`mount --make-shared|--make-slave|--make-private`), so a test
+   * can build peers and slaves (since 0.4.0).
+   */
+  readonly propagation: (target: string, kind: "shared" | "slave" | "private") => Effect.Effect<void>
   /** The path of the mount table the code under test reads. */
   readonly mountInfo: string
   /** The current mount table. */
@@ -112,6 +118,7 @@ export const layerReal: Layer.Layer<
           Effect.orDie,
           Effect.provide(context)
         ),
+      propagation: (target, kind) => mountCommand([`--make-${kind}`, target]).pipe(Effect.provide(context)),
       mountInfo: MountInfo.DefaultPath,
       table: MountInfo.read().pipe(Effect.provide(context), Effect.orDie)
     })
@@ -154,6 +161,7 @@ export const layerMemory: Layer.Layer<MountFixture, never, MemoryHost | FileSyst
           const e = MemoryFileSystem.unmount(host.state, target, false)
           return e === undefined ? Effect.void : Effect.die(new MountFixtureError(`umount ${target}: ${e.code}`))
         }),
+      propagation: (target, kind) => orDie(host.propagation(target, kind)),
       mountInfo: MountInfo.DefaultPath,
       table: host.mountTable
     })

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
-import { Directory, Mounter, type MountInfo } from "@hostnode/core"
+import { Directory, Mounter, MountInfo } from "@hostnode/core"
 import { Effect, FileSystem, type Layer } from "effect"
 import { omitting } from "./internal/omitting.ts"
 import { MountFixture } from "./MountFixture.ts"
@@ -185,6 +185,109 @@ export const suite = (
         assert.isFalse(yield* fs.exists(`${box}/dst/data`))
         assert.strictEqual(yield* fs.readFileString(`${box}/src/data`), "csi data")
       })
+    )
+
+    it.effect("a bind of a file on a file is verified and unmounted; the file beneath shows again", () =>
+      Effect.gen(function* () {
+        const { fx, fs, box, root, mounter } = yield* setup
+        yield* fs.makeDirectory(`${box}/cm`)
+        yield* fs.writeFileString(`${box}/cm/app.conf`, "from the configmap")
+        yield* fs.makeDirectory(`${box}/subpath`)
+        yield* fs.writeFileString(`${box}/subpath/0`, "")
+        yield* fx.bind(`${box}/cm/app.conf`, `${box}/subpath/0`)
+        assert.strictEqual(yield* fs.readFileString(`${box}/subpath/0`), "from the configmap")
+        const targets = targetsAt(yield* fx.table, `${box}/subpath/0`)
+        assert.strictEqual(targets.length, 1)
+        const r = yield* mounter.unmount(root, targets, { lazy: true })
+        assert.deepStrictEqual(r, [{ _tag: "Unmounted", target: `${box}/subpath/0` }])
+        assert.strictEqual(countAt(yield* fx.table, `${box}/subpath/0`), 0)
+        assert.strictEqual(yield* fs.readFileString(`${box}/subpath/0`), "")
+        assert.strictEqual(yield* fs.readFileString(`${box}/cm/app.conf`), "from the configmap")
+      })
+    )
+
+    it.effect(
+      "propagation: a detach takes the copies on peers and slaves; a copy holding a mount of its own stays",
+      () =>
+        Effect.gen(function* () {
+          const { fx, fs, box, root, mounter } = yield* setup
+          // A data disk, shared; the kubelet directory a bind of it (a peer); a slave of it elsewhere.
+          yield* fs.makeDirectory(`${box}/disk`)
+          yield* fx.tmpfs(`${box}/disk`)
+          yield* fx.propagation(`${box}/disk`, "shared")
+          for (const v of ["v1", "v2", "v3"]) yield* fs.makeDirectory(`${box}/disk/kubelet/p/${v}`, { recursive: true })
+          yield* fs.writeFileString(`${box}/disk/kubelet/p/cfg`, "config")
+          yield* fs.writeFileString(`${box}/disk/kubelet/p/sub`, "")
+          yield* fs.makeDirectory(`${box}/kubelet`)
+          yield* fx.bind(`${box}/disk/kubelet`, `${box}/kubelet`)
+          yield* fs.makeDirectory(`${box}/slave`)
+          yield* fx.bind(`${box}/disk`, `${box}/slave`)
+          yield* fx.propagation(`${box}/slave`, "slave")
+          // Pod volumes below the kubelet directory: a tmpfs with one inside, a bind of a file, and one whose
+          // copy on the disk gets a mount of its own inside it.
+          yield* fx.tmpfs(`${box}/kubelet/p/v1`)
+          yield* fs.makeDirectory(`${box}/kubelet/p/v1/inner`)
+          yield* fx.tmpfs(`${box}/kubelet/p/v1/inner`)
+          yield* fx.bind(`${box}/kubelet/p/cfg`, `${box}/kubelet/p/sub`)
+          yield* fx.tmpfs(`${box}/kubelet/p/v2`)
+          yield* fx.propagation(`${box}/disk/kubelet/p/v2`, "private")
+          yield* fs.makeDirectory(`${box}/disk/kubelet/p/v2/own`)
+          yield* fx.tmpfs(`${box}/disk/kubelet/p/v2/own`)
+          const shape = (table: MountInfo.MountTable) =>
+            table
+              .filter((e) => e.mountPoint.startsWith(`${box}/`))
+              .map((e) => e.mountPoint.slice(box.length))
+              .sort()
+          const before = yield* fx.table
+          assert.deepStrictEqual(shape(before), [
+            "/disk",
+            "/disk/kubelet/p/sub",
+            "/disk/kubelet/p/v1",
+            "/disk/kubelet/p/v1/inner",
+            "/disk/kubelet/p/v2",
+            "/disk/kubelet/p/v2/own",
+            "/kubelet",
+            "/kubelet/p/sub",
+            "/kubelet/p/v1",
+            "/kubelet/p/v1/inner",
+            "/kubelet/p/v2",
+            "/slave",
+            "/slave/kubelet/p/sub",
+            "/slave/kubelet/p/v1",
+            "/slave/kubelet/p/v1/inner",
+            "/slave/kubelet/p/v2"
+          ])
+          const r = yield* mounter.unmount(
+            root,
+            [
+              ...targetsAt(before, `${box}/kubelet/p/v1`),
+              ...targetsAt(before, `${box}/kubelet/p/sub`),
+              ...targetsAt(before, `${box}/kubelet/p/v2`)
+            ],
+            { lazy: true }
+          )
+          assert.deepStrictEqual(
+            r.map((x) => x._tag),
+            ["Unmounted", "Unmounted", "Unmounted"]
+          )
+          // Every copy went, but the disk's copy of v2, which holds a mount of its own.
+          assert.deepStrictEqual(shape(yield* fx.table), [
+            "/disk",
+            "/disk/kubelet/p/v2",
+            "/disk/kubelet/p/v2/own",
+            "/kubelet",
+            "/slave"
+          ])
+          // The table says so too: the copies were peers (shared:N) and slaves (master:N) of the detached mounts.
+          const v1 = before.find((e) => e.mountPoint === `${box}/kubelet/p/v1`)
+          const copies = MountInfo.propagatedUnmounts(before, v1 === undefined ? [] : [v1.id])
+          assert.deepStrictEqual(copies.map((c) => c.entry.mountPoint.slice(box.length)).sort(), [
+            "/disk/kubelet/p/v1",
+            "/disk/kubelet/p/v1/inner",
+            "/slave/kubelet/p/v1",
+            "/slave/kubelet/p/v1/inner"
+          ])
+        })
     )
 
     it.effect("a lazy unmount of a parent detaches its children too", () =>

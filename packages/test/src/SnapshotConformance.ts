@@ -38,7 +38,7 @@ export {
    */
   failingRenames,
   /**
-   * The names beside the snapshot directory other than its lock file (which stays, so every process locks one inode).
+   * The names beside the snapshot directory (since 0.4.0 every name: the lock is the directory's own, no file).
    *
    * @since 0.2.0
    */

@@ -161,7 +161,7 @@ export const suite = (
         const error = result.failures.get(`${l.kubelet}/pods/b`)
         assert.strictEqual(error?._tag, "UnmountError")
         assert.deepStrictEqual(
-          error?.reason.remaining.map((m) => [m.mountPoint, m.errno]),
+          (error?.reason._tag === "MountsRemain" ? error.reason.remaining : []).map((m) => [m.mountPoint, m.errno]),
           [[l.csiMount, "EBUSY"]]
         )
         const after = yield* fx.table
@@ -186,7 +186,7 @@ export const suite = (
         if (error._tag !== "UnmountError") return
         assert.deepStrictEqual(error.prefixes, [prefix])
         assert.deepStrictEqual(
-          error.reason.remaining.map((m) => [m.mountPoint, m.errno]),
+          (error.reason._tag === "MountsRemain" ? error.reason.remaining : []).map((m) => [m.mountPoint, m.errno]),
           [[l.csiMount, "EPERM"]]
         )
         assert.include(error.message, l.csiMount)
@@ -241,6 +241,68 @@ export const suite = (
         const report = yield* Unmount.unmountBelow([kubelet], { mountInfo: fx.mountInfo })
         assert.deepStrictEqual(yield* stacked, [])
         assert.strictEqual(report.unmounted.length, 3)
+      })
+    )
+
+    it.effect("mounts the kernel detaches by propagation are reported; peersOutsideRoot: refuse refuses first", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const fs = yield* FileSystem.FileSystem
+        const sandbox = yield* fx.sandbox
+        const mkdir = (p: string) => fs.makeDirectory(p, { recursive: true }).pipe(Effect.orDie)
+        // The host root's kubelet directory is a bind of a shared disk mounted outside the root.
+        const root = `${sandbox}/root`
+        const disk = `${sandbox}/disk`
+        yield* mkdir(`${disk}`)
+        yield* fx.tmpfs(disk)
+        yield* fx.propagation(disk, "shared")
+        yield* mkdir(`${disk}/kubelet/pods/p/volumes/secret`)
+        yield* mkdir(`${disk}/kubelet/pods/p/volumes/cfg`)
+        yield* fs.writeFileString(`${disk}/kubelet/pods/p/volumes/cfg/app.conf`, "k: v").pipe(Effect.orDie)
+        yield* fs.writeFileString(`${disk}/kubelet/pods/p/sub`, "").pipe(Effect.orDie)
+        yield* mkdir(`${root}/var/lib/kubelet`)
+        yield* fx.bind(`${disk}/kubelet`, `${root}/var/lib/kubelet`)
+        const pod = `${root}/var/lib/kubelet/pods/p`
+        yield* fx.tmpfs(`${pod}/volumes/secret`)
+        yield* fx.bind(`${pod}/volumes/cfg/app.conf`, `${pod}/sub`)
+        const before = yield* fx.table
+        const options = { hostRoot: root, mountInfo: fx.mountInfo }
+        const copies = [`${disk}/kubelet/pods/p/sub`, `${disk}/kubelet/pods/p/volumes/secret`]
+        // Refused, before anything is unmounted, naming each copy outside the root and what it is a copy of.
+        const refused = yield* Effect.flip(
+          Unmount.unmountBelow(["/var/lib/kubelet/pods"], { ...options, peersOutsideRoot: "refuse" })
+        )
+        assert.strictEqual(refused._tag === "UnmountError" && refused.reason._tag, "PeersOutsideRoot")
+        if (refused._tag !== "UnmountError" || refused.reason._tag !== "PeersOutsideRoot") return
+        assert.deepStrictEqual(refused.reason.mounts.map((m) => m.mountPoint).sort(), copies)
+        const of = (mp: string) => before.find((e) => e.mountPoint === mp)?.id
+        for (const m of refused.reason.mounts) {
+          assert.isTrue(m.outsideRoot)
+          assert.strictEqual(m.cognateOf, of(m.mountPoint.replace(`${disk}/kubelet`, `${root}/var/lib/kubelet`)))
+        }
+        assert.deepStrictEqual(ids(yield* fx.table), ids(before))
+        // By default detached, and reported: the table before and after says which went.
+        const report = yield* Unmount.unmountBelow(["/var/lib/kubelet/pods"], options)
+        assert.deepStrictEqual(report.unmounted.map((m) => m.mountPoint).sort(), [
+          `${pod}/sub`,
+          `${pod}/volumes/secret`
+        ])
+        assert.deepStrictEqual(report.propagated.map((m) => m.mountPoint).sort(), copies)
+        assert.isTrue(report.propagated.every((m) => m.outsideRoot))
+        assert.deepStrictEqual(under(yield* fx.table, `${disk}/kubelet`), [])
+        assert.deepStrictEqual(report.missing, [])
+      })
+    )
+
+    it.effect("a prefix that names nothing is said in the report's missing, as given", () =>
+      Effect.gen(function* () {
+        const fx = yield* MountFixture
+        const l = yield* buildLayout
+        const report = yield* Unmount.unmountBelowByPrefix([l.kubelet, `${l.kubelet}t`, `${l.kubelet}/pods/zz/`], {
+          mountInfo: fx.mountInfo
+        })
+        assert.deepStrictEqual(report.missing, [`${l.kubelet}t`, `${l.kubelet}/pods/zz/`])
+        assert.deepStrictEqual(report.propagated, [])
       })
     )
 

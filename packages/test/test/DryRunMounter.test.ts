@@ -10,7 +10,7 @@
  * the host; that is also the order in a real dry run: the host is as it is,
  * and the dry run pretends from there.
  */
-import { Mounter, MountInfo } from "@hostnode/core"
+import { Directory, Mounter, MountInfo } from "@hostnode/core"
 import { DryRun, MemoryHost, MountFixture } from "@hostnode/test"
 import { MounterConformance } from "@hostnode/test/conformance"
 import { Context, Effect, FileSystem, Layer } from "effect"
@@ -27,7 +27,17 @@ const dryRun = Layer.effectContext(
     const real = yield* FileSystem.FileSystem
     const fx = yield* MountFixture.MountFixture
     const viewed = yield* Effect.provide(FileSystem.FileSystem, DryRun.layerFileSystem)
-    const mounter = yield* Effect.provide(Mounter.Mounter, DryRun.layerMounter)
+    const dirs = yield* Effect.provide(
+      Directory.Directories,
+      DryRun.layerDirectories.pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, viewed)))
+    )
+    const mounter = yield* Effect.provide(
+      Mounter.Mounter,
+      DryRun.layerMounter.pipe(
+        Layer.provide(Layer.succeed(FileSystem.FileSystem, viewed)),
+        Layer.provide(Layer.succeed(Directory.Directories, dirs))
+      )
+    )
     const fs = FileSystem.FileSystem.of({
       ...viewed,
       // The suite's own setup: made on the host.

@@ -16,7 +16,7 @@ import { createRequire } from "node:module"
 import * as Net from "node:net"
 import { Duplex } from "node:stream"
 import type { HostPath } from "@hostnode/core"
-import { Data, Duration, Effect, type Scope } from "effect"
+import { Data, Duration, Effect, Fiber, type Scope } from "effect"
 
 // The part of @homebridge/dbus-native this module uses. The package ships no
 // types for createClient and the message objects, so they are stated here.
@@ -132,7 +132,17 @@ export interface Target {
    * connect to what it found (see `container/systemd.ts`).
    */
   readonly connect?: ((timeout: Duration.Duration) => Effect.Effect<Net.Socket, ConnectError>) | undefined
+  /**
+   * Why the machine the socket belongs to is gone, or `undefined` while it
+   * is there (a container's pinned init). Asked while the connection is
+   * being opened: a peer that holds the socket open without answering after
+   * its machine exited does not keep the opening waiting for its timeout.
+   */
+  readonly gone?: (() => HostPath.Gone | undefined) | undefined
 }
+
+/** How often an opening asks {@link Target.gone}. */
+const goneEvery = Duration.millis(50)
 
 const directSocket = (path: string, timeout: Duration.Duration): Effect.Effect<Net.Socket, ConnectError> =>
   Effect.callback<Net.Socket, ConnectError>((resume) => {
@@ -173,49 +183,79 @@ export const open = (
       const socket = yield* target.connect !== undefined
         ? target.connect(options.timeout)
         : directSocket(target.socket, options.timeout)
-      const connection = yield* handshake(target.socket, socket, options.timeout, options.signals)
-      if (target.kind === "peer") {
-        yield* answering(connection).pipe(
-          Effect.timeoutOrElse({
-            duration: options.timeout,
-            orElse: () =>
-              Effect.fail(
-                new ConnectError({
-                  socket: target.socket,
-                  reason: `no answer to Ping within ${Duration.format(options.timeout)}`
-                })
+      // The machine exiting ends the opening at once: the socket is destroyed under the handshake.
+      const gone = target.gone
+      const watch =
+        gone === undefined
+          ? undefined
+          : yield* Effect.forkDetach(
+              Effect.interruptible(
+                Effect.sleep(goneEvery).pipe(
+                  Effect.repeat({ until: () => gone() !== undefined }),
+                  Effect.andThen(Effect.sync(() => socket.destroy()))
+                )
               )
-          }),
-          Effect.mapError((e) =>
-            e._tag === "ConnectError" ? e : new ConnectError({ socket: target.socket, reason: e.reason })
-          ),
-          Effect.tapError(() => connection.close)
-        )
-      }
-      if (target.kind === "bus") {
-        yield* connection
-          .call({
-            destination: "org.freedesktop.DBus",
-            path: "/org/freedesktop/DBus",
-            interface: "org.freedesktop.DBus",
-            member: "Hello"
-          })
-          .pipe(
-            Effect.timeout(options.timeout),
-            Effect.mapError(
-              (e) =>
-                new ConnectError({
-                  socket: target.socket,
-                  reason: `the bus refused Hello: ${"text" in e ? e.text : e.message}`
-                })
-            ),
-            Effect.tapError(() => connection.close)
-          )
-      }
+            )
+      const connection = yield* opened(target, socket, options).pipe(
+        Effect.mapError((e) => {
+          const why = gone?.()
+          return why === undefined ? e : new ConnectError({ socket: target.socket, reason: why.detail, gone: why })
+        }),
+        Effect.ensuring(watch === undefined ? Effect.void : Fiber.interrupt(watch))
+      )
       return connection
     }),
     (c) => c.close
   )
+
+/** The handshake on `socket`, then a bus's `Hello` or a peer's `Ping` answered. */
+const opened = (
+  target: Target,
+  socket: Net.Socket,
+  options: { readonly timeout: Duration.Duration; readonly signals: ReadonlyArray<string> }
+): Effect.Effect<Connection, ConnectError> =>
+  Effect.gen(function* () {
+    const connection = yield* handshake(target.socket, socket, options.timeout, options.signals)
+    if (target.kind === "peer") {
+      yield* answering(connection).pipe(
+        Effect.timeoutOrElse({
+          duration: options.timeout,
+          orElse: () =>
+            Effect.fail(
+              new ConnectError({
+                socket: target.socket,
+                reason: `no answer to Ping within ${Duration.format(options.timeout)}`
+              })
+            )
+        }),
+        Effect.mapError((e) =>
+          e._tag === "ConnectError" ? e : new ConnectError({ socket: target.socket, reason: e.reason })
+        ),
+        Effect.tapError(() => connection.close)
+      )
+    }
+    if (target.kind === "bus") {
+      yield* connection
+        .call({
+          destination: "org.freedesktop.DBus",
+          path: "/org/freedesktop/DBus",
+          interface: "org.freedesktop.DBus",
+          member: "Hello"
+        })
+        .pipe(
+          Effect.timeout(options.timeout),
+          Effect.mapError(
+            (e) =>
+              new ConnectError({
+                socket: target.socket,
+                reason: `the bus refused Hello: ${"text" in e ? e.text : e.message}`
+              })
+          ),
+          Effect.tapError(() => connection.close)
+        )
+    }
+    return connection
+  })
 
 // The socket as the stream dbus-native reads: the handshake's lines pass
 // unchanged; after the server's OK every message is framed from its fixed

@@ -59,6 +59,7 @@ export const constants = (() => {
     RENAME_NOREPLACE: 1,
     MNT_DETACH: 2,
     LOCK_EX: 2,
+    LOCK_UN: 8,
     LOCK_NB: 4,
     SEEK_HOLE: 4,
     UMOUNT_NOFOLLOW: 8,

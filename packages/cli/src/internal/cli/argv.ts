@@ -28,6 +28,7 @@ const globalFlagNames = [
   "--log-level",
   "--host-root",
   "--container",
+  "--allow-own-namespace",
   "--json",
   "--dry-run",
   "--timeout",

@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Defaults from "./defaults.ts"
-import { Container, DryRunFlag, HostRoot, Json, LogFormat, MetricsFile, Timeout } from "./flags.ts"
+import { AllowOwnNamespace, Container, DryRunFlag, HostRoot, Json, LogFormat, MetricsFile, Timeout } from "./flags.ts"
 
 /**
  * A command's work, imported when the command runs (in the bundled
@@ -75,6 +75,18 @@ const restartFlags = {
  * the host's services to its caller; the executable passes a layer that
  * imports the real host's (`NodeHost.layer`) as it is built.
  */
+/**
+ * What to do about copies outside the host root that unmounting would make
+ * the kernel detach by propagation (`Unmount.Options.peersOutsideRoot`).
+ */
+const peersOutsideRoot = Flag.Literals("peers-outside-root", ["detach", "refuse"]).pipe(
+  Flag.withDefault("detach" as const),
+  Flag.withMetavar("WHAT"),
+  Flag.withDescription(
+    "When a mount to detach has copies outside --host-root on peers or slaves of its parent (a second bind of the data disk): detach (the default; the kernel detaches the copies too, and they are reported) or refuse (exit 2 before anything is unmounted)"
+  )
+)
+
 export const makeHostnode = <LA, LE, LR>(host: Layer.Layer<LA, LE, LR>) => {
   const onHost = <const Name extends string, I, CI, E, R>(self: Command.Command<Name, I, CI, E, R>) =>
     Command.provide(self, host)
@@ -90,6 +102,7 @@ export const makeHostnode = <LA, LE, LR>(host: Layer.Layer<LA, LE, LR>) => {
         Flag.withDefault(false),
         Flag.withDescription("Allow a prefix that is / or the host root itself (every mount below --host-root)")
       ),
+      peersOutsideRoot,
       prefixes: Argument.String("PREFIX").pipe(
         Argument.atLeast(1),
         Argument.withDescription(
@@ -175,8 +188,8 @@ export const makeHostnode = <LA, LE, LR>(host: Layer.Layer<LA, LE, LR>) => {
     (input) => later(handlers.repave, (h) => h.resetKubeletIdentity(input))
   ).pipe(Command.withDescription("Remove the kubelet's rotated client credentials (bootstrap-token mode only)"), onHost)
 
-  const teardownKubeletDir = Command.make("teardown-kubelet-dir", {}, () =>
-    later(handlers.repave, (h) => h.teardownKubeletDir())
+  const teardownKubeletDir = Command.make("teardown-kubelet-dir", { peersOutsideRoot }, (input) =>
+    later(handlers.repave, (h) => h.teardownKubeletDir(input))
   ).pipe(Command.withDescription(`Unmount and remove each pod's directory below ${Defaults.KubeletPodsDir}`), onHost)
 
   const restartChanged = Command.make(
@@ -288,7 +301,7 @@ export const makeHostnode = <LA, LE, LR>(host: Layer.Layer<LA, LE, LR>) => {
       "Host-side operations of a Kubernetes node agent: unmount pod volumes, snapshot and roll back configuration, restart changed units, reset CNI state and kubelet identity, prepare LocalDNS."
     ),
     Command.withSubcommands(subcommands),
-    Command.withGlobalFlags([HostRoot, Container, Json, DryRunFlag, Timeout]),
+    Command.withGlobalFlags([HostRoot, Container, AllowOwnNamespace, Json, DryRunFlag, Timeout]),
     Command.withGlobalFlags([LogFormat, MetricsFile])
   )
 }

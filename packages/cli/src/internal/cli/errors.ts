@@ -55,7 +55,24 @@ export class UnknownSlot extends Schema.TaggedError<UnknownSlot>()("UnknownSlot"
 }
 
 /** Documented where `Cli.ts` exports it. */
-export const UsageErrorReason = Schema.Union([MissingSubcommand, UnknownSlot])
+export class FlagWithout extends Schema.TaggedError<FlagWithout>()("FlagWithout", {
+  /** The flag given, as typed. */
+  flag: Schema.String,
+  /** The flag it only applies with. */
+  needs: Schema.String
+}) {
+  /**
+   * Which flag was given without the one it applies with.
+   *
+   * @since 0.4.0
+   */
+  override get message(): string {
+    return `${this.flag} is given without ${this.needs}, the only flag it applies with`
+  }
+}
+
+/** Documented where `Cli.ts` exports it. */
+export const UsageErrorReason = Schema.Union([MissingSubcommand, UnknownSlot, FlagWithout])
 
 /** Documented where `Cli.ts` exports it. */
 export type UsageErrorReason = typeof UsageErrorReason.Type
@@ -115,6 +132,8 @@ const fieldOf = (error: Failure, name: string): unknown => {
 const hints: Readonly<Record<string, string>> = {
   UnmountError:
     "Check what keeps each mount busy (`fuser -vm MOUNTPOINT`, `lsof +f -- MOUNTPOINT`) and whether a process holds a file open there; then run again.",
+  "UnmountError/PeersOutsideRoot":
+    "The mounts named are copies on peers or slaves (shared:N, master:N in /proc/self/mountinfo) of the mounts below the prefixes; leave out --peers-outside-root refuse to detach them too, or make their parents private first (mount --make-private).",
   MountInfoError: "Check that the mount table (/proc/self/mountinfo) is readable by this process.",
   SnapshotError:
     "Check the snapshot directory and the path named above; a snapshot that failed a restore is kept, so `hostnode snapshot recover --dir DIR` can try again.",
@@ -137,6 +156,10 @@ const hints: Readonly<Record<string, string>> = {
   IsolationError: "Check that systemd answers: `systemctl is-active containerd.service kubelet.service`.",
   ContainerError:
     "Give --container the host pid of the container's init (e.g. `docker inspect -f '{{.State.Pid}}' NAME`), as root, while it runs.",
+  "ContainerError/OwnNamespace":
+    "That pid is in this process's own mount namespace, so the command would act on this host: give the pid of the container's init (e.g. `docker inspect -f '{{.State.Pid}}' NAME`), or pass --allow-own-namespace if acting on this host is meant.",
+  ContainerExited:
+    "The container's init exited (a stop, a crash, a restart): what the result lists was done before that. Find its new pid (e.g. `docker inspect -f '{{.State.Pid}}' NAME`) and run the command again.",
   "SnapshotError/Missing":
     "There is no snapshot in that directory: check --dir (the directory `hostnode snapshot take --dir DIR` was given); a snapshot that was restored or discarded is gone.",
   "SnapshotError/Exists":
@@ -185,13 +208,35 @@ const hintFor = (error: Failure): string => {
 /** Documented where `Cli.ts` exports it. */
 export const errorJson = (error: { readonly _tag: string; readonly message: string }): Record<string, unknown> => {
   const { fix: _, ...plain } = toPlain(error) as Record<string, unknown>
-  return { ...plain, _tag: error._tag, message: error.message, hint: hintFor(error) }
+  // The operation's own error below a ContainerExited is a document of its own, with its advice.
+  const cause = error._tag === "ContainerExited" ? causeOf(error) : undefined
+  return {
+    ...plain,
+    _tag: error._tag,
+    message: asFlags(error),
+    ...(cause === undefined ? {} : { cause: errorJson(cause) }),
+    hint: hintFor(error)
+  }
+}
+
+/** The operation's failure a `ContainerExited` carries, if any. */
+const causeOf = (error: Failure): Failure | undefined => {
+  const cause = (error as { readonly cause?: unknown }).cause
+  return typeof cause === "object" && cause !== null && "_tag" in cause && "message" in cause
+    ? (cause as Failure)
+    : undefined
 }
 
 /** Documented where `Cli.ts` exports it. */
 export const errorText = (command: string, error: { readonly _tag: string; readonly message: string }): string => {
   const hint = hintFor(error)
-  return `hostnode ${command}: failed (${error._tag}): ${error.message}${hint === "" ? "" : `\n  what to check: ${hint}`}`
+  const advice = hint === "" ? "" : `\n  what to check: ${hint}`
+  if (error._tag === "ContainerExited") {
+    // What happened first (the container is gone), then where the operation stopped.
+    const cause = causeOf(error)
+    return `hostnode ${command}: ${error.message}${cause === undefined ? "" : `\n  where it stopped (${cause._tag}): ${cause.message}`}${advice}`
+  }
+  return `hostnode ${command}: failed (${error._tag}): ${error.message}${advice}`
 }
 
 export type Failure = { readonly _tag: string; readonly message: string }
@@ -214,17 +259,51 @@ const inputErrors: ReadonlySet<string> = new Set([
   "SnapshotError/InvalidPath",
   "SnapshotError/HostRootMismatch",
   "SnapshotError/NotASnapshot",
+  "UnmountError/PeersOutsideRoot",
   "ContainerError/InvalidPid",
   "ContainerError/NotFound",
-  "ContainerError/NoContainer"
+  "ContainerError/NoContainer",
+  "ContainerError/OwnNamespace"
 ])
 
 /** Documented where `Cli.ts` exports it. */
 export const isInputError = (error: Failure): boolean => keysOf(error).some((key) => inputErrors.has(key))
 
+/**
+ * The `Gone` reason (`HostPath.Gone`: a container that exited after it was
+ * pinned) `error` carries, as its reason or anywhere below it (a
+ * `SnapshotError`'s failed step, a `RestartError`'s `SystemdError`, a
+ * `ContainerExited`), or `undefined`. Found by its tag, so that this module
+ * loads no library code: an object tagged `Gone` is that class (the
+ * mounter's `Unverified` reason "Gone" is a string, never an object).
+ */
+export const goneIn = (error: unknown): { readonly _tag: "Gone" } | undefined => {
+  const seen = new Set<object>()
+  const visit = (value: unknown, depth: number): { readonly _tag: "Gone" } | undefined => {
+    if (typeof value !== "object" || value === null || depth > 8 || seen.has(value)) return undefined
+    seen.add(value)
+    if ((value as { readonly _tag?: unknown })._tag === "Gone") return value as { readonly _tag: "Gone" }
+    const children = Array.isArray(value) ? value : Object.values(value)
+    // An error's `cause` is not enumerable.
+    const cause = value instanceof Error ? [value.cause] : []
+    for (const child of [...children, ...cause]) {
+      const found = visit(child, depth + 1)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  return visit(error, 0)
+}
+
 /** Documented where `Cli.ts` exports it. */
 export const exitCodeFor = (error: Failure): FailureCode =>
-  isInputError(error) ? 2 : error._tag === "ResetError" ? 3 : 1
+  error._tag === "ContainerExited" || goneIn(error) !== undefined
+    ? 4
+    : isInputError(error)
+      ? 2
+      : error._tag === "ResetError"
+        ? 3
+        : 1
 
 /**
  * The flag a person types for the library option a refusal names, by
@@ -233,14 +312,17 @@ export const exitCodeFor = (error: Failure): FailureCode =>
  */
 const flagAdvice: Readonly<Record<string, string>> = {
   "HostPathError/IsHostRoot": "pass --allow-root to mean every mount below the host root",
-  "SnapshotError/HostRootMismatch": "pass --allow-root-mismatch if that is the same tree under another name"
+  "SnapshotError/HostRootMismatch": "pass --allow-root-mismatch if that is the same tree under another name",
+  "ContainerError/OwnNamespace": "pass --allow-own-namespace if acting on this host is meant"
 }
 
 /** `error`'s message, with the flag to pass where the library names its option (see {@link flagAdvice}). */
 const asFlags = (error: Failure): string => {
   const advice = lookup(flagAdvice, error)
   if (advice === undefined) return error.message
-  const cut = error.message.indexOf("; pass ")
+  // The library's advice ("; pass allowRoot ...", " (pass allowOwnNamespace ...)") runs to the end of the message.
+  const cuts = [error.message.indexOf("; pass "), error.message.indexOf(" (pass ")].filter((i) => i !== -1)
+  const cut = cuts.length === 0 ? -1 : Math.min(...cuts)
   return `${cut === -1 ? error.message : error.message.slice(0, cut)}; ${advice}`
 }
 
@@ -272,6 +354,7 @@ const unitFix = (error: Failure): string => {
 
 /** What to do about a refused input where the message does not say it, by `Tag/Reason` or by tag. */
 const inputFixes: Readonly<Record<string, (error: Failure) => string>> = {
+  "UnmountError/PeersOutsideRoot": () => "without --peers-outside-root refuse they are detached with them and reported",
   "UnitNameError/NoTypeSuffix": unitFix,
   "UnitNameError/NothingBeforeSuffix": unitFix,
   "HostPathError/NotAbsolute": absolutePathFix,

@@ -8,10 +8,10 @@ import * as Data from "effect/Data"
 import * as Runtime from "effect/Runtime"
 
 /** Documented where `Cli.ts` exports it. */
-export const ExitCodes = { ok: 0, failed: 1, badInput: 2, kept: 3 } as const
+export const ExitCodes = { ok: 0, failed: 1, badInput: 2, kept: 3, gone: 4 } as const
 
 /** Documented where `Cli.ts` exports it. */
-export type FailureCode = 1 | 2 | 3
+export type FailureCode = 1 | 2 | 3 | 4
 
 /** Documented where `Cli.ts` exports it. */
 export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: FailureCode }> {

@@ -1,6 +1,7 @@
 /**
- * The CLI's global flags: `--host-root`, `--container`, `--json`,
- * `--dry-run`, `--timeout`, `--log-format` and `--metrics-file`. Boundary:
+ * The CLI's global flags: `--host-root`, `--container`,
+ * `--allow-own-namespace`, `--json`, `--dry-run`, `--timeout`, `--log-format`
+ * and `--metrics-file`. Boundary:
  * their declarations, and the argv scan of the last two (read before the
  * parser runs); how a command reads them is `operate.ts`, what the log and
  * metrics flags do is `observe.ts`.
@@ -10,8 +11,9 @@ import * as GlobalFlag from "effect/cli/GlobalFlag"
 
 /** Documented where `Cli.ts` exports it. */
 export const HostRoot = GlobalFlag.Setting("host-root")({
+  // Optional, not defaulted to "/": `--host-root /` given is refused with --container, left out it is not.
   flag: Flag.String("host-root").pipe(
-    Flag.withDefault("/"),
+    Flag.optional,
     Flag.withMetavar("DIR"),
     Flag.withDescription(
       "The directory that is the host's / (default: /, the real host; a relative DIR is taken from the working directory)"
@@ -21,11 +23,22 @@ export const HostRoot = GlobalFlag.Setting("host-root")({
 
 /** Documented where `Cli.ts` exports it. */
 export const Container = GlobalFlag.Setting("container")({
+  // Optional, not defaulted to "": `--container ""` (an unset variable) is refused, left out it is the host.
   flag: Flag.String("container").pipe(
-    Flag.withDefault(""),
+    Flag.optional,
     Flag.withMetavar("PID"),
     Flag.withDescription(
-      "Work on the node stack of the container whose init is host process PID: its files, mounts, systemd and network"
+      "Work on the node stack of the container whose init is host process PID: its files, mounts, systemd and network; paths are printed as the container sees them; exit 4 if it exits meanwhile"
+    )
+  )
+})
+
+/** Documented where `Cli.ts` exports it. */
+export const AllowOwnNamespace = GlobalFlag.Setting("allow-own-namespace")({
+  flag: Flag.Boolean("allow-own-namespace").pipe(
+    Flag.withDefault(false),
+    Flag.withDescription(
+      "With --container: accept a PID in this process's own mount namespace (refused by default: the command would act on this host)"
     )
   )
 })

@@ -34,7 +34,8 @@ import { observedOf } from "./flags.ts"
 
 /** The CLI's own gauges in the metrics file: how the run ended, and when. */
 const exitCodeGauge = Metric.gauge("hostnode_cli_exit_code", {
-  description: "The exit code of the hostnode run that wrote this file (0 success, 1 failed, 2 bad input, 3 kept paths)"
+  description:
+    "The exit code of the hostnode run that wrote this file (0 success, 1 failed, 2 bad input, 3 kept paths, 4 the container exited)"
 })
 const finishedGauge = Metric.gauge("hostnode_cli_run_finished_timestamp_seconds", {
   description: "When the hostnode run that wrote this file ended, in seconds since the epoch"
@@ -77,11 +78,16 @@ const jsonLogger = (stderr: (line: string) => void): Logger.Logger<unknown, void
 
 /**
  * The level of one of the CLI's own stderr messages, from its fixed forms: a
- * warning says `hostnode CMD: warning:`, the one notice says how a relative
- * `--host-root` is taken; every other one reports a failure or a refusal.
+ * warning says `hostnode CMD: warning:`, the notices say how a relative
+ * `--host-root` is taken and which container the command works in; every
+ * other one reports a failure or a refusal.
  */
 const levelOfMessage = (text: string): "WARN" | "INFO" | "ERROR" =>
-  /^hostnode [^:]*: warning: /.test(text) ? "WARN" : / is taken as \//.test(text) ? "INFO" : "ERROR"
+  /^hostnode [^:]*: warning: /.test(text)
+    ? "WARN"
+    : / is taken as \//.test(text) || /^hostnode [^:]*: in container process \d+ \(/.test(text)
+      ? "INFO"
+      : "ERROR"
 
 /** The console whose stderr writes each message as one JSON object (stdout stays as it is). */
 const jsonConsole = (base: Console.Console, now: () => number): Console.Console => {

@@ -14,12 +14,12 @@ import {
   type Mounter,
   type Systemd
 } from "@hostnode/core"
-import { NodeContainer } from "@hostnode/node"
 import { DryRun } from "@hostnode/test"
-import { Console, Duration, Effect, type FileSystem, Layer, Logger, Option, Path } from "effect"
+import { Console, Duration, Effect, type FileSystem, Layer, Logger, Option, Path, Ref, Result } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as Progress from "../../Progress.ts"
 import { plural } from "../text.ts"
+import * as InContainer from "./container.ts"
 import {
   errorJson,
   errorText,
@@ -31,7 +31,7 @@ import {
   toPlain
 } from "./errors.ts"
 import { CliExit, ExitCodes } from "./exit.ts"
-import { Container, DryRunFlag, HostRoot, Json, Timeout } from "./flags.ts"
+import { type AllowOwnNamespace, type Container, DryRunFlag, HostRoot, Json, Timeout } from "./flags.ts"
 
 /** What a command adds to the common handling of {@link operate}. */
 interface OperateOptions<A> {
@@ -54,7 +54,9 @@ type Around =
   | Mounter.Mounter
   | ChildProcessSpawner.ChildProcessSpawner
   | Systemd.Systemd
-  | Effect.Services<typeof HostRoot | typeof Container | typeof Json | typeof DryRunFlag | typeof Timeout>
+  | Effect.Services<
+      typeof HostRoot | typeof Container | typeof AllowOwnNamespace | typeof Json | typeof DryRunFlag | typeof Timeout
+    >
 
 /**
  * One command's work as its handler runs it: whatever an operation of the
@@ -91,9 +93,14 @@ export const operate = <A, E extends Failure, R>(
       : current
     // Progress only for a person at a terminal (bin.ts provides it there), never in JSON.
     const progress = json ? Option.none() : yield* Effect.serviceOption(Progress.Progress)
-    const shown: Effect.Effect<A, E, R | Mounter.Mounter | FileSystem.FileSystem | Directory.Directories> =
-      Option.match(progress, {
-        onNone: () => Effect.provideService(program, Logger.CurrentLoggers, lineLoggers),
+    // In a container, its log lines name paths as the container sees them too (see InContainer.localLoggers).
+    const shown = (
+      view: InContainer.View | undefined
+    ): Effect.Effect<A, E, R | Mounter.Mounter | FileSystem.FileSystem | Directory.Directories> => {
+      const named = (loggers: ReadonlySet<Logger.Logger<unknown, unknown>>) =>
+        view === undefined ? loggers : InContainer.localLoggers(loggers, InContainer.localPath(view))
+      return Option.match(progress, {
+        onNone: () => Effect.provideService(program, Logger.CurrentLoggers, named(lineLoggers)),
         onSome: (p) =>
           Effect.scoped(
             Effect.gen(function* () {
@@ -110,84 +117,134 @@ export const operate = <A, E extends Failure, R>(
                     Layer.provide(Layer.succeed(Progress.Progress, p))
                   )
                 ),
-                Effect.provideService(Logger.CurrentLoggers, loggers)
+                Effect.provideService(Logger.CurrentLoggers, named(loggers))
               )
             })
           ).pipe(Effect.ensuring(p.clear))
       })
+    }
     // With --container, the container's services replace the host's (a dry run wraps those);
     // a bad --container is the run's failure, shown and exited with like any bad input.
-    const container = yield* Effect.result(Effect.andThen(rootGiven, containerOf))
-    const pid = container._tag === "Success" ? container.success : undefined
-    const inContainer = NodeContainer.layer(pid ?? 0)
-    const table = pid === undefined ? {} : { mountInfo: `/proc/${pid}/mountinfo`, tableRoot: `/proc/${pid}/root` }
-    const dryShown = shown.pipe(Effect.provide(DryRun.layerWith(table)), Effect.annotateLogs({ dryRun: true }))
-    const where = <A2, E2, R2>(
-      effect: Effect.Effect<A2, E2, R2>
-    ): Effect.Effect<A2, E2 | NodeContainer.ContainerError | HostPath.HostPathError, R2> => {
-      if (container._tag === "Failure") return Effect.fail(container.failure)
-      if (pid === undefined) return effect
-      // The container's services are provided over the host's; what they do not provide stays required.
-      return Effect.provide(effect, inContainer) as Effect.Effect<A2, E2 | NodeContainer.ContainerError, R2>
-    }
+    const target = yield* Effect.result(Effect.andThen(rootGiven, InContainer.decode))
+    const pid = target._tag === "Success" ? target.success?.pid : undefined
+    // The container once pinned (its root decoded through the pin): what the output's paths are named against.
+    const pinned = yield* Ref.make<InContainer.View | undefined>(undefined)
     // --timeout: the operation's deadline. Its calls end by then (abandoned `Hung`) and it reports
     // what it did; whatever else could still wait is cut off a little later, so the command always ends.
-    const bounded = <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) =>
+    const bounded = <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>, grace = 10) =>
       effect.pipe(
         Deadline.within(Duration.seconds(seconds)),
         Effect.timeoutOrElse({
-          duration: Duration.seconds(seconds + 10),
+          duration: Duration.seconds(seconds + grace),
           orElse: () => Effect.fail(new TimedOut({ seconds }))
         })
       )
+    // The operation's result, and whether the container is gone, asked while its pin is still held.
+    const ran = <R2>(body: (view: InContainer.View | undefined) => Effect.Effect<A, E, R2>) =>
+      Effect.gen(function* () {
+        if (target._tag === "Failure") return { result: Result.fail(target.failure), gone: undefined }
+        if (target.success === undefined)
+          return { result: yield* Effect.result(bounded(body(undefined))), gone: undefined }
+        const inside = yield* Effect.result(
+          bounded(
+            InContainer.within(target.success, (view) =>
+              Effect.gen(function* () {
+                yield* Ref.set(pinned, view)
+                // Once, for a person: where the command works, and how its paths are named.
+                if (!json) {
+                  yield* Console.error(
+                    `hostnode ${name}: in container process ${view.pid} (paths as the container sees them)`
+                  )
+                }
+                // Bounded here too, so that the question below is asked while the pin is held even when
+                // the operation was cut off (a container that stalls it, then exits).
+                const result = yield* Effect.result(bounded(body(view)))
+                const gone = view.root.gone === undefined ? undefined : yield* view.root.gone
+                return { result, gone }
+              })
+            ),
+            // The pinning too, with a later cutoff than the operation's inside it.
+            15
+          )
+        )
+        return inside._tag === "Success" ? inside.success : { result: Result.fail(inside.failure), gone: undefined }
+      })
     const outcome = dryRun
       ? yield* Effect.gen(function* () {
-          // The operation's own logs say "removed", "restarted": mark them as a dry run's.
-          const result = yield* Effect.result(bounded(where(dryShown)))
-          return { result, plan: yield* DryRun.steps }
+          const { result, gone } = yield* ran((view) =>
+            shown(view).pipe(
+              // In a container, the dry run reads its mounts through the pin.
+              Effect.provide(view === undefined ? DryRun.layer : InContainer.dryRunLayer(view)),
+              // The operation's own logs say "removed", "restarted": mark them as a dry run's.
+              Effect.annotateLogs({ dryRun: true })
+            )
+          )
+          return { result, gone, plan: yield* DryRun.steps }
         }).pipe(Effect.provide(DryRun.DryRunPlan.layer))
-      : { result: yield* Effect.result(bounded(where(shown))), plan: undefined }
-    const { result, plan } = outcome
+      : { ...(yield* ran(shown)), plan: undefined }
+    const { result, gone, plan } = outcome
+    const view = yield* Ref.get(pinned)
+    // Every path printed is named as the container sees it (see InContainer.localPath).
+    const local = view === undefined ? (text: string) => text : InContainer.localPath(view)
     const planJson = plan === undefined ? {} : { dryRun: true, plan }
     const warnings = result._tag === "Success" ? (options.warnings?.(result.success) ?? []) : []
     const kept = result._tag === "Success" ? (options.kept?.(result.success) ?? 0) : 0
+    const failure = result._tag === "Failure" ? result.failure : undefined
+    // A container that exited while the command ran is the outcome, whatever the operation made of it.
+    const exited = pid === undefined || view === undefined ? undefined : InContainer.exitedOf(pid, gone, failure, kept)
+    const shownFailure: Failure | undefined = exited ?? failure
     if (json) {
-      yield* Console.log(
-        JSON.stringify(
-          result._tag === "Success"
-            ? {
-                ok: kept === 0,
-                command: name,
-                result: toJson(result.success) ?? null,
-                ...(warnings.length === 0 ? {} : { warnings }),
-                ...planJson
-              }
-            : { ok: false, command: name, error: errorJson(result.failure), ...planJson }
-        )
-      )
+      const document =
+        shownFailure === undefined && result._tag === "Success"
+          ? {
+              ok: kept === 0,
+              command: name,
+              ...(pid === undefined ? {} : { container: { pid } }),
+              result: toJson(result.success) ?? null,
+              ...(warnings.length === 0 ? {} : { warnings }),
+              ...planJson
+            }
+          : {
+              ok: false,
+              command: name,
+              ...(pid === undefined ? {} : { container: { pid } }),
+              // What was done before the container exited, where the operation ran to its end.
+              ...(result._tag === "Success" ? { result: toJson(result.success) ?? null } : {}),
+              error: errorJson(shownFailure as Failure),
+              ...planJson
+            }
+      // Plain JSON first (toJson may give Maps, errors), then every string named as the container sees it.
+      yield* Console.log(JSON.stringify(InContainer.localJson(JSON.parse(JSON.stringify(document)), local)))
     } else {
       // A dry run that failed planned only what came before the failure: say so, and print no plan
       // at all for one refused before anything (bad input), which would read as a run that succeeded.
       if (plan !== undefined && (result._tag === "Success" || plan.length > 0)) {
         yield* Console.log(
-          plan.length === 0
-            ? "dry run: nothing would be changed"
-            : `dry run: the plan${result._tag === "Success" ? "" : " up to the failure below"}, in order (nothing was changed):\n${plan.map((s, i) => `  ${i + 1}. ${DryRun.renderStep(s)}`).join("\n")}`
+          local(
+            plan.length === 0
+              ? "dry run: nothing would be changed"
+              : `dry run: the plan${result._tag === "Success" ? "" : " up to the failure below"}, in order (nothing was changed):\n${plan.map((s, i) => `  ${i + 1}. ${DryRun.renderStep(s)}`).join("\n")}`
+          )
         )
       }
       if (result._tag === "Success") {
-        for (const w of warnings) yield* Console.error(`hostnode ${name}: warning: ${w}`)
+        for (const w of warnings) yield* Console.error(local(`hostnode ${name}: warning: ${w}`))
         yield* Console.log(
-          plan === undefined
-            ? describe(result.success)
-            : `what the operation would report (dry run, nothing was changed):\n${describe(result.success)}`
+          local(
+            plan === undefined
+              ? describe(result.success)
+              : `what the operation would report (dry run, nothing was changed):\n${describe(result.success)}`
+          )
         )
-      } else if (isInputError(result.failure)) {
+      }
+      if (shownFailure !== undefined) {
         // Bad input: one line saying what and where, and what to do; nothing was changed.
-        yield* Console.error(inputErrorLine(name, result.failure))
-      } else yield* Console.error(errorText(name, result.failure))
+        yield* Console.error(
+          local(isInputError(shownFailure) ? inputErrorLine(name, shownFailure) : errorText(name, shownFailure))
+        )
+      }
     }
-    if (result._tag === "Failure") return yield* new CliExit({ code: exitCodeFor(result.failure) })
+    if (shownFailure !== undefined) return yield* new CliExit({ code: exitCodeFor(shownFailure) })
     if (kept > 0) return yield* new CliExit({ code: ExitCodes.kept })
   })
 
@@ -198,47 +255,16 @@ export const operate = <A, E extends Failure, R>(
  */
 const rootGiven = Effect.gen(function* () {
   const root = yield* HostRoot
-  if (root !== "") return
+  if (Option.isNone(root) || root.value !== "") return
   return yield* Effect.fail(
     new HostPath.HostPathError({
       reason: new HostPath.InvalidPath({
         detail:
           "--host-root is empty (an unset variable?): give the directory that is the host's /, or leave the flag out for the real host"
       }),
-      root
+      root: root.value
     })
   )
-})
-
-/**
- * `--container`, decoded: `undefined` without it, else the pid (a positive
- * integer; anything else is a `ContainerError` the command exits 2 with).
- * `--host-root` given with it is refused the same way.
- */
-const containerOf = Effect.gen(function* () {
-  const given = yield* Container
-  if (given === "") return undefined
-  if (!/^[1-9][0-9]*$/.test(given)) {
-    return yield* Effect.fail(
-      new NodeContainer.ContainerError({
-        reason: new NodeContainer.InvalidPid({
-          detail: `--container takes the host pid of the container's init, not ${JSON.stringify(given)}`
-        })
-      })
-    )
-  }
-  const root = yield* HostRoot
-  if (root !== "/") {
-    return yield* Effect.fail(
-      new HostPath.HostPathError({
-        reason: new HostPath.InvalidPath({
-          detail: "--host-root cannot be given with --container: the container's root is its own"
-        }),
-        root
-      })
-    )
-  }
-  return Number(given)
 })
 
 /**
@@ -250,7 +276,8 @@ const containerOf = Effect.gen(function* () {
  */
 export const withRoot = <A, E, R>(name: string, body: (root: HostPath.HostRoot) => Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
-    const given = yield* HostRoot
+    // Left out: the real host (with --container, the container's root: `HostPath.NodeRoot`).
+    const given = Option.getOrElse(yield* HostRoot, () => "/")
     const absolute = given === "" || given.startsWith("/") ? given : (yield* Path.Path).resolve(given)
     if (absolute !== given) {
       yield* Console.error(`hostnode ${name}: --host-root ${JSON.stringify(given)} is taken as ${absolute}`)

@@ -12,12 +12,14 @@
  *
  * @since 0.3.0
  */
+
 import { Effect } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as Mounter from "../../Mounter.ts"
 import type { Kept } from "../../SafeRemove.ts"
+import { describeHolders } from "../mounter/describe.ts"
 import { blockers, type TableIndex } from "./table.ts"
 
 /** What every step of a session's removals shares: the service, the root, its handle and the table. */
@@ -133,7 +135,7 @@ export const removeTop = (
         acc,
         held === undefined || held.length === 0
           ? blocked
-          : { ...blocked, detail: `${blocked.detail}${Mounter.describeHolders(held)}`, holders: held }
+          : { ...blocked, detail: `${blocked.detail}${describeHolders(held)}`, holders: held }
       )
     }
     const walked = yield* r.dirs.removeTree(dir, name, path, { events: r.debug })

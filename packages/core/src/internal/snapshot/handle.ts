@@ -30,6 +30,7 @@ import {
 import { checkTakeInput, makeCtx, normalizePaths } from "./input.ts"
 import * as ManifestCodec from "./manifest.ts"
 import { DataName, type Manifest, ManifestName } from "./model.ts"
+import { checkBeforeMaking } from "./overlap.ts"
 import * as Restore from "./restore.ts"
 import * as Store from "./store.ts"
 import * as Take from "./take.ts"
@@ -37,7 +38,9 @@ import * as Take from "./take.ts"
 /**
  * Runs `body` with the snapshot's parent open and, unless the caller holds
  * it already, its lock: in a scope of its own, so the lock is released when
- * `body` ends. `undefined` when the parent does not exist (and `make` is false).
+ * `body` ends. `undefined` when the parent does not exist (and `make` is
+ * false). Directories made on the way to the parent are removed again when
+ * `body` fails (while they are empty): a failed take leaves nothing.
  */
 export const withParent = <A, E, R>(
   ctx: Ctx,
@@ -46,10 +49,13 @@ export const withParent = <A, E, R>(
 ) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const parent = yield* Store.openParent(ctx, options.make)
+      const made: Array<Store.Made> = []
+      const parent = yield* Store.openParent(ctx, options.make, made)
       if (parent === undefined) return Option.none<A>()
-      if (!options.held) yield* Store.lock(ctx, parent)
-      return Option.some(yield* body(parent))
+      return yield* Effect.gen(function* () {
+        if (!options.held) yield* Store.lock(ctx, parent)
+        return Option.some(yield* body(parent))
+      }).pipe(Effect.onError(() => Store.unmake(ctx, made)))
     })
   )
 
@@ -249,8 +255,12 @@ export const takeHeld = (options: ScopedOptions) =>
       exclude: options.exclude
     }
     yield* checkTakeInput(ctx, takeOptions)
-    const parent = yield* Store.openParent(ctx, true)
+    yield* checkBeforeMaking(ctx, yield* normalizePaths(ctx, takeOptions.paths))
+    const made: Array<Store.Made> = []
+    const parent = yield* Store.openParent(ctx, true, made)
     if (parent === undefined) return yield* fail(ctx, new Io({ detail: `${ctx.parentPath} could not be made` }))
-    yield* Store.lock(ctx, parent)
-    return yield* takeIn(ctx, parent, takeOptions, true)
+    return yield* Effect.gen(function* () {
+      yield* Store.lock(ctx, parent)
+      return yield* takeIn(ctx, parent, takeOptions, true)
+    }).pipe(Effect.onError(() => Store.unmake(ctx, made)))
   }).pipe(Track.snapshotAction("take", () => "taken"))

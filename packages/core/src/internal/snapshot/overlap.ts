@@ -111,3 +111,85 @@ export const checkOverlap = (
       }
     })
   )
+
+/**
+ * Before a take makes anything (its snapshot's missing parent directories,
+ * its lock, its staging directory): fails `InvalidPath` when the snapshot
+ * would lie inside a recorded path, by identity. The deepest directory that
+ * exists on the way to the snapshot's parent (links in the operator's path
+ * followed, as the take follows them) must not be at or below a recorded
+ * directory; and where parents are still to be made, a recorded path that
+ * is absent now must not be among them (once made, the take would record
+ * nothing of it, and a restore would remove it, the snapshot with it). A
+ * refused take therefore creates nothing.
+ */
+export const checkBeforeMaking = (ctx: Ctx, paths: ReadonlyArray<string>) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const { dirs } = ctx
+      // The deepest existing directory on the way to the snapshot's parent, and the names still to be made below it.
+      const missing: Array<string> = []
+      let at = ctx.parentPath
+      let nearest: Directory.Handle
+      for (;;) {
+        const r = yield* Effect.result(dirs.openRoot(at))
+        if (r._tag === "Success") {
+          nearest = r.success
+          break
+        }
+        const tag = r.failure.reason._tag
+        if ((tag !== "NotFound" && tag !== "NotADirectory") || at === "/") return yield* fromDirectory(ctx)(r.failure)
+        missing.unshift(at.slice(at.lastIndexOf("/") + 1))
+        at = HostPath.dirname(at)
+      }
+      const chain = yield* dirs.ancestors(nearest).pipe(Effect.mapError(fromDirectory(ctx)))
+      const root = yield* dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx)))
+      yield* checkOverlap(ctx, root, paths, chain, { below: false })
+      if (missing.length === 0) return
+      const self = Directory.identity(chain[0] as Directory.Stat)
+      for (const p of paths) {
+        // The deepest existing directory of an absent recorded path, and what is missing below it.
+        const rest: Array<string> = []
+        let q = p
+        let found: Directory.Stat | undefined
+        let gaveUp = false
+        while (found === undefined && !gaveUp) {
+          if (q === "/") {
+            found = yield* dirs.stat(root).pipe(Effect.mapError(fromDirectory(ctx, p)))
+            break
+          }
+          // The recorded path itself is not followed (a link there is what is recorded); its parents are.
+          const r = yield* Effect.result(dirs.resolve(root, q, { followFinal: q !== p }))
+          if (r._tag === "Success") {
+            const st =
+              r.success.name === undefined
+                ? yield* Effect.result(dirs.stat(r.success.parent))
+                : yield* Effect.result(dirs.stat(r.success.parent, r.success.name))
+            if (st._tag === "Success") {
+              // There (not absent), or something other than a directory on the way: nothing will be made inside it.
+              if (st.success.type === "Directory" && q !== p) found = st.success
+              else gaveUp = true
+              break
+            }
+            if (st.failure.reason._tag !== "NotFound") gaveUp = true
+          } else if (r.failure.reason._tag !== "NotFound" && r.failure.reason._tag !== "NotADirectory") {
+            // A link loop or an unreadable directory on the way: the take itself reports it where it meets it.
+            gaveUp = true
+          }
+          if (gaveUp) break
+          rest.unshift(q.slice(q.lastIndexOf("/") + 1))
+          q = HostPath.dirname(q)
+        }
+        if (found === undefined || rest.length === 0 || Directory.identity(found) !== self) continue
+        if (rest.length <= missing.length && rest.every((name, i) => name === missing[i])) {
+          return yield* fail(
+            ctx,
+            new InvalidPath({
+              path: p,
+              detail: `the snapshot directory ${ctx.dir} would be made inside the recorded path ${p} (absent now, once resolved below the root): a restore would remove it as created since`
+            })
+          )
+        }
+      }
+    })
+  )

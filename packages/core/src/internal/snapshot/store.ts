@@ -1,7 +1,8 @@
 /**
  * The snapshot directory on disk, through directory handles: its parent
- * (opened once from the path the caller gave, the one path trusted), the
- * lock file beside it, the snapshot directory and its two files opened
+ * (opened once from the path the caller gave, the one path trusted, and
+ * locked: the lock is a `flock` on the parent directory itself, so no file
+ * is ever made for it), the snapshot directory and its two files opened
  * without following links and without blocking and checked on the open
  * handle, the staging and half-discarded copies a crash leaves, and the
  * discard itself (renamed aside, then removed by `SafeRemove`'s handle walk).
@@ -19,9 +20,6 @@ import { type Ctx, error, fail, fromDirectory } from "./context.ts"
 import { Busy, Io, NotASnapshot, Unsafe } from "./error.ts"
 import { DataName, ManifestName } from "./model.ts"
 
-/** The lock file's name, beside the snapshot directory; it stays, so every process locks the same inode. */
-export const lockName = (ctx: Ctx) => `${ctx.base}.lock`
-
 /** The staging directories of a take start with this; `recover` and the next take remove them. */
 export const stagingPrefix = (ctx: Ctx) => `${ctx.base}.tmp-`
 
@@ -30,11 +28,22 @@ export const discardingName = (ctx: Ctx) => `${ctx.base}.discarding`
 
 const bytes = FileName.encode
 
-/** Opens the directory at the full path `path`, making it and its missing parents (mode 0755) when asked. */
+/** A directory a take made on the way to its snapshot's parent: removed again (when still empty) if the take fails. */
+export interface Made {
+  readonly parent: Directory.Handle
+  readonly name: FileName.Bytes
+}
+
+/**
+ * Opens the directory at the full path `path`, making it and its missing
+ * parents (mode 0755) when asked; each directory made is added to `made`,
+ * outermost first.
+ */
 const openOrMake = (
   ctx: Ctx,
   path: string,
-  make: boolean
+  make: boolean,
+  made: Array<Made>
 ): Effect.Effect<Directory.Handle | undefined, Directory.DirectoryError, Scope.Scope> =>
   Effect.gen(function* () {
     const opened = yield* Effect.result(ctx.dirs.openRoot(path))
@@ -42,21 +51,42 @@ const openOrMake = (
     if (opened.failure.reason._tag !== "NotFound" || !make || path === "/") {
       return opened.failure.reason._tag === "NotFound" && !make ? undefined : yield* opened.failure
     }
-    const parent = yield* openOrMake(ctx, HostPath.dirname(path), true)
+    const parent = yield* openOrMake(ctx, HostPath.dirname(path), true, made)
     if (parent === undefined) return undefined
     const name = bytes(path.slice(path.lastIndexOf("/") + 1))
-    const made = yield* Effect.result(ctx.dirs.makeDirectory(parent, name, 0o755))
-    if (made._tag === "Failure" && made.failure.reason._tag !== "Exists") return yield* made.failure
+    const result = yield* Effect.result(ctx.dirs.makeDirectory(parent, name, 0o755))
+    if (result._tag === "Failure" && result.failure.reason._tag !== "Exists") return yield* result.failure
+    if (result._tag === "Success") made.push({ parent, name })
     return yield* ctx.dirs.openDirectory(parent, name)
   })
 
 /**
  * The snapshot's parent directory, opened from the path the caller gave
  * (links in it followed, once: it is the operator's choice of place), made
- * first when `make`; `undefined` when it does not exist and may not be made.
+ * first when `make` (the directories made are added to `made`);
+ * `undefined` when it does not exist and may not be made.
  */
-export const openParent = (ctx: Ctx, make: boolean) =>
-  openOrMake(ctx, ctx.parentPath, make).pipe(Effect.mapError(fromDirectory(ctx)))
+export const openParent = (ctx: Ctx, make: boolean, made: Array<Made> = []) =>
+  openOrMake(ctx, ctx.parentPath, make, made).pipe(Effect.mapError(fromDirectory(ctx)))
+
+/**
+ * Removes the directories a failed take made on the way to its parent, the
+ * deepest first, each only while it is empty (`rmdir`): a take that fails
+ * leaves the host as it found it. What cannot go stays, said at debug.
+ */
+export const unmake = (ctx: Ctx, made: ReadonlyArray<Made>) =>
+  Effect.forEach(
+    [...made].reverse(),
+    (m) =>
+      ctx.dirs
+        .unlink(m.parent, m.name, { directory: true })
+        .pipe(
+          Effect.catch((e) =>
+            Effect.logDebug(`left ${FileName.display(Directory.childPath(m.parent.path, m.name))}: ${e.message}`)
+          )
+        ),
+    { discard: true }
+  )
 
 /** Fails `Unsafe` unless `st` is owned by the running user and writable by nobody else. */
 const checkOwned = (ctx: Ctx, st: Directory.Stat, what: string) => {
@@ -126,41 +156,36 @@ export const readWhole = (ctx: Ctx, file: Directory.File, size: number) =>
 
 /**
  * Holds the snapshot's lock for the rest of the scope: an exclusive `flock`
- * on the lock file beside the snapshot directory, which every take,
- * restore, recover and discard of this directory takes, in this process or
- * any other. Another holder is waited for, polling, up to the timeout; then
- * `Busy`, naming the holder's pid when the platform can. The lock dies with
- * its process, so a crashed holder never blocks the recover after it.
+ * on the snapshot's parent directory itself, which every take, restore,
+ * recover and discard of a snapshot in that directory takes, in this
+ * process or any other. Nothing is created for it, so no command (refused,
+ * failed or successful) leaves a lock file, none lands inside a recorded
+ * path or beside a mistyped `--dir`, and a crash leaves nothing either: the
+ * lock dies with its process, so a crashed holder never blocks the recover
+ * after it. Snapshots that share a parent directory share its lock: one
+ * of them at a time. Another holder is waited for, polling, up to the
+ * timeout; then `Busy`, naming the holder's pid when the platform can.
  */
 export const lock = (ctx: Ctx, parent: Directory.Handle) =>
   Effect.gen(function* () {
-    const name = bytes(lockName(ctx))
-    const path = `${ctx.parentPath}/${lockName(ctx)}`
-    const created = yield* Effect.result(ctx.dirs.openFile(parent, name, { mode: "create", permissions: 0o600 }))
-    const file =
-      created._tag === "Success"
-        ? created.success
-        : created.failure.reason._tag === "Exists"
-          ? yield* openChecked(ctx, parent, lockName(ctx)).pipe(
-              Effect.flatMap((o) =>
-                o === undefined
-                  ? fail(ctx, new Io({ detail: `${path} vanished while it was opened` }))
-                  : Effect.succeed(o.file)
-              )
-            )
-          : yield* fromDirectory(ctx)(created.failure)
     const timeout = Duration.toMillis(ctx.lockTimeout)
     const start = yield* Clock.currentTimeMillis
     for (;;) {
-      if (yield* file.tryLock.pipe(Effect.mapError(fromDirectory(ctx)))) return
+      if (yield* ctx.dirs.lock(parent).pipe(Effect.mapError(fromDirectory(ctx)))) return
       const waited = (yield* Clock.currentTimeMillis) - start
       if (waited >= timeout) {
-        const pid = yield* file.lockHolder
+        const pid = yield* ctx.dirs.lockHolder(parent)
+        const who =
+          pid === undefined
+            ? "another process"
+            : pid === ctx.credentials.pid
+              ? `this process (pid ${pid}: another snapshot of ${ctx.parentPath} is in use; nested snapshots need directories of their own)`
+              : `process ${pid}`
         return yield* fail(
           ctx,
           new Busy({
             ...(pid === undefined ? {} : { pid }),
-            detail: `${pid === undefined ? "another process" : `process ${pid}`} holds ${path} (a take, restore, recover or discard of this snapshot); waited ${Math.round(waited)} ms`
+            detail: `${who} holds the lock of ${ctx.parentPath} (a take, restore, recover or discard of a snapshot in it); waited ${Math.round(waited)} ms`
           })
         )
       }

@@ -58,7 +58,12 @@ export const targets = (
   const target = (kind: "peer" | "bus"): Target => {
     const path = Sockets[kind]
     const socket = `${path} in ${pinned.name}`
-    return { socket, kind, connect: (timeout) => connect(pinned, dirs, client, path, socket, timeout) }
+    return {
+      socket,
+      kind,
+      connect: (timeout) => connect(pinned, dirs, client, path, socket, timeout),
+      gone: pinned.gone
+    }
   }
   return via === "private" ? [target("peer")] : via === "bus" ? [target("bus")] : [target("peer"), target("bus")]
 }

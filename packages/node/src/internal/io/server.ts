@@ -187,6 +187,7 @@ const handlers: Record<string, Handler> = {
     sys.check(libc.fchownat(fd, new Uint8Array(1), uid, gid, k.AT_EMPTY_PATH), "fchown") ?? null,
   futimens: ([fd, atime, mtime]: [number, bigint, bigint]) => sys.futimens(fd, atime, mtime) ?? null,
   tryLock: ([fd]: [number]) => sys.tryLock(fd),
+  unlock: ([fd]: [number]) => sys.unlock(fd) ?? null,
   lockHolder: ([fd]: [number]) => sys.lockHolder(fd) ?? null,
   holeAt: ([fd, offset]: [number, number]) => sys.holeAt(fd, offset),
   statAll: ([fd, names]: [number, ReadonlyArray<Uint8Array>]) => names.map((n) => sys.stat(fd, n)),

@@ -751,6 +751,11 @@ export class Sys {
     return e.errno === "EWOULDBLOCK" || e.errno === "EAGAIN" ? false : e
   }
 
+  /** Releases this descriptor's lock (`flock(LOCK_UN)`). */
+  unlock(fd: number): Failure | undefined {
+    return this.check(this.c.flock(fd, this.k.LOCK_UN), "flock")
+  }
+
   /** The offset of the first hole at or after `offset` (`lseek(SEEK_HOLE)`). */
   holeAt(fd: number, offset: number): number | Failure {
     const n = this.c.lseek(fd, offset, this.k.SEEK_HOLE)

@@ -7,7 +7,7 @@ import { HostPath } from "@hostnode/core"
 import { Effect, FileSystem, Layer } from "effect"
 import { makeCopy } from "./copy.ts"
 import { DryRunPlan } from "./plan.ts"
-import { makeView } from "./view.ts"
+import { makeView, withView } from "./view.ts"
 import { makeWrites } from "./writes.ts"
 
 /** Documented where `DryRun.ts` exports it. */
@@ -18,38 +18,41 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
       const view = makeView(yield* FileSystem.FileSystem, yield* DryRunPlan)
       const writes = makeWrites(view)
       const { copy } = makeCopy(view, writes)
-      return FileSystem.make({
-        access: view.access,
-        lstat: view.lstat,
-        stat: view.stat,
-        readDirectory: view.readDirectory,
-        readDirectoryEntries: view.readDirectoryEntries,
-        readFile: view.readBytes,
-        readLink: view.readLink,
-        realPath: view.realPath,
-        open: writes.open,
-        writeFile: writes.writeFile,
-        remove: writes.remove,
-        makeDirectory: writes.makeDirectory,
-        rename: writes.rename,
-        symlink: writes.symlink,
-        chmod: writes.chmod,
-        chown: writes.chown,
-        makeTempDirectory: writes.makeTempDirectoryAs("makeTempDirectory"),
-        makeTempDirectoryScoped: (options) =>
-          Effect.acquireRelease(writes.makeTempDirectoryAs("makeTempDirectoryScoped")(options), writes.removeScoped),
-        makeTempFile: writes.makeTempFileAs("makeTempFile"),
-        makeTempFileScoped: (options) =>
-          Effect.acquireRelease(writes.makeTempFileAs("makeTempFileScoped")(options), (file) =>
-            writes.removeScoped(HostPath.dirname(file))
-          ),
-        truncate: writes.truncate,
-        copyFile: writes.copyFile,
-        copy,
-        link: writes.link,
-        utimes: writes.utimes,
-        // Events of the host only: nothing happens on the overlay's own files.
-        watch: (path, options) => view.real.watch(path, options)
-      })
+      return withView(
+        FileSystem.make({
+          access: view.access,
+          lstat: view.lstat,
+          stat: view.stat,
+          readDirectory: view.readDirectory,
+          readDirectoryEntries: view.readDirectoryEntries,
+          readFile: view.readBytes,
+          readLink: view.readLink,
+          realPath: view.realPath,
+          open: writes.open,
+          writeFile: writes.writeFile,
+          remove: writes.remove,
+          makeDirectory: writes.makeDirectory,
+          rename: writes.rename,
+          symlink: writes.symlink,
+          chmod: writes.chmod,
+          chown: writes.chown,
+          makeTempDirectory: writes.makeTempDirectoryAs("makeTempDirectory"),
+          makeTempDirectoryScoped: (options) =>
+            Effect.acquireRelease(writes.makeTempDirectoryAs("makeTempDirectoryScoped")(options), writes.removeScoped),
+          makeTempFile: writes.makeTempFileAs("makeTempFile"),
+          makeTempFileScoped: (options) =>
+            Effect.acquireRelease(writes.makeTempFileAs("makeTempFileScoped")(options), (file) =>
+              writes.removeScoped(HostPath.dirname(file))
+            ),
+          truncate: writes.truncate,
+          copyFile: writes.copyFile,
+          copy,
+          link: writes.link,
+          utimes: writes.utimes,
+          // Events of the host only: nothing happens on the overlay's own files.
+          watch: (path, options) => view.real.watch(path, options)
+        }),
+        view
+      )
     })
   )

@@ -1,12 +1,15 @@
 /**
- * The dry-run `Mounter`: verifies each target as the real mounters do,
- * records the unmount and hides the mount (with those below it) from the
- * table the dry run's file system serves. Boundary: the detached mounts and
- * the uncovered mount points are kept in the plan, where the file system
- * reads them.
+ * The dry-run `Mounter`: verifies each target with the verification every
+ * real mounter runs (`Mounter.verify`, over the dry run's `Directories`:
+ * one decision, one code path), then records the unmount and hides the
+ * mount, with those below it and the copies the kernel would detach by
+ * propagation (`MountInfo.propagatedUnmounts`, the same rule the real
+ * unmount names them by), from the table the dry run's file system serves.
+ * Boundary: the detached mounts and the uncovered mount points are kept in
+ * the plan, where the file system reads them.
  */
-import { Directory, FileName, HostPath, Mounter, MountInfo } from "@hostnode/core"
-import { Effect, FileSystem, Layer, Option } from "effect"
+import { Directory, HostPath, Mounter, MountInfo } from "@hostnode/core"
+import { Effect, FileSystem, Layer } from "effect"
 import type { TableOptions } from "./directories.ts"
 import { deviceNumber, longestPrefix, mountIdentity, withoutDetached } from "./overlay.ts"
 import { DryRunPlan } from "./plan.ts"
@@ -14,83 +17,49 @@ import { DryRunPlan } from "./plan.ts"
 /** Documented where `DryRun.ts` exports it. */
 export const layerMounterWith = (
   options?: TableOptions
-): Layer.Layer<Mounter.Mounter, never, FileSystem.FileSystem | DryRunPlan> =>
+): Layer.Layer<Mounter.Mounter, never, FileSystem.FileSystem | Directory.Directories | DryRunPlan> =>
   Layer.effect(
     Mounter.Mounter,
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
+      const dirs = yield* Directory.Directories
       const plan = yield* DryRunPlan
       const tableRoot = options?.tableRoot ?? "/"
+      // The table as the dry run left it (the dry run's file system hides what it detached; a plain one does not).
       const table = fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
         Effect.flatMap((text) => MountInfo.parse(text)),
         Effect.map((t) => withoutDetached(t, plan.detached, plan.detachedAs)),
         Effect.orElseSucceed((): MountInfo.MountTable => [])
       )
-      /** Detaches the newest mount at `target` (and every mount below it) from `entries`; false when none is there. */
-      const detach = (entries: Array<MountInfo.MountEntry>, target: string): boolean => {
-        const top = entries.findLast((e) => e.mountPoint === target)
-        if (top === undefined) return false
-        // A lazy detach takes the whole subtree: every mount whose parent chain reaches `top`.
-        const gone = new Set([top.id])
-        for (let grew = true; grew; ) {
-          grew = false
-          for (const e of entries) {
-            if (!gone.has(e.id) && gone.has(e.parentId)) {
-              gone.add(e.id)
-              grew = true
-            }
-          }
-        }
-        for (const e of entries) {
-          if (!gone.has(e.id)) continue
-          plan.detached.add(e.id)
-          plan.detachedAs?.set(e.id, mountIdentity(e))
-        }
-        // The file system sees this process's paths: the table's, below the table's root.
-        const full = HostPath.join(tableRoot, target)
-        for (const point of plan.uncovered.keys())
-          if (point !== full && HostPath.covers(full, point)) plan.uncovered.delete(point)
-        const left = entries.filter((e) => !gone.has(e.id))
-        entries.splice(0, entries.length, ...left)
-        // What shows at the mount point now: the next mount of a stack, or the
-        // directory of the mount it sits in.
-        const covering = left.filter((e) => HostPath.covers(e.mountPoint, target))
-        const under = covering.findLast((e) => e.mountPoint === target) ?? longestPrefix(covering)
-        if (under !== undefined) plan.uncovered.set(full, deviceNumber(under.major, under.minor))
-        return true
-      }
+      /** The full path (this process's) of a table path. */
+      const fullOf = (tablePath: string) => HostPath.join(tableRoot, tablePath)
       /**
-       * The path checks of a real mounter, on the host's paths: below the root handle, every component a
-       * directory reached without a link. Undefined when the path passes them.
+       * Records what shows at `tablePath` once the mounts `gone` left: the next
+       * mount of a stack, else the directory (or file) of the mount it sits in,
+       * which the dry run presents empty.
        */
-      const verifyPath = (
-        root: Directory.Handle,
-        t: Mounter.Target
-      ): Effect.Effect<Mounter.UnmountResult | undefined> =>
-        Effect.gen(function* () {
-          const unverified = (reason: Mounter.UnverifiedReason, detail: string): Mounter.UnmountResult => ({
-            _tag: "Unverified",
-            target: t.path,
-            reason,
-            detail: `${detail} (dry run)`
-          })
-          const rel = Mounter.below(root.path, t.path)
-          if (rel === undefined) return unverified("OutsideRoot", `not below the host root ${root.path}`)
-          let at = root.path
-          for (const bytes of Directory.components(FileName.encode(rel))) {
-            const name = FileName.decode(bytes)
-            at = HostPath.child(at, name)
-            const info = yield* Effect.option(fs.lstat(at))
-            if (Option.isNone(info)) return unverified("Gone", "the path no longer exists")
-            if (info.value.type === "SymbolicLink") {
-              return unverified("LinkInPath", `${FileName.display(name)} is a symbolic link`)
-            }
-            if (info.value.type !== "Directory") {
-              return unverified("Moved", `${FileName.display(name)} is not a directory: the path leads to no mount`)
-            }
+      const uncover = (entries: MountInfo.MountTable, gone: ReadonlySet<number>, tablePath: string, file: boolean) => {
+        const full = fullOf(tablePath)
+        for (const point of plan.uncovered.keys())
+          if (point !== full && HostPath.covers(full, point)) {
+            plan.uncovered.delete(point)
+            plan.uncoveredFiles.delete(point)
           }
-          return undefined
-        })
+        const covering = entries.filter((e) => HostPath.covers(HostPath.clean(e.mountPoint), tablePath))
+        const shown = longestPrefix(covering)
+        if (shown !== undefined && !gone.has(shown.id)) {
+          // What the host shows there stays (a mount stacked on a departing copy, moved down onto its place).
+          plan.uncovered.delete(full)
+          plan.uncoveredFiles.delete(full)
+          return
+        }
+        // The next mount of a stack, or the mount the point is in: the dry run cannot show what it holds there.
+        const under = longestPrefix(covering.filter((e) => !gone.has(e.id)))
+        if (under === undefined) return
+        plan.uncovered.set(full, deviceNumber(under.major, under.minor))
+        if (file) plan.uncoveredFiles.add(full)
+        else plan.uncoveredFiles.delete(full)
+      }
       return Mounter.Mounter.of({
         unmount: (root, targets, options) =>
           Effect.gen(function* () {
@@ -100,32 +69,66 @@ export const layerMounterWith = (
               targets,
               (t): Effect.Effect<Mounter.UnmountResult> =>
                 Effect.gen(function* () {
-                  const refused = yield* verifyPath(root, t)
+                  // The very verification a real mounter runs, through the dry run's view of the host.
+                  const refused = yield* Mounter.verify(root, t).pipe(
+                    Effect.provideService(Directory.Directories, dirs)
+                  )
                   if (refused !== undefined) return refused
-                  // Verified against the table a real run would read: the path must lead to the listed mount (the
-                  // newest of those at the longest mount point on the way to it).
-                  const reached = longestPrefix(entries.filter((e) => HostPath.covers(e.mountPoint, t.tablePath)))
-                  if (reached !== undefined && reached.id !== t.mountId) {
+                  const top = entries.find((e) => e.id === t.mountId)
+                  // umount2 of a path inside a mount, not at its root, is EINVAL: the path is not a mount point.
+                  if (top === undefined || HostPath.clean(top.mountPoint) !== HostPath.clean(t.tablePath)) {
                     return {
-                      _tag: "Unverified" as const,
+                      _tag: "Failed" as const,
                       target: t.path,
-                      reason: "Moved" as const,
-                      detail: `the path leads to mount ${reached.id}, not to mount ${t.mountId} (dry run)`
+                      failure: { target: t.path, errno: "EINVAL", message: "Invalid argument" }
                     }
                   }
-                  return detach(entries, t.tablePath)
-                    ? yield* plan
-                        .record({
-                          service: "Mounter",
-                          action: options.lazy ? "unmount (lazy)" : "unmount",
-                          target: t.path
-                        })
-                        .pipe(Effect.as({ _tag: "Unmounted" as const, target: t.path }))
-                    : {
-                        _tag: "Failed" as const,
-                        target: t.path,
-                        failure: { target: t.path, errno: "EINVAL", message: "not mounted (dry run)" }
+                  const file = yield* fs.lstat(t.path).pipe(
+                    Effect.map((info) => info.type !== "Directory"),
+                    Effect.orElseSucceed(() => false)
+                  )
+                  // A lazy detach takes the whole subtree; the kernel takes the copies on peers and slaves too.
+                  const gone = new Set<number>([top.id])
+                  if (options.lazy) {
+                    for (let grew = true; grew; ) {
+                      grew = false
+                      for (const e of entries) {
+                        if (!gone.has(e.id) && gone.has(e.parentId) && e.id !== e.parentId) {
+                          gone.add(e.id)
+                          grew = true
+                        }
                       }
+                    }
+                  }
+                  const copies = MountInfo.propagatedUnmounts(entries, [top.id])
+                  for (const c of copies) gone.add(c.entry.id)
+                  // What each was: the kernel gives a freed id to the next mount, which is another one.
+                  for (const e of entries) {
+                    if (!gone.has(e.id)) continue
+                    plan.detached.add(e.id)
+                    plan.detachedAs?.set(e.id, mountIdentity(e))
+                  }
+                  uncover(entries, gone, HostPath.clean(t.tablePath), file)
+                  const left = entries.filter((e) => !gone.has(e.id))
+                  yield* plan.record({
+                    service: "Mounter",
+                    action: options.lazy ? "unmount (lazy)" : "unmount",
+                    target: t.path
+                  })
+                  for (const c of copies) {
+                    const copyIsFile = yield* fs.lstat(fullOf(c.entry.mountPoint)).pipe(
+                      Effect.map((info) => info.type !== "Directory"),
+                      Effect.orElseSucceed(() => false)
+                    )
+                    uncover(entries, gone, HostPath.clean(c.entry.mountPoint), copyIsFile)
+                    yield* plan.record({
+                      service: "Mounter",
+                      action: `detach by propagation (mount ${c.entry.id}, a copy of mount ${c.cognateOf})`,
+                      target: fullOf(c.entry.mountPoint)
+                    })
+                  }
+                  entries.splice(0, entries.length, ...left)
+                  return { _tag: "Unmounted" as const, target: t.path }
                 })
             )
           })
@@ -134,4 +137,8 @@ export const layerMounterWith = (
   )
 
 /** Documented where `DryRun.ts` exports it. */
-export const layerMounter: Layer.Layer<Mounter.Mounter, never, FileSystem.FileSystem | DryRunPlan> = layerMounterWith()
+export const layerMounter: Layer.Layer<
+  Mounter.Mounter,
+  never,
+  FileSystem.FileSystem | Directory.Directories | DryRunPlan
+> = layerMounterWith()

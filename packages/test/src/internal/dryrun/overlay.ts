@@ -241,7 +241,8 @@ export const longestPrefix = (entries: MountInfo.MountTable): MountInfo.MountEnt
 /** The alphabet of mkdtemp(3)'s six random characters. */
 export const TempAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-export const MountInfoPath = /^\/proc\/(?:self|thread-self|\d+)\/mountinfo$/
+/** A mount table's path: this process's, another's, or one read through a pinned `/proc/<pid>` directory (`/proc/<agent>/fd/<n>/mountinfo`: a container's). */
+export const MountInfoPath = /^\/proc\/(?:self|thread-self|\d+)(?:\/fd\/\d+)?\/mountinfo$/
 
 /** What tells a mount from a later one given its id: its device and root. */
 export const mountIdentity = (e: MountInfo.MountEntry): string => `${e.major}:${e.minor} ${e.root}`

@@ -33,6 +33,8 @@ export interface DryRunPlan {
    * dry run presents as empty (kubelet's mount points are).
    */
   readonly uncovered: Map<string, bigint>
+  /** Which of the uncovered mount points are files (a bind of a file detached shows the file beneath, empty here). */
+  readonly uncoveredFiles: Set<string>
 }
 
 const key = Context.Service<DryRunPlan>("@hostnode/test/DryRun/DryRunPlan")
@@ -51,7 +53,8 @@ export const DryRunPlan: Context.Service<DryRunPlan, DryRunPlan> & {
         record: (step) => Ref.update(steps, (s) => [...s, step]),
         detached: new Set(),
         detachedAs: new Map(),
-        uncovered: new Map()
+        uncovered: new Map(),
+        uncoveredFiles: new Set()
       })
     })
   )

@@ -22,6 +22,16 @@ import {
 } from "./overlay.ts"
 import type { DryRunPlan } from "./plan.ts"
 
+const ViewKey: unique symbol = Symbol.for("@hostnode/test/DryRun/View")
+
+/** The overlay behind a dry-run `FileSystem` (for the dry run's `Directories`), or undefined for another one. */
+export const viewOf = (fs: FileSystem.FileSystem): View | undefined =>
+  (fs as FileSystem.FileSystem & { readonly [ViewKey]?: View })[ViewKey]
+
+/** `fs` carrying the overlay it serves, for {@link viewOf}. */
+export const withView = (fs: FileSystem.FileSystem, view: View): FileSystem.FileSystem =>
+  Object.assign(fs, { [ViewKey]: view })
+
 /** The overlay over `real`, and the reads through it. */
 export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
   const overlay = new Map<string, Node>()
@@ -35,7 +45,11 @@ export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
       const dev = plan.uncovered.get(p)
       const node =
         overlay.get(p) ??
-        (dev === undefined ? undefined : ({ kind: "dir", mode: 0o755, uid: 0, gid: 0, dev } satisfies Node))
+        (dev === undefined
+          ? undefined
+          : plan.uncoveredFiles.has(p)
+            ? ({ kind: "file", data: new Uint8Array(0), mode: 0o644, uid: 0, gid: 0 } satisfies Node)
+            : ({ kind: "dir", mode: 0o755, uid: 0, gid: 0, dev } satisfies Node))
       if (node === undefined) continue
       if (node.kind === "moved") return { _tag: "Host", path: node.from + path.slice(p.length) }
       if (p === path) return node.kind === "gone" ? { _tag: "Absent" } : { _tag: "Overlay", node }

@@ -78,21 +78,31 @@ export interface Filesystem {
 }
 
 /**
- * A mount: `fs`'s directory `root` shown at `mountpoint`, a directory of the
- * `parent` mount. The namespace root mount has no parent. A mount stacked on
- * another one's mount point is a child of that mount whose mountpoint is the
- * lower mount's root. A detached mount is no longer in its parent's
- * `children` (its own subtree goes with it).
+ * A mount: `fs`'s directory (or, for a bind of a file, regular file) `root`
+ * shown at `mountpoint`, a node of the same type in the `parent` mount. The
+ * namespace root mount has no parent. A mount stacked on another one's mount
+ * point is a child of that mount whose mountpoint is the lower mount's root.
+ * A detached mount is no longer in its parent's `children` (its own subtree
+ * goes with it). A mount the kernel moves down (one stacked on a copy that
+ * umount propagation takes out) gets a new parent and mount point.
+ *
+ * Propagation (`shared`, `master`): the peer group the mount is in
+ * (`shared:N`, 0 when it is not shared) and the group it receives from as a
+ * slave (`master:N`, 0 when it is none). A mount made on a shared mount is
+ * copied onto each mount that receives from it, and an unmount is
+ * propagated the same way (see `mounts.ts`).
  */
 export interface Mount {
   readonly id: number
   readonly fs: Filesystem
-  readonly root: DirectoryNode
-  readonly parent: Mount | undefined
-  readonly mountpoint: DirectoryNode | undefined
+  readonly root: DirectoryNode | FileNode
+  parent: Mount | undefined
+  mountpoint: DirectoryNode | FileNode | undefined
   readonly children: Array<Mount>
   /** Where it was mounted, absolute; only used when the mount point can no longer be found in its parent. */
   readonly at: string
+  shared: number
+  master: number
 }
 
 /**
@@ -136,6 +146,8 @@ export interface FsState {
    * id than the mount below it.
    */
   readonly freeMountIds: Array<number>
+  /** The next peer group number (`shared:N`). */
+  nextPeerGroup: number
 }
 
 /**

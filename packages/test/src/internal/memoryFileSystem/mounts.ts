@@ -1,8 +1,11 @@
 /**
  * Mounts of the in-memory file system: `mount(2)` of a new tmpfs or a bind
- * mount, `umount2(2)` with the kernel's rules (stacking, EINVAL, ENOENT,
- * EBUSY, MNT_DETACH taking the subtree), the list of mounts, and the
- * mountinfo table `/proc/<pid>/mountinfo` serves.
+ * mount (of a directory, or of a regular file on a regular file), the
+ * propagation flags (`--make-shared|slave|private`), `umount2(2)` with the
+ * kernel's rules (stacking, EINVAL, ENOENT, EBUSY, MNT_DETACH taking the
+ * subtree), mount and umount propagation between peers and to slaves as
+ * Linux 6.x does them, the list of mounts, and the mountinfo table
+ * `/proc/<pid>/mountinfo` serves (with `shared:N` and `master:N`).
  *
  * Boundary: the mount tree. Crossing mount points during a walk is the
  * resolver's (`crossMounts` in `resolve.ts`); the `Mounter` service and the
@@ -14,9 +17,11 @@ import { Errno, errno } from "../errno.ts"
 import {
   type DirectoryNode,
   devNumbers,
+  type FileNode,
   type Filesystem,
   type FsHost,
   type FsState,
+  type Inode,
   type Mount,
   makeDev,
   makeFilesystem
@@ -70,17 +75,134 @@ const releaseMountIds = (host: FsHost, mount: Mount): void => {
   for (const m of subtree) st.freeMountIds.push(m.id)
 }
 
-const attach = (st: FsState, parent: Frame, fs: Filesystem, root: DirectoryNode, path: string): Mount => {
+/** Where a new mount goes: the mount it is made in and the node (directory or file) it covers. */
+interface Place {
+  readonly parent: Mount
+  readonly at: DirectoryNode | FileNode
+}
+
+/** The directory or regular file `path` names (symlinks followed), as the top-most mount shows it. */
+const placeOf = (st: FsState, path: string, syscall: string): Place | Errno => {
+  const f = lookup(st, path, true)
+  if (f instanceof Fail) return withSyscall(f, syscall, path)
+  if (f.frame !== undefined) return { parent: f.frame.mount, at: f.frame.dir }
+  if (f.node.type !== "File") return errno("ENOTDIR", syscall, path)
+  return { parent: f.mount, at: f.node }
+}
+
+const newMount = (
+  st: FsState,
+  parent: Mount,
+  fs: Filesystem,
+  root: DirectoryNode | FileNode,
+  at: DirectoryNode | FileNode,
+  path: string,
+  propagation: { readonly shared: number; readonly master: number }
+): Mount => {
   const mount: Mount = {
     id: allocateMountId(st),
     fs,
     root,
-    parent: parent.mount,
-    mountpoint: parent.dir,
+    parent,
+    mountpoint: at,
     children: [],
-    at: posix.resolve(st.cwd, path)
+    at: path,
+    ...propagation
   }
-  parent.mount.children.push(mount)
+  parent.children.push(mount)
+  return mount
+}
+
+/**
+ * The mounts that receive propagation from `p`, each with the group its copy
+ * of a new mount joins: `p`'s peers (the new mount's own group), and the
+ * slaves of every group reached (a slave's copy is a slave of the new
+ * mount's group; slaves that are peers of each other share a group of their
+ * own), recursively.
+ */
+const receivers = (all: ReadonlyArray<Mount>, p: Mount): Array<{ readonly mount: Mount; readonly slave: boolean }> => {
+  if (p.shared === 0) return []
+  const out: Array<{ readonly mount: Mount; readonly slave: boolean }> = []
+  const seen = new Set<Mount>([p])
+  const groups = new Set<number>([p.shared])
+  const queue: Array<{ readonly group: number; readonly slave: boolean }> = [{ group: p.shared, slave: false }]
+  while (queue.length > 0) {
+    const { group, slave } = queue.shift() as { readonly group: number; readonly slave: boolean }
+    for (const m of all) {
+      if (seen.has(m)) continue
+      const peer = m.shared === group
+      const ofGroup = m.master === group
+      if (!peer && !ofGroup) continue
+      seen.add(m)
+      out.push({ mount: m, slave: slave || ofGroup })
+      if (m.shared !== 0 && !groups.has(m.shared)) {
+        groups.add(m.shared)
+        queue.push({ group: m.shared, slave: true })
+      }
+    }
+  }
+  return out
+}
+
+/** True when `node` is `dir` or below it (a file: in a directory below it), for a mount's root. */
+const isWithin = (dir: DirectoryNode, node: Inode): boolean => {
+  if (node === dir) return true
+  const stack: Array<DirectoryNode> = [dir]
+  while (stack.length > 0) {
+    const d = stack.pop() as DirectoryNode
+    for (const child of d.entries.values()) {
+      if (child === node) return true
+      if (child.type === "Directory") stack.push(child)
+    }
+  }
+  return false
+}
+
+/**
+ * Attaches a new mount of `fs`'s `root` at `place`, with the kernel's mount
+ * propagation: on a shared mount the new one is shared (a bind of a shared
+ * mount joins that mount's group, anything else gets a new group), and a copy
+ * is made at the same place on each mount that receives from the parent
+ * (where its root shows that place): on a peer a peer of the new mount, on
+ * a slave a slave of it. A bind of a shared mount elsewhere joins its group.
+ */
+const attach = (
+  st: FsState,
+  place: Place,
+  fs: Filesystem,
+  root: DirectoryNode | FileNode,
+  path: string,
+  source?: Mount
+): Mount => {
+  const { parent, at } = place
+  const all = mounts(st)
+  const copies = receivers(all, parent)
+  const group =
+    source !== undefined && source.shared !== 0 ? source.shared : parent.shared !== 0 ? st.nextPeerGroup++ : 0
+  const mount = newMount(st, parent, fs, root, at, path, { shared: group, master: 0 })
+  const slaveGroups = new Map<number, number>()
+  for (const { mount: r, slave } of copies) {
+    // The same place of the same file system, where r's root shows it.
+    if (r.fs !== parent.fs || r.root.type !== "Directory" || !isWithin(r.root, at)) continue
+    // What r shows there now: a copy goes on top of a mount already on that place.
+    let under = r
+    for (;;) {
+      const top = under.children.findLast((c) => c.mountpoint === (under === r ? at : under.root))
+      if (top === undefined) break
+      under = top
+    }
+    const covers = under === r ? at : under.root
+    if (!slave) {
+      newMount(st, under, fs, root, covers, path, { shared: group, master: 0 })
+    } else {
+      let own = 0
+      if (r.shared !== 0) {
+        own = slaveGroups.get(r.shared) ?? st.nextPeerGroup++
+        slaveGroups.set(r.shared, own)
+      }
+      newMount(st, under, fs, root, covers, path, { shared: own, master: group })
+    }
+  }
   return mount
 }
 
@@ -96,20 +218,57 @@ export const mountTmpfs = (st: FsState, target: string, now: number): Mount | Er
   const { major, minor } = devNumbers(st.nextDev)
   st.nextDev = makeDev(major, minor + 1)
   st.filesystems.push(fs)
-  return attach(st, at, fs, fs.root, target)
+  return attach(st, { parent: at.mount, at: at.dir }, fs, fs.root, target)
 }
 
 /**
- * `mount --bind source target` (not recursive): the directory `source`, as
- * the top-most mount at that path shows it, also shown at `target`. Both
- * paths then reach the same inodes.
+ * `mount --bind source target` (not recursive): the directory or regular
+ * file `source`, as the top-most mount at that path shows it, also shown at
+ * `target`, a node of the same type (else ENOTDIR). Both paths then reach
+ * the same inodes.
  */
 export const bindMount = (st: FsState, source: string, target: string): Mount | Errno => {
-  const from = directoryFrame(st, source, "mount")
-  if (from instanceof Errno) return from
-  const at = directoryFrame(st, target, "mount")
+  const from = lookup(st, source, true)
+  if (from instanceof Fail) return withSyscall(from, "mount", source)
+  const node = from.frame?.dir ?? from.node
+  if (node.type !== "Directory" && node.type !== "File") return errno("EINVAL", "mount", source)
+  const at = placeOf(st, target, "mount")
   if (at instanceof Errno) return at
-  return attach(st, at, from.mount.fs, from.dir, target)
+  if ((at.at.type === "Directory") !== (node.type === "Directory")) return errno("ENOTDIR", "mount", target)
+  return attach(st, at, from.mount.fs, node, target, from.mount)
+}
+
+/** How a mount takes part in propagation: in a peer group, a slave of its group, or neither. */
+export type PropagationKind = "shared" | "slave" | "private"
+
+/**
+ * `mount --make-shared|--make-slave|--make-private target`: the mount whose
+ * root `target` is (EINVAL for a path that is no mount's root). Shared: a
+ * new peer group unless it is in one; slave: it receives from its group
+ * (made private when it was alone in it); private: neither.
+ */
+export const setPropagation = (st: FsState, target: string, kind: PropagationKind): undefined | Errno => {
+  const f = lookup(st, target, true)
+  if (f instanceof Fail) return withSyscall(f, "mount", target)
+  const mount = f.mount
+  if (mount.root !== (f.frame?.dir ?? f.node)) return errno("EINVAL", "mount", target)
+  switch (kind) {
+    case "shared":
+      if (mount.shared === 0) mount.shared = st.nextPeerGroup++
+      return undefined
+    case "slave": {
+      if (mount.shared !== 0) {
+        const peers = mounts(st).some((m) => m !== mount && m.shared === mount.shared)
+        if (peers) mount.master = mount.shared
+        mount.shared = 0
+      }
+      return undefined
+    }
+    case "private":
+      mount.shared = 0
+      mount.master = 0
+      return undefined
+  }
 }
 
 /**
@@ -124,15 +283,60 @@ export const unmount = (host: FsHost, target: string, lazy: boolean): undefined 
   const st = host.fs
   const f = lookup(st, target, true)
   if (f instanceof Fail) return withSyscall(f, "umount2", target)
-  const frame = f.frame
-  if (frame === undefined || frame.dir !== frame.mount.root) return errno("EINVAL", "umount2", target)
-  return unmountMount(host, frame.mount, lazy, target)
+  if (f.mount.root !== (f.frame?.dir ?? f.node) || (f.mount.parent === undefined && f.frame === undefined)) {
+    return errno("EINVAL", "umount2", target)
+  }
+  return unmountMount(host, f.mount, lazy, target)
+}
+
+/** `mount` and every mount below it. */
+const subtree = (mount: Mount): Array<Mount> => {
+  const out: Array<Mount> = []
+  const visit = (m: Mount) => {
+    out.push(m)
+    for (const c of m.children) visit(c)
+  }
+  visit(mount)
+  return out
+}
+
+/**
+ * The kernel's umount propagation for the mounts `taken` (a mount and those
+ * below it): for each, the mount at the same place on every mount that
+ * receives from its parent (its cognate) goes too, unless something is
+ * mounted inside the cognate (not on its root) that does not go; a mount on
+ * a departing cognate's root stays, moved down onto the cognate's place.
+ */
+const propagateUnmount = (st: FsState, taken: ReadonlyArray<Mount>): Array<Mount> => {
+  const all = mounts(st)
+  const out = new Set(taken)
+  const candidates = new Set<Mount>()
+  for (const x of taken) {
+    const p = x.parent
+    if (p === undefined || x.mountpoint === undefined) continue
+    for (const { mount: r } of receivers(all, p)) {
+      for (const y of r.children) {
+        if (y.mountpoint === x.mountpoint && !out.has(y)) candidates.add(y)
+      }
+    }
+  }
+  for (let changed = true; changed; ) {
+    changed = false
+    for (const y of candidates) {
+      if (y.children.some((z) => z.mountpoint !== y.root && !out.has(z) && !candidates.has(z))) {
+        candidates.delete(y)
+        changed = true
+      }
+    }
+  }
+  return [...candidates]
 }
 
 /**
  * Unmounts `mount` itself (what `umount2` through a descriptor of its root
  * does): EINVAL when it is detached already or is the namespace's root, EBUSY
- * when not lazy and it is in use.
+ * when not lazy and it is in use. The copies the kernel detaches by
+ * propagation (see {@link propagateUnmount}) go with it.
  */
 export const unmountMount = (host: FsHost, mount: Mount, lazy: boolean, target: string): undefined | Errno => {
   const st = host.fs
@@ -149,8 +353,24 @@ export const unmountMount = (host: FsHost, mount: Mount, lazy: boolean, target: 
     const cwd = cwdFrame(st)
     if (!(cwd instanceof Fail) && cwd.mount === mount) return errno("EBUSY", "umount2", target)
   }
+  const copies = propagateUnmount(st, lazy ? subtree(mount) : [mount])
+  if (!lazy && copies.some((c) => c.children.length > 0)) return errno("EBUSY", "umount2", target)
+  const gone = new Set<Mount>([mount, ...copies])
+  for (const c of copies) {
+    const up = c.parent as Mount
+    up.children.splice(up.children.indexOf(c), 1)
+    // What is mounted on the copy's root (and not going) moves down onto the copy's place.
+    for (const z of [...c.children]) {
+      if (z.mountpoint !== c.root || gone.has(z)) continue
+      c.children.splice(c.children.indexOf(z), 1)
+      z.parent = up
+      z.mountpoint = c.mountpoint
+      up.children.push(z)
+    }
+  }
   parent.children.splice(parent.children.indexOf(mount), 1)
   releaseMountIds(host, mount)
+  for (const c of copies) releaseMountIds(host, c)
   return undefined
 }
 
@@ -168,18 +388,22 @@ export const mounts = (st: FsState): Array<Mount> => {
 }
 
 /**
- * Where every directory below `from` is, relative to it (`from` itself is
- * `""`): one walk of the tree. Directories cannot be hard-linked, so each has
- * one path.
+ * Where every directory and regular file below `from` is, relative to it
+ * (`from` itself is `""`): one walk of the tree. Directories cannot be
+ * hard-linked, so each has one path; a file with several names is given the
+ * first one met (a mount on it shows at the name it was mounted on, which
+ * the kernel knows by its dentry and this model does not).
  */
-const directoryPaths = (from: DirectoryNode): Map<DirectoryNode, string> => {
-  const out = new Map<DirectoryNode, string>([[from, ""]])
+const nodePaths = (from: Inode): Map<Inode, string> => {
+  const out = new Map<Inode, string>([[from, ""]])
+  if (from.type !== "Directory") return out
   const stack: Array<[DirectoryNode, string]> = [[from, ""]]
   while (stack.length > 0) {
     const [dir, path] = stack.pop()!
     for (const [name, child] of dir.entries) {
-      if (child.type !== "Directory") continue
       const p = `${path}/${name}`
+      if (child.type === "File" && !out.has(child)) out.set(child, p)
+      if (child.type !== "Directory") continue
       out.set(child, p)
       stack.push([child, p])
     }
@@ -190,16 +414,17 @@ const directoryPaths = (from: DirectoryNode): Map<DirectoryNode, string> => {
 /**
  * The mountinfo entries of the namespace, as the kernel writes them: root `/`
  * for a whole file system, the source's path inside its file system for a
- * bind mount; fs type and source `tmpfs`/`tmpfs` or `ext4`/`/dev/vda`; no
- * optional fields. The root mount is its own parent.
+ * bind mount; fs type and source `tmpfs`/`tmpfs` or `ext4`/`/dev/vda`; the
+ * optional fields `shared:N` and `master:N` as the kernel writes them. The
+ * root mount is its own parent.
  */
 export const mountEntries = (st: FsState): MountInfo.MountTable => {
   // Each file system's tree is walked once per call, not once per mount on it.
-  const walked = new Map<DirectoryNode, Map<DirectoryNode, string>>()
-  const pathBelow = (from: DirectoryNode, target: DirectoryNode): string | undefined => {
+  const walked = new Map<Inode, Map<Inode, string>>()
+  const pathBelow = (from: Inode, target: Inode): string | undefined => {
     let index = walked.get(from)
     if (index === undefined) {
-      index = directoryPaths(from)
+      index = nodePaths(from)
       walked.set(from, index)
     }
     return index.get(target)
@@ -228,7 +453,10 @@ export const mountEntries = (st: FsState): MountInfo.MountTable => {
       root: root === undefined || root === "" ? "/" : root,
       mountPoint: pathOf(m),
       mountOptions: "rw,relatime",
-      optionalFields: [],
+      optionalFields: [
+        ...(m.shared === 0 ? [] : [`shared:${m.shared}`]),
+        ...(m.master === 0 ? [] : [`master:${m.master}`])
+      ],
       fsType: tmpfs ? "tmpfs" : "ext4",
       source: tmpfs ? "tmpfs" : "/dev/vda",
       superOptions: "rw"

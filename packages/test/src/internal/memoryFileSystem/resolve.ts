@@ -48,7 +48,7 @@ export class Fail {
 export const fail = (code: ErrnoCode) => new Fail(code)
 
 export const rootFrame = (st: FsState): Frame =>
-  crossMounts({ mount: st.rootMount, dir: st.rootMount.root, name: "", up: undefined })
+  crossMounts({ mount: st.rootMount, dir: st.rootMount.root as DirectoryNode, name: "", up: undefined })
 
 /**
  * The mount seam: if some mount sits on `frame`'s directory (in `frame`'s
@@ -63,8 +63,26 @@ const crossMounts = (frame: Frame): Frame => {
     for (const child of current.mount.children) {
       if (child.mountpoint === current.dir) top = child
     }
-    if (top === undefined) return current
+    if (top === undefined || top.root.type !== "Directory") return current
     current = { mount: top, dir: top.root, name: current.name, up: current.up }
+  }
+}
+
+/**
+ * The mount seam for a file: the file `node` reached in `mount`, or, when
+ * a file is bind-mounted on it (a kubelet `subPath` of a file, a raw block
+ * volume's device node), the top-most such mount and its root file.
+ */
+export const crossFile = (mount: Mount, node: Inode): { readonly mount: Mount; readonly node: Inode } => {
+  if (node.type !== "File") return { mount, node }
+  let m = mount
+  let n: Inode = node
+  for (;;) {
+    let top: Mount | undefined
+    for (const child of m.children) if (child.mountpoint === n) top = child
+    if (top === undefined) return { mount: m, node: n }
+    m = top
+    n = top.root
   }
 }
 
@@ -233,18 +251,24 @@ export interface Found {
   readonly frame: Frame | undefined
   /** The frame of the directory holding the entry (the node's own frame for "/", "." and ".."). */
   readonly parent: Frame
+  /** The mount the node is reached in: a directory's frame's, or a file's (a file mounted on it is crossed). */
+  readonly mount: Mount
 }
 
 const foundOf = (f: Final): Found | Fail => {
   if (f._tag === "Special") {
     const frame = specialFrame(f)
-    return { node: frame.dir, frame, parent: frame }
+    return { node: frame.dir, frame, parent: frame, mount: frame.mount }
   }
   if (f.node === undefined) return fail("ENOENT")
   if (f.mustDir && f.node.type !== "Directory") return fail("ENOTDIR")
-  const frame = f.node.type === "Directory" ? enterFrame(f.parent, f.name, f.node) : undefined
-  // A mounted directory is seen as the root of the top-most mount on it.
-  return { node: frame?.dir ?? f.node, frame, parent: f.parent }
+  if (f.node.type === "Directory") {
+    // A mounted directory is seen as the root of the top-most mount on it.
+    const frame = enterFrame(f.parent, f.name, f.node)
+    return { node: frame.dir, frame, parent: f.parent, mount: frame.mount }
+  }
+  const crossed = crossFile(f.parent.mount, f.node)
+  return { node: crossed.node, frame: undefined, parent: f.parent, mount: crossed.mount }
 }
 
 /** Looks up an existing inode (stat/lstat semantics). */

@@ -19,7 +19,7 @@ import {
   makeDev,
   makeFilesystem
 } from "./model.ts"
-import { enterFrame, Fail, type Frame, lookup, rootFrame } from "./resolve.ts"
+import { crossFile, enterFrame, Fail, type Frame, lookup, rootFrame } from "./resolve.ts"
 
 /**
  * Fresh file-system state: one root file system (dev 8:1, ext4-like unless
@@ -41,7 +41,9 @@ export const makeState = (options: {
     parent: undefined,
     mountpoint: undefined,
     children: [],
-    at: "/"
+    at: "/",
+    shared: 0,
+    master: 0
   }
   const st: FsState = {
     rootMount,
@@ -53,7 +55,8 @@ export const makeState = (options: {
     openFiles: new Set(),
     nextDev: makeDev(0, 40),
     nextMountId: 2,
-    freeMountIds: []
+    freeMountIds: [],
+    nextPeerGroup: 1
   }
   const tmp = mkdirAll(st, st.tmpdir, 0o755, options.now)
   if (tmp !== undefined) tmp.mode = 0o1777
@@ -208,13 +211,17 @@ export const dumpTree = (st: FsState, root = "/"): Record<string, DumpEntry> => 
   const start = lookup(st, posix.resolve(st.cwd, root), false)
   if (start instanceof Fail) return out
   const visit = (path: string, node: Inode, frame: Frame | undefined) => {
-    // A mounted directory shows the mount's root, as `ls` would.
+    // A mounted directory (or file) shows the mount's root, as `ls` would.
     out[path] = dumpEntry(frame?.dir ?? node)
     if (node.type !== "Directory" || frame === undefined) return
     const names = [...frame.dir.entries.keys()].sort()
     for (const name of names) {
       const child = frame.dir.entries.get(name)!
-      visit(posix.join(path, name), child, child.type === "Directory" ? enterFrame(frame, name, child) : undefined)
+      visit(
+        posix.join(path, name),
+        child.type === "Directory" ? child : crossFile(frame.mount, child).node,
+        child.type === "Directory" ? enterFrame(frame, name, child) : undefined
+      )
     }
   }
   visit(posix.resolve(st.cwd, root), start.node, start.frame)

@@ -35,6 +35,7 @@ import {
 import {
   type Ctx,
   chainHas,
+  crossFile,
   cwdFrame,
   enterFrame,
   Fail,
@@ -125,8 +126,11 @@ export const sysOpen = (
         const frame = enterFrame(last.parent, last.name, node)
         node = frame.dir
         if (via !== undefined) via.mount = frame.mount
-      } else if (via !== undefined) {
-        via.mount = last.parent.mount
+      } else {
+        // A file mounted on the file: its root file is what opens.
+        const crossed = crossFile(last.parent.mount, node)
+        node = crossed.node
+        if (via !== undefined) via.mount = crossed.mount
       }
     }
     if (flags.creat && flags.excl) return e(fail("EEXIST"))
@@ -190,6 +194,8 @@ export const sysUnlink = (st: FsState, path: string, now: number): undefined | E
   if (last.node === undefined) return errno("ENOENT", "unlink", path)
   if (last.node.type === "Directory") return errno("EISDIR", "unlink", path)
   if (last.trailing) return errno("ENOTDIR", "unlink", path)
+  // A file something is mounted on (a bind of a file) cannot be unlinked.
+  if (isMountpoint(last.parent, last.node)) return errno("EBUSY", "unlink", path)
   removeEntry(last.parent.dir, last.name, now)
   unlinkInode(last.node, now)
   return undefined
@@ -234,10 +240,8 @@ export const sysRename = (st: FsState, from: string, to: string, now: number): u
   if (target !== undefined) {
     if (old.type === "Directory" && target.type !== "Directory") return e("ENOTDIR")
     if (old.type !== "Directory" && target.type === "Directory") return e("EISDIR")
-    if (target.type === "Directory") {
-      if (isMountpoint(pn.parent, target)) return e("EBUSY")
-      if (target.entries.size > 0) return e("ENOTEMPTY")
-    }
+    if (isMountpoint(pn.parent, target)) return e("EBUSY")
+    if (target.type === "Directory" && target.entries.size > 0) return e("ENOTEMPTY")
     removeEntry(pn.parent.dir, pn.name, now)
     unlinkInode(target, now)
   }

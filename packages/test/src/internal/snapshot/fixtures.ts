@@ -76,13 +76,13 @@ export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boo
   })
 
 /**
- * The names beside the snapshot directory other than its lock file (which stays, so every process locks one inode).
+ * The names beside the snapshot directory (since 0.4.0 every name: the lock is the directory's own, no file).
  *
  * @since 0.2.0
  */
 export const leftIn = (box: string) =>
   Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) =>
-    Effect.map(fs.readDirectory(`${box}/snaps`), (names) => names.filter((n) => !n.endsWith(".lock")).sort())
+    Effect.map(fs.readDirectory(`${box}/snaps`), (names) => [...names].sort())
   )
 
 /** A sandbox on a fresh host: `root` (the host root), `dir` (the snapshot), `outside` (beyond the root). */

@@ -67,16 +67,12 @@ export const register = ({ onHost }: Suite): void => {
     }).pipe(onHost)
   )
 
-  /** Holds the snapshot's lock as another process would, for the rest of the scope. */
+  /** Holds the snapshot's lock (its parent directory's `flock`) as another process would, for the rest of the scope. */
   const holdLock = (s: { readonly box: string }) =>
     Effect.gen(function* () {
       const dirs = yield* Directory.Directories
       const parent = yield* dirs.openRoot(`${s.box}/snaps`)
-      const name = FileName.encode("s.lock")
-      const file = yield* dirs
-        .openFile(parent, name, { mode: "create", permissions: 0o600 })
-        .pipe(Effect.catchTag("DirectoryError", () => dirs.openFile(parent, name, { mode: "read" })))
-      assert.isTrue(yield* file.tryLock)
+      assert.isTrue(yield* dirs.lock(parent))
     })
 
   it.live("a second process waits for the lock, and after the timeout fails Busy naming the holder", () =>

@@ -6,6 +6,7 @@
 import { type NodeStart, Repave } from "@hostnode/core"
 import { Redacted } from "effect"
 import { keptText, operate, reportText, type Work, withRoot } from "../operate.ts"
+import { outsideWarning, propagatedText } from "./unmount.ts"
 
 /** Removes the CNI configuration and state below the host root. */
 export const resetCni = (): Work =>
@@ -45,10 +46,10 @@ export const resetKubeletIdentity = ({
 }
 
 /** Unmounts and removes each pod's directory, keeping any with a mount that will not go. */
-export const teardownKubeletDir = (): Work =>
+export const teardownKubeletDir = ({ peersOutsideRoot }: { readonly peersOutsideRoot: "detach" | "refuse" }): Work =>
   operate(
     "teardown-kubelet-dir",
-    withRoot("teardown-kubelet-dir", (hostRoot) => Repave.teardownKubeletDir({ hostRoot })),
-    (r) => `${reportText("pod directories torn down", r)}${keptText(r.kept)}`,
-    { kept: (r) => r.kept.length }
+    withRoot("teardown-kubelet-dir", (hostRoot) => Repave.teardownKubeletDir({ hostRoot, peersOutsideRoot })),
+    (r) => `${reportText("pod directories torn down", r)}${propagatedText(r.propagated)}${keptText(r.kept)}`,
+    { kept: (r) => r.kept.length, warnings: (r) => outsideWarning(r.propagated) }
   )

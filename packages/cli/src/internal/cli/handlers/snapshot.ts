@@ -36,7 +36,7 @@ export const take = ({
       warnings: (s) =>
         s.absent.length === s.paths.length
           ? [
-              `every recorded path is absent below ${s.hostRoot}: is --host-root the node's root? A restore there would only remove them`
+              `every recorded path is absent below ${s.hostRoot}: is it the node's root (--host-root, --container)? A restore there would only remove them`
             ]
           : []
     }
