@@ -12,7 +12,10 @@
 //
 // docgen leaves out what a class extends and what an alias names, so an
 // error class shows none of its fields and `export type X = Y.X` no shape:
-// scripts/docs-shapes.mjs adds both from the TypeScript checker.
+// scripts/docs-shapes.mjs adds both from the TypeScript checker. Each
+// package's pages, and the pages of docs/ its README links, are then copied
+// into the package (packages/<pkg>/docs/, by scripts/package-docs.mjs), so
+// that its tarball carries them.
 //
 // Usage: npm run docs              build and check every package
 //        npm run docs -- core test  only these packages
@@ -21,6 +24,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, write
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { shaper } from "./docs-shapes.mjs"
+import { packageDocs } from "./package-docs.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const packages = ["core", "node", "test", "cli"]
@@ -64,7 +68,8 @@ const selected = wanted.length > 0 ? wanted : packages
 // file for each run and removes it afterwards (it is gitignored).
 const docgen = (cwd, exclude) => {
   const config = join(cwd, "docgen.json")
-  // docgen writes its pages into the package's docs/: start from an empty one.
+  // docgen writes its pages into the package's docs/ (where the pages its tarball carries go afterwards): start from
+  // an empty one.
   rmSync(join(cwd, "docs"), { recursive: true, force: true })
   writeFileSync(
     config,
@@ -237,3 +242,14 @@ for (const name of packages) {
 writeFileSync(join(root, "docs", "api", "README.md"), index.join("\n"))
 cpSync(join(root, "docs", "api", "README.md"), join(root, "docs", "api", "index.md"))
 console.log("docs: docs/api/README.md")
+
+// What each package's tarball carries: its pages and the docs its README links.
+for (const name of selected) {
+  try {
+    const written = packageDocs(root, name)
+    console.log(`docs ${name}: packages/${name}/docs/, ${written.length} files for its tarball`)
+  } catch (e) {
+    console.error(`docs ${name}: ${e.message}`)
+    process.exit(1)
+  }
+}
