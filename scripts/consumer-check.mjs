@@ -10,14 +10,20 @@
 // executable npm linked (the bundle in @hostnode/cli, which carries its own
 // copy of effect and loads koffi and @hostnode/node's files from the install)
 // must answer --version and --help and dry-run reset-cni below an empty root.
+// The README's program and its test (its ```ts blocks) and each packed
+// package README's TypeScript example are typechecked there too (and run, the tests), as
+// files of the consumer's project; and every relative link of every markdown
+// file in a tarball (README, CHANGELOG, the docs/ it carries) must resolve to
+// a file inside that tarball.
 // The temporary directory is removed at the end, whatever happened.
 //
 // Usage: npm run consumer-check [-- lowest|newest]
 import { spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
+import { dirname, join, posix } from "node:path"
 import { fileURLToPath } from "node:url"
+import { isRelative, linksOf, pathOf } from "./md-links.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const packages = ["core", "node", "test", "cli"]
@@ -84,8 +90,12 @@ for (const [name, range] of Object.entries(ranges)) {
   }
 }
 
-// Pack what `npm run build` produces (tsc -b: a no-op when dist/ is current).
+// Pack what `npm run build` produces (tsc -b: a no-op when dist/ is current), with the API pages each package's
+// prepack copies into it (`npm run docs` builds them; CI has just run it, so they are built only when missing).
 must("npm run build", run("npm", ["run", "build"], { cwd: root }))
+if (packages.some((p) => !existsSync(join(root, "docs", "api", p)))) {
+  must("npm run docs", run("npm", ["run", "docs"], { cwd: root }))
+}
 const tarballs = join(scratch, "tarballs")
 mkdirSync(tarballs)
 for (const p of packages) {
@@ -101,13 +111,17 @@ const tarball = (p) =>
   )
 for (const p of packages) {
   const listing = must("tar", run("tar", ["-tzf", tarball(p)])).stdout.split("\n")
-  const unwanted = listing.filter((f) => f.endsWith(".tsbuildinfo") || f.includes("/test/"))
+  // No test files (docs/api/test/ is the API pages of @hostnode/test, not tests).
+  const unwanted = listing.filter(
+    (f) => f.endsWith(".tsbuildinfo") || (f.includes("/test/") && !f.startsWith("package/docs/"))
+  )
   const required = [
     "package/LICENSE",
     "package/README.md",
     "package/CHANGELOG.md",
     "package/dist/index.js",
-    "package/dist/index.d.ts"
+    "package/dist/index.d.ts",
+    "package/docs/api/README.md"
   ]
   // The executable's bundle (its entry; its chunks are in dist/bundle/chunks).
   if (p === "cli") required.push("package/dist/bundle/bin.js")
@@ -118,6 +132,66 @@ for (const p of packages) {
     )
     process.exit(1)
   }
+}
+
+// Every relative link of every markdown file in a tarball resolves to a file of that tarball: a package's README
+// is read in node_modules and on the registry's page, where nothing of the repository is beside it.
+const unpacked = join(scratch, "unpacked")
+const brokenLinks = []
+for (const p of packages) {
+  const dir = join(unpacked, p)
+  mkdirSync(dir, { recursive: true })
+  must("tar", run("tar", ["-xzf", tarball(p), "-C", dir]))
+  const listing = new Set(
+    must("tar", run("tar", ["-tzf", tarball(p)]))
+      .stdout.split("\n")
+      .filter((f) => f !== "")
+  )
+  const folders = new Set([...listing].flatMap((f) => f.split("/").map((_, i, parts) => parts.slice(0, i).join("/"))))
+  let checked = 0
+  const before = brokenLinks.length
+  for (const file of [...listing].filter((f) => f.endsWith(".md"))) {
+    for (const target of linksOf(readFileSync(join(dir, file), "utf8")).filter(isRelative)) {
+      checked++
+      const resolved = posix.normalize(posix.join(posix.dirname(file), pathOf(target))).replace(/\/$/, "")
+      if (!resolved.startsWith("package/") || !(listing.has(resolved) || folders.has(resolved))) {
+        brokenLinks.push(`@hostnode/${p}: ${file.slice("package/".length)} links ${target}, not in the tarball`)
+      }
+    }
+  }
+  const broken = brokenLinks.length - before
+  console.log(
+    broken === 0
+      ? `ok   @hostnode/${p}: the ${checked} relative links of its packed markdown files resolve inside its tarball`
+      : `FAIL @hostnode/${p}: ${broken} of the ${checked} relative links of its packed markdown files lead outside it`
+  )
+}
+if (brokenLinks.length > 0) {
+  console.error(`consumer check: links that lead outside their tarball:\n  ${brokenLinks.join("\n  ")}`)
+  process.exit(1)
+}
+
+// The README's examples, as files of the consumer's project: the root README's ```ts blocks named after the file of
+// examples/ each shows (so `./repave.ts` imports resolve), each packed package README's ```ts blocks as
+// `<package>-<n>.ts` (`.test.ts` for one that imports @effect/vitest, which vitest then runs).
+const tsBlocks = (markdown) => [...markdown.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1])
+const examples = Object.fromEntries(
+  readdirSync(join(root, "examples"))
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => [readFileSync(join(root, "examples", f), "utf8"), f])
+)
+const readmeFiles = tsBlocks(readFileSync(join(root, "README.md"), "utf8")).map((code, i) => [
+  examples[code] ?? `readme-${i + 1}.ts`,
+  code
+])
+for (const p of packages) {
+  tsBlocks(readFileSync(join(unpacked, p, "package", "README.md"), "utf8")).forEach((code, i) => {
+    readmeFiles.push([`${p}-${i + 1}${code.includes('from "@effect/vitest"') ? ".test" : ""}.ts`, code])
+  })
+}
+if (!readmeFiles.some(([f]) => f === "repave.ts")) {
+  console.error("consumer check: the README shows no program (a ```ts block equal to examples/repave.ts)")
+  process.exit(1)
 }
 
 // The consumer's program and its test, as a downstream agent would write them.
@@ -189,7 +263,7 @@ const tsconfig = {
     noEmit: true,
     skipLibCheck: false
   },
-  include: ["src", "test"]
+  include: ["src", "test", "readme"]
 }
 
 const workspace = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
@@ -207,6 +281,8 @@ for (const name of selected) {
   mkdirSync(join(dir, "test"))
   writeFileSync(join(dir, "src", "program.ts"), program)
   writeFileSync(join(dir, "test", "program.test.ts"), test)
+  mkdirSync(join(dir, "readme"))
+  for (const [file, code] of readmeFiles) writeFileSync(join(dir, "readme", file), code)
   writeFileSync(join(dir, "tsconfig.json"), JSON.stringify(tsconfig, null, 2))
   writeFileSync(
     join(dir, "package.json"),
@@ -272,7 +348,9 @@ for (const name of selected) {
   ]) {
     const version = run(process.execPath, [tsc, "--version"], { cwd: dir }).stdout.trim()
     const r = run(process.execPath, [tsc, "-p", "."], { cwd: dir })
-    console.log(`${r.status === 0 ? "ok  " : "FAIL"} typecheck, ${label} (${version})`)
+    console.log(
+      `${r.status === 0 ? "ok  " : "FAIL"} typecheck, ${label} (${version}): the program, its test, the READMEs' examples (${readmeFiles.map(([f]) => f).join(", ")})`
+    )
     if (r.status !== 0) {
       console.error(r.stdout, r.stderr)
       failed = true
@@ -282,7 +360,10 @@ for (const name of selected) {
     cwd: dir,
     env: { ...process.env, CI: "true", NO_COLOR: "1" }
   })
-  console.log(`${vitest.status === 0 ? "ok  " : "FAIL"} vitest on MemoryHost.layer (vitest ${versions.vitest})`)
+  const ran = readmeFiles.filter(([f]) => f.endsWith(".test.ts")).map(([f]) => f)
+  console.log(
+    `${vitest.status === 0 ? "ok  " : "FAIL"} vitest on MemoryHost.layer (vitest ${versions.vitest}): the program's test and the READMEs' (${ran.join(", ")})`
+  )
   if (vitest.status !== 0) {
     console.error(vitest.stdout, vitest.stderr)
     failed = true

@@ -10,12 +10,21 @@
 // output directory must sit one level below the package); the pages are then
 // gathered below docs/api/ (gitignored), one folder per package, with an index.
 //
+// docgen leaves out what a class extends and what an alias names, so an
+// error class shows none of its fields and `export type X = Y.X` no shape:
+// scripts/docs-shapes.mjs adds both from the TypeScript checker. Each
+// package's pages, and the pages of docs/ its README links, are then copied
+// into the package (packages/<pkg>/docs/, by scripts/package-docs.mjs), so
+// that its tarball carries them.
+//
 // Usage: npm run docs              build and check every package
 //        npm run docs -- core test  only these packages
 import { spawnSync } from "node:child_process"
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { shaper } from "./docs-shapes.mjs"
+import { packageDocs } from "./package-docs.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const packages = ["core", "node", "test", "cli"]
@@ -59,6 +68,9 @@ const selected = wanted.length > 0 ? wanted : packages
 // file for each run and removes it afterwards (it is gitignored).
 const docgen = (cwd, exclude) => {
   const config = join(cwd, "docgen.json")
+  // docgen writes its pages into the package's docs/ (where the pages its tarball carries go afterwards): start from
+  // an empty one.
+  rmSync(join(cwd, "docs"), { recursive: true, force: true })
   writeFileSync(
     config,
     JSON.stringify({
@@ -141,6 +153,7 @@ const sourcesOf = (name) =>
 const failures = []
 const toleratedMissing = []
 const stale = []
+const shapes = shaper(root, selected)
 for (const name of selected) {
   const cwd = join(root, "packages", name)
   const problems = sourcesOf(name).flatMap(scan)
@@ -171,14 +184,20 @@ for (const name of selected) {
   rmSync(out, { recursive: true, force: true })
   mkdirSync(out, { recursive: true })
   const modules = join(cwd, "docs", "modules")
-  for (const page of readdirSync(modules).filter((f) => f.endsWith(".ts.md"))) {
-    const text = readFileSync(join(modules, page), "utf8")
-    writeFileSync(join(out, page), text.replace(/^(?:\*\*\*|---)\n[\s\S]*?\n---\n+/, ""))
-  }
+  const pages = new Map(
+    readdirSync(modules)
+      .filter((f) => f.endsWith(".ts.md"))
+      .map((page) => [page, readFileSync(join(modules, page), "utf8").replace(/^(?:\*\*\*|---)\n[\s\S]*?\n---\n+/, "")])
+  )
   rmSync(join(cwd, "docs"), { recursive: true, force: true })
+  const shaped = shapes.add(name, pages)
+  for (const [page, text] of pages) writeFileSync(join(out, page), text)
   const left = skipped.length === 0 ? "" : ` (left out until tagged: ${skipped.join(", ")})`
-  console.log(`docs ${name}: ${readdirSync(out).length} module pages in docs/api/${name}/${left}`)
+  console.log(
+    `docs ${name}: ${pages.size} module pages in docs/api/${name}/${left}; fields shown for ${shaped.classes + shaped.reexports} classes and re-exports, ${shaped.aliases} aliases expanded`
+  )
 }
+shapes.close()
 
 const describe = (p) => `${p.file}${p.line === undefined ? "" : `:${p.line}`}: ${p.name}: ${p.problem}`
 
@@ -223,3 +242,14 @@ for (const name of packages) {
 writeFileSync(join(root, "docs", "api", "README.md"), index.join("\n"))
 cpSync(join(root, "docs", "api", "README.md"), join(root, "docs", "api", "index.md"))
 console.log("docs: docs/api/README.md")
+
+// What each package's tarball carries: its pages and the docs its README links.
+for (const name of selected) {
+  try {
+    const written = packageDocs(root, name)
+    console.log(`docs ${name}: packages/${name}/docs/, ${written.length} files for its tarball`)
+  } catch (e) {
+    console.error(`docs ${name}: ${e.message}`)
+    process.exit(1)
+  }
+}

@@ -4,19 +4,32 @@
 // packages/cli/dist/bundle/bin.js, produced by `npm run build`
 // (scripts/bundle-cli.mjs): one ESM entry that loads a command's work, and the
 // real host's layers, only when that command runs.
-import { existsSync } from "node:fs"
-import { enableCompileCache } from "node:module"
-import { fileURLToPath } from "node:url"
+//
+// It runs on any Node first, so that an older one is told how to get a newer one: nothing is imported by name from
+// Node's modules (an older Node lacks some, `enableCompileCache` among them, and a missing named import fails before
+// this file's first line runs).
+import * as fs from "node:fs"
+import * as nodeModule from "node:module"
+import * as url from "node:url"
 
 const [major, minor] = process.versions.node.split(".").map(Number)
 if (major < 22 || (major === 22 && minor < 19)) {
+  // The same command again, each argument quoted for a POSIX shell where it needs it.
+  const quoted = process.argv.slice(2).map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`))
+  const again = ["hostnode", ...quoted].join(" ")
   console.error(
-    `hostnode needs Node >= 22.19 (this is ${process.versions.node}); run it with \`npx hostnode\` from the project.`
+    [
+      `hostnode needs Node >= 22.19, but runs on Node ${process.versions.node} (${process.execPath}).`,
+      "Get Node 22.19 or newer, then run it again:",
+      "  - with nvm: `nvm install 22`, then `nvm use 22` (a global install of hostnode is per Node: install it again);",
+      "  - or from https://nodejs.org (the 22 LTS, or newer), or your distribution's nodejs package if it is >= 22.19;",
+      `  - or for this run only, Node 22 from npm: \`npx -y -p node@22 -- ${again}\``
+    ].join("\n")
   )
   process.exit(2)
 }
 const bundle = new URL("../dist/bundle/bin.js", import.meta.url)
-if (!existsSync(bundle)) {
+if (!fs.existsSync(bundle)) {
   console.error("hostnode is not built yet: run `npm run build` first (or `npm start` to run from source).")
   process.exit(2)
 }
@@ -24,5 +37,5 @@ if (!existsSync(bundle)) {
 // code and not in the shared temporary directory: this command runs as root, and a cache another user could
 // write would be code it runs. Where the package is read-only it runs without one (NODE_COMPILE_CACHE and
 // NODE_DISABLE_COMPILE_CACHE decide as for any Node program).
-enableCompileCache(fileURLToPath(new URL("../dist/bundle/.compile-cache", import.meta.url)))
+nodeModule.enableCompileCache(url.fileURLToPath(new URL("../dist/bundle/.compile-cache", import.meta.url)))
 await import(bundle.href)
