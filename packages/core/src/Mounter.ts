@@ -257,7 +257,7 @@ export const verify = (
  * What util-linux `umount` printed for a target (`umount: <path>: ...`), read
  * into errno terms (`EBUSY`, `EINVAL` for "not mounted", `ENOENT`, `EPERM`,
  * else `EUNKNOWN` with the text): how {@link makeCommand} and
- * `NodeMounter.makeIn`'s helper report a target umount refused.
+ * `NodeMounter.layerIn`'s helper report a target umount refused.
  *
  * @since 0.3.0
  */

@@ -2,14 +2,10 @@
  * The real `DnsResolvers`: Effect's `Dns` service from
  * `@effect/platform-node`, one `node:dns` resolver per name server. Each
  * resolver asks only its server, once per query, with the given timeout, and
- * is cancelled when its scope closes. A response with any code (NXDOMAIN,
- * REFUSED, ...) surfaces as a `DnsError` whose `cause.code` is the c-ares code
- * (`ENOTFOUND`, `EREFUSED`); no answer is `ETIMEOUT` or `ECONNREFUSED`.
- * {@link classify} reads those codes into the `DnsResolvers.QueryFailure`
- * core works on: the c-ares codes stay in this layer.
+ * is cancelled when its scope closes. The c-ares codes of a failed query are
+ * read into core's `DnsResolvers.QueryFailure` here: they stay in this layer.
  *
- * `layerIn(pid)` asks from another network namespace (a container's): see
- * {@link makeIn}.
+ * `layerIn(pid)` asks from another network namespace (a container's).
  *
  * @since 0.1.0
  */
@@ -17,46 +13,35 @@ import { NodeDns } from "@effect/platform-node"
 import type { DnsResolvers } from "@hostnode/core"
 import { DnsResolvers as Resolvers } from "@hostnode/core"
 import { type Duration, Effect, Layer, type Scope } from "effect"
-import type { Dns } from "effect/net"
 import { pin } from "./internal/container/pin.ts"
 import * as Internal from "./internal/dns.ts"
 
 /**
- * What a failed query of these resolvers amounts to, from its c-ares code: a
- * DNS response came back, whatever its response code — NXDOMAIN and NODATA
- * (`NotFound`), SERVFAIL, a response that could not be used
- * (`InvalidResponse`, FORMERR), NOTIMP (`Unsupported` with `ENOTIMP`) and
- * REFUSED (`Refused` with `EREFUSED`) — or none did: a timeout, an
- * unreachable or closed port (`Refused` with `ECONNREFUSED`), and anything
- * unclassified. The detail is the reason and the code (`Refused (ECONNREFUSED)`).
- *
- * @since 0.3.0
- */
-export const classify: (error: Dns.DnsError) => DnsResolvers.QueryFailure = Internal.classify
-
-/**
  * The `DnsResolvers` of this machine. An address that is not an IP address
  * is a defect: listener addresses are validated when the goal state is
- * decoded.
- *
- * @since 0.1.0
+ * decoded. A response with any code (NXDOMAIN, REFUSED, ...) surfaces as a
+ * `DnsError` whose `cause.code` is the c-ares code (`ENOTFOUND`,
+ * `EREFUSED`); no answer is `ETIMEOUT` or `ECONNREFUSED`.
  */
-export const make: DnsResolvers.DnsResolvers = Resolvers.DnsResolvers.of({
+const make: DnsResolvers.DnsResolvers = Resolvers.DnsResolvers.of({
   forServer: (address, options) =>
     NodeDns.make({ nameServers: [address], timeout: options.timeout, tries: 1 }).pipe(Effect.orDie),
   classify: Internal.classify
 })
 
 /**
- * The real `DnsResolvers` (see {@link make}).
+ * The real `DnsResolvers` of this machine: one `node:dns` resolver per name
+ * server, asked once per query.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<DnsResolvers.DnsResolvers> = Layer.succeed(Resolvers.DnsResolvers, make)
 
 /**
- * Options of {@link makeIn}.
+ * Options of {@link layerIn}.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface InOptions {
@@ -77,16 +62,11 @@ export interface InOptions {
  * `nsenter --net` on that descriptor) and handed over; the sockets stay in
  * that namespace for their whole life. Queries are A and AAAA, sent once
  * each; the response code maps to the same `DnsError` reasons and codes as
- * {@link make}'s, so {@link classify} reads them alike. A socket that cannot
- * be made makes every query of that resolver fail with reason `Unknown` and
- * the connector's words.
- *
- * @since 0.2.0
+ * {@link layer}'s, and are read alike. A socket that cannot be made makes
+ * every query of that resolver fail with reason `Unknown` and the
+ * connector's words.
  */
-export const makeIn = (
-  pid: number,
-  options?: InOptions
-): Effect.Effect<DnsResolvers.DnsResolvers, never, Scope.Scope> =>
+const makeIn = (pid: number, options?: InOptions): Effect.Effect<DnsResolvers.DnsResolvers, never, Scope.Scope> =>
   Effect.map(Effect.result(pin(pid)), (pinned) =>
     Internal.makeInNamespace(
       pinned._tag === "Success"
@@ -95,10 +75,14 @@ export const makeIn = (
       options
     )
   )
+
 /**
- * The `DnsResolvers` of the network namespace of host process `pid` (see
- * {@link makeIn}), pinned for the layer's lifetime.
+ * The `DnsResolvers` of the network namespace of host process `pid` (a
+ * container's init), pinned for the layer's lifetime: a pid the kernel
+ * reuses later is never entered, and once the process has exited no socket
+ * is made.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerIn = (pid: number, options?: InOptions): Layer.Layer<DnsResolvers.DnsResolvers> =>

@@ -12,12 +12,7 @@ import { createHash } from "node:crypto"
 import { Hashing } from "@hostnode/core"
 import { Layer } from "effect"
 
-/**
- * SHA-256 hashers from `node:crypto`.
- *
- * @since 0.2.0
- */
-export const hashing: Hashing.Hashing = {
+const hashing: Hashing.Hashing = {
   sha256: () => {
     const h = createHash("sha256")
     return {
@@ -30,8 +25,9 @@ export const hashing: Hashing.Hashing = {
 }
 
 /**
- * Provides {@link hashing} as `Hashing.Hashing`.
+ * SHA-256 hashers from `node:crypto`, as `Hashing.Hashing`.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layer = Layer.succeed(Hashing.Hashing, hashing)

@@ -47,7 +47,7 @@ export * as NodeMounter from "./NodeMounter.ts"
  */
 export * as NodeSystemd from "./NodeSystemd.ts"
 /**
- * A long-lived `sh` that runs short commands one after another, as a ChildProcessSpawner (moved from @hostnode/core).
+ * A long-lived `sh` that runs short commands one after another, as a ChildProcessSpawner.
  *
  * @since 0.3.0
  */

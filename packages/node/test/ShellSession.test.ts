@@ -18,10 +18,11 @@ const counted = Effect.gen(function* () {
   const counting = ChildProcessSpawner.make((command) =>
     Ref.update(spawns, (n) => n + 1).pipe(Effect.andThen(inner.spawn(command)))
   )
-  const session = yield* ShellSession.make.pipe(
-    Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, counting)
+  // Built once in the caller's scope: every use of `session` shares its shell.
+  const session = yield* Layer.build(
+    ShellSession.layer.pipe(Layer.provide(Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, counting)))
   )
-  return { spawns, session: Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, session) }
+  return { spawns, session: Layer.succeedContext(session) }
 }).pipe(Effect.provide(NodeServices.layer))
 
 const run = (command: string, args: ReadonlyArray<string>) => HostCommand.run(command, args)

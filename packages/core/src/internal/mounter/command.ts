@@ -4,7 +4,7 @@
  * targets...` through the spawner in context, many targets per process, and
  * which went decided from the mount table. Also the reading of util-linux's
  * messages (`classify`, public as `Mounter.classifyUmount`), which
- * `NodeMounter.makeIn`'s helper shares. Internal: the public constructor and
+ * `NodeMounter.layerIn`'s helper shares. Internal: the public constructor and
  * its guarantees are in `Mounter`.
  *
  * @since 0.3.0

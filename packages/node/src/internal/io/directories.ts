@@ -1,7 +1,7 @@
 /**
  * The real `Directories` over a helper client (`./client.ts`): each
  * primitive one request, its failure the `DirectoryError` the simulated host
- * gives for the same errno. `NodeDirectory.make` builds it over a client of
+ * gives for the same errno. `NodeDirectory.layer` builds it over a client of
  * this host's; the container composition over a client whose every call
  * first asks whether the container still lives.
  *
@@ -12,7 +12,6 @@
 import { Directory, FileName, HostPath } from "@hostnode/core"
 import type { Failure, Identity, RemoveResult } from "@hostnode/core/Programs"
 import { Effect, type Scope } from "effect"
-import type { Options } from "../../NodeDirectory.ts"
 import type * as Io from "./client.ts"
 
 /** A failure of the helper as the `DirectoryError` of `operation` on `path`. */
@@ -51,6 +50,12 @@ const badName = (operation: string, path: string, name: Uint8Array): Directory.D
     operation,
     path
   })
+}
+
+/** Options of {@link build}. */
+export interface Options {
+  /** Use `openat2` for resolution where the kernel has it (default true); false walks from handle to handle. */
+  readonly openat2?: boolean | undefined
 }
 
 /** The service over a helper client (see the module comment). */

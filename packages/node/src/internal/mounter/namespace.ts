@@ -24,7 +24,7 @@ export type Target = Pick<Pinned, "name" | "fds" | "gone">
 
 /**
  * The `Mounter` of the mount namespace of a pinned process (see
- * `NodeMounter.makeIn`): every call is refused once that process is gone.
+ * `NodeMounter.layerIn`): every call is refused once that process is gone.
  */
 export const namespaceMounter = Effect.fnUntraced(function* (target: Target, options: InOptions | undefined) {
   const maxTargets = Math.max(1, options?.maxTargets ?? 256)
