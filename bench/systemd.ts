@@ -30,7 +30,7 @@ const Main = Effect.gen(function* () {
       "[Unit]\n# many restarts in a few seconds: no start rate limit\nStartLimitIntervalSec=0\n\n[Service]\nExecStart=/bin/sleep infinity\n"
     )
   }
-  const systemdLayer = NodeSystemd.layerIn(machine.pid)
+  const systemdLayer = NodeSystemd.layer({ pid: machine.pid })
   yield* Effect.gen(function* () {
     const systemd = yield* Systemd.Systemd
     yield* systemd.daemonReload
@@ -54,7 +54,7 @@ const Main = Effect.gen(function* () {
     ]).pipe(succeeded)
   // The session and D-Bus layers as an agent holds them: built once, one
   // shell or one connection for every run.
-  const session = yield* Layer.build(NodeSystemd.layerSessionIn(machine.pid))
+  const session = yield* Layer.build(NodeSystemd.layer({ pid: machine.pid, session: true }))
   const dbus = yield* Layer.build(NodeSystemd.layerDbusIn(machine.pid))
 
   const twenty = all.slice(0, 20)
@@ -78,8 +78,8 @@ const Main = Effect.gen(function* () {
     [
       { name: "shell loop of systemctl restart (in the machine)", ms: loop },
       { name: "shell loop of nsenter + systemctl restart (from the host)", ms: hostLoop },
-      { name: "restartChanged, NodeSystemd.layerIn (nsenter + systemctl per unit)", ms: perProcess },
-      { name: "restartChanged, NodeSystemd.layerSessionIn (one shell, systemctl per unit)", ms: viaSession },
+      { name: "restartChanged, NodeSystemd.layer({ pid }) (nsenter + systemctl per unit)", ms: perProcess },
+      { name: "restartChanged, NodeSystemd.layer({ pid, session }) (one shell, systemctl per unit)", ms: viaSession },
       { name: "restartChanged, NodeSystemd.layerDbusIn (one D-Bus connection)", ms: viaDbus }
     ],
     "shell loop of systemctl restart (in the machine)"
@@ -95,7 +95,10 @@ const Main = Effect.gen(function* () {
     `restart 100 trivial units in a real systemd (median of ${runs})`,
     [
       { name: "shell loop of systemctl restart (in the machine)", ms: loop100 },
-      { name: "restartChanged, NodeSystemd.layerSessionIn (one shell, systemctl per unit)", ms: viaSession100 },
+      {
+        name: "restartChanged, NodeSystemd.layer({ pid, session }) (one shell, systemctl per unit)",
+        ms: viaSession100
+      },
       { name: "restartChanged, NodeSystemd.layerDbusIn (one D-Bus connection)", ms: viaDbus100 },
       {
         name: "restartChanged, NodeSystemd.layerDbusIn, its Info line per unit printed",
@@ -105,7 +108,7 @@ const Main = Effect.gen(function* () {
     "shell loop of systemctl restart (in the machine)"
   )
   yield* Console.log(
-    `\nrestartChanged against the in-machine shell loop: 20 units ${(perProcess / loop).toFixed(2)}x with a process per call (layerIn), ${(viaSession / loop).toFixed(2)}x with a shell session (layerSessionIn; target <= 1.2x), ${(viaDbus / loop).toFixed(2)}x over D-Bus (layerDbusIn; target <= 0.8x); 100 units ${(viaSession100 / loop100).toFixed(2)}x with the shell session, ${(viaDbus100 / loop100).toFixed(2)}x over D-Bus (target <= 0.5x)`
+    `\nrestartChanged against the in-machine shell loop: 20 units ${(perProcess / loop).toFixed(2)}x with a process per call (layer({ pid })), ${(viaSession / loop).toFixed(2)}x with a shell session (layer({ pid, session }); target <= 1.2x), ${(viaDbus / loop).toFixed(2)}x over D-Bus (layerDbusIn; target <= 0.8x); 100 units ${(viaSession100 / loop100).toFixed(2)}x with the shell session, ${(viaDbus100 / loop100).toFixed(2)}x over D-Bus (target <= 0.5x)`
   )
 }).pipe(Effect.scoped)
 

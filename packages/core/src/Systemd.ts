@@ -557,7 +557,7 @@ const parseShow = (stdout: string): Record<string, string> => {
  * `systemctl` that cannot be run at all a `CommandUnavailable` reason, the
  * time limit a `Timeout`. It needs only a spawner, so it lives here beside
  * `Mounter.layerCommand`: the spawner decides where the commands run
- * (`NodeSystemd.layer` gives Node's, `layerIn` one wrapped with `nsenter` for
+ * (`NodeSystemd.layer` gives Node's, or one wrapped with `nsenter` for
  * another machine's systemd, `MemoryNode` the simulated command line).
  *
  * @since 0.1.0

@@ -2,57 +2,16 @@
  * The container composition: every service the operations of @hostnode/core
  * need, for a node stack that runs in a container (its own mount, pid and
  * network namespaces, its own systemd) whose init is a given host process.
- * It provides what `NodeHost.layer` provides, so a program written against
- * the host runs unchanged against the container.
+ * It provides what `NodeHost.layer` provides, so a program runs unchanged.
  *
- * The container is trusted for nothing it controls. Its init is pinned once,
- * when the layer is built: a pidfd, then its root directory and its mount,
- * network and pid namespaces opened as descriptors, then the pidfd asked
- * whether that very process still lives (only then are the descriptors
- * known to be its). Everything after goes through those descriptors, never
- * through `/proc/<pid>/...` by path, and everything first asks the pidfd:
- * once the container has exited, every call fails with the `Gone` reason
- * (`HostPath.Gone`, a reason of `HostPathError`, `DirectoryError` and
- * `SystemdError`), and a pid the kernel gives another process is never
- * acted on.
- *
- * - Files are the container's: the real host of every operation (no
- *   `hostRoot`, `""` or `"/"`) is `HostPath.NodeRoot`, the pinned root with
- *   the container's own mount table. Paths below it are resolved as the
- *   container resolves them (an absolute link starts again at its root).
- *   Or, where the container shares the node's state with the host at the
- *   same paths, `files: { shared }` makes those host locations the files
- *   while the mounts stay the container's: an explicit choice of the layer.
- * - Unmounts happen in the container's mount namespace, decided from its
- *   own table, by a helper process of ours entered into the pinned namespace
- *   and root (`NodeMounter.makeIn`): each mount verified there by its
- *   descriptor and detached through it.
- * - systemd is the container's, over D-Bus only, its socket resolved below
- *   the pinned root and connected to through the descriptor found (see
- *   `NodeSystemd.layerDbusIn`): a socket the container made a link to
- *   another machine's is never reached. Connected at the first call, so a
- *   container whose systemd has not booted yet still composes.
- * - Commands (`ip`, `iptables`, and any the program spawns itself) are this
- *   host's programs, run in the container's network namespace only
- *   (`nsenter --net` on the pinned descriptor): no program of the
- *   container's image runs with the agent's privileges.
- * - DNS queries leave from the container's network namespace, and
- *   `IsolationBackend` is the container mode's: a slot is up when its
- *   container is alive and its units active.
- *
- * A pid in the agent's own mount namespace (a mistyped pid, `1` on a plain
- * host) would make the composition act on the host: it is refused unless
- * `allowOwnNamespace` says that is meant.
- *
- * A snapshot taken through this composition records the container's
- * identity, not its pid: the slot the resolver named, or where its root
- * file system comes from (an overlay's upper directory, or a file system's
- * device and directory). A restore after the container restarted (a new
- * pid, the same root) is accepted; one in another container, or in a
- * process that reused the pid, is `HostRootMismatch`.
- *
- * Boundary: composition and the decoding of the target. What each part does
- * and guarantees is said where it is made.
+ * - The container is trusted for nothing it controls: its init is pinned
+ *   once (a pidfd, its root and namespaces as descriptors), everything goes
+ *   through those descriptors, and once it has exited every call fails with
+ *   the `Gone` reason.
+ * - No program of the container's image runs: commands are this host's, run
+ *   in its network namespace; systemd is reached over its D-Bus socket.
+ * - See docs/design/container.md for what each part does and the identity
+ *   snapshots record.
  *
  * @since 0.2.0
  */
@@ -71,123 +30,51 @@ import { namespaceMounter } from "./internal/mounter/namespace.ts"
 import * as NodeHashing from "./NodeHashing.ts"
 import type * as NodeHost from "./NodeHost.ts"
 import type * as NodeMounter from "./NodeMounter.ts"
+import type * as NodeSystemd from "./NodeSystemd.ts"
 
 /**
- * Why a container could not be composed: the pid given (or resolved) is not a
- * positive integer.
+ * Why a container could not be composed, by its `_tag`:
+ * - `InvalidPid`: the pid given (or resolved) is not a positive integer;
+ * - `NotFound`: there is no such process (or only its zombie): the container is gone;
+ * - `NoContainer`: the resolver says the slot has no container now, or could not tell;
+ * - `Unreachable`: the process exists but its namespaces cannot be opened
+ *   (not root, or a kernel that hides them);
+ * - `OwnNamespace`: the process is in this agent's own mount namespace, so
+ *   the composition would act on this host (a mistyped pid, `1` on a plain
+ *   host); pass `allowOwnNamespace` where that is meant.
  *
- * @since 0.3.0
+ * @category errors
+ * @since 0.2.0
  */
-export class InvalidPid extends Schema.TaggedError<InvalidPid>()("InvalidPid", {
-  /** The number given, where it was one (the CLI's `--container` text may not be). */
+export class ContainerErrorReason extends Schema.Error<ContainerErrorReason>(
+  "@hostnode/node/NodeContainer/ContainerErrorReason"
+)({
+  _tag: Schema.Literals(["InvalidPid", "NotFound", "NoContainer", "Unreachable", "OwnNamespace"]),
+  /** The pid given or resolved, where it was a number (the CLI's `--container` text may not be). */
   pid: Schema.optionalKey(Schema.Number),
-  /** The slot whose resolver gave it, for a resolver. */
-  slot: Schema.optionalKey(Schema.String),
-  /** What was given instead, for a person to read. */
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return this.detail
-  }
-}
-
-/**
- * Why a container could not be composed: there is no such process (or only
- * its zombie): the container is gone.
- *
- * @since 0.3.0
- */
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
-  pid: Schema.Number,
   /** The slot whose resolver gave the pid, for a resolver. */
   slot: Schema.optionalKey(Schema.String),
+  /** What was found instead, for a person to read. */
   detail: Schema.String
 }) {
   override get message(): string {
     return this.detail
   }
 }
-
-/**
- * Why a container could not be composed: the resolver says the slot has no
- * container now, or could not tell.
- *
- * @since 0.3.0
- */
-export class NoContainer extends Schema.TaggedError<NoContainer>()("NoContainer", {
-  slot: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return this.detail
-  }
-}
-
-/**
- * Why a container could not be composed: the process exists but its
- * namespaces cannot be opened (not root, or a kernel that hides them).
- *
- * @since 0.3.0
- */
-export class Unreachable extends Schema.TaggedError<Unreachable>()("Unreachable", {
-  pid: Schema.Number,
-  /** The slot whose resolver gave the pid, for a resolver. */
-  slot: Schema.optionalKey(Schema.String),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return this.detail
-  }
-}
-
-/**
- * Why a container could not be composed: the process is in this agent's own
- * mount namespace, so the composition would act on this host (a mistyped
- * pid, `1` on a plain host). Pass `allowOwnNamespace` where that is meant.
- *
- * @since 0.4.0
- */
-export class OwnNamespace extends Schema.TaggedError<OwnNamespace>()("OwnNamespace", {
-  pid: Schema.Number,
-  /** The slot whose resolver gave the pid, for a resolver. */
-  slot: Schema.optionalKey(Schema.String),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return this.detail
-  }
-}
-
-/**
- * Why a container could not be composed: each reason names the pid and the
- * slot where it has them, and what was found instead.
- *
- * @since 0.2.0
- */
-export const ContainerErrorReason = Schema.Union([InvalidPid, NotFound, NoContainer, Unreachable, OwnNamespace])
-
-/**
- * Why a container could not be composed.
- *
- * @since 0.2.0
- */
-export type ContainerErrorReason = typeof ContainerErrorReason.Type
 
 /** Who the reason is about, as the message names it. */
-const who = (reason: ContainerErrorReason): string => {
-  const pid = "pid" in reason ? reason.pid : undefined
-  const slot = "slot" in reason ? reason.slot : undefined
-  return pid !== undefined
+const who = ({ pid, slot }: ContainerErrorReason): string =>
+  pid !== undefined
     ? `container process ${pid}${slot === undefined ? "" : ` (slot ${JSON.stringify(slot)})`}`
     : slot !== undefined
       ? `the container of slot ${JSON.stringify(slot)}`
       : "the container"
-}
 
 /**
  * The container named could not be composed (see {@link ContainerErrorReason}):
  * nothing has been done in it.
  *
+ * @category errors
  * @since 0.2.0
  */
 export class ContainerError extends Schema.TaggedError<ContainerError>()("ContainerError", {
@@ -203,35 +90,32 @@ export class ContainerError extends Schema.TaggedError<ContainerError>()("Contai
  * finds the slot's container (asked when the layer is built, and again by
  * `IsolationBackend.running` for every slot it is asked about).
  *
+ * @category models
  * @since 0.2.0
  */
 export type Target = number | { readonly slot: string; readonly resolve: IsolationBackend.ContainerResolver }
 
 /**
- * Where the files the operations touch are:
- * - `"container"` (the default): the container's own, below its pinned
- *   root; the mount table that root comes with is the container's. What a
- *   container with its own image and its own state directories needs.
- * - `{ shared }`: the same-path host locations the container shares with
- *   this host (its `/var/lib/kubelet`, `/etc/cni/net.d`, ... are this host's
- *   at the same paths below `shared`, `/` for the real host): files are
- *   read, removed and snapshotted there, while the mount table is still the
- *   container's and its paths are taken as the same paths below `shared`.
- *   Unmounts still happen only in the container: its pod mounts propagate
- *   to the host's peers through the shared bind, and so does their unmount.
- *
- * @since 0.2.0
- */
-export type Files = "container" | { readonly shared: string }
-
-/**
  * Options of {@link layer}.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Options {
-  /** Where the operations' files are (default `"container"`; see {@link Files}). */
-  readonly files?: Files | undefined
+  /**
+   * Where the files the operations touch are:
+   * - `"container"` (the default): the container's own, below its pinned
+   *   root; the mount table that root comes with is the container's. What a
+   *   container with its own image and its own state directories needs.
+   * - `{ shared }`: the same-path host locations the container shares with
+   *   this host (its `/var/lib/kubelet`, `/etc/cni/net.d`, ... are this host's
+   *   at the same paths below `shared`, `/` for the real host): files are
+   *   read, removed and snapshotted there, while the mount table is still the
+   *   container's and its paths are taken as the same paths below `shared`.
+   *   Unmounts still happen only in the container: its pod mounts propagate
+   *   to the host's peers through the shared bind, and so does their unmount.
+   */
+  readonly files?: "container" | { readonly shared: string } | undefined
   /** The units whose activity means the container's node stack is up (default containerd and kubelet). */
   readonly units?: ReadonlyArray<string> | undefined
   /**
@@ -240,18 +124,11 @@ export interface Options {
    * act on this host).
    */
   readonly allowOwnNamespace?: boolean | undefined
-  /** How the container's systemd is spoken to (`NodeSystemd.DbusOptions`: socket, call and connect timeouts). */
-  readonly systemd?: ContainerSystemd.Options | undefined
+  /** How the container's systemd is spoken to (socket, call and connect timeouts). */
+  readonly systemd?: NodeSystemd.DbusOptions | undefined
   /** Options of the container's mounter (`NodeMounter.InOptions`). */
   readonly mounter?: NodeMounter.InOptions | undefined
 }
-
-/**
- * Everything {@link layer} provides: what `NodeHost.layer` provides.
- *
- * @since 0.2.0
- */
-export type Services = NodeHost.Services
 
 /** `pid` as a positive integer, or the error naming it. */
 const decodePid = (pid: number, slot?: string) =>
@@ -259,7 +136,8 @@ const decodePid = (pid: number, slot?: string) =>
     ? Effect.succeed(pid)
     : Effect.fail(
         new ContainerError({
-          reason: new InvalidPid({
+          reason: new ContainerErrorReason({
+            _tag: "InvalidPid",
             pid,
             ...(slot === undefined ? {} : { slot }),
             detail: "a pid is a positive integer"
@@ -270,12 +148,21 @@ const decodePid = (pid: number, slot?: string) =>
 /** The pid the resolver of `target` gives for its slot; none now is a `NoContainer`. */
 const resolved = (target: Exclude<Target, number>) =>
   target.resolve(IsolationBackend.SlotRef.make(target.slot)).pipe(
-    Effect.mapError((e) => new ContainerError({ reason: new NoContainer({ slot: target.slot, detail: e.message }) })),
+    Effect.mapError(
+      (e) =>
+        new ContainerError({
+          reason: new ContainerErrorReason({ _tag: "NoContainer", slot: target.slot, detail: e.message })
+        })
+    ),
     Effect.flatMap((pid) =>
       pid === undefined
         ? Effect.fail(
             new ContainerError({
-              reason: new NoContainer({ slot: target.slot, detail: "the resolver finds no container for the slot" })
+              reason: new ContainerErrorReason({
+                _tag: "NoContainer",
+                slot: target.slot,
+                detail: "the resolver finds no container for the slot"
+              })
             })
           )
         : Effect.succeed(pid)
@@ -297,16 +184,18 @@ const pinTarget = (target: Target, options: Options | undefined) =>
       Effect.mapError(
         (f) =>
           new ContainerError({
-            reason:
-              f._tag === "NotFound"
-                ? new NotFound({ ...facts, detail: f.detail })
-                : new Unreachable({ ...facts, detail: f.detail })
+            reason: new ContainerErrorReason({
+              _tag: f._tag === "NotFound" ? "NotFound" : "Unreachable",
+              ...facts,
+              detail: f.detail
+            })
           })
       )
     )
     if (pinned.ownNamespace && options?.allowOwnNamespace !== true) {
       return yield* new ContainerError({
-        reason: new OwnNamespace({
+        reason: new ContainerErrorReason({
+          _tag: "OwnNamespace",
           ...facts,
           detail:
             "the process is in this agent's own mount namespace: the operations would act on this host (pass allowOwnNamespace if that is meant)"
@@ -323,7 +212,7 @@ const guardOf = (pinned: Pinned) => (): Failure | undefined => {
 }
 
 /** The node root of `files` for the pinned container. */
-const nodeRoot = (pinned: Pinned, files: Files): HostPath.RootInput => {
+const nodeRoot = (pinned: Pinned, files: NonNullable<Options["files"]>): HostPath.RootInput => {
   const gone = Effect.sync(() => pinned.gone())
   return files === "container"
     ? {
@@ -370,9 +259,26 @@ const commandsIn = (pinned: Pinned) =>
  * namespace (unless allowed) is a {@link ContainerError}, and nothing has
  * been done. The pins and the helper processes live as long as the layer.
  *
+ * @example
+ * ```ts
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import { Paths, Unmount } from "@hostnode/core"
+ * import { NodeContainer } from "@hostnode/node"
+ * import { Effect } from "effect"
+ *
+ * // Detach the pod volumes a stopped kubelet left, in the container whose init is host process 4242.
+ * const program = Unmount.unmountStrictlyBelow([Paths.KubeletDir]).pipe(
+ *   Effect.provide(NodeContainer.layer(4242)),
+ *   // No such process any more: nothing was done.
+ *   Effect.catchReason("ContainerError", "NotFound", (reason) => Effect.logError(reason.message))
+ * )
+ * export const main = () => NodeRuntime.runMain(program)
+ * ```
+ *
+ * @category layers
  * @since 0.2.0
  */
-export const layer = (target: Target, options?: Options): Layer.Layer<Services, ContainerError> =>
+export const layer = (target: Target, options?: Options): Layer.Layer<NodeHost.Services, ContainerError> =>
   Layer.unwrap(
     Effect.gen(function* () {
       const pinned = yield* pinTarget(target, options)

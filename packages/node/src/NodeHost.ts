@@ -18,8 +18,9 @@ import * as NodeMounter from "./NodeMounter.ts"
 import * as NodeSystemd from "./NodeSystemd.ts"
 
 /**
- * Everything {@link layer} provides.
+ * Everything {@link layer} provides (and `NodeContainer.layer`).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Services =
@@ -33,6 +34,7 @@ export type Services =
 /**
  * Options of {@link layerWith}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -50,6 +52,7 @@ export interface Options {
  * answers (or `systemctl` where neither does); the `DnsResolvers`; and the
  * host-mode `IsolationBackend`.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerWith = (options?: Options): Layer.Layer<Services> => {
@@ -86,6 +89,7 @@ export const layerWith = (options?: Options): Layer.Layer<Services> => {
  * export const main = () => NodeRuntime.runMain(program)
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<Services> = layerWith()

@@ -1,14 +1,13 @@
 /**
- * The real `Systemd`, two ways. Over D-Bus (`layerDbus`, `layerDbusIn`):
- * calls go straight to systemd's manager on one connection kept for the
- * layer's lifetime, and a restart's outcome is its job's result from systemd
- * itself. Over `systemctl` run through the spawner in context
- * (`layerCommand`, see {@link makeCommand} for how calls and errors work):
- * `layer` drives this host's systemd, `layerIn(pid)` the systemd of a
- * trusted machine (a test machine) through `nsenter`, and the `Session`
- * variants run every `systemctl` in one long-lived shell (`ShellSession`)
- * instead of a process spawned per call. `layerWithFallback` is D-Bus where a
- * socket answers and `systemctl` elsewhere.
+ * The real `Systemd`, the ways a user chooses between:
+ * - `layerDbus`: D-Bus straight to systemd's manager on one connection kept
+ *   for the layer's lifetime; a restart's outcome is its job's result from
+ *   systemd itself. `layerDbusIn(pid)`: the same for another machine's
+ *   systemd (a container's), running nothing of it.
+ * - `layer`: `systemctl` (core's `Systemd.layerCommand` on Node's spawner),
+ *   on this host, or in a trusted machine through `nsenter`, a process per
+ *   call or one long-lived shell (`ShellSession`).
+ * - `layerWithFallback`: D-Bus where a socket answers, `systemctl` elsewhere.
  *
  * @since 0.1.0
  */
@@ -23,75 +22,50 @@ import * as SystemdDbus from "./internal/SystemdDbus.ts"
 import * as ShellSession from "./ShellSession.ts"
 
 /**
- * Options of the layers over `systemctl` (`Systemd.CommandOptions`).
+ * Options of {@link layer}: `Systemd.CommandOptions` (the call timeout), and
+ * where and how `systemctl` runs.
  *
- * @since 0.3.0
+ * @category models
+ * @since 0.4.0
  */
-export type CommandOptions = Systemd.CommandOptions
+export interface Options extends Systemd.CommandOptions {
+  /**
+   * The host pid of another machine's PID 1, reached with `nsenter -t pid -m
+   * -p` (default: this host's systemd). This runs the machine's own
+   * `systemctl` with this process's privileges, and looks the pid up again
+   * for every call: for a machine you trust (a test machine). A container is
+   * reached with {@link layerDbusIn}, which runs nothing of its image.
+   */
+  readonly pid?: number | undefined
+  /**
+   * Run every `systemctl` in one shell kept for the layer's lifetime
+   * (`ShellSession`; entered once with `nsenter` for a `pid`): a call costs a
+   * fork and exec instead of a Node spawn (default false).
+   */
+  readonly session?: boolean | undefined
+}
 
 /**
- * `Systemd.makeCommand`: the service over `systemctl` through the spawner in
- * context. Named here too so this module's layers read as one family.
+ * systemd over `systemctl`, run through Node's spawner: this host's, or the
+ * machine's of `options.pid`, a process per call or, with `session`, one
+ * long-lived shell.
  *
- * @since 0.3.0
- */
-export const makeCommand = Systemd.makeCommand
-
-/**
- * `Systemd.layerCommand`: {@link makeCommand} as a layer, requiring the
- * spawner the commands run through.
- *
- * @since 0.3.0
- */
-export const layerCommand = Systemd.layerCommand
-
-/**
- * This host's systemd.
- *
+ * @category layers
  * @since 0.1.0
  */
-export const layer = (options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  layerCommand(options).pipe(Layer.provide(NodeServices.layer))
-
-/**
- * The systemd whose PID 1 is host process `pid`, reached with `nsenter -t pid -m -p`:
- * this runs the machine's own `systemctl` binary with this process's
- * privileges, and looks the pid up again for every call. For a machine you
- * trust (a test machine); a container is reached with {@link layerDbusIn},
- * which runs nothing of its image.
- *
- * @since 0.1.0
- */
-export const layerIn = (pid: number, options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  layerCommand(options).pipe(Layer.provide(HostCommand.layerNsenter(pid)), Layer.provide(NodeServices.layer))
-
-/**
- * This host's systemd, every `systemctl` run by one shell kept for the
- * layer's lifetime: a call costs a fork and exec instead of a Node spawn.
- *
- * @since 0.1.0
- */
-export const layerSession = (options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  layerCommand(options).pipe(Layer.provide(ShellSession.layer), Layer.provide(NodeServices.layer))
-
-/**
- * The systemd whose PID 1 is host process `pid`, every `systemctl` run by
- * one shell entered once with `nsenter -t pid -m -p` and kept for the
- * layer's lifetime: the machine's own shell and `systemctl`, as for
- * {@link layerIn}.
- *
- * @since 0.1.0
- */
-export const layerSessionIn = (pid: number, options?: CommandOptions): Layer.Layer<Systemd.Systemd> =>
-  layerCommand(options).pipe(
-    Layer.provide(ShellSession.layer),
-    Layer.provide(HostCommand.layerNsenter(pid)),
-    Layer.provide(NodeServices.layer)
+export const layer = (options?: Options): Layer.Layer<Systemd.Systemd> => {
+  const pid = options?.pid
+  const spawner =
+    pid === undefined ? NodeServices.layer : HostCommand.layerNsenter(pid).pipe(Layer.provide(NodeServices.layer))
+  return Systemd.layerCommand(options).pipe(
+    Layer.provide(options?.session === true ? ShellSession.layer.pipe(Layer.provide(spawner)) : spawner)
   )
+}
 
 /**
  * Options of {@link layerDbus} and {@link layerDbusIn}.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface DbusOptions {
@@ -130,6 +104,7 @@ const dbus = (options: DbusOptions | undefined) =>
  * dropped (systemd closes every connection when it re-executes). A call whose
  * connection dropped before the answer is sent once more on the new one.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerDbus = (options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> => dbus(options)
@@ -149,6 +124,7 @@ export const layerDbus = (options?: DbusOptions): Layer.Layer<Systemd.Systemd, S
  * connected to, whatever process has its pid by then. No program of the
  * machine's runs.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Systemd.Systemd, Systemd.SystemdError> =>
@@ -173,20 +149,20 @@ export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Sys
   )
 
 /**
- * Options of {@link layerWithFallback}.
+ * Options of {@link layerWithFallback}: those of {@link layerDbus} and of
+ * {@link layer}; a `pid` names another machine's systemd for both.
  *
+ * @category models
  * @since 0.2.0
  */
-export interface FallbackOptions extends DbusOptions, CommandOptions {
-  /** The host pid of another machine's systemd (as for {@link layerDbusIn} and {@link layerIn}); default this host's. */
-  readonly pid?: number | undefined
-}
+export interface FallbackOptions extends DbusOptions, Options {}
 
 /**
  * systemd over D-Bus where one of its sockets answers when the layer is
  * built, else over `systemctl` (a host without systemd's sockets, an agent
  * that is not root and has no system bus). The choice is logged at debug.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerWithFallback = (options?: FallbackOptions): Layer.Layer<Systemd.Systemd> => {
@@ -198,7 +174,7 @@ export const layerWithFallback = (options?: FallbackOptions): Layer.Layer<System
           Effect.logDebug("systemd's D-Bus sockets do not answer; using systemctl").pipe(
             Effect.annotateLogs({ reason: "stderr" in e.reason ? e.reason.stderr : e.reason.message })
           ),
-          pid === undefined ? layer(options) : layerIn(pid, options)
+          layer(options)
         )
       )
     )

@@ -1,7 +1,8 @@
 /**
- * The node layers' errors have the library's one shape: a tagged class whose
- * `reason` is a tagged union of reason classes, so `Effect.catchReason`
- * reaches each reason (and tsc refuses a reason the error does not have).
+ * The node layers' errors have the library's shape: a tagged class whose
+ * `reason` has a `_tag`, so `Effect.catchReason` reaches each reason (and tsc
+ * refuses a reason the error does not have); an error with a single cause
+ * carries its `detail` itself.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { NodeContainer, NodeDirectory, NodeMounter } from "@hostnode/node"
@@ -12,7 +13,7 @@ describe("the node layers' errors", () => {
     Effect.gen(function* () {
       const gone = Effect.fail(
         new NodeContainer.ContainerError({
-          reason: new NodeContainer.NotFound({ pid: 4242, detail: "no process 4242" })
+          reason: new NodeContainer.ContainerErrorReason({ _tag: "NotFound", pid: 4242, detail: "no process 4242" })
         })
       )
       const pid = yield* gone.pipe(

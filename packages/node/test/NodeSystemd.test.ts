@@ -19,11 +19,11 @@ const gate = Gate.check("real systemd", [
 // A machine per block below (each `layer`/suite builds its own and kills it by pid when it closes).
 const machine = SystemdMachine.layer.pipe(Layer.provide(NodeServices.layer), Layer.orDie)
 const host = Layer.unwrap(
-  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerIn(m.pid))
+  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layer({ pid: m.pid }))
 ).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
 
 const sessionHost = Layer.unwrap(
-  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layerSessionIn(m.pid))
+  Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => NodeSystemd.layer({ pid: m.pid, session: true }))
 ).pipe(Layer.provideMerge(machine), Layer.provideMerge(NodeServices.layer))
 
 // A D-Bus layer that gives up on a call after 2 seconds, for the timeout test.
@@ -90,14 +90,14 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
   )
 
   SystemdConformance.suite(
-    "NodeSystemd.layerIn (systemctl through nsenter)",
+    "NodeSystemd.layer({ pid }) (systemctl through nsenter)",
     host,
     Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
     SystemdConformance.machineObservers
   )
 
   SystemdConformance.suite(
-    "NodeSystemd.layerSessionIn (systemctl in one shell entered with nsenter)",
+    "NodeSystemd.layer({ pid, session }) (systemctl in one shell entered with nsenter)",
     sessionHost,
     Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
     SystemdConformance.machineObservers

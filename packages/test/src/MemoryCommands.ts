@@ -2,7 +2,7 @@
  * The simulated host's command line: a `ChildProcessSpawner` that runs no
  * process but hands each command to an interpreter registered for its name
  * (`umount`, `mount`, `systemctl`, `ip`, `iptables`). The library's command
- * layers (`NodeSystemd.layerCommand`, `NodeMounter.layerCommand`, the LocalDNS
+ * layers (`Systemd.layerCommand`, `NodeMounter.layerCommand`, the LocalDNS
  * phases) then run unchanged against the simulated host, which is how the
  * interpreters and the simulated services are held to agree with each other
  * and with the real tools.

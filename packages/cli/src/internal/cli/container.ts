@@ -9,7 +9,7 @@
  * stay there and in `errors.ts`.
  */
 import { HostPath, MountInfo } from "@hostnode/core"
-import { NodeContainer } from "@hostnode/node"
+import { NodeContainer, type NodeHost } from "@hostnode/node"
 import { DryRun } from "@hostnode/test"
 import { type Context, Effect, type Fiber, type FileSystem, Logger, Option, References, Schema } from "effect"
 import { FlagWithout, goneIn, UsageError } from "./errors.ts"
@@ -23,7 +23,7 @@ export interface Target {
 
 /** A refused `--container`: the typed error the command exits 2 with. */
 const invalid = (detail: string) =>
-  new NodeContainer.ContainerError({ reason: new NodeContainer.InvalidPid({ detail }) })
+  new NodeContainer.ContainerError({ reason: new NodeContainer.ContainerErrorReason({ _tag: "InvalidPid", detail }) })
 
 /**
  * `--container`, decoded: `undefined` without it, else the pid (a positive
@@ -91,7 +91,7 @@ export const within = <A, E, R>(target: Target, body: (view: View) => Effect.Eff
   ) as Effect.Effect<
     A,
     E | NodeContainer.ContainerError | HostPath.HostPathError,
-    Exclude<R, NodeContainer.Services | FileSystem.FileSystem>
+    Exclude<R, NodeHost.Services | FileSystem.FileSystem>
   >
 
 /**
