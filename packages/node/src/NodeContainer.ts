@@ -6,12 +6,10 @@
  *
  * - The container is trusted for nothing it controls: its init is pinned
  *   once (a pidfd, its root and namespaces as descriptors), everything goes
- *   through those descriptors, and once it has exited every call fails with
- *   the `Gone` reason.
+ *   through those, and once it has exited every call fails with `Gone`.
  * - No program of the container's image runs: commands are this host's, run
  *   in its network namespace; systemd is reached over its D-Bus socket.
- * - See docs/design/container.md for what each part does and the identity
- *   snapshots record.
+ * - What each part does: docs/design/container.md.
  *
  * @since 0.2.0
  */

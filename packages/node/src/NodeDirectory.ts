@@ -1,18 +1,14 @@
 /**
  * The real `Directory.Directories`: every operation one system call on a
- * file descriptor (`openat`, `statx`, `getdents64`, `unlinkat`, `renameat2`,
- * ...), names as bytes, made by a helper process so that no call on a host's
- * files runs on the agent's event loop.
- *
- * - A call that does not return (a dead NFS server, a FUSE daemon that never
- *   answers) is abandoned at its timeout or the operation's `Deadline` and
- *   fails `Hung`; the next call gets a new helper (a stuck process can be
- *   left behind, a stuck thread would keep the agent from exiting).
+ * file descriptor (`openat`, `statx`, `getdents64`, ...), made by a helper
+ * process so that no call on a host's files runs on the agent's event loop.
+ * - A call that does not return (a dead NFS server, a FUSE daemon) is
+ *   abandoned at its timeout or the operation's `Deadline` and fails `Hung`;
+ *   the next call gets a new helper (docs/design/dead-storage.md).
  * - Identifying a node, holding it `O_PATH` and detaching a mount never ask
  *   the file system, so a dead volume is detached or kept, never entered.
  * - Directories open `O_DIRECTORY | O_NOFOLLOW`, files `O_NOFOLLOW |
- *   O_NONBLOCK`. What a path resolves to and what may be removed is decided
- *   in @hostnode/core; see docs/design/host-root.md.
+ *   O_NONBLOCK`; what a path resolves to is decided in @hostnode/core.
  *
  * @since 0.2.0
  */

@@ -1,13 +1,11 @@
 /**
  * The real `Mounter`. `layer` verifies and unmounts through system calls
- * (koffi) in the helper process of the root handle's `NodeDirectory`, never
- * on the agent's event loop:
- * - each target is held below the root with `openat2(RESOLVE_BENEATH |
- *   RESOLVE_NO_SYMLINKS)` and `O_PATH` (or one `O_PATH | O_NOFOLLOW` open per
- *   component), its mount id compared with the table's, and that very mount
- *   detached through its descriptor (`umount2("/proc/self/fd/N",
- *   MNT_DETACH)`): a link swapped into a parent after the check cannot
- *   redirect it, and a dead file system is never asked;
+ * (koffi) in the helper process of the root handle's `NodeDirectory`:
+ * - each target is held below the root (`openat2(RESOLVE_BENEATH |
+ *   RESOLVE_NO_SYMLINKS)`, `O_PATH`), its mount id compared with the table's,
+ *   and that very mount detached through its descriptor
+ *   (`umount2("/proc/self/fd/N", MNT_DETACH)`): a link swapped into a parent
+ *   after the check cannot redirect it, and a dead file system is not asked;
  * - `layerIn(pid)` does the same in another mount namespace (a container's);
  * - `layerCommand` (core's `Mounter.layerCommand`) runs `umount -l` through
  *   the spawner: the fallback where the FFI cannot load, with the weaker

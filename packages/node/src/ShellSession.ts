@@ -4,10 +4,9 @@
  * shell instead of a process spawned from Node (7–12 ms each, measured), which
  * is what a loop of short commands such as `systemctl restart` pays for.
  *
- * - Only plain argv commands without options (no cwd, env, shell or
- *   redirections) go through the shell; the rest go to the spawner in context.
- * - The shell is started through the spawner in context: one wrapped with
- *   `nsenter` gives a session inside another machine.
+ * - Only plain argv commands without options go through the shell; the rest
+ *   go to the spawner in context, which also starts the shell (one wrapped
+ *   with `nsenter` gives a session inside another machine).
  * - Commands run one at a time, stdin `/dev/null`, output read as UTF-8. A
  *   shell that exits or a command abandoned midway ends the session; the next
  *   command starts a new shell.

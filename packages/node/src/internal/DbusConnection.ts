@@ -61,30 +61,41 @@ const dbusNative = createRequire(import.meta.url)("@homebridge/dbus-native") as 
 /** The D-Bus signal message type. */
 const SignalType = 4
 
-/** The connection could not be opened: which socket and why. */
-export class ConnectError extends Data.TaggedError("ConnectError")<{
-  readonly socket: string
-  readonly reason: string
-  /** Set when the machine the socket belongs to has exited (a container's): nothing was connected to. */
-  readonly gone?: HostPath.Gone | undefined
-}> {}
-
-/** A method call the peer answered with a D-Bus error: its name (`org.freedesktop.systemd1.NoSuchUnit`) and text. */
-export class CallError extends Data.TaggedError("CallError")<{
-  readonly member: string
-  readonly name: string
-  readonly text: string
-}> {}
-
 /**
- * The connection closed before the call was answered (the peer closed it,
- * systemd re-executed, or the socket failed). Whether the peer received the
- * call is unknown.
+ * Why a step on a connection failed, by `_tag`:
+ * - `ConnectError`: the connection to `socket` could not be opened; `gone` is
+ *   set when the machine the socket belongs to has exited (a container's):
+ *   nothing was connected to;
+ * - `CallError`: the peer answered `member` with a D-Bus error, its `name`
+ *   (`org.freedesktop.systemd1.NoSuchUnit`) and text;
+ * - `Disconnected`: the connection closed before `member` was answered (the
+ *   peer closed it, systemd re-executed, or the socket failed): whether the
+ *   peer received the call is unknown.
  */
-export class Disconnected extends Data.TaggedError("Disconnected")<{
-  readonly member: string
-  readonly reason: string
-}> {}
+export type Failure =
+  | {
+      readonly _tag: "ConnectError"
+      readonly socket: string
+      readonly detail: string
+      readonly gone?: HostPath.Gone | undefined
+    }
+  | { readonly _tag: "CallError"; readonly member: string; readonly name: string; readonly detail: string }
+  | { readonly _tag: "Disconnected"; readonly member: string; readonly detail: string }
+
+/** A step on a D-Bus connection failed: {@link Failure} says which and why. */
+export class DbusError extends Data.TaggedError("DbusError")<{ readonly reason: Failure }> {}
+
+/** The connection to `socket` could not be opened. */
+export const connectError = (socket: string, detail: string, gone?: HostPath.Gone | undefined): DbusError =>
+  new DbusError({ reason: { _tag: "ConnectError", socket, detail, ...(gone === undefined ? {} : { gone }) } })
+
+/** The peer answered `member` with the D-Bus error `name`. */
+export const callError = (member: string, name: string, detail: string): DbusError =>
+  new DbusError({ reason: { _tag: "CallError", member, name, detail } })
+
+/** The connection closed before `member` was answered. */
+export const disconnected = (member: string, detail: string): DbusError =>
+  new DbusError({ reason: { _tag: "Disconnected", member, detail } })
 
 /** A signal as received: where it came from, what it is, and its arguments. */
 export interface Signal {
@@ -107,14 +118,14 @@ export interface Call {
 /** An open connection. */
 export interface Connection {
   /** The method's reply body; fails with the peer's error or when the connection drops first. */
-  readonly call: (call: Call) => Effect.Effect<ReadonlyArray<unknown>, CallError | Disconnected>
+  readonly call: (call: Call) => Effect.Effect<ReadonlyArray<unknown>, DbusError>
   /** Registers a signal listener (synchronously, so it hears everything after this point); returns its removal. */
   readonly listen: (f: (signal: Signal) => void) => () => void
   /** Registers a listener for the connection's close; called at once if it is closed already. */
   readonly onClose: (f: (reason: string) => void) => () => void
   /** Whether the connection has closed. */
   readonly isOpen: () => boolean
-  /** Closes the connection; calls still waiting fail with {@link Disconnected}. */
+  /** Closes the connection; calls still waiting fail `Disconnected`. */
   readonly close: Effect.Effect<void>
 }
 
@@ -131,7 +142,7 @@ export interface Target {
    * composition resolves it there and has a connector in that pid namespace
    * connect to what it found (see `container/systemd.ts`).
    */
-  readonly connect?: ((timeout: Duration.Duration) => Effect.Effect<Net.Socket, ConnectError>) | undefined
+  readonly connect?: ((timeout: Duration.Duration) => Effect.Effect<Net.Socket, DbusError>) | undefined
   /**
    * Why the machine the socket belongs to is gone, or `undefined` while it
    * is there (a container's pinned init). Asked while the connection is
@@ -144,10 +155,10 @@ export interface Target {
 /** How often an opening asks {@link Target.gone}. */
 const goneEvery = Duration.millis(50)
 
-const directSocket = (path: string, timeout: Duration.Duration): Effect.Effect<Net.Socket, ConnectError> =>
-  Effect.callback<Net.Socket, ConnectError>((resume) => {
+const directSocket = (path: string, timeout: Duration.Duration): Effect.Effect<Net.Socket, DbusError> =>
+  Effect.callback<Net.Socket, DbusError>((resume) => {
     const socket = Net.createConnection(path)
-    const onError = (e: Error) => resume(Effect.fail(new ConnectError({ socket: path, reason: e.message })))
+    const onError = (e: Error) => resume(Effect.fail(connectError(path, e.message)))
     socket.once("error", onError)
     socket.once("connect", () => {
       socket.off("error", onError)
@@ -157,8 +168,7 @@ const directSocket = (path: string, timeout: Duration.Duration): Effect.Effect<N
   }).pipe(
     Effect.timeoutOrElse({
       duration: timeout,
-      orElse: () =>
-        Effect.fail(new ConnectError({ socket: path, reason: `no connection within ${Duration.format(timeout)}` }))
+      orElse: () => Effect.fail(connectError(path, `no connection within ${Duration.format(timeout)}`))
     })
   )
 
@@ -177,7 +187,7 @@ export const open = (
      */
     readonly signals: ReadonlyArray<string>
   }
-): Effect.Effect<Connection, ConnectError, Scope.Scope> =>
+): Effect.Effect<Connection, DbusError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.gen(function* () {
       const socket = yield* target.connect !== undefined
@@ -199,7 +209,7 @@ export const open = (
       const connection = yield* opened(target, socket, options).pipe(
         Effect.mapError((e) => {
           const why = gone?.()
-          return why === undefined ? e : new ConnectError({ socket: target.socket, reason: why.detail, gone: why })
+          return why === undefined ? e : connectError(target.socket, why.detail, why)
         }),
         Effect.ensuring(watch === undefined ? Effect.void : Fiber.interrupt(watch))
       )
@@ -213,7 +223,7 @@ const opened = (
   target: Target,
   socket: Net.Socket,
   options: { readonly timeout: Duration.Duration; readonly signals: ReadonlyArray<string> }
-): Effect.Effect<Connection, ConnectError> =>
+): Effect.Effect<Connection, DbusError> =>
   Effect.gen(function* () {
     const connection = yield* handshake(target.socket, socket, options.timeout, options.signals)
     if (target.kind === "peer") {
@@ -221,16 +231,9 @@ const opened = (
         Effect.timeoutOrElse({
           duration: options.timeout,
           orElse: () =>
-            Effect.fail(
-              new ConnectError({
-                socket: target.socket,
-                reason: `no answer to Ping within ${Duration.format(options.timeout)}`
-              })
-            )
+            Effect.fail(connectError(target.socket, `no answer to Ping within ${Duration.format(options.timeout)}`))
         }),
-        Effect.mapError((e) =>
-          e._tag === "ConnectError" ? e : new ConnectError({ socket: target.socket, reason: e.reason })
-        ),
+        Effect.mapError((e) => (e.reason._tag === "ConnectError" ? e : connectError(target.socket, e.reason.detail))),
         Effect.tapError(() => connection.close)
       )
     }
@@ -244,12 +247,11 @@ const opened = (
         })
         .pipe(
           Effect.timeout(options.timeout),
-          Effect.mapError(
-            (e) =>
-              new ConnectError({
-                socket: target.socket,
-                reason: `the bus refused Hello: ${"text" in e ? e.text : e.message}`
-              })
+          Effect.mapError((e) =>
+            connectError(
+              target.socket,
+              `the bus refused Hello: ${e._tag === "DbusError" ? e.reason.detail : e.message}`
+            )
           ),
           Effect.tapError(() => connection.close)
         )
@@ -317,12 +319,12 @@ const filtered = (socket: Net.Socket, keep: ReadonlyArray<string>): Duplex => {
 // it 30 s later, when the next call came. So a new peer connection is pinged
 // until it answers (an error reply counts), a new Ping every 200 ms waking
 // the ones before, and only then used.
-const answering = (connection: Connection): Effect.Effect<void, Disconnected> => {
+const answering = (connection: Connection): Effect.Effect<void, DbusError> => {
   const ping = connection.call({ path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping" }).pipe(
-    Effect.catchTag("CallError", () => Effect.void),
+    Effect.catchReason("DbusError", "CallError", () => Effect.void),
     Effect.asVoid
   )
-  const kick: Effect.Effect<void, Disconnected> = Effect.raceFirst(
+  const kick: Effect.Effect<void, DbusError> = Effect.raceFirst(
     ping,
     Effect.andThen(
       Effect.sleep(Duration.millis(200)),
@@ -338,8 +340,8 @@ const handshake = (
   socket: Net.Socket,
   timeout: Duration.Duration,
   signals: ReadonlyArray<string>
-): Effect.Effect<Connection, ConnectError> =>
-  Effect.callback<Connection, ConnectError>((resume) => {
+): Effect.Effect<Connection, DbusError> =>
+  Effect.callback<Connection, DbusError>((resume) => {
     const bus = dbusNative.createClient({
       stream: filtered(socket, signals),
       direct: true,
@@ -359,7 +361,7 @@ const handshake = (
       pending.clear()
       for (const f of [...closeListeners]) f(reason)
       closeListeners.clear()
-      if (!open) resume(Effect.fail(new ConnectError({ socket: path, reason })))
+      if (!open) resume(Effect.fail(connectError(path, reason)))
     }
     bus.connection.on("error", (e) => closed(e instanceof Error ? e.message : String(e)))
     bus.connection.on("end", () => closed("the peer closed the connection"))
@@ -376,15 +378,15 @@ const handshake = (
     })
     const connection: Connection = {
       call: (call) =>
-        Effect.callback<ReadonlyArray<unknown>, CallError | Disconnected>((resumeCall) => {
+        Effect.callback<ReadonlyArray<unknown>, DbusError>((resumeCall) => {
           if (closedBecause !== undefined) {
-            resumeCall(Effect.fail(new Disconnected({ member: call.member, reason: closedBecause })))
+            resumeCall(Effect.fail(disconnected(call.member, closedBecause)))
             return
           }
           let done = false
           const onClose = (reason: string) => {
             done = true
-            resumeCall(Effect.fail(new Disconnected({ member: call.member, reason })))
+            resumeCall(Effect.fail(disconnected(call.member, reason)))
           }
           pending.add(onClose)
           bus.invoke(
@@ -404,7 +406,7 @@ const handshake = (
               if (error === null || error === undefined) resumeCall(Effect.succeed(body))
               else {
                 const text = typeof error.message === "string" ? error.message : ""
-                resumeCall(Effect.fail(new CallError({ member: call.member, name: error.name ?? "unknown", text })))
+                resumeCall(Effect.fail(callError(call.member, error.name ?? "unknown", text)))
               }
             }
           )
@@ -440,9 +442,6 @@ const handshake = (
   }).pipe(
     Effect.timeoutOrElse({
       duration: timeout,
-      orElse: () =>
-        Effect.fail(
-          new ConnectError({ socket: path, reason: `no answer to authentication within ${Duration.format(timeout)}` })
-        )
+      orElse: () => Effect.fail(connectError(path, `no answer to authentication within ${Duration.format(timeout)}`))
     })
   )

@@ -1,25 +1,21 @@
 /**
- * `Systemd.Primitives` over D-Bus to systemd's manager
- * (`org.freedesktop.systemd1`): a job is the manager's `StartUnit`,
- * `StopUnit`, `RestartUnit` or `ReloadUnit` with mode `replace` followed by
- * that job's `JobRemoved` signal, whose result becomes the outcome; a
- * daemon-reload is the manager's `Reload` (answered once the reload is done);
- * `show` reads properties of the unit's object. Errors carry the exit code
- * and sentence systemctl gives for the same answer from systemd, plus the job
- * result and the unit's states after a failed job.
+ * `Systemd.Primitives` over D-Bus to systemd's manager: a job is the
+ * manager's `StartUnit`, `StopUnit`, `RestartUnit` or `ReloadUnit` (mode
+ * `replace`) followed by that job's `JobRemoved` signal, whose result is the
+ * outcome; a daemon-reload is `Reload`; `show` reads the unit's properties.
+ * Errors carry what systemctl says for the same answer. One connection at a
+ * time, held for the layer's scope and reopened by the next call once it
+ * dropped (systemd closes every connection when it re-executes).
  *
- * One connection at a time, held for the layer's scope and reopened by the
- * next call once it dropped (systemd closes every connection when it
- * re-executes). The boundary: how connections are made is `DbusConnection`'s;
- * the service (validation, the derived methods) is `Systemd.make`'s; bus
- * names, property values, errors and job signals are in `systemdDbus/`.
+ * The boundary: connections are `DbusConnection`'s, the service is
+ * `Systemd.make`'s, names, properties, errors and jobs are in `systemdDbus/`.
  *
  * @since 0.1.0
  */
 import { Systemd, type UnitName } from "@hostnode/core"
 import { Duration, Effect, Exit, Scope, Semaphore } from "effect"
 import * as DbusConnection from "./DbusConnection.ts"
-import { callFailed, connectError, disconnected, jobFailedText, methodOf, systemdError } from "./systemdDbus/errors.ts"
+import { callFailed, dbusFailed, jobFailedText, methodOf, systemdError } from "./systemdDbus/errors.ts"
 import { type Jobs, trackJobs } from "./systemdDbus/jobs.ts"
 import { Destination, ManagerInterface, ManagerPath, PropertiesInterface, unitPath } from "./systemdDbus/names.ts"
 import { formatProperty, interfaceOf, variant } from "./systemdDbus/properties.ts"
@@ -101,12 +97,11 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
         )
         yield* subscribe(connection, target).pipe(
           Effect.timeout(options.connectTimeout),
-          Effect.mapError(
-            (e) =>
-              new DbusConnection.ConnectError({
-                socket: target.socket,
-                reason: `cannot subscribe to systemd's signals: ${"text" in e ? e.text : e.message}`
-              })
+          Effect.mapError((e) =>
+            DbusConnection.connectError(
+              target.socket,
+              `cannot subscribe to systemd's signals: ${e._tag === "DbusError" ? e.reason.detail : e.message}`
+            )
           ),
           Effect.tapError(() => Scope.close(scope, Exit.void))
         )
@@ -117,11 +112,9 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
       if (current !== undefined) yield* Scope.close(current.scope, Exit.void)
       current = undefined
       if (finished) {
-        return yield* Effect.fail(
-          new DbusConnection.ConnectError({ socket: "", reason: "the layer that held the connection was closed" })
-        )
+        return yield* Effect.fail(DbusConnection.connectError("", "the layer that held the connection was closed"))
       }
-      let failure: DbusConnection.ConnectError | undefined
+      let failure: DbusConnection.DbusError | undefined
       for (const target of options.targets) {
         const opened = yield* Effect.result(openOne(target))
         if (opened._tag === "Success") {
@@ -130,9 +123,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
         }
         failure = opened.failure
       }
-      return yield* Effect.fail(
-        failure ?? new DbusConnection.ConnectError({ socket: "", reason: "no socket to connect to" })
-      )
+      return yield* Effect.fail(failure ?? DbusConnection.connectError("", "no socket to connect to"))
     })
 
     const session = Semaphore.withPermit(lock)(
@@ -149,15 +140,14 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     const withSession = <A>(
       verb: Systemd.Verb,
       unit: string | undefined,
-      f: (s: Session) => Effect.Effect<A, Systemd.SystemdError | DbusConnection.Disconnected>,
+      f: (s: Session) => Effect.Effect<A, Systemd.SystemdError | DbusConnection.DbusError>,
       job: () => string | undefined = () => undefined
     ): Effect.Effect<A, Systemd.SystemdError> =>
       Effect.gen(function* () {
         const limit = (yield* Systemd.CallTimeout) ?? options.timeout
         return yield* Effect.flatMap(session, f).pipe(
-          Effect.catchTag("Disconnected", () => Effect.flatMap(session, f)),
-          Effect.catchTag("ConnectError", (e) => Effect.fail(connectError(verb, unit, e))),
-          Effect.catchTag("Disconnected", (e) => Effect.fail(disconnected(verb, unit, e))),
+          Effect.catchReason("DbusError", "Disconnected", () => Effect.flatMap(session, f)),
+          Effect.catchTag("DbusError", (e) => Effect.fail(dbusFailed(verb, unit, e))),
           Effect.timeoutOrElse({
             duration: limit,
             orElse: () => {
@@ -184,7 +174,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     const call = (verb: Systemd.Verb, unit: string | undefined, s: Session, c: DbusConnection.Call) =>
       s.connection
         .call({ destination: Destination, ...c })
-        .pipe(Effect.catchTag("CallError", (e) => Effect.fail(callFailed(verb, unit, e))))
+        .pipe(Effect.catchReason("DbusError", "CallError", (r) => Effect.fail(callFailed(verb, unit, r))))
 
     const getAll = (verb: Systemd.Verb, unit: string, s: Session) =>
       call(verb, unit, s, {
@@ -281,7 +271,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
       ).pipe(Effect.annotateLogs({ unit }))
     }
 
-    if (options.lazy !== true) yield* Effect.mapError(session, (e) => connectError("show", undefined, e))
+    if (options.lazy !== true) yield* Effect.mapError(session, (e) => dbusFailed("show", undefined, e))
     return {
       job,
       daemonReload: withSession("daemon-reload", undefined, (s) =>

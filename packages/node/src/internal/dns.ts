@@ -22,7 +22,7 @@ const codeOf = (cause: unknown): string | undefined =>
     : undefined
 
 /**
- * What a failed query amounts to, from its c-ares code (`NodeDns.classify`): a
+ * What a failed query amounts to, from its c-ares code (the real `DnsResolvers.classify`): a
  * DNS response came back, whatever its response code — NXDOMAIN and NODATA
  * (`NotFound`), SERVFAIL, a response that could not be used
  * (`InvalidResponse`, FORMERR), NOTIMP (`Unsupported` with `ENOTIMP`) and
@@ -192,7 +192,7 @@ const query = (
 
 /**
  * The `DnsResolvers` of a network namespace this process holds (see
- * `NodeDns.makeIn`): how the container composition asks from its pinned
+ * `NodeDns.layerIn`): how the container composition asks from its pinned
  * container.
  */
 export const makeInNamespace = (

@@ -1,28 +1,24 @@
 /**
  * A container's init, pinned once: a pidfd on the process, then its
  * `/proc/<pid>` directory, its root directory and its mount, network and pid
- * namespaces opened as descriptors of this process, then the pidfd asked
- * whether that very process is still alive. Only then are the descriptors
- * known to be that process's (a pid the kernel has not freed cannot have been
- * given to another); every later use goes through them, never through
- * `/proc/<pid>/...` by path, so a pid the kernel reuses after the container
- * exits names nothing we use.
- *
- * The descriptors are named for other processes of ours (the helper, `nsenter`)
- * as `/proc/<this pid>/fd/<n>`: a name that means the same open file for as
- * long as this process lives. Lookups below the pinned `/proc/<pid>`
- * directory (`mountinfo`) fail once that process is gone, whatever now has
- * its pid. What stays open after it exits (the root directory, the
- * namespaces) is refused by {@link Pinned.gone}, asked before each use.
+ * namespaces opened as descriptors, then the pidfd asked whether that very
+ * process is still alive. Only then are the descriptors known to be its (a
+ * pid the kernel has not freed cannot have been given to another); every
+ * later use goes through them, never `/proc/<pid>/...` by path, and what
+ * stays open after it exits is refused by {@link Pinned.gone}, asked before
+ * each use.
  *
  * Internal: `NodeContainer` turns the failures into its `ContainerError`.
- *
- * @since 0.4.0
  */
 import { closeSync, fstatSync, openSync, readFileSync, statSync } from "node:fs"
 import { HostPath, MountInfo } from "@hostnode/core"
 import { Effect, type Scope } from "effect"
 import { constants, LibcUnavailable, load } from "../libc.ts"
+
+// The descriptors are named for other processes of ours (the helper, `nsenter`)
+// as `/proc/<this pid>/fd/<n>`: a name that means the same open file for as
+// long as this process lives. Lookups below the pinned `/proc/<pid>` directory
+// (`mountinfo`) fail once that process is gone, whatever now has its pid.
 
 const O_RDONLY = 0
 const O_DIRECTORY = 0o200000

@@ -1,34 +1,23 @@
 /**
  * A container's systemd over D-Bus, reached only through what was pinned
- * (see `./pin.ts`). Each time a connection is made (first use, and again
- * after systemd re-executed):
- *
- * 1. the pinned process is asked whether it lives: a container that has
- *    exited is `Gone`, and nothing is connected to;
- * 2. the socket (`/run/systemd/private`, `/run/dbus/system_bus_socket`) is
- *    resolved below the pinned root directory as the container itself would
- *    (chroot semantics: an absolute link starts again at the container's
- *    root, `..` never leaves it, no magic link of `/proc` is followed) and
- *    held as a descriptor, after checking that it is a socket;
- * 3. a connector (this Node under `nsenter --pid` on the pinned pid
- *    namespace: systemd refuses a private connection whose peer pid it
- *    cannot see) inherits that descriptor and connects to it by
- *    `/proc/self/fd/N`, then hands the socket over.
- *
- * So a socket the container made a link to another machine's socket (the
- * host's, through a path that means something else on this side) is never
- * reached, and no program of the container's image runs.
+ * (`./pin.ts`). Each time a connection is made: the pinned process is asked
+ * whether it lives (`Gone` otherwise, nothing connected to); the socket is
+ * resolved below the pinned root as the container itself would (an absolute
+ * link starts again at its root, `..` never leaves it, no magic link of
+ * `/proc` is followed) and held as a descriptor, checked to be a socket; a
+ * connector in the pinned pid namespace (systemd refuses a peer whose pid it
+ * cannot see) connects through `/proc/self/fd/N` and hands the socket over.
+ * So a link to another machine's socket is never reached, and no program of
+ * the container's image runs.
  *
  * Internal: `NodeContainer.layer` and `NodeSystemd.layerDbusIn` use it.
- *
- * @since 0.4.0
  */
 import { closeSync } from "node:fs"
 import * as Net from "node:net"
 import { type Directory, Systemd } from "@hostnode/core"
 import { Duration, Effect, type Scope } from "effect"
 import * as Connector from "../connector.ts"
-import { ConnectError, type Target } from "../DbusConnection.ts"
+import { connectError, type DbusError, type Target } from "../DbusConnection.ts"
 import * as Io from "../io/client.ts"
 import * as SystemdDbus from "../SystemdDbus.ts"
 import type { Pinned } from "./pin.ts"
@@ -75,11 +64,11 @@ const connect = (
   path: string,
   socket: string,
   timeout: Duration.Duration
-): Effect.Effect<Net.Socket, ConnectError> =>
+): Effect.Effect<Net.Socket, DbusError> =>
   Effect.scoped(
     Effect.gen(function* () {
       const gone = pinned.gone()
-      if (gone !== undefined) return yield* new ConnectError({ socket, reason: gone.detail, gone })
+      if (gone !== undefined) return yield* connectError(socket, gone.detail, gone)
       const fd = yield* descriptorOf(pinned, dirs, client, path, socket)
       return yield* Connector.receive({
         enter: ["--pid=/proc/self/fd/4"],
@@ -88,13 +77,12 @@ const connect = (
         arg: "/proc/self/fd/5",
         isHandle: (h): h is Net.Socket => h instanceof Net.Socket,
         timeout
-      }).pipe(Effect.mapError((reason) => new ConnectError({ socket, reason })))
+      }).pipe(Effect.mapError((reason) => connectError(socket, reason)))
     })
   ).pipe(
     Effect.timeoutOrElse({
       duration: timeout,
-      orElse: () =>
-        Effect.fail(new ConnectError({ socket, reason: `no connection within ${Duration.format(timeout)}` }))
+      orElse: () => Effect.fail(connectError(socket, `no connection within ${Duration.format(timeout)}`))
     })
   )
 
@@ -104,29 +92,26 @@ const descriptorOf = (pinned: Pinned, dirs: Directory.Directories, client: Io.Cl
     const root = yield* dirs.openRoot(pinned.rootPath)
     const resolved = yield* dirs.resolve(root, path, { followFinal: true })
     if (resolved.name === undefined) {
-      return yield* new ConnectError({ socket, reason: `${resolved.path} is a directory, not a socket` })
+      return yield* connectError(socket, `${resolved.path} is a directory, not a socket`)
     }
     const held = yield* dirs.openPath(resolved.parent, resolved.name)
     const stat = yield* dirs.stat(held)
     if (stat.type !== "Socket") {
-      return yield* new ConnectError({
-        socket,
-        reason: `${resolved.path} in the container is a ${stat.type}, not a socket`
-      })
+      return yield* connectError(socket, `${resolved.path} in the container is a ${stat.type}, not a socket`)
     }
     const io = Io.ioHandleOf(held)
     const fd = io === undefined ? undefined : yield* client.descriptor(io)
-    if (fd === undefined) return yield* new ConnectError({ socket, reason: "the socket could not be held" })
+    if (fd === undefined) return yield* connectError(socket, "the socket could not be held")
     yield* Effect.addFinalizer(() => Effect.ignore(Effect.try(() => closeSync(fd))))
     return fd
   }).pipe(
     Effect.catchTag("DirectoryError", (e) =>
       Effect.fail(
-        new ConnectError({
+        connectError(
           socket,
-          reason: e.reason._tag === "Gone" ? e.reason.detail : `${path} below the container's root: ${e.message}`,
-          ...(e.reason._tag === "Gone" ? { gone: e.reason } : {})
-        })
+          e.reason._tag === "Gone" ? e.reason.detail : `${path} below the container's root: ${e.message}`,
+          e.reason._tag === "Gone" ? e.reason : undefined
+        )
       )
     )
   )

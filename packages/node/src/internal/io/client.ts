@@ -1,26 +1,15 @@
 /**
  * The agent's side of the helper process: it starts the helper when first
- * needed, sends each request, and never waits for a reply past its
- * deadline. A call that goes without an answer (no reply, no progress) for
- * its call timeout, or past the operation's deadline, is abandoned:
- * - past the call timeout, the helper is taken to be stuck in the kernel (a
- *   dead file system): where it is stuck is read from procfs
- *   (`/proc/PID/syscall`, the descriptor's path), it is sent `SIGKILL` (which
- *   ends it when the kernel lets go; the agent does not wait for that), every
- *   call waiting on it fails `Hung`, and the next call starts a new helper;
- * - past the operation's deadline, a program (a removal walk, a batch of
- *   unmounts) is asked to stop and ends with what it did; a single call's
- *   answer is no longer waited for.
- * Handles belong to a helper: one whose helper was abandoned fails `Hung`,
- * except a root, which the agent holds a descriptor of (`O_PATH`, opened
- * through `/proc/HELPER/fd/N`, which asks no file system) and a new helper
- * opens again through it. The agent's own event loop never waits on a file
- * system, and no thread of the agent can be stuck in one, so the agent
+ * needed, sends each request, and never waits for a reply past its deadline.
+ * A call without an answer for its call timeout takes the helper to be stuck
+ * in the kernel (a dead file system): where it is stuck is read from procfs,
+ * it is sent `SIGKILL` (not waited for), its calls fail `Hung`, and the next
+ * call starts a new helper. Past the operation's deadline, a program is asked
+ * to stop and ends with what it did. So the agent's event loop never waits on
+ * a file system, no thread of the agent can be stuck in one, and the agent
  * always exits.
  *
  * Internal: `NodeDirectory` and `NodeMounter` make their calls through a {@link Client}.
- *
- * @since 0.4.0
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, openSync, readFileSync, readlinkSync, readSync } from "node:fs"
@@ -29,6 +18,11 @@ import { Deadline, Directory } from "@hostnode/core"
 import type { Failure } from "@hostnode/core/Programs"
 import { Clock, Duration, Effect } from "effect"
 import { Frames, frame, frameParts, type Reply } from "./protocol.ts"
+
+// Handles belong to a helper: one whose helper was abandoned fails `Hung`,
+// except a root, which the agent holds a descriptor of (`O_PATH`, opened
+// through `/proc/HELPER/fd/N`, which asks no file system) and a new helper
+// opens again through it.
 
 /** A handle of the real layers: a descriptor of one helper, and the mount it is in. */
 export interface IoHandle extends Directory.Handle {

@@ -1,20 +1,15 @@
 /**
  * Unmounting in the helper process: each target verified below the root
- * (`Programs.verifyMount`: held without following a link, its mount id
- * compared without asking its file system) and detached through what was
- * verified. Lazily, through the very descriptor (`umount2("/proc/self/fd/N",
- * MNT_DETACH)`: a link swapped into a parent afterwards cannot redirect it).
- * Strictly (no `MNT_DETACH`), a descriptor on the mount would itself keep it
- * busy, so the mount's parent directory is held instead and the mount
- * detached by its name in that directory (`/proc/self/fd/P/name`,
- * `UMOUNT_NOFOLLOW`), after checking that the name still leads to the mount:
- * a parent swapped for a link cannot redirect it; only a mount made at the
- * same name in the same directory, in between, could be taken instead, and
- * the caller reads the table afterwards.
+ * (`Programs.verifyMount`) and detached through what was verified. Lazily,
+ * through the very descriptor (`umount2("/proc/self/fd/N", MNT_DETACH)`).
+ * Strictly, a descriptor on the mount would keep it busy, so its parent
+ * directory is held and the mount detached by its name there
+ * (`/proc/self/fd/P/name`, `UMOUNT_NOFOLLOW`) after checking the name still
+ * leads to it: a parent swapped for a link cannot redirect it; only a mount
+ * made at the same name in between could be taken instead, and the caller
+ * reads the table afterwards.
  *
  * Internal: `./server.ts` runs it for `NodeMounter`.
- *
- * @since 0.4.0
  */
 import { FileName, verifyMount } from "@hostnode/core/Programs"
 import { cString, describeErrno } from "../libc.ts"

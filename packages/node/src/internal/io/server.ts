@@ -1,23 +1,17 @@
 /**
  * The helper process: the one place the real layers make system calls on a
  * host's files. It reads requests from descriptor 3, makes each one's calls
- * synchronously (koffi, one tight loop for a whole program), and writes the
- * reply; a long program sends progress first and checks, between calls,
- * whether the agent asked it to stop. It may block in the kernel (a dead NFS
- * server, a FUSE daemon that never answers): the agent then abandons it and
- * starts another, and this one dies with `SIGKILL` when the kernel lets go
- * (or when the agent dies: `PR_SET_PDEATHSIG`).
+ * synchronously (koffi), and writes the reply; a long program sends progress
+ * and checks between calls whether the agent asked it to stop. It may block
+ * in the kernel: the agent then abandons it, and it dies with `SIGKILL` when
+ * the kernel lets go (or with the agent: `PR_SET_PDEATHSIG`).
  *
  * Started as `node server.js <agent pid> [--mnt-ns=FD]`: with `--mnt-ns` it
- * first enters that mount namespace (`unshare(CLONE_FS)` then `setns`, which
- * a process whose threads share its file-system state could not do), so its
- * `/`, its mount table and its unmounts are that namespace's; the agent's
- * procfs, opened before, stays its working directory, through which it
- * names its own descriptors.
+ * first enters that mount namespace (`unshare(CLONE_FS)` then `setns`), so its
+ * `/`, mount table and unmounts are that namespace's; the agent's procfs,
+ * opened before, names its own descriptors.
  *
  * Internal: `./client.ts` starts it. It loads koffi and `@hostnode/core/Programs`, not Effect.
- *
- * @since 0.4.0
  */
 import { readSync, writeSync } from "node:fs"
 import { type Failure, FileName, type Limits, removeTree } from "@hostnode/core/Programs"

@@ -1,23 +1,17 @@
 /**
  * The system calls of the helper process, each returning its value or a
- * `Programs.Failure`: no exceptions and no Effect, so one operation, or a
- * whole program, is one tight synchronous loop. Runs only in the helper,
- * the process that may block in the kernel.
+ * `Programs.Failure`: no exceptions and no Effect, so a whole program is one
+ * tight synchronous loop. Runs only in the helper, which may block in the kernel.
  *
- * The rules that keep a dead file system from being asked anything:
- * - A node is identified with `statx(AT_STATX_DONT_SYNC)` (cached
- *   attributes: FUSE and NFS send no request) and its mount id.
- * - A child directory is first held `O_PATH | O_NOFOLLOW` (no `open` reaches
- *   its file system), identified, and refused when it is a link, not a
- *   directory, or the root of another mount; only then is it opened for
- *   reading, through the held descriptor.
- * - A mount is verified below the root with `openat2(RESOLVE_BENEATH |
- *   RESOLVE_NO_SYMLINKS)` and `O_PATH`, and detached through that very
- *   descriptor with `umount2(MNT_DETACH)`, which needs no answer from it.
+ * What keeps a dead file system from being asked anything: a node is
+ * identified with `statx(AT_STATX_DONT_SYNC)` and its mount id; a child
+ * directory is first held `O_PATH | O_NOFOLLOW`, identified, and refused when
+ * it is a link, not a directory, or another mount's root, and only then
+ * opened through the held descriptor; a mount is verified with
+ * `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` and detached through that
+ * very descriptor with `umount2(MNT_DETACH)`, which needs no answer from it.
  *
  * Internal: `./server.ts` dispatches requests to it.
- *
- * @since 0.4.0
  */
 import { createHash } from "node:crypto"
 import type { Directory } from "@hostnode/core"

@@ -67,15 +67,13 @@ export const systemdError = (
     }
   })
 
+type CallFailure = Extract<DbusConnection.Failure, { readonly _tag: "CallError" }>
+
 /** A call systemd answered with a D-Bus error, as systemctl reports that error. */
-export const callFailed = (
-  verb: Systemd.Verb,
-  unit: string | undefined,
-  e: DbusConnection.CallError
-): Systemd.SystemdError => {
+export const callFailed = (verb: Systemd.Verb, unit: string | undefined, e: CallFailure): Systemd.SystemdError => {
   const what = verb === "daemon-reload" ? "reload daemon" : verb === "show" ? "get properties" : `${verb} ${unit}`
   const exitCode = exitCodeOf(e.name)
-  return systemdError(verb, unit, Systemd.classify(exitCode, `Failed to ${what}: ${e.text}`), {
+  return systemdError(verb, unit, Systemd.classify(exitCode, `Failed to ${what}: ${e.detail}`), {
     method: e.member,
     error: e.name
   })
@@ -85,13 +83,13 @@ export const callFailed = (
 export const disconnected = (
   verb: Systemd.Verb,
   unit: string | undefined,
-  e: DbusConnection.Disconnected
+  e: Extract<DbusConnection.Failure, { readonly _tag: "Disconnected" }>
 ): Systemd.SystemdError =>
   systemdError(
     verb,
     unit,
     new Systemd.Other({
-      stderr: `the connection to systemd closed before it answered ${e.member}, twice (${e.reason})`
+      stderr: `the connection to systemd closed before it answered ${e.member}, twice (${e.detail})`
     })
   )
 
@@ -138,12 +136,24 @@ export const jobFailedText = (unit: string, result: string, serviceResult: strin
 export const connectError = (
   verb: Systemd.Verb,
   unit: string | undefined,
-  e: DbusConnection.ConnectError
+  e: Extract<DbusConnection.Failure, { readonly _tag: "ConnectError" }>
 ): Systemd.SystemdError =>
   systemdError(
     verb,
     unit,
     // The machine is gone (a container that exited): that, not a systemd that never booted.
-    e.gone ?? new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}` }),
+    e.gone ?? new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.detail}` }),
     { method: "connect" }
   )
+
+/** Any failure on the connection, as the one of its kind above. */
+export const dbusFailed = (verb: Systemd.Verb, unit: string | undefined, e: DbusConnection.DbusError) => {
+  switch (e.reason._tag) {
+    case "ConnectError":
+      return connectError(verb, unit, e.reason)
+    case "CallError":
+      return callFailed(verb, unit, e.reason)
+    case "Disconnected":
+      return disconnected(verb, unit, e.reason)
+  }
+}

@@ -12,7 +12,7 @@ import { ManagerInterface } from "./names.ts"
 // a job on a unit is being queued every signal for that unit is kept.
 export interface Jobs {
   readonly expect: (unit: string) => () => void
-  readonly result: (job: string) => Effect.Effect<string, DbusConnection.Disconnected>
+  readonly result: (job: string) => Effect.Effect<string, DbusConnection.DbusError>
 }
 
 /** Starts listening to `connection`'s JobRemoved signals. */
@@ -42,7 +42,7 @@ export const trackJobs = (connection: DbusConnection.Connection): Jobs => {
       }
     },
     result: (job) =>
-      Effect.callback<string, DbusConnection.Disconnected>((resume) => {
+      Effect.callback<string, DbusConnection.DbusError>((resume) => {
         const seen = early.get(job)
         if (seen !== undefined) {
           early.delete(job)
@@ -50,7 +50,7 @@ export const trackJobs = (connection: DbusConnection.Connection): Jobs => {
           return
         }
         const stop = connection.onClose((reason) =>
-          resume(Effect.fail(new DbusConnection.Disconnected({ member: "JobRemoved", reason })))
+          resume(Effect.fail(DbusConnection.disconnected("JobRemoved", reason)))
         )
         waiters.set(job, (result) => {
           stop()

@@ -4,7 +4,7 @@
  * server listens on it; an address of the host where nothing listens
  * refuses at once (`ECONNREFUSED`), one the host does not have times out
  * (`ETIMEOUT`). Failures carry the c-ares code as `cause.code`, and
- * {@link classify} reads those codes, as `NodeDns.classify` does.
+ * {@link classify} reads those codes, as `NodeDns.layer`'s `classify` does.
  *
  * Internal to `MemoryNetwork`.
  *
