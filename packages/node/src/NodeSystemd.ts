@@ -50,6 +50,21 @@ export interface Options extends Systemd.CommandOptions {
  * machine's of `options.pid`, a process per call or, with `session`, one
  * long-lived shell.
  *
+ * @example
+ * ```ts
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import { Systemd } from "@hostnode/core"
+ * import { NodeSystemd } from "@hostnode/node"
+ * import { Effect } from "effect"
+ *
+ * // Restart the kubelet of the test machine whose PID 1 is host process 4242, every systemctl in one shell.
+ * const program = Effect.gen(function* () {
+ *   const systemd = yield* Systemd.Systemd
+ *   yield* systemd.restart("kubelet.service")
+ * }).pipe(Effect.provide(NodeSystemd.layer({ pid: 4242, session: true })))
+ * export const main = () => NodeRuntime.runMain(program)
+ * ```
+ *
  * @category layers
  * @since 0.1.0
  */
