@@ -83,7 +83,11 @@ export type Failure =
   | { readonly _tag: "Disconnected"; readonly member: string; readonly detail: string }
 
 /** A step on a D-Bus connection failed: {@link Failure} says which and why. */
-export class DbusError extends Data.TaggedError("DbusError")<{ readonly reason: Failure }> {}
+export class DbusError extends Data.TaggedError("DbusError")<{ readonly reason: Failure }> {
+  override get message(): string {
+    return `${this.reason._tag}: ${this.reason.detail}`
+  }
+}
 
 /** The connection to `socket` could not be opened. */
 export const connectError = (socket: string, detail: string, gone?: HostPath.Gone | undefined): DbusError =>
