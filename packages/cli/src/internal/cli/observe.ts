@@ -28,7 +28,7 @@ import {
   References
 } from "effect"
 import { PrometheusMetrics } from "effect/observability"
-import { CliExit, ExitCodes } from "./exit.ts"
+import { CliExit, ExitCodes } from "../../CliExit.ts"
 import { observedOf } from "./flags.ts"
 import * as Progress from "./progress.ts"
 

@@ -13,8 +13,8 @@ import type * as FileSystem from "effect/FileSystem"
 import type * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import type * as Path from "effect/Path"
+import { CliExit, ExitCodes } from "../../CliExit.ts"
 import { helpAsFlag, helpOfKnown, presenter, suggestionsOf, usageText, wantsJson } from "./argv.ts"
-import { CliExit, ExitCodes } from "./exit.ts"
 import { observedOf } from "./flags.ts"
 
 /** Documented where `Cli.ts` exports `run`, which is this over the library's tree. */

@@ -5,9 +5,9 @@
  */
 import { Console, Effect, Option, References } from "effect"
 import { GlobalFlag } from "effect/cli"
+import { CliExit } from "../../../CliExit.ts"
 import * as Demo from "../../../Demo.ts"
 import { errorJson, errorText } from "../errors.ts"
-import { CliExit } from "../exit.ts"
 import { Json } from "../flags.ts"
 
 /**
