@@ -21,7 +21,8 @@ export class TimedOut extends Schema.TaggedError<TimedOut>()("TimedOut", {
 }
 
 /** Why: a group such as `snapshot` was given without its subcommand. */
-export class MissingSubcommand extends Schema.TaggedError<MissingSubcommand>()("MissingSubcommand", {
+export class MissingSubcommand extends Schema.Error<MissingSubcommand>("@hostnode/cli/Cli/MissingSubcommand")({
+  _tag: Schema.tag("MissingSubcommand"),
   /** The group, as typed. */
   group: Schema.String,
   /** The subcommands it takes. */
@@ -38,7 +39,8 @@ export class MissingSubcommand extends Schema.TaggedError<MissingSubcommand>()("
 }
 
 /** Why: a slot this node does not have (the node has one node root). */
-export class UnknownSlot extends Schema.TaggedError<UnknownSlot>()("UnknownSlot", {
+export class UnknownSlot extends Schema.Error<UnknownSlot>("@hostnode/cli/Cli/UnknownSlot")({
+  _tag: Schema.tag("UnknownSlot"),
   /** The slot given. */
   slot: Schema.String,
   /** The slot the node has. */
@@ -58,7 +60,8 @@ export class UnknownSlot extends Schema.TaggedError<UnknownSlot>()("UnknownSlot"
  * Why: a flag that only applies with another was given without it
  * (`--allow-own-namespace` without `--container`).
  */
-export class FlagWithout extends Schema.TaggedError<FlagWithout>()("FlagWithout", {
+export class FlagWithout extends Schema.Error<FlagWithout>("@hostnode/cli/Cli/FlagWithout")({
+  _tag: Schema.tag("FlagWithout"),
   /** The flag given, as typed. */
   flag: Schema.String,
   /** The flag it only applies with. */
@@ -75,10 +78,7 @@ export class FlagWithout extends Schema.TaggedError<FlagWithout>()("FlagWithout"
 }
 
 /** Why a command refused its usage. */
-export const UsageErrorReason = Schema.Union([MissingSubcommand, UnknownSlot, FlagWithout])
-
-/** Why a command refused its usage. */
-export type UsageErrorReason = typeof UsageErrorReason.Type
+export type UsageErrorReason = UsageError["reason"]
 
 /**
  * Bad usage found by the command itself rather than by the parser (a group
@@ -87,7 +87,7 @@ export type UsageErrorReason = typeof UsageErrorReason.Type
  * do instead.
  */
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
-  reason: UsageErrorReason,
+  reason: Schema.Union([MissingSubcommand, UnknownSlot, FlagWithout]),
   fix: Schema.String
 }) {
   /**
@@ -102,7 +102,7 @@ export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
 
 /**
  * The tag of `error`'s reason: `reason._tag` for an error whose reason is a
- * tagged class (the 0.3.0 shape), or a reason that is still a plain string.
+ * tagged class, or the reason itself where it is a plain string.
  */
 const reasonTag = (error: Failure): string | undefined => {
   const reason = (error as { readonly reason?: unknown }).reason
@@ -339,7 +339,7 @@ const asFlags = (error: Failure): string => {
 
 /**
  * Whether a `HostPathError` refuses the host root itself (`--host-root`) rather
- * than a path below it: such an error has no path (before 0.3.0: the path "/").
+ * than a path below it: such an error has no path, or the path "/".
  */
 const refusesRoot = (error: Failure): boolean => {
   const path = fieldOf(error, "path")
