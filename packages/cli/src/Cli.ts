@@ -22,7 +22,7 @@ import { runTree } from "./internal/cli/run.ts"
 import { version } from "./internal/cli/version.ts"
 
 /**
- * The failure of {@link run} and the exit codes it carries.
+ * `CliExit`, the failure of {@link run}, and `ExitCodes`, the process exit codes it carries (the `CliExit` module).
  *
  * @category errors
  * @since 0.4.0

@@ -18,7 +18,7 @@ import { runWith } from "./internal/demo/steps.ts"
 import { plural } from "./internal/text.ts"
 
 /**
- * How `run` fails, and why.
+ * `DemoError`, how {@link run} fails, and `StepFailed`, its reason (the `DemoError` module).
  *
  * @category errors
  * @since 0.4.0
