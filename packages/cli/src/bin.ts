@@ -1,16 +1,15 @@
 #!/usr/bin/env node
 /**
  * The `hostnode` executable: runs the command tree of `Cli.ts` on the real
- * host. `Cli.run` fails with a `CliExit` whose exit code the process exits
- * with (1: the operation failed, 2: bad usage); what went wrong was already
- * printed. Progress of long work is drawn on stderr when `Stdio` says both
+ * host and exits with the code of its `CliExit` (what went wrong was already
+ * printed). Progress of long work is drawn on stderr when `Stdio` says both
  * stdout and stderr are terminals.
  *
  * It starts like a native tool: `--help`, `--version` and a usage error need
  * only the command tree's names, flags and descriptions, so nothing else is
- * loaded for them. A command's work, and the real host (`NodeHost.layer`:
- * the platform layer, the FFI, systemd), are imported when that command runs.
- * The published package runs this file as one bundle (`scripts/bundle-cli.mjs`),
+ * loaded for them. A command's work, and the real host (`NodeHost.layer`: the
+ * platform layer, the FFI, systemd), are imported when that command runs. The
+ * published package runs this file as one bundle (`scripts/bundle-cli.mjs`),
  * whose other chunks are those imports.
  *
  * @since 0.1.0

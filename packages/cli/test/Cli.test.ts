@@ -14,6 +14,16 @@ import { Gate, MemoryHost, MemoryNode, SystemdMachine } from "@hostnode/test"
 import { Deferred, Effect, Fiber, FileSystem, Layer, Schedule } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { TestConsole } from "effect/testing"
+import { helpAsFlag } from "../src/internal/cli/argv.ts"
+import {
+  errorJson,
+  exitCodeFor,
+  isInputError,
+  MissingSubcommand,
+  UnknownSlot,
+  UsageError,
+  type UsageErrorReason
+} from "../src/internal/cli/errors.ts"
 import { cliEnvironment, runCli, runJson } from "./harness.ts"
 
 const seeded = {
@@ -776,8 +786,8 @@ describe("Cli, as a newcomer uses it", () => {
         assert.include(typo.stderr[0], "did you mean", argv.join(" "))
       }
       assert.strictEqual((yield* runCli(["unmount-below", "/x", "--help"])).code, 0)
-      assert.deepStrictEqual(Cli.helpAsFlag(["--host-root", "help", "reset-cni"]), ["--host-root", "help", "reset-cni"])
-      assert.deepStrictEqual(Cli.helpAsFlag(["--json", "help"]), ["--json", "--help"])
+      assert.deepStrictEqual(helpAsFlag(["--host-root", "help", "reset-cni"]), ["--host-root", "help", "reset-cni"])
+      assert.deepStrictEqual(helpAsFlag(["--json", "help"]), ["--json", "--help"])
     }).pipe(Effect.provide(node))
   )
 
@@ -1017,16 +1027,13 @@ describe("Cli, as a newcomer uses it", () => {
 describe("UsageError", () => {
   it.effect("catchReason reaches each reason, with its own fields; the JSON document nests it", () =>
     Effect.gen(function* () {
-      const refuse = (reason: Cli.UsageErrorReason) =>
-        Effect.fail(new Cli.UsageError({ reason, fix: "see `hostnode --help`" }))
-      const slot = yield* refuse(new Cli.UnknownSlot({ slot: "other", known: "host" })).pipe(
+      const refuse = (reason: UsageErrorReason) => Effect.fail(new UsageError({ reason, fix: "see `hostnode --help`" }))
+      const slot = yield* refuse(new UnknownSlot({ slot: "other", known: "host" })).pipe(
         Effect.as(""),
         Effect.catchReason("UsageError", "UnknownSlot", (reason) => Effect.succeed(reason.slot))
       )
       assert.strictEqual(slot, "other")
-      const group = yield* refuse(
-        new Cli.MissingSubcommand({ group: "snapshot", subcommands: ["take", "restore"] })
-      ).pipe(
+      const group = yield* refuse(new MissingSubcommand({ group: "snapshot", subcommands: ["take", "restore"] })).pipe(
         Effect.as(""),
         Effect.catchReason("UsageError", "MissingSubcommand", (reason, error) =>
           Effect.succeed(`${reason.group}: ${error.message}`)
@@ -1035,8 +1042,8 @@ describe("UsageError", () => {
       assert.strictEqual(group, "snapshot: missing subcommand: take or restore")
       // @ts-expect-error: UsageError has no reason of that name
       Effect.catchReason("UsageError", "NoSuchReason", () => Effect.void)
-      const doc = Cli.errorJson(
-        new Cli.UsageError({ reason: new Cli.UnknownSlot({ slot: "x", known: "host" }), fix: "leave SLOT out" })
+      const doc = errorJson(
+        new UsageError({ reason: new UnknownSlot({ slot: "x", known: "host" }), fix: "leave SLOT out" })
       )
       assert.deepInclude(doc, {
         _tag: "UsageError",
@@ -1047,9 +1054,7 @@ describe("UsageError", () => {
           known: "host"
         }
       })
-      assert.isTrue(
-        Cli.isInputError(new Cli.UsageError({ reason: new Cli.UnknownSlot({ slot: "x", known: "host" }), fix: "" }))
-      )
+      assert.isTrue(isInputError(new UsageError({ reason: new UnknownSlot({ slot: "x", known: "host" }), fix: "" })))
     })
   )
 })
@@ -1076,26 +1081,26 @@ describe("exit codes", () => {
   it("a container gone (`Gone`, at any depth of the error) is 4; the mounter's `Gone` (a string) is not", () => {
     const gone = new HostPath.Gone({ pid: 4242, detail: "container process 4242 has exited" })
     assert.strictEqual(Cli.ExitCodes.gone, 4)
-    assert.strictEqual(Cli.exitCodeFor(new HostPath.HostPathError({ reason: gone, root: "/" })), 4)
+    assert.strictEqual(exitCodeFor(new HostPath.HostPathError({ reason: gone, root: "/" })), 4)
     const systemd = new Systemd.SystemdError({ verb: "restart", unit: "kubelet.service", reason: gone })
-    assert.strictEqual(Cli.exitCodeFor(systemd), 4)
+    assert.strictEqual(exitCodeFor(systemd), 4)
     const restart = new RestartChanged.RestartError({
       reason: new RestartChanged.RestartFailed({ cause: systemd }),
       unit: "kubelet.service",
       restarted: ["containerd.service"],
       notAttempted: []
     })
-    assert.strictEqual(Cli.exitCodeFor(restart), 4)
-    assert.isFalse(Cli.isInputError(restart))
+    assert.strictEqual(exitCodeFor(restart), 4)
+    assert.isFalse(isInputError(restart))
     // Not a container's exit: the path a mount was on is gone (a string reason), and the usual codes.
     const unverified = {
       _tag: "UnmountError",
       message: "1 target could not be verified",
       results: [{ _tag: "Unverified", target: "/m", reason: "Gone", detail: "the path no longer exists" }]
     }
-    assert.strictEqual(Cli.exitCodeFor(unverified), 1)
+    assert.strictEqual(exitCodeFor(unverified), 1)
     assert.strictEqual(
-      Cli.exitCodeFor(new HostPath.HostPathError({ reason: new HostPath.InvalidPath({ detail: "empty" }), root: "" })),
+      exitCodeFor(new HostPath.HostPathError({ reason: new HostPath.InvalidPath({ detail: "empty" }), root: "" })),
       2
     )
   })

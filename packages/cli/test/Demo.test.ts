@@ -9,6 +9,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Demo } from "@hostnode/cli"
 import { MemoryHost, MemoryNode } from "@hostnode/test"
 import { Effect, FileSystem, Layer } from "effect"
+import { type RollbackObservation, rollbackClaims } from "../src/internal/demo/claims.ts"
+import { FailingUnit, UpgradeFiles } from "../src/internal/demo/node.ts"
+import { diffImages, type Image, type ImageEntry } from "../src/internal/demo/observe.ts"
+import { runWith } from "../src/internal/demo/steps.ts"
 import { cliEnvironment, runCli } from "./harness.ts"
 
 const expectedClaims = [
@@ -68,14 +72,14 @@ describe("Demo", () => {
       for (const step of report.steps) assert.isAtLeast(step.durationMs, 0)
       // biome-ignore lint/suspicious/noExplicitAny: the details are a plain record; the test reads fields it knows
       const rollback: any = report.steps[1]?.details
-      assert.strictEqual(rollback.restartError.unit, Demo.FailingUnit)
+      assert.strictEqual(rollback.restartError.unit, FailingUnit)
       assert.deepStrictEqual(rollback.restartError.restarted, ["containerd.service"])
       assert.deepStrictEqual(rollback.restartError.notAttempted, [])
       assert.deepStrictEqual(rollback.compared.differing, [])
       assert.isAbove(rollback.compared.files, 5)
       assert.deepStrictEqual(
         rollback.written.map((w: { path: string }) => w.path),
-        Object.keys(Demo.UpgradeFiles)
+        Object.keys(UpgradeFiles)
       )
       // biome-ignore lint/suspicious/noExplicitAny: as above
       const repave: any = report.steps[3]?.details
@@ -132,7 +136,7 @@ describe("Demo", () => {
 
   it.effect("a rollback that leaves one changed byte fails the restore claim, naming the file", () =>
     Effect.gen(function* () {
-      const report = yield* Demo.runWith({
+      const report = yield* runWith({
         afterRollback: Effect.gen(function* () {
           const fs = yield* FileSystem.FileSystem
           const text = yield* fs.readFileString("/etc/containerd/config.toml")
@@ -153,8 +157,8 @@ describe("Demo", () => {
   )
 
   describe("the claims are checks of the observed state", () => {
-    const file = (text: string, mode = 0o644): Demo.ImageEntry => ({ type: "File", mode, bytes: bytes(text) })
-    const before: Demo.Image = {
+    const file = (text: string, mode = 0o644): ImageEntry => ({ type: "File", mode, bytes: bytes(text) })
+    const before: Image = {
       "/etc/containerd": { type: "Directory", mode: 0o755 },
       "/etc/containerd/config.toml": file("version = 2\n"),
       "/etc/systemd/system/kubelet.service.d": { type: "Directory", mode: 0o755 },
@@ -162,7 +166,7 @@ describe("Demo", () => {
       "/etc/systemd/system/kubelet.service.d/20-hostnode-upgrade.conf": { type: "Absent" },
       "/etc/kubernetes/kubelet.conf": { type: "SymbolicLink", target: "/var/lib/kubelet/kubeconfig" }
     }
-    const good: Demo.RollbackObservation = {
+    const good: RollbackObservation = {
       before,
       during: { ...before, "/etc/containerd/config.toml": file("version = 3\n") },
       after: before,
@@ -175,8 +179,7 @@ describe("Demo", () => {
       activeAfterRecovery: { "containerd.service": "active", "kubelet.service": "active" },
       kubeletDropIns: ["/etc/systemd/system/kubelet.service.d/10-kubeadm.conf"]
     }
-    const verdicts = (o: Demo.RollbackObservation) =>
-      Object.fromEntries(Demo.rollbackClaims(o).map((c) => [c.id, c.ok]))
+    const verdicts = (o: RollbackObservation) => Object.fromEntries(rollbackClaims(o).map((c) => [c.id, c.ok]))
 
     it("a faithful rollback passes every claim", () => {
       assert.deepStrictEqual(verdicts(good), {
@@ -189,7 +192,7 @@ describe("Demo", () => {
     })
 
     it("one byte, a mode, a link target, a file left behind or a file missing each fail the restore claim", () => {
-      const tampered: ReadonlyArray<Demo.Image> = [
+      const tampered: ReadonlyArray<Image> = [
         { ...before, "/etc/containerd/config.toml": file("version = 3\n") },
         { ...before, "/etc/containerd/config.toml": file("version = 2\n", 0o600) },
         { ...before, "/etc/kubernetes/kubelet.conf": { type: "SymbolicLink", target: "/elsewhere" } },
@@ -198,16 +201,16 @@ describe("Demo", () => {
       ]
       const whats = tampered.map((after) => {
         assert.isFalse(verdicts({ ...good, after })["restored-byte-for-byte"])
-        return Demo.diffImages(before, after).map((d) => d.what)
+        return diffImages(before, after).map((d) => d.what)
       })
       assert.deepStrictEqual(whats, [["content"], ["mode"], ["target"], ["added"], ["removed"]])
       // An absent path and a path never listed are the same: nothing there.
       const { "/etc/systemd/system/kubelet.service.d/20-hostnode-upgrade.conf": _absent, ...unlisted } = before
-      assert.deepStrictEqual(Demo.diffImages(before, unlisted), [])
+      assert.deepStrictEqual(diffImages(before, unlisted), [])
     })
 
     it("a RestartError that misreports the units, or a host that disagrees with it, fails its claim", () => {
-      const wrong: ReadonlyArray<Demo.RollbackObservation> = [
+      const wrong: ReadonlyArray<RollbackObservation> = [
         { ...good, restartError: undefined },
         { ...good, restartError: { unit: "kubelet.service", restarted: [], notAttempted: [] } },
         { ...good, restartError: { unit: "containerd.service", restarted: [], notAttempted: ["kubelet.service"] } },
@@ -231,15 +234,17 @@ describe("Demo", () => {
 describe("DemoError", () => {
   it.effect("catchReason reaches each reason, with its own fields", () =>
     Effect.gen(function* () {
-      const stop = (reason: Demo.DemoErrorReason) => Effect.fail(new Demo.DemoError({ step: "repave", reason }))
-      const failed = yield* stop(new Demo.OperationFailed({ detail: "ResetError: kept 1 path" })).pipe(
+      const stop = (reason: Demo.StepFailed) => Effect.fail(new Demo.DemoError({ step: "repave", reason }))
+      const failed = yield* stop(
+        new Demo.StepFailed({ _tag: "OperationFailed", detail: "ResetError: kept 1 path" })
+      ).pipe(
         Effect.as(""),
         Effect.catchReason("DemoError", "OperationFailed", (reason, error) =>
           Effect.succeed(`${error.step}: ${reason.detail}`)
         )
       )
       assert.strictEqual(failed, "repave: ResetError: kept 1 path")
-      const odd = yield* stop(new Demo.UnexpectedOutcome({ detail: "the upgrade succeeded" })).pipe(
+      const odd = yield* stop(new Demo.StepFailed({ _tag: "UnexpectedOutcome", detail: "the upgrade succeeded" })).pipe(
         Effect.as(""),
         Effect.catchReason("DemoError", "UnexpectedOutcome", (_reason, error) => Effect.succeed(error.message))
       )

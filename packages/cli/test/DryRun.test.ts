@@ -10,10 +10,10 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { type Cli, DryRun } from "@hostnode/cli"
+import type { Cli } from "@hostnode/cli"
 import { DnsResolvers, HostCommand, IsolationBackend, Mounter, Systemd } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
-import { Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture, RefusingSystemd } from "@hostnode/test"
+import { DryRun, Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture, RefusingSystemd } from "@hostnode/test"
 import { RepaveConformance } from "@hostnode/test/conformance"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"

@@ -5,9 +5,9 @@
  * inside a half-drawn progress line.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Progress } from "@hostnode/cli"
 import { MemoryHost, MemoryNode } from "@hostnode/test"
 import { Effect, Layer, Logger, Ref, Sink, Stdio } from "effect"
+import * as Progress from "../src/internal/cli/progress.ts"
 import { cliEnvironment, runCli } from "./harness.ts"
 
 const Mounts = 200

@@ -108,7 +108,12 @@ export const helpOfKnown = (root: Command.Command.Any, argv: ReadonlyArray<strin
 const trueWords: ReadonlySet<string> = new Set(["true", "1", "y", "yes", "on"])
 const falseWords: ReadonlySet<string> = new Set(["false", "0", "n", "no", "off"])
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * Whether `argv` asks for JSON as effect/cli will read it (`--json`,
+ * `--json=on`, `--json true`; not `--json=false` or `--json false`), so a
+ * usage error, which the parser reports before `--json` reaches the command,
+ * is printed the way the command would print its outcome.
+ */
 export const wantsJson = (argv: ReadonlyArray<string>): boolean => {
   const words = flagWords(argv)
   let json = false
@@ -164,7 +169,11 @@ const valueFlags: ReadonlySet<string> = new Set([
   "--metrics-file"
 ])
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * `hostnode help [SUBCOMMAND...]` as `hostnode [SUBCOMMAND...] --help`: the
+ * word a newcomer tries first. Only `help` in the subcommand's place counts
+ * (not the value of a flag, not an argument after a subcommand).
+ */
 export const helpAsFlag = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i] ?? ""

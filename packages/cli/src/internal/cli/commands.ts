@@ -6,7 +6,7 @@
  * that command runs, so answering those loads no operation, no platform
  * layer and no FFI. The common handling is `operate.ts`.
  */
-import type { Directory, DnsResolvers, IsolationBackend, Mounter, RestartChanged, Systemd } from "@hostnode/core"
+import type { RestartChanged } from "@hostnode/core"
 import * as Console from "effect/Console"
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
@@ -14,6 +14,8 @@ import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type { Services } from "../../Cli.ts"
+import type { CliExit } from "../../CliExit.ts"
 import * as Defaults from "./defaults.ts"
 import { AllowOwnNamespace, Container, DryRunFlag, HostRoot, Json, LogFormat, MetricsFile, Timeout } from "./flags.ts"
 
@@ -87,7 +89,9 @@ const peersOutsideRoot = Flag.Literals("peers-outside-root", ["detach", "refuse"
   )
 )
 
-export const makeHostnode = <LA, LE, LR>(host: Layer.Layer<LA, LE, LR>) => {
+export const makeHostnode = <LA, LE, LR>(
+  host: Layer.Layer<LA, LE, LR>
+): Command.Command<"hostnode", never, {}, CliExit | LE, Exclude<Services, LA> | LR> => {
   const onHost = <const Name extends string, I, CI, E, R>(self: Command.Command<Name, I, CI, E, R>) =>
     Command.provide(self, host)
 
@@ -341,7 +345,7 @@ const restoreFlags = {
 const missingSubcommand = (group: string, names: ReadonlyArray<string>) => () =>
   later(handlers.group, (h) => h.missingSubcommand(group, names))
 
-/** Documented where `Cli.ts` exports it. */
+/** `UNIT[=changed]`: `changed` is true, yes, 1 or changed (the default), or false, no, 0 or unchanged. */
 export const parseChangedUnit = (word: string): RestartChanged.ChangedUnit | undefined => {
   const eq = word.indexOf("=")
   if (eq < 0) return word === "" ? undefined : { unit: word, changed: true }
@@ -374,13 +378,4 @@ const listenerFlags = {
 const HostSlot = "host"
 
 /** The command tree of `Cli.run`: the host's services are its caller's to provide. */
-export const hostnode = makeHostnode(Layer.empty)
-
-/** Documented where `Cli.ts` exports it. */
-export type Services =
-  | Command.Environment
-  | Directory.Directories
-  | Mounter.Mounter
-  | Systemd.Systemd
-  | DnsResolvers.DnsResolvers
-  | IsolationBackend.IsolationBackend
+export const hostnode: Command.Command<"hostnode", never, {}, CliExit, Services> = makeHostnode(Layer.empty)

@@ -2,10 +2,10 @@
  * How a failure is shown: the CLI's own `UsageError`, the advice for each error by its tag and reason,
  * which errors are bad input (exit 2), and the error as a person's text, as
  * one refused-input line, or as JSON. Boundary: rendering only; nothing here
- * runs an operation. The exit codes and `CliExit` are `exit.ts`.
+ * runs an operation. The exit codes and `CliExit` are `CliExit.ts`.
  */
 import { Effect, Redacted, Schema } from "effect"
-import type { FailureCode } from "./exit.ts"
+import type { CliExit } from "../../CliExit.ts"
 
 /**
  * The operation did not end within `--timeout` (and the grace after it):
@@ -20,8 +20,9 @@ export class TimedOut extends Schema.TaggedError<TimedOut>()("TimedOut", {
   }
 }
 
-/** Documented where `Cli.ts` exports it. */
-export class MissingSubcommand extends Schema.TaggedError<MissingSubcommand>()("MissingSubcommand", {
+/** Why: a group such as `snapshot` was given without its subcommand. */
+export class MissingSubcommand extends Schema.Error<MissingSubcommand>("@hostnode/cli/Cli/MissingSubcommand")({
+  _tag: Schema.tag("MissingSubcommand"),
   /** The group, as typed. */
   group: Schema.String,
   /** The subcommands it takes. */
@@ -37,8 +38,9 @@ export class MissingSubcommand extends Schema.TaggedError<MissingSubcommand>()("
   }
 }
 
-/** Documented where `Cli.ts` exports it. */
-export class UnknownSlot extends Schema.TaggedError<UnknownSlot>()("UnknownSlot", {
+/** Why: a slot this node does not have (the node has one node root). */
+export class UnknownSlot extends Schema.Error<UnknownSlot>("@hostnode/cli/Cli/UnknownSlot")({
+  _tag: Schema.tag("UnknownSlot"),
   /** The slot given. */
   slot: Schema.String,
   /** The slot the node has. */
@@ -54,8 +56,12 @@ export class UnknownSlot extends Schema.TaggedError<UnknownSlot>()("UnknownSlot"
   }
 }
 
-/** Documented where `Cli.ts` exports it. */
-export class FlagWithout extends Schema.TaggedError<FlagWithout>()("FlagWithout", {
+/**
+ * Why: a flag that only applies with another was given without it
+ * (`--allow-own-namespace` without `--container`).
+ */
+export class FlagWithout extends Schema.Error<FlagWithout>("@hostnode/cli/Cli/FlagWithout")({
+  _tag: Schema.tag("FlagWithout"),
   /** The flag given, as typed. */
   flag: Schema.String,
   /** The flag it only applies with. */
@@ -71,15 +77,17 @@ export class FlagWithout extends Schema.TaggedError<FlagWithout>()("FlagWithout"
   }
 }
 
-/** Documented where `Cli.ts` exports it. */
-export const UsageErrorReason = Schema.Union([MissingSubcommand, UnknownSlot, FlagWithout])
+/** Why a command refused its usage. */
+export type UsageErrorReason = UsageError["reason"]
 
-/** Documented where `Cli.ts` exports it. */
-export type UsageErrorReason = typeof UsageErrorReason.Type
-
-/** Documented where `Cli.ts` exports it. */
+/**
+ * Bad usage found by the command itself rather than by the parser (a group
+ * such as `snapshot` without its subcommand, a slot this node does not have):
+ * exit 2, nothing was done. `reason` says what was wrong; `fix` says what to
+ * do instead.
+ */
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
-  reason: UsageErrorReason,
+  reason: Schema.Union([MissingSubcommand, UnknownSlot, FlagWithout]),
   fix: Schema.String
 }) {
   /**
@@ -94,7 +102,7 @@ export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
 
 /**
  * The tag of `error`'s reason: `reason._tag` for an error whose reason is a
- * tagged class (the 0.3.0 shape), or a reason that is still a plain string.
+ * tagged class, or the reason itself where it is a plain string.
  */
 const reasonTag = (error: Failure): string | undefined => {
   const reason = (error as { readonly reason?: unknown }).reason
@@ -205,7 +213,7 @@ const hintFor = (error: Failure): string => {
   return lookup(hints, error) ?? ""
 }
 
-/** Documented where `Cli.ts` exports it. */
+/** The typed error as JSON: its tag, message, fields and the hint. */
 export const errorJson = (error: { readonly _tag: string; readonly message: string }): Record<string, unknown> => {
   const { fix: _, ...plain } = toPlain(error) as Record<string, unknown>
   // The operation's own error below a ContainerExited is a document of its own, with its advice.
@@ -227,7 +235,7 @@ const causeOf = (error: Failure): Failure | undefined => {
     : undefined
 }
 
-/** Documented where `Cli.ts` exports it. */
+/** The typed error for a person: what failed (the message names the path or unit) and what to check. */
 export const errorText = (command: string, error: { readonly _tag: string; readonly message: string }): string => {
   const hint = hintFor(error)
   const advice = hint === "" ? "" : `\n  what to check: ${hint}`
@@ -266,7 +274,10 @@ const inputErrors: ReadonlySet<string> = new Set([
   "ContainerError/OwnNamespace"
 ])
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * True when `error` refuses the caller's input before anything was changed:
+ * the CLI exits 2 for it, as for bad usage.
+ */
 export const isInputError = (error: Failure): boolean => keysOf(error).some((key) => inputErrors.has(key))
 
 /**
@@ -295,8 +306,8 @@ export const goneIn = (error: unknown): { readonly _tag: "Gone" } | undefined =>
   return visit(error, 0)
 }
 
-/** Documented where `Cli.ts` exports it. */
-export const exitCodeFor = (error: Failure): FailureCode =>
+/** The exit code for a failed operation (see {@link ExitCodes}). */
+export const exitCodeFor = (error: Failure): CliExit["code"] =>
   error._tag === "ContainerExited" || goneIn(error) !== undefined
     ? 4
     : isInputError(error)
@@ -328,7 +339,7 @@ const asFlags = (error: Failure): string => {
 
 /**
  * Whether a `HostPathError` refuses the host root itself (`--host-root`) rather
- * than a path below it: such an error has no path (before 0.3.0: the path "/").
+ * than a path below it: such an error has no path, or the path "/".
  */
 const refusesRoot = (error: Failure): boolean => {
   const path = fieldOf(error, "path")
@@ -369,7 +380,10 @@ const inputFix = (error: Failure): string => {
   return lookup(inputFixes, error)?.(error) ?? ""
 }
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * The one line a refused input prints on stderr: the command, what was
+ * wrong and where, and what to do when the message does not already say it.
+ */
 export const inputErrorLine = (command: string, error: { readonly _tag: string; readonly message: string }): string => {
   const fix = inputFix(error)
   return `hostnode ${command}: ${asFlags(error)}${fix === "" ? "" : ` (${fix})`}`

@@ -9,7 +9,12 @@
 import * as Flag from "effect/cli/Flag"
 import * as GlobalFlag from "effect/cli/GlobalFlag"
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * `--host-root DIR`: where the host's `/` is; the real host by default
+ * (`Option.none()`: not given). A relative DIR is taken relative to the
+ * working directory, and the absolute root used is printed on stderr (the
+ * library itself refuses relative roots); an empty one is refused (exit 2).
+ */
 export const HostRoot = GlobalFlag.Setting("host-root")({
   // Optional, not defaulted to "/": `--host-root /` given is refused with --container, left out it is not.
   flag: Flag.String("host-root").pipe(
@@ -21,7 +26,20 @@ export const HostRoot = GlobalFlag.Setting("host-root")({
   )
 })
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * `--container PID`: run the operation on the node stack of the container
+ * whose init is host process PID (`NodeContainer.layer`, which pins that
+ * process once: its files below its pinned root, its mount table and mount
+ * namespace, its systemd, its network). Refused before anything is done
+ * (exit 2): an empty PID (an unset variable), anything but a pid, a process
+ * that is gone, one in this process's own mount namespace (unless
+ * `--allow-own-namespace`), and any `--host-root` with it (`/` too).
+ * Every path the command prints is named as the container sees it
+ * (`/var/lib/kubelet/...`), and the JSON document names the container once,
+ * `"container": { "pid": PID }`. A container that exits while the command
+ * runs ends it with exit code 4 (`ContainerExited`, reason `Gone`).
+ * Absent unless given (`Option.none()`).
+ */
 export const Container = GlobalFlag.Setting("container")({
   // Optional, not defaulted to "": `--container ""` (an unset variable) is refused, left out it is the host.
   flag: Flag.String("container").pipe(
@@ -33,7 +51,13 @@ export const Container = GlobalFlag.Setting("container")({
   )
 })
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * `--allow-own-namespace`: with `--container`, accept a PID in this
+ * process's own mount namespace, which is refused otherwise (exit 2): the
+ * command would act on this host (a mistyped pid, `1` on a plain host).
+ * Without `--container` it is refused too (exit 2, a `UsageError`,
+ * reason `FlagWithout`).
+ */
 export const AllowOwnNamespace = GlobalFlag.Setting("allow-own-namespace")({
   flag: Flag.Boolean("allow-own-namespace").pipe(
     Flag.withDefault(false),
@@ -43,7 +67,7 @@ export const AllowOwnNamespace = GlobalFlag.Setting("allow-own-namespace")({
   )
 })
 
-/** Documented where `Cli.ts` exports it. */
+/** `--json`: one machine-readable JSON document on stdout, errors included. */
 export const Json = GlobalFlag.Setting("json")({
   flag: Flag.Boolean("json").pipe(
     Flag.withDefault(false),
@@ -51,7 +75,7 @@ export const Json = GlobalFlag.Setting("json")({
   )
 })
 
-/** Documented where `Cli.ts` exports it. */
+/** `--dry-run`: change nothing; print what would be written, removed, unmounted or run, in order. */
 export const DryRunFlag = GlobalFlag.Setting("dry-run")({
   flag: Flag.Boolean("dry-run").pipe(
     Flag.withDefault(false),
@@ -61,7 +85,12 @@ export const DryRunFlag = GlobalFlag.Setting("dry-run")({
   )
 })
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * `--timeout SECONDS`: the operation's deadline (default 300). No call on
+ * a host's files is waited for past it: one that does not return (a dead
+ * NFS or FUSE mount) is abandoned `Hung`, the operation ends with its
+ * report, and the command exits; 0 or less is refused (exit 2).
+ */
 export const Timeout = GlobalFlag.Setting("timeout")({
   flag: Flag.Int("timeout").pipe(
     Flag.withDefault(300),
@@ -76,7 +105,13 @@ export const Timeout = GlobalFlag.Setting("timeout")({
   )
 })
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * `--log-format text|json`: how log lines are written on stderr. `text`
+ * (the default): one line per entry (at `info`, one per operation). `json`:
+ * one JSON object per line (`timestamp`, `level`, `message`, `annotations`,
+ * `span` with its name and trace and span ids, `cause`), the CLI's own
+ * messages (errors, warnings) too; no progress line. stdout is unchanged.
+ */
 export const LogFormat = GlobalFlag.Setting("log-format")({
   flag: Flag.Literals("log-format", ["text", "json"]).pipe(
     Flag.withDefault("text" as const),
@@ -87,7 +122,14 @@ export const LogFormat = GlobalFlag.Setting("log-format")({
   )
 })
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * `--metrics-file PATH`: when the run ends (whatever its outcome), its
+ * metrics (`Metrics` of `@hostnode/core`, and the run's exit code and end
+ * time) are written to PATH in Prometheus text format, replacing the file
+ * atomically (a temporary file in the same directory, then a rename), as
+ * node_exporter's textfile collector expects. A PATH whose directory does
+ * not exist is refused before anything runs (exit 2).
+ */
 export const MetricsFile = GlobalFlag.Setting("metrics-file")({
   flag: Flag.String("metrics-file").pipe(
     Flag.withDefault(""),

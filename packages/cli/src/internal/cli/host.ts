@@ -8,7 +8,7 @@
  */
 import { NodeHost } from "@hostnode/node"
 import { Layer } from "effect"
-import * as Progress from "../../Progress.ts"
+import * as Progress from "./progress.ts"
 
 // Progress only for a person watching: both streams on a terminal (asked of NodeHost's Stdio).
 export const layer = Progress.layerInteractive.pipe(Layer.provideMerge(NodeHost.layer))

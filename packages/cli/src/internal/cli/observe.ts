@@ -28,9 +28,9 @@ import {
   References
 } from "effect"
 import { PrometheusMetrics } from "effect/observability"
-import * as Progress from "../../Progress.ts"
-import { CliExit, ExitCodes } from "./exit.ts"
+import { CliExit, ExitCodes } from "../../CliExit.ts"
 import { observedOf } from "./flags.ts"
+import * as Progress from "./progress.ts"
 
 /** The CLI's own gauges in the metrics file: how the run ended, and when. */
 const exitCodeGauge = Metric.gauge("hostnode_cli_exit_code", {

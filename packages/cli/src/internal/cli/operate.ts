@@ -17,7 +17,7 @@ import {
 import { DryRun } from "@hostnode/test"
 import { Console, Duration, Effect, type FileSystem, Layer, Logger, Option, Path, Ref, Result } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import * as Progress from "../../Progress.ts"
+import { CliExit, ExitCodes } from "../../CliExit.ts"
 import { plural } from "../text.ts"
 import * as InContainer from "./container.ts"
 import {
@@ -30,8 +30,8 @@ import {
   TimedOut,
   toPlain
 } from "./errors.ts"
-import { CliExit, ExitCodes } from "./exit.ts"
 import { type AllowOwnNamespace, type Container, DryRunFlag, HostRoot, Json, Timeout } from "./flags.ts"
+import * as Progress from "./progress.ts"
 
 /** What a command adds to the common handling of {@link operate}. */
 interface OperateOptions<A> {

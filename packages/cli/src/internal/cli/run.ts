@@ -13,11 +13,11 @@ import type * as FileSystem from "effect/FileSystem"
 import type * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import type * as Path from "effect/Path"
+import { CliExit, ExitCodes } from "../../CliExit.ts"
 import { helpAsFlag, helpOfKnown, presenter, suggestionsOf, usageText, wantsJson } from "./argv.ts"
-import { CliExit, ExitCodes } from "./exit.ts"
 import { observedOf } from "./flags.ts"
 
-/** Documented where `Cli.ts` exports `run`, which is this over the library's tree. */
+/** `tree` run over `argv` as `Cli.run` runs the library's tree and `bin.ts` the executable's (see the module header). */
 export const runTree =
   <Name extends string, I, R>(
     tree: Command.Command<Name, I, {}, CliExit, R>,

@@ -3,5 +3,8 @@
  * load all of `Cli.ts`); documented where `Cli.ts` exports it.
  */
 
-/** Documented where `Cli.ts` exports it. */
+/**
+ * The CLI's version, printed by `hostnode --version`: the version of the
+ * `@hostnode/cli` package (a test keeps the two equal).
+ */
 export const version = "0.3.0"

@@ -4,12 +4,12 @@
  * are gathered in `steps.ts`.
  */
 import { AgentConfig, LocalDns, Paths } from "@hostnode/core"
+import type { Claim, Step } from "../../Demo.ts"
 import { plural } from "../text.ts"
 import { csiSource, FailingUnit, kubeletDir, podsDir, SnapshotDir, Units, UpgradeFiles } from "./node.ts"
 import { type Difference, diffImages, type Image, imageSize, sameBytes } from "./observe.ts"
-import type { Claim, StepId } from "./report.ts"
 
-const claim = (step: StepId, id: string, statement: string, ok: boolean, evidence: string): Claim => ({
+const claim = (step: Step["id"], id: string, statement: string, ok: boolean, evidence: string): Claim => ({
   id,
   step,
   statement,
@@ -24,7 +24,7 @@ const showDiffs = (ds: ReadonlyArray<Difference>) =>
     .map((d) => `${d.path} (${d.what})`)
     .join(", ") + (ds.length > 4 ? `, and ${ds.length - 4} more` : "")
 
-/** Documented where `Demo.ts` exports it. */
+/** What was observed around the upgrade that fails and is rolled back. */
 export interface RollbackObservation {
   /** The snapshot's paths before the upgrade, while it was written, and after the rollback. */
   readonly before: Image
@@ -53,9 +53,9 @@ export interface RollbackObservation {
   readonly kubeletDropIns: ReadonlyArray<string>
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** The claims about the rolled-back upgrade, from what was observed. */
 export const rollbackClaims = (o: RollbackObservation): ReadonlyArray<Claim> => {
-  const step: StepId = "upgrade-rollback"
+  const step: Step["id"] = "upgrade-rollback"
   const written = diffImages(o.before, o.during)
   const left = diffImages(o.before, o.after)
   const size = imageSize(o.before)
@@ -125,7 +125,7 @@ export const rollbackClaims = (o: RollbackObservation): ReadonlyArray<Claim> => 
   ]
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** What was observed around the upgrade that succeeds. */
 export interface UpgradeObservation {
   /** Each file the upgrade wrote: what it meant to write and what the host holds after (undefined when absent). */
   readonly written: ReadonlyArray<{
@@ -148,9 +148,9 @@ export interface UpgradeObservation {
   readonly snapshotLeft: boolean
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** The claims about the upgrade that succeeds, from what was observed. */
 export const upgradeClaims = (o: UpgradeObservation): ReadonlyArray<Claim> => {
-  const step: StepId = "upgrade"
+  const step: Step["id"] = "upgrade"
   const wrong = o.written.filter((w) => w.found === undefined || !sameBytes(w.intended, w.found)).map((w) => w.path)
   const notRestarted = o.changedUnits.filter((u) => {
     const s = o.units[u]
@@ -198,7 +198,7 @@ export const upgradeClaims = (o: UpgradeObservation): ReadonlyArray<Claim> => {
   ]
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** What was observed before and after the repave. */
 export interface RepaveObservation {
   /** Mount points strictly below the kubelet directory, before and after. */
   readonly podMountsBefore: ReadonlyArray<string>
@@ -233,9 +233,9 @@ export const isLocalDnsRule = (line: string) => line.includes(LocalDns.RuleComme
 /** The LocalDNS interface (the agent configuration's default name). */
 export const localDnsLink = AgentConfig.DefaultInterfaceName
 
-/** Documented where `Demo.ts` exports it. */
+/** The claims about the repave, from what was observed. */
 export const repaveClaims = (o: RepaveObservation): ReadonlyArray<Claim> => {
-  const step: StepId = "repave"
+  const step: Step["id"] = "repave"
   const csi = diffImages(o.csiBefore, o.csiAfter)
   const csiSize = imageSize(o.csiBefore)
   const kept = diffImages(o.keptBefore, o.keptAfter)

@@ -7,13 +7,15 @@ import { AgentConfig, IsolationBackend, NodeStart, Paths, Repave } from "@hostno
 import type { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem } from "effect"
 
-/** Documented where `Demo.ts` exports it. */
+/** The node's units, in restart order (dependencies first), as the host-mode backend knows them. */
 export const Units: ReadonlyArray<string> = IsolationBackend.DefaultHostUnits
 
-/** Documented where `Demo.ts` exports it. */
+/** The unit whose restart the first upgrade makes fail. */
 export const FailingUnit = "kubelet.service"
 
-/** Documented where `Demo.ts` exports it. */
+/**
+ * Where the upgrades keep their configuration snapshot (the agent configuration directory, as `Hooks.snapshotDir` puts it).
+ */
 export const SnapshotDir = `${AgentConfig.DefaultConfigDir}/config-snapshot`
 
 /** The kubelet's directory, and the pods in it. */
@@ -214,14 +216,18 @@ export const nodeStart: ReturnType<typeof NodeStart.decode> = NodeStart.decode({
 /** A rule in the raw table that is not LocalDNS's (VXLAN traffic left untracked by an overlay), which a cleanup must leave. */
 export const foreignRule = ["-A", "PREROUTING", "-p", "udp", "--dport", "4789", "-j", "NOTRACK"]
 
-/** Documented where `Demo.ts` exports it. */
+/**
+ * The upgrade both upgrade steps write: containerd's configuration moves to
+ * the version 3 schema, the kubelet gets another flag and a new drop-in.
+ * Every path is inside `ConfSnap.DefaultPaths`, so the snapshot covers it.
+ */
 export const UpgradeFiles: Readonly<Record<string, string>> = {
   "/etc/containerd/config.toml": containerdConfigV3,
   "/etc/default/kubelet": kubeletDefaultsNew,
   "/etc/systemd/system/kubelet.service.d/20-hostnode-upgrade.conf": upgradeDropIn
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** Which unit reads a configuration path (the unit whose restart picks a change of it up). */
 export const unitOf = (path: string): string | undefined =>
   path.startsWith("/etc/containerd/") || path.startsWith("/etc/systemd/system/containerd.service")
     ? "containerd.service"

@@ -7,7 +7,9 @@ import { TreeWalk } from "@hostnode/test"
 import { Effect, FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 
-/** Documented where `Demo.ts` exports it. */
+/**
+ * One path of a configuration {@link Image}: a file's mode and bytes, a directory's mode, a link's target, or nothing.
+ */
 export type ImageEntry =
   | { readonly type: "File"; readonly mode: number; readonly bytes: Uint8Array }
   | { readonly type: "Directory"; readonly mode: number }
@@ -15,10 +17,14 @@ export type ImageEntry =
   | { readonly type: "Absent" }
   | { readonly type: "Other"; readonly kind: string }
 
-/** Documented where `Demo.ts` exports it. */
+/** Everything at and below some paths, by path: what a byte-for-byte comparison compares. */
 export type Image = Readonly<Record<string, ImageEntry>>
 
-/** Documented where `Demo.ts` exports it. */
+/**
+ * Reads the image of `paths` from the host in context: each path, and each
+ * path below a directory (except `exclude`, as the snapshot's walk skips
+ * it), with file bytes read in full. A missing path is `Absent`.
+ */
 export const captureImage = (
   paths: ReadonlyArray<string>,
   exclude: ReadonlyArray<string> = ConfSnap.Exclude
@@ -46,14 +52,14 @@ export const captureImage = (
 export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
   a.length === b.length && a.every((x, i) => x === b[i])
 
-/** Documented where `Demo.ts` exports it. */
+/** How a path differs between two images. */
 export interface Difference {
   readonly path: string
   /** `added`/`removed` (present in only one image), or what differs: `type`, `content`, `mode`, `target`. */
   readonly what: "added" | "removed" | "type" | "content" | "mode" | "target"
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** The paths whose entries differ between `before` and `after` (present on one side only, or different), sorted. */
 export const diffImages = (before: Image, after: Image): ReadonlyArray<Difference> => {
   const out: Array<Difference> = []
   const present = (e: ImageEntry | undefined) => e !== undefined && e.type !== "Absent"
@@ -78,7 +84,7 @@ export const diffImages = (before: Image, after: Image): ReadonlyArray<Differenc
   return out
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** How much an image holds: paths present, files among them, and their bytes. */
 export const imageSize = (image: Image): { readonly paths: number; readonly files: number; readonly bytes: number } => {
   let paths = 0
   let files = 0
@@ -94,7 +100,7 @@ export const imageSize = (image: Image): { readonly paths: number; readonly file
   return { paths, files, bytes }
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** The mount points strictly below `prefix` in a mount table, in table order. */
 export const mountsStrictlyBelow = (
   table: ReadonlyArray<{ readonly mountPoint: string }>,
   prefix: string

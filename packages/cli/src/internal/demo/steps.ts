@@ -19,6 +19,8 @@ import {
 } from "@hostnode/core"
 import { MemoryHost, MemoryNetwork, MemoryNode, MemorySystemd } from "@hostnode/test"
 import { Clock, Effect, FileSystem, Schema } from "effect"
+import type { Claim, DemoReport, Step } from "../../Demo.ts"
+import { DemoError, StepFailed } from "../../DemoError.ts"
 import { plural } from "../text.ts"
 import {
   isLocalDnsRule,
@@ -51,15 +53,6 @@ import {
   webPod
 } from "./node.ts"
 import { captureImage, diffImages, exists, type Image, imageSize, listDir, mountsStrictlyBelow } from "./observe.ts"
-import {
-  type Claim,
-  DemoError,
-  type DemoReport,
-  OperationFailed,
-  type Step,
-  type StepId,
-  UnexpectedOutcome
-} from "./report.ts"
 
 /** What a step body produces; the runner adds the id, title and duration. */
 interface StepOutcome<A = undefined> {
@@ -76,7 +69,7 @@ const describeError = (e: unknown): string =>
 
 /** Runs one step on the Clock, turning an unexpected failure into a {@link DemoError} naming the step. */
 const timed = <A, E, R>(
-  id: StepId,
+  id: Step["id"],
   title: string,
   body: Effect.Effect<StepOutcome<A>, E, R>
 ): Effect.Effect<
@@ -90,7 +83,7 @@ const timed = <A, E, R>(
       Effect.mapError((e) =>
         e instanceof DemoError
           ? e
-          : new DemoError({ step: id, reason: new OperationFailed({ detail: describeError(e) }) })
+          : new DemoError({ step: id, reason: new StepFailed({ _tag: "OperationFailed", detail: describeError(e) }) })
       )
     )
     const end = yield* Clock.monotonicTimeNanos
@@ -232,7 +225,8 @@ const failedUpgrade = (hooks: Options) =>
     if (outcome._tag === "Success") {
       return yield* new DemoError({
         step: "upgrade-rollback",
-        reason: new UnexpectedOutcome({
+        reason: new StepFailed({
+          _tag: "UnexpectedOutcome",
           detail: `the restart of ${FailingUnit} was made to fail, but the upgrade succeeded`
         })
       })
@@ -453,7 +447,7 @@ const repave = Effect.gen(function* () {
   } satisfies StepOutcome
 })
 
-/** Documented where `Demo.ts` exports it. */
+/** Seams for tests of the demo itself. */
 export interface Options {
   /**
    * Runs on the simulated node right after the failed upgrade's rollback,
@@ -463,7 +457,7 @@ export interface Options {
   readonly afterRollback?: Effect.Effect<void, never, MemoryNode.Services> | undefined
 }
 
-/** Documented where `Demo.ts` exports it. */
+/** `Demo.run` with seams (see {@link Options}). */
 export const runWith = (options: Options = {}): Effect.Effect<DemoReport, DemoError> =>
   Effect.gen(function* () {
     const start = yield* Clock.monotonicTimeNanos
@@ -486,6 +480,3 @@ export const runWith = (options: Options = {}): Effect.Effect<DemoReport, DemoEr
       durationMs: Math.round(Number(end - start) / 1e5) / 10
     } satisfies DemoReport
   }).pipe(Effect.provide(MemoryNode.layer({ files: nodeFiles })))
-
-/** Documented where `Demo.ts` exports it. */
-export const run: Effect.Effect<DemoReport, DemoError> = runWith()

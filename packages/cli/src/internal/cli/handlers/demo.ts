@@ -5,10 +5,24 @@
  */
 import { Console, Effect, Option, References } from "effect"
 import { GlobalFlag } from "effect/cli"
+import { CliExit } from "../../../CliExit.ts"
 import * as Demo from "../../../Demo.ts"
 import { errorJson, errorText } from "../errors.ts"
-import { CliExit } from "../exit.ts"
 import { Json } from "../flags.ts"
+
+/** The report as the one JSON document of `hostnode demo --json`: `ok`, the command, the steps and the summary. */
+const toJson = (report: Demo.DemoReport): Record<string, unknown> => {
+  const passed = report.claims.filter((c) => c.ok).length
+  return {
+    ok: report.ok,
+    command: "demo",
+    result: {
+      durationMs: report.durationMs,
+      steps: report.steps,
+      summary: { passed, failed: report.claims.length - passed, claims: report.claims }
+    }
+  }
+}
 
 /**
  * Quiet unless `--log-level` is given: only warnings and errors are logged.
@@ -27,6 +41,6 @@ export const demo = Effect.gen(function* () {
       : Console.error(errorText("demo", result.failure))
     return yield* new CliExit({ code: 1 })
   }
-  yield* Console.log(json ? JSON.stringify(Demo.toJson(result.success)) : Demo.renderText(result.success))
+  yield* Console.log(json ? JSON.stringify(toJson(result.success)) : Demo.renderText(result.success))
   if (!result.success.ok) return yield* new CliExit({ code: 1 })
 })

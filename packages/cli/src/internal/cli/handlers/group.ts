@@ -4,8 +4,8 @@
  * error it prints is not needed for `--help` or `--version`.
  */
 import { Console, Effect } from "effect"
+import { CliExit, ExitCodes } from "../../../CliExit.ts"
 import { errorJson, inputErrorLine, MissingSubcommand, UsageError } from "../errors.ts"
-import { CliExit, ExitCodes } from "../exit.ts"
 import { Json } from "../flags.ts"
 
 /** Refuses `group` without one of its `subcommands`. */

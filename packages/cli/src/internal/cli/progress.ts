@@ -1,21 +1,14 @@
 /**
  * Progress of long work (hundreds of unmounts, a snapshot of many files) on a
- * terminal. Like `--dry-run`, it is a layer that wraps the services an
- * operation uses (the Mounter, the FileSystem and the directory handles): it
- * counts unmounts, files opened and paths removed as they
- * happen and shows the counts on one line that it redraws, at most ten times
- * a second. The operations know nothing about it.
+ * terminal: a layer wrapping the services an operation uses (the Mounter, the
+ * FileSystem and the directory handles) that counts unmounts, files opened and
+ * paths removed, and redraws the counts on one line at most ten times a
+ * second. The operations know nothing about it.
  *
- * Boundary: where the line goes is the {@link Progress} service. `bin.ts`
- * provides {@link layerInteractive}, which is {@link layerTerminal} (writing
- * through Effect's `Stdio` stderr sink) only when `Stdio` says stdout and
- * stderr are terminals, and the CLI never wraps a `--json` run, so a pipe or a
- * machine reading JSON sees nothing extra. While the line is shown, the
- * console logger is replaced by {@link clearingLoggers}: log lines are held
- * for a few milliseconds and written together by {@link Progress.log}, which
- * removes the line first, so a warning never lands inside a half-drawn line.
- *
- * @since 0.1.0
+ * Boundary: where the line goes is the {@link Progress} service;
+ * {@link layerInteractive} draws it only when stdout and stderr are terminals,
+ * and the CLI never wraps a `--json` run. While the line is shown, log lines
+ * are batched by {@link clearingLoggers} and written on a cleared line.
  */
 import { Directory, Mounter } from "@hostnode/core"
 import {
@@ -39,20 +32,15 @@ import {
  * before the result is printed; `log` writes whole log lines to the same
  * terminal, removing the line shown first (and drawing it again after them),
  * so a warning never lands in the middle of a half-drawn line.
- *
- * @since 0.1.0
  */
 export interface Progress {
   readonly show: (line: string) => Effect.Effect<void>
   readonly clear: Effect.Effect<void>
-  /** @since 0.3.0 */
   readonly log: (lines: ReadonlyArray<string>) => Effect.Effect<void>
 }
 
 /**
  * The {@link Progress} service.
- *
- * @since 0.1.0
  */
 export const Progress = Context.Service<Progress>("@hostnode/cli/Progress")
 
@@ -63,8 +51,6 @@ const EraseLine = "\r\x1b[2K"
  * Progress on the terminal behind `Stdio`'s stderr, one line redrawn in place
  * (carriage return, erase line). A write that fails (a closed terminal) is
  * dropped: progress never fails the operation it shows.
- *
- * @since 0.1.0
  */
 export const layerTerminal: Layer.Layer<Progress, never, Stdio.Stdio> = Layer.effect(
   Progress,
@@ -96,8 +82,6 @@ export const layerTerminal: Layer.Layer<Progress, never, Stdio.Stdio> = Layer.ef
  * both stdout and stderr are terminals; no progress otherwise (a pipe, a
  * file, CI). Its type provides nothing: the CLI asks for the
  * {@link Progress} service only as an option.
- *
- * @since 0.3.0
  */
 export const layerInteractive: Layer.Layer<never, never, Stdio.Stdio> = Layer.unwrap(
   Effect.gen(function* () {
@@ -122,8 +106,6 @@ const pad = (n: number, width = 2) => n.toString().padStart(width, "0")
  * (`[12:00:00.000] INFO (#1) span=3ms: message {annotations}`), as a string
  * rather than written to the console: the values that are not strings are
  * shown with Effect's `Formatter`.
- *
- * @since 0.3.0
  */
 export const logLine: Logger.Logger<unknown, string> = Logger.make(({ cause, date, fiber, logLevel, message }) => {
   const parts = (Array.isArray(message) ? message : [message]).map((m) =>
@@ -143,8 +125,6 @@ export const logLine: Logger.Logger<unknown, string> = Logger.make(({ cause, dat
  * {@link logLine} written to the console's stderr, one line per log entry:
  * the console logger the `hostnode` command runs with in place of Effect's
  * default one, which spreads annotations over several lines.
- *
- * @since 0.4.0
  */
 export const lineLogger: Logger.Logger<unknown, void> = Logger.make((options) => {
   options.fiber.getRef(Console.Console).error(logLine.log(options))
@@ -157,8 +137,6 @@ export const lineLogger: Logger.Logger<unknown, void> = Logger.make((options) =>
  * written together (the progress line is drawn again after them). The other
  * loggers (the tracer's) stay as they are. When the scope closes, the lines
  * still held are written: close it before the result is printed.
- *
- * @since 0.2.0
  */
 export const clearingLoggers = (
   progress: Progress
@@ -199,8 +177,6 @@ const IntervalMillis = 100
 /**
  * Wraps the Mounter and FileSystem in context so that each unmount, opened
  * file and removal is counted and shown under `label`.
- *
- * @since 0.1.0
  */
 export const layer = (
   label: string
