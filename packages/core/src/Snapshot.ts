@@ -35,10 +35,10 @@ import {
 import { checkTakeInput, makeCtx, normalizePaths, rootLabel } from "./internal/snapshot/input.ts"
 import { checkBeforeMaking } from "./internal/snapshot/overlap.ts"
 import * as Store from "./internal/snapshot/store.ts"
-import { Problem, type SnapshotError } from "./SnapshotError.ts"
+import { Failure, type SnapshotError } from "./SnapshotError.ts"
 import type { Systemd, SystemdError } from "./Systemd.ts"
 
-export { Busy, Problem, RollbackFailed, SnapshotError } from "./SnapshotError.ts"
+export { Busy, Failure, RollbackFailed, SnapshotError } from "./SnapshotError.ts"
 
 /**
  * A taken snapshot. `restore` puts the recorded paths back (and reloads
@@ -207,7 +207,7 @@ export const open: (
 ) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
   Effect.fn("Snapshot.open")(function* (options: OpenOptions) {
     const ctx = yield* makeCtx(options)
-    const missing = fail(ctx, new Problem({ _tag: "Missing", detail: "there is no snapshot in this directory" }))
+    const missing = fail(ctx, new Failure({ _tag: "Missing", detail: "there is no snapshot in this directory" }))
     const manifest = yield* Effect.scoped(
       Effect.gen(function* () {
         const parent = yield* Store.openParent(ctx, false)

@@ -49,7 +49,7 @@ import { SystemdError } from "./Systemd.ts"
  * @category errors
  * @since 0.4.0
  */
-export class Problem extends Schema.Error<Problem>("@hostnode/core/Snapshot/Problem")({
+export class Failure extends Schema.Error<Failure>("@hostnode/core/Snapshot/Failure")({
   _tag: Schema.Literals([
     "Exists",
     "Missing",
@@ -119,7 +119,7 @@ export class RollbackFailed extends Schema.TaggedError<RollbackFailed>()("Rollba
  * @since 0.1.0
  */
 export class SnapshotError extends Schema.TaggedError<SnapshotError>()("SnapshotError", {
-  reason: Schema.Union([Problem, Busy, RollbackFailed]),
+  reason: Schema.Union([Failure, Busy, RollbackFailed]),
   dir: Schema.String,
   hostRoot: Schema.String
 }) {

@@ -129,7 +129,7 @@ describe("Snapshot.Manifest and SnapshotError", () => {
 
   it("SnapshotError names the snapshot, the host root, the path and what is wrong", () => {
     const e = new Snapshot.SnapshotError({
-      reason: new Snapshot.Problem({
+      reason: new Snapshot.Failure({
         _tag: "Corrupt",
         path: "/etc/containerd/config.toml",
         detail: "content hash 00 does not match the recorded ff"
@@ -168,7 +168,7 @@ describe("Snapshot.Manifest and SnapshotError", () => {
           reason: new Snapshot.RollbackFailed({
             upgrade: Cause.fail("kubelet did not come up"),
             rollback: new Snapshot.SnapshotError({
-              reason: new Snapshot.Problem({
+              reason: new Snapshot.Failure({
                 _tag: "Io",
                 path: "/etc/containerd/config.toml",
                 errno: "EACCES",

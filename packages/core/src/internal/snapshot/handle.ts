@@ -14,7 +14,7 @@ import * as ConfSnap from "../../ConfSnap.ts"
 import type * as Directory from "../../Directory.ts"
 import * as HostPath from "../../HostPath.ts"
 import type { ScopedOptions, Snapshot, TakeOfOptions } from "../../Snapshot.ts"
-import { Problem, RollbackFailed, type SnapshotError } from "../../SnapshotError.ts"
+import { Failure, RollbackFailed, type SnapshotError } from "../../SnapshotError.ts"
 import { Systemd, type SystemdError } from "../../Systemd.ts"
 import * as Track from "../metrics.ts"
 import { type Ctx, error, fail, fromDirectory, isHostPath, prefixed } from "./context.ts"
@@ -56,11 +56,11 @@ export const load = (ctx: Ctx, snapshot: Directory.Handle) =>
     Effect.gen(function* () {
       const opened = yield* Store.openChecked(ctx, snapshot, ManifestName)
       if (opened === undefined)
-        return yield* fail(ctx, new Problem({ _tag: "InvalidManifest", detail: `${ManifestName} is missing` }))
+        return yield* fail(ctx, new Failure({ _tag: "InvalidManifest", detail: `${ManifestName} is missing` }))
       if (opened.stat.size > ManifestCodec.MaxManifestBytes) {
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "InvalidManifest",
             detail: `${ManifestName} is ${opened.stat.size} bytes, more than the ${ManifestCodec.MaxManifestBytes} a take ever writes`
           })
@@ -77,11 +77,11 @@ const openData = (ctx: Ctx, snapshot: Directory.Handle, manifest: Manifest) =>
   Effect.gen(function* () {
     const opened = yield* Store.openChecked(ctx, snapshot, DataName)
     if (opened === undefined)
-      return yield* fail(ctx, new Problem({ _tag: "Corrupt", detail: `${DataName} is missing` }))
+      return yield* fail(ctx, new Failure({ _tag: "Corrupt", detail: `${DataName} is missing` }))
     if (opened.stat.size !== manifest.dataSize) {
       return yield* fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "Corrupt",
           detail: `${DataName} is ${opened.stat.size} bytes; the manifest says ${manifest.dataSize}`
         })
@@ -93,7 +93,7 @@ const openData = (ctx: Ctx, snapshot: Directory.Handle, manifest: Manifest) =>
       // file claims any size for free; hashing it would read zeros for hours).
       return yield* fail(
         ctx,
-        new Problem({ _tag: "Corrupt", detail: `${DataName} has a hole at byte ${hole}: it was not written by a take` })
+        new Failure({ _tag: "Corrupt", detail: `${DataName} has a hole at byte ${hole}: it was not written by a take` })
       )
     }
     return opened.file
@@ -114,7 +114,7 @@ export const checkRoot = (ctx: Ctx, manifest: Manifest) => {
     ? Effect.void
     : fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "HostRootMismatch",
           detail: `it was taken below host root ${JSON.stringify(recorded)}, not ${JSON.stringify(here)}; pass allowHostRootMismatch (--allow-root-mismatch) if that is the same tree under another name`
         })
@@ -162,7 +162,7 @@ export const restoreAt = (ctx: Ctx, held: boolean): Effect.Effect<void, Snapshot
         ? Effect.void
         : fail(
             ctx,
-            new Problem({
+            new Failure({
               _tag: "Missing",
               detail: "there is no snapshot in this directory (discarded, or consumed by a restore)"
             })
@@ -216,7 +216,7 @@ export const takeIn = (ctx: Ctx, parent: Directory.Handle, options: TakeOfOption
       if (!isHostPath(x))
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "InvalidPath",
             path: x,
             detail: "an exclusion must be an absolute host path other than /"
@@ -264,7 +264,7 @@ export const takeHeld = (options: ScopedOptions) =>
     const made: Array<Store.Made> = []
     const parent = yield* Store.openParent(ctx, true, made)
     if (parent === undefined)
-      return yield* fail(ctx, new Problem({ _tag: "Io", detail: `${ctx.parentPath} could not be made` }))
+      return yield* fail(ctx, new Failure({ _tag: "Io", detail: `${ctx.parentPath} could not be made` }))
     return yield* Effect.gen(function* () {
       yield* Store.lock(ctx, parent)
       return yield* takeIn(ctx, parent, takeOptions, true)

@@ -12,7 +12,7 @@ import { Duration, Effect, FileSystem, Option } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as Hashing from "../../Hashing.ts"
 import * as HostPath from "../../HostPath.ts"
-import { Problem } from "../../SnapshotError.ts"
+import { Failure } from "../../SnapshotError.ts"
 import { type Ctx, DefaultLockTimeout, fail, isBelow, isHostPath } from "./context.ts"
 
 /** The host root of an operation's options, for log annotations before it is decoded. */
@@ -40,7 +40,7 @@ export const makeCtx = (options: {
     if (!options.dir.startsWith("/") || !isHostPath(dir)) {
       return yield* fail(
         label,
-        new Problem({
+        new Failure({
           _tag: "InvalidPath",
           detail: `the snapshot directory ${JSON.stringify(options.dir)} must be an absolute path other than /`
         })
@@ -50,7 +50,7 @@ export const makeCtx = (options: {
     if (Option.isNone(lockTimeout) || Duration.toMillis(lockTimeout.value) < 0) {
       return yield* fail(
         label,
-        new Problem({
+        new Failure({
           _tag: "InvalidPath",
           detail: `the lock timeout ${String(options.lockTimeout)} is not a duration`
         })
@@ -86,7 +86,7 @@ export const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
       if (!p.startsWith("/") || p.includes("\0")) {
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "InvalidPath",
             path: p,
             detail: "a snapshot path must be an absolute host path without NUL bytes"
@@ -97,7 +97,7 @@ export const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
       if (c === "/")
         return yield* fail(
           ctx,
-          new Problem({ _tag: "InvalidPath", path: p, detail: "the whole host root cannot be snapshotted" })
+          new Failure({ _tag: "InvalidPath", path: p, detail: "the whole host root cannot be snapshotted" })
         )
       cleaned.push(c)
     }
@@ -114,7 +114,7 @@ export const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
       if (HostPath.covers(full, ctx.dir) || HostPath.covers(ctx.dir, full)) {
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "InvalidPath",
             path: p,
             detail: `the snapshot directory and the recorded path ${full} overlap`
@@ -135,7 +135,7 @@ export const checkTakeInput = (
       if (!x.startsWith("/") || !isHostPath(HostPath.clean(x))) {
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "InvalidPath",
             path: x,
             detail: "an exclusion must be an absolute host path other than /"

@@ -13,7 +13,7 @@
 import { Effect, Schema } from "effect"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
-import { Problem } from "../../SnapshotError.ts"
+import { Failure } from "../../SnapshotError.ts"
 import { baseOf, type Ctx, error, fail, isBelow, isHostPath } from "./context.ts"
 import { DataName, type Entry, FormatVersion, Manifest, ManifestName, ReadableVersions } from "./model.ts"
 
@@ -31,7 +31,7 @@ export const encode = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =
   Schema.encodeEffect(ManifestJson)(manifest).pipe(
     Effect.map(FileName.encode),
     Effect.mapError((e) =>
-      error(ctx, new Problem({ _tag: "InvalidManifest", detail: `the manifest could not be encoded: ${e.message}` }))
+      error(ctx, new Failure({ _tag: "InvalidManifest", detail: `the manifest could not be encoded: ${e.message}` }))
     )
   )
 
@@ -42,7 +42,7 @@ export const decode = (ctx: Pick<Ctx, "dir" | "hostRoot">, bytes: Uint8Array) =>
       Effect.mapError((e) =>
         error(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "InvalidManifest",
             detail: `${ManifestName} is not valid JSON (truncated?): ${e.message}`
           })
@@ -57,7 +57,7 @@ export const decode = (ctx: Pick<Ctx, "dir" | "hostRoot">, bytes: Uint8Array) =>
     ) {
       return yield* fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "UnsupportedVersion",
           detail: `format version ${JSON.stringify(raw.version)}; this code reads versions ${ReadableVersions.join(" and ")} and writes ${FormatVersion}`
         })
@@ -67,7 +67,7 @@ export const decode = (ctx: Pick<Ctx, "dir" | "hostRoot">, bytes: Uint8Array) =>
       Effect.mapError((e) =>
         error(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "InvalidManifest",
             detail: `${ManifestName} does not match the manifest Schema: ${e.message}`
           })
@@ -120,7 +120,7 @@ const isValidPath = (p: string): boolean =>
 export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
   Effect.gen(function* () {
     const invalid = (path: string | undefined, detail: string) =>
-      fail(ctx, new Problem({ _tag: "InvalidManifest", ...(path === undefined ? {} : { path }), detail }))
+      fail(ctx, new Failure({ _tag: "InvalidManifest", ...(path === undefined ? {} : { path }), detail }))
     for (const p of manifest.paths) {
       if (!isValidPath(p)) return yield* outside(p)
     }
@@ -161,7 +161,7 @@ export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
       if (e.type === "File" && e.offset + e.size > manifest.dataSize) {
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "Corrupt",
             path: e.path,
             detail: `its bytes lie outside ${DataName} (${manifest.dataSize} bytes)`
@@ -177,7 +177,7 @@ export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
     function outside(p: string) {
       return fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "PathOutsideRoot",
           path: p,
           detail: "not a clean absolute host path in the lossless name form, so it could resolve outside the host root"

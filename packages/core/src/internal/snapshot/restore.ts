@@ -35,7 +35,7 @@ import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
-import { Problem, type SnapshotError } from "../../SnapshotError.ts"
+import { Failure, type SnapshotError } from "../../SnapshotError.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
 import type { Checked } from "./manifest.ts"
 import type { FileEntry, SymlinkEntry } from "./model.ts"
@@ -67,7 +67,7 @@ const readAt = (ctx: Ctx, r: Reader, offset: number, length: number, path: strin
     r.start = offset
     r.end = offset + n
     if (n < length)
-      return yield* fail(ctx, new Problem({ _tag: "Corrupt", path, detail: "data ends before this file's bytes" }))
+      return yield* fail(ctx, new Failure({ _tag: "Corrupt", path, detail: "data ends before this file's bytes" }))
     return r.window.subarray(0, length)
   })
 
@@ -106,7 +106,7 @@ const verify = (ctx: Ctx, r: Reader, checked: Checked) =>
           if (hash !== e.sha256) {
             return yield* fail(
               ctx,
-              new Problem({
+              new Failure({
                 _tag: "Corrupt",
                 path: e.path,
                 detail: `content hash ${hash} does not match the recorded ${e.sha256}`
@@ -127,7 +127,7 @@ const verify = (ctx: Ctx, r: Reader, checked: Checked) =>
       if (hash !== e.sha256) {
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "Corrupt",
             path: e.path,
             detail: `content hash ${hash} does not match the recorded ${e.sha256}`
@@ -217,7 +217,7 @@ const removeTree = (
     if (report.kept.length > 0) {
       return yield* fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "Kept",
           path,
           detail: `${report.kept.map((k) => `${FileName.display(k.path)} (${k.reason}: ${k.detail})`).join("; ")}: it is in the way of the recorded state and may not be removed; the host is partly restored`
@@ -238,7 +238,7 @@ const parentOf = (s: State, path: string) =>
       .resolve(s.root, path, { followFinal: false, makeMissing: 0o755 })
       .pipe(Effect.mapError((e) => unresolvable(ctx, path, e)))
     if (r.name === undefined)
-      return yield* fail(ctx, new Problem({ _tag: "InvalidPath", path, detail: "it resolves to the host root itself" }))
+      return yield* fail(ctx, new Failure({ _tag: "InvalidPath", path, detail: "it resolves to the host root itself" }))
     s.changes++
     return { parent: { handle: r.parent, below: HostPath.dirname(r.path) } satisfies Place, name: r.name }
   })
@@ -267,7 +267,7 @@ const structure = (s: State) =>
           if (r.success.name === undefined) {
             return yield* fail(
               ctx,
-              new Problem({ _tag: "InvalidPath", path: e.path, detail: "it resolves to the host root itself" })
+              new Failure({ _tag: "InvalidPath", path: e.path, detail: "it resolves to the host root itself" })
             )
           }
           parent = { handle: r.success.parent, below: HostPath.dirname(r.success.path) }
@@ -287,7 +287,7 @@ const structure = (s: State) =>
         if (p === undefined)
           return yield* fail(
             ctx,
-            new Problem({ _tag: "InvalidManifest", path: e.path, detail: "its directory was not restored first" })
+            new Failure({ _tag: "InvalidManifest", path: e.path, detail: "its directory was not restored first" })
           )
         parent = p
         name = nameOf(e.path)
@@ -309,7 +309,7 @@ const structure = (s: State) =>
             else if (opened.failure.reason._tag === "OtherMount") {
               return yield* fail(
                 ctx,
-                new Problem({
+                new Failure({
                   _tag: "OtherMount",
                   path: e.path,
                   detail: `${opened.failure.reason.detail}: a restore does not write across a mount below a recorded path`
@@ -675,7 +675,7 @@ export const restore = (ctx: Ctx, checked: Checked, data: Directory.File, snapsh
     const session = yield* SafeRemove.open(ctx.root, { handle: root }).pipe(
       provide(ctx),
       Effect.mapError((e) =>
-        error(ctx, new Problem({ _tag: "Io", detail: `the host root's mounts cannot be read: ${e.message}` }))
+        error(ctx, new Failure({ _tag: "Io", detail: `the host root's mounts cannot be read: ${e.message}` }))
       )
     )
     const s: State = {

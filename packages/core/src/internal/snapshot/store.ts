@@ -16,7 +16,7 @@ import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
-import { Busy, Problem } from "../../SnapshotError.ts"
+import { Busy, Failure } from "../../SnapshotError.ts"
 import { type Ctx, error, fail, fromDirectory } from "./context.ts"
 import { DataName, ManifestName } from "./model.ts"
 
@@ -93,7 +93,7 @@ const checkOwned = (ctx: Ctx, st: Directory.Stat, what: string) => {
   if (st.uid !== ctx.credentials.uid) {
     return fail(
       ctx,
-      new Problem({
+      new Failure({
         _tag: "Unsafe",
         detail: `${what} is owned by uid ${st.uid}, not by the running user (uid ${ctx.credentials.uid}): another user could have written it`
       })
@@ -102,7 +102,7 @@ const checkOwned = (ctx: Ctx, st: Directory.Stat, what: string) => {
   if ((st.mode & 0o022) !== 0) {
     return fail(
       ctx,
-      new Problem({
+      new Failure({
         _tag: "Unsafe",
         detail: `${what} is writable by ${(st.mode & 0o020) !== 0 ? "its group" : "others"} (mode ${st.mode.toString(8)}): another user could have written it`
       })
@@ -129,13 +129,13 @@ export const openChecked = (ctx: Ctx, dir: Directory.Handle, name: string) =>
         case "SymbolicLink":
           return yield* fail(
             ctx,
-            new Problem({ _tag: "Unsafe", detail: `${what} is a symbolic link; a snapshot's files are never followed` })
+            new Failure({ _tag: "Unsafe", detail: `${what} is a symbolic link; a snapshot's files are never followed` })
           )
         case "WrongType":
         case "IsADirectory":
           return yield* fail(
             ctx,
-            new Problem({ _tag: "Unsafe", detail: `${what} is not a regular file (${e.reason.detail})` })
+            new Failure({ _tag: "Unsafe", detail: `${what} is not a regular file (${e.reason.detail})` })
           )
         default:
           return yield* fromDirectory(ctx)(e)
@@ -213,7 +213,7 @@ export const openSnapshot = (ctx: Ctx, parent: Directory.Handle) =>
         const st = yield* Effect.option(ctx.dirs.stat(parent, bytes(ctx.base)))
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "Unsafe",
             detail: `${ctx.dir} is a ${Option.match(st, { onNone: () => "node", onSome: (s) => s.type })}, not a directory; it is never followed`
           })
@@ -234,7 +234,7 @@ const parentSession = (ctx: Ctx, parent: Directory.Handle) =>
     Effect.mapError((e) =>
       error(
         ctx,
-        new Problem({ _tag: "Io", detail: `the snapshot's directory ${ctx.parentPath} cannot be used: ${e.message}` })
+        new Failure({ _tag: "Io", detail: `the snapshot's directory ${ctx.parentPath} cannot be used: ${e.message}` })
       )
     )
   )
@@ -259,7 +259,7 @@ const removeNames = (ctx: Ctx, parent: Directory.Handle, names: ReadonlyArray<st
       if (kept !== undefined) {
         return yield* fail(
           ctx,
-          new Problem({ _tag: "Io", detail: `${FileName.display(kept.path)} could not be removed: ${kept.detail}` })
+          new Failure({ _tag: "Io", detail: `${FileName.display(kept.path)} could not be removed: ${kept.detail}` })
         )
       }
       if (leftover) {
@@ -294,7 +294,7 @@ export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Director
     if (st.type !== "Directory") {
       return yield* fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "NotASnapshot",
           detail: `it is a ${st.type}, not a snapshot directory; nothing was changed`
         })
@@ -310,7 +310,7 @@ export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Director
       const more = foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""
       return yield* fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "NotASnapshot",
           detail: `it holds ${shown.join(", ")}${more}, which no take writes (a snapshot holds only ${ManifestName} and ${DataName}); nothing was changed`
         })
@@ -319,7 +319,7 @@ export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Director
     if (complete && !names.includes(ManifestName)) {
       return yield* fail(
         ctx,
-        new Problem({ _tag: "NotASnapshot", detail: `it is a directory without ${ManifestName}; nothing was changed` })
+        new Failure({ _tag: "NotASnapshot", detail: `it is a directory without ${ManifestName}; nothing was changed` })
       )
     }
   }).pipe(Effect.scoped)

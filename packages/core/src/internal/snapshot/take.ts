@@ -18,7 +18,7 @@
 import { Effect, Random } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
-import { Problem, type SnapshotError } from "../../SnapshotError.ts"
+import { Failure, type SnapshotError } from "../../SnapshotError.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
 import * as ManifestCodec from "./manifest.ts"
 import { DataName, type Entry, FormatVersion, type Manifest, ManifestName } from "./model.ts"
@@ -149,7 +149,7 @@ const record = (
           if (e.reason._tag === "OtherMount") {
             return yield* fail(
               ctx,
-              new Problem({
+              new Failure({
                 _tag: "OtherMount",
                 path,
                 detail: `${e.reason.detail}: a snapshot does not cross mounts; exclude it, or list it as a path of its own`
@@ -159,7 +159,7 @@ const record = (
           if (e.reason._tag === "SymbolicLink" || e.reason._tag === "NotADirectory") {
             return yield* fail(
               ctx,
-              new Problem({
+              new Failure({
                 _tag: "Io",
                 path,
                 detail: "it changed while the snapshot was taken (no longer a directory); take it again"
@@ -173,7 +173,7 @@ const record = (
         if (Directory.identity(own) === walk.staging) {
           return yield* fail(
             ctx,
-            new Problem({
+            new Failure({
               _tag: "InvalidPath",
               path,
               detail: `the snapshot's staging directory is below the recorded path ${path}`
@@ -242,7 +242,7 @@ const record = (
       default:
         return yield* fail(
           ctx,
-          new Problem({
+          new Failure({
             _tag: "UnsupportedFileType",
             path,
             detail: `a ${st.type} cannot be recorded and restored faithfully`
@@ -256,7 +256,7 @@ const openFailed = (ctx: Ctx, path: string, e: Directory.DirectoryError) =>
   e.reason._tag === "WrongType" || e.reason._tag === "SymbolicLink"
     ? fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "Io",
           path,
           detail: `it changed while the snapshot was taken (${e.reason.detail}); take it again`
@@ -289,7 +289,7 @@ const recordRead = (
       if (got.offset !== offset || walk.writer.fill !== 0) {
         return yield* fail(
           ctx,
-          new Problem({ _tag: "Io", path, detail: `written to data at ${got.offset}, not at ${offset}` })
+          new Failure({ _tag: "Io", path, detail: `written to data at ${got.offset}, not at ${offset}` })
         )
       }
       size = got.size
@@ -326,7 +326,7 @@ const recordTop = (walk: Walk, root: Directory.Handle, path: string) =>
       return yield* Effect.fail(unresolvable(ctx, path, r.failure))
     }
     if (r.success.name === undefined)
-      return yield* fail(ctx, new Problem({ _tag: "InvalidPath", path, detail: "it resolves to the host root itself" }))
+      return yield* fail(ctx, new Failure({ _tag: "InvalidPath", path, detail: "it resolves to the host root itself" }))
     const st = yield* Effect.result(ctx.dirs.stat(r.success.parent, r.success.name))
     if (st._tag === "Failure") {
       if (st.failure.reason._tag === "NotFound") {
@@ -366,7 +366,7 @@ export const take = (
       yield* Store.checkIsSnapshot(ctx, parent, present.success, true)
       return yield* fail(
         ctx,
-        new Problem({
+        new Failure({
           _tag: "Exists",
           detail: "a snapshot is already there (an earlier upgrade did not finish); recover or discard it first"
         })
@@ -419,7 +419,7 @@ export const take = (
         e.reason._tag === "Exists"
           ? error(
               ctx,
-              new Problem({
+              new Failure({
                 _tag: "Exists",
                 detail: "a snapshot appeared while this one was taken (a process that does not lock)"
               })

@@ -28,7 +28,7 @@ const exitCodeOf = (errorName: string): number => {
 }
 
 /** The manager's method a verb calls (a query: the properties interface's). */
-export const methodOf = (verb: Systemd.Verb): string => {
+export const methodOf = (verb: Systemd.SystemdError["verb"]): string => {
   switch (verb) {
     case "start":
       return "StartUnit"
@@ -51,10 +51,10 @@ export const methodOf = (verb: Systemd.Verb): string => {
  * given), the job systemd queued for it and the D-Bus error, where known.
  */
 export const systemdError = (
-  verb: Systemd.Verb,
+  verb: Systemd.SystemdError["verb"],
   unit: string | undefined,
-  reason: Systemd.SystemdErrorReason,
-  dbus?: Partial<Systemd.DbusCall>
+  reason: Systemd.SystemdError["reason"],
+  dbus?: Partial<NonNullable<Systemd.SystemdError["dbus"]>>
 ) =>
   new Systemd.SystemdError({
     reason,
@@ -69,7 +69,7 @@ export const systemdError = (
 
 /** A call systemd answered with a D-Bus error, as systemctl reports that error. */
 export const callFailed = (
-  verb: Systemd.Verb,
+  verb: Systemd.SystemdError["verb"],
   unit: string | undefined,
   e: DbusConnection.CallError
 ): Systemd.SystemdError => {
@@ -83,14 +83,15 @@ export const callFailed = (
 
 /** A call whose connection closed before systemd answered it, on the first connection and the one after. */
 export const disconnected = (
-  verb: Systemd.Verb,
+  verb: Systemd.SystemdError["verb"],
   unit: string | undefined,
   e: DbusConnection.Disconnected
 ): Systemd.SystemdError =>
   systemdError(
     verb,
     unit,
-    new Systemd.Other({
+    new Systemd.Failure({
+      _tag: "Other",
       stderr: `the connection to systemd closed before it answered ${e.member}, twice (${e.reason})`
     })
   )
@@ -136,7 +137,7 @@ export const jobFailedText = (unit: string, result: string, serviceResult: strin
 
 /** A connection that could not be made, as systemctl reports it. */
 export const connectError = (
-  verb: Systemd.Verb,
+  verb: Systemd.SystemdError["verb"],
   unit: string | undefined,
   e: DbusConnection.ConnectError
 ): Systemd.SystemdError =>
@@ -144,6 +145,11 @@ export const connectError = (
     verb,
     unit,
     // The machine is gone (a container that exited): that, not a systemd that never booted.
-    e.gone ?? new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}` }),
+    e.gone ??
+      new Systemd.Failure({
+        _tag: "NotBooted",
+        exitCode: 1,
+        stderr: `Failed to connect to bus: ${e.socket}: ${e.reason}`
+      }),
     { method: "connect" }
   )

@@ -41,7 +41,7 @@ export const recordingSystemd = Effect.gen(function* () {
       f
         ? Effect.fail(
             new Systemd.SystemdError({
-              reason: new Systemd.Other({ exitCode: 1, stderr: "injected failure" }),
+              reason: new Systemd.Failure({ _tag: "Other", exitCode: 1, stderr: "injected failure" }),
               verb: "daemon-reload"
             })
           )
