@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
-import { DefaultUnits } from "./AgentConfig.ts"
+import { DefaultUnits } from "./internal/agentConfig.ts"
 import { Systemd, SystemdError } from "./Systemd.ts"
 import { UnitNameError } from "./UnitName.ts"
 

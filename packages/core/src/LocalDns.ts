@@ -25,20 +25,21 @@
  * @since 0.1.0
  */
 import { Duration, Effect, Schema } from "effect"
+import { DefaultInterfaceName } from "./AgentConfig.ts"
 import {
   DefaultInterfaceKind,
-  DefaultInterfaceName,
   DefaultProbeInterval,
   DefaultProbeTimeout,
   DefaultReadinessTimeout,
   type InterfaceKind
-} from "./AgentConfig.ts"
+} from "./internal/agentConfig.ts"
 import { InvalidListener, LocalDnsError, SameAddress } from "./internal/localdns/errors.ts"
 import * as Probe from "./internal/localdns/probe.ts"
 import type { Chains } from "./internal/localdns/rules.ts"
 import * as Setup from "./internal/localdns/setup.ts"
 import * as Track from "./internal/metrics.ts"
-import * as NodeStart from "./NodeStart.ts"
+import { ListenerAddress } from "./internal/nodeStart.ts"
+import type * as NodeStart from "./NodeStart.ts"
 
 export {
   /**
@@ -269,7 +270,7 @@ export interface LinkState {
 export const DefaultProbeName = "health-check.localdns.local"
 
 /**
- * The listeners of `nodeStart`, decoded (`NodeStart.LocalDnsListeners`): what
+ * The listeners of `nodeStart`, decoded (`NodeStart.NodeStart`'s `localDns`): what
  * the setup, the cleanup of a setup that failed and the wait all act on. A
  * node start built in code rather than decoded from a goal state is checked
  * here too: a bad address is a {@link LocalDnsError} with reason
@@ -281,8 +282,8 @@ export const decodeListeners = Effect.fn("LocalDns.decodeListeners")(function* (
   const given = nodeStart.localDns
   const none: ReadonlyArray<NodeStart.Listener> = []
   if (given === undefined) return none
-  const one = (listener: NodeStart.ListenerName, address: unknown) =>
-    Schema.decodeUnknownEffect(NodeStart.ListenerAddress)(address).pipe(
+  const one = (listener: NodeStart.Listener["name"], address: unknown) =>
+    Schema.decodeUnknownEffect(ListenerAddress)(address).pipe(
       Effect.mapError(
         (e) =>
           new LocalDnsError({ reason: new InvalidListener({ listener, address: String(address), problem: e.message }) })

@@ -9,8 +9,8 @@
  * @since 0.3.0
  */
 import { Effect, Schema } from "effect"
-import type { InterfaceKind } from "../../AgentConfig.ts"
 import type { LinkState } from "../../LocalDns.ts"
+import type { InterfaceKind } from "../agentConfig.ts"
 import { expect, missingDevice, unexpectedOutput } from "./commands.ts"
 
 const IpAddrInfo = Schema.Struct({

@@ -1,0 +1,40 @@
+/**
+ * The LocalDNS listener address schema `NodeStart` decodes with and
+ * `LocalDns` decodes a listener with; `NodeStart` is the public face.
+ *
+ * @since 0.4.0
+ */
+import { Result, Schema } from "effect"
+import { NetAddress } from "effect/net"
+
+/**
+ * An IPv4 address in canonical dotted-quad form (`169.254.10.10`; not
+ * `169.254.010.10`), the form `ip` and `iptables` print back, so addresses
+ * can be compared as strings.
+ */
+export const Ipv4Address = Schema.String.check(
+  Schema.makeFilter(
+    (s: string) => {
+      const parsed = NetAddress.ipv4FromString(s)
+      if (Result.isFailure(parsed)) return "is not an IPv4 address"
+      return NetAddress.formatIp(parsed.success) === s ? undefined : "is not in canonical dotted-quad form"
+    },
+    { title: "Ipv4Address" }
+  )
+)
+
+/**
+ * A LocalDNS listener address: an {@link Ipv4Address} in the IPv4 link-local
+ * range `169.254.0.0/16`, where the design puts the listeners (AKS uses
+ * `169.254.10.10` and `169.254.10.11`): link-local addresses are never routed
+ * off the node, so the NOTRACK rules and the `/32`s on the interface cannot
+ * capture traffic meant for a real host.
+ */
+export const ListenerAddress = Ipv4Address.check(
+  Schema.makeFilter(
+    (s: string) => (s.startsWith("169.254.") ? undefined : "is not in the link-local range 169.254.0.0/16"),
+    {
+      title: "ListenerAddress"
+    }
+  )
+)
