@@ -5,6 +5,7 @@ import { Effect, Fiber, Layer, Logger, PlatformError, References, Schema, Sink, 
 import { Dns, NetAddress } from "effect/net"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { TestClock } from "effect/testing"
+import * as Rules from "../src/internal/localdns/rules.ts"
 
 const nodeStart: NodeStart.NodeStart = LocalDnsConformance.nodeStart
 
@@ -54,12 +55,12 @@ describe("LocalDns rules", () => {
   it("are our 8 rules, rendered exactly as iptables -S lists them", () => {
     const rules = LocalDns.rules(["169.254.10.10", "169.254.10.11"])
     assert.strictEqual(rules.length, 8)
-    assert.deepStrictEqual(rules.map(LocalDns.renderRule).sort(), [...LocalDnsConformance.ourRules].sort())
+    assert.deepStrictEqual(rules.map(Rules.renderRule).sort(), [...LocalDnsConformance.ourRules].sort())
   })
 
   it("listed lines parse back into the argv words, quotes and escapes removed", () => {
     for (const rule of LocalDns.rules(["10.0.0.1"])) {
-      assert.deepStrictEqual(LocalDns.parseRuleLine(LocalDns.renderRule(rule)), ["-A", rule.chain, ...rule.spec])
+      assert.deepStrictEqual(LocalDns.parseRuleLine(Rules.renderRule(rule)), ["-A", rule.chain, ...rule.spec])
     }
     assert.deepStrictEqual(LocalDns.parseRuleLine('-A OUTPUT -m comment --comment "a \\"b\\" c\\\\" -j NOTRACK'), [
       "-A",
@@ -75,10 +76,10 @@ describe("LocalDns rules", () => {
 
   it("a rule is ours only with exactly our comment, in one of our chains", () => {
     const ours = ["-A", "OUTPUT", "-p", "udp", "-m", "comment", "--comment", "hostnode:localdns", "-j", "NOTRACK"]
-    assert.isTrue(LocalDns.isOurRule(ours))
-    assert.isFalse(LocalDns.isOurRule(ours.map((w) => (w === "hostnode:localdns" ? "hostnode:localdns-v0" : w))))
-    assert.isFalse(LocalDns.isOurRule(ours.map((w) => (w === "OUTPUT" ? "INPUT" : w))))
-    assert.isFalse(LocalDns.isOurRule(["-A", "OUTPUT", "-j", "hostnode:localdns"]))
+    assert.isTrue(Rules.isOurRule(ours))
+    assert.isFalse(Rules.isOurRule(ours.map((w) => (w === "hostnode:localdns" ? "hostnode:localdns-v0" : w))))
+    assert.isFalse(Rules.isOurRule(ours.map((w) => (w === "OUTPUT" ? "INPUT" : w))))
+    assert.isFalse(Rules.isOurRule(["-A", "OUTPUT", "-j", "hostnode:localdns"]))
   })
 })
 

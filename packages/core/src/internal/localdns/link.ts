@@ -9,7 +9,6 @@
  * @since 0.3.0
  */
 import { Effect, Schema } from "effect"
-import type { LinkState } from "../../LocalDns.ts"
 import type { InterfaceKind } from "../agentConfig.ts"
 import { expect, missingDevice, unexpectedOutput } from "./commands.ts"
 
@@ -28,6 +27,34 @@ const IpLink = Schema.Struct({
 })
 
 const IpLinks = Schema.fromJsonString(Schema.Array(IpLink))
+
+/**
+ * What `ip -j -d addr show dev <name>` says about an interface.
+ */
+export interface LinkState {
+  readonly index: number
+  readonly name: string
+  /** The link kind (`dummy`, `bridge`, `veth`); empty for a link without one (`lo`). */
+  readonly kind: string
+  /** Administratively up. */
+  readonly up: boolean
+  /** The IPv4 addresses as `address/prefix`, in the order the kernel lists them. */
+  readonly ipv4: ReadonlyArray<string>
+}
+
+/**
+ * What `ip -j -d addr show dev <name>` says about an interface.
+ */
+export interface LinkState {
+  readonly index: number
+  readonly name: string
+  /** The link kind (`dummy`, `bridge`, `veth`); empty for a link without one (`lo`). */
+  readonly kind: string
+  /** Administratively up. */
+  readonly up: boolean
+  /** The IPv4 addresses as `address/prefix`, in the order the kernel lists them. */
+  readonly ipv4: ReadonlyArray<string>
+}
 
 /** The interface `name`, or `undefined` when there is none. */
 export const showLink = Effect.fn("LocalDns.showLink")(function* (name: string) {

@@ -12,8 +12,8 @@
  */
 import { Clock, Duration, Effect, Schedule } from "effect"
 import * as DnsResolvers from "../../DnsResolvers.ts"
+import { LocalDnsError, Timeout } from "../../LocalDnsError.ts"
 import type * as NodeStart from "../../NodeStart.ts"
-import { LocalDnsError, Timeout } from "./errors.ts"
 
 /** How the wait probes, every default applied. */
 export interface ProbeSettings {

@@ -13,7 +13,13 @@ import { Effect } from "effect"
 import type { Rule } from "../../LocalDns.ts"
 import { badRule, expect, iptables } from "./commands.ts"
 
-/** The comment every rule of ours carries (`-m comment --comment ...`): what makes a rule ours. */
+/**
+ * The comment every rule of ours carries (`-m comment --comment ...`). It is
+ * what makes a rule ours: cleanup deletes exactly the rules with it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export const RuleComment = "hostnode:localdns"
 
 /** The chains the rules go in: locally generated traffic and traffic arriving from pods. */
@@ -22,7 +28,16 @@ export const Chains = ["OUTPUT", "PREROUTING"] as const
 /** DNS runs over both. */
 export const Protocols = ["tcp", "udp"] as const
 
-/** Our rules for `addresses`: per chain, per address, per protocol, as `iptables -S` prints them back. */
+/**
+ * Our rules for `addresses`: per chain, per address, per protocol,
+ * `-d <addr>/32 -p <proto> -m <proto> --dport 53 -m comment --comment
+ * hostnode:localdns -j NOTRACK`. The spec is written exactly as `iptables -S`
+ * prints it back (with the implicit `-m <proto>`), so `-C`, `-D` and the
+ * listing all speak of the same rule.
+ *
+ * @category operations
+ * @since 0.1.0
+ */
 export const rules = (addresses: ReadonlyArray<string>): ReadonlyArray<Rule> =>
   Chains.flatMap((chain) =>
     addresses.flatMap((address) =>
@@ -62,7 +77,14 @@ export const renderRule = (rule: Rule): string =>
     )
   ].join(" ")
 
-/** The argv words of one line of `iptables -S`, double-quoted values unquoted and unescaped. */
+/**
+ * The argv words of one line of `iptables -S`: split on spaces, with the
+ * double-quoted values iptables prints (comments) unquoted and unescaped, so
+ * the words can be given back to `iptables -D` as they are.
+ *
+ * @category operations
+ * @since 0.1.0
+ */
 export const parseRuleLine = (line: string): ReadonlyArray<string> => {
   const words: Array<string> = []
   let current = ""
