@@ -24,6 +24,7 @@ import type { Dns } from "effect/net"
  * DNS. `detail` is how the resolver put it (`NotFound (ENOTFOUND)`), for
  * logs and errors.
  *
+ * @category models
  * @since 0.3.0
  */
 export class Responded extends Schema.TaggedClass<Responded>()("Responded", {
@@ -35,6 +36,7 @@ export class Responded extends Schema.TaggedClass<Responded>()("Responded", {
  * closed port, a cancelled query, or anything the resolver cannot classify.
  * `detail` is how the resolver put it (`Refused (ECONNREFUSED)`).
  *
+ * @category models
  * @since 0.3.0
  */
 export class NoResponse extends Schema.TaggedClass<NoResponse>()("NoResponse", {
@@ -44,6 +46,7 @@ export class NoResponse extends Schema.TaggedClass<NoResponse>()("NoResponse", {
 /**
  * What a failed query amounts to: the server responded, or nothing did.
  *
+ * @category models
  * @since 0.3.0
  */
 export const QueryFailure = Schema.Union([Responded, NoResponse])
@@ -51,6 +54,7 @@ export const QueryFailure = Schema.Union([Responded, NoResponse])
 /**
  * What a failed query amounts to.
  *
+ * @category models
  * @since 0.3.0
  */
 export type QueryFailure = typeof QueryFailure.Type
@@ -58,6 +62,7 @@ export type QueryFailure = typeof QueryFailure.Type
 /**
  * Options of {@link DnsResolvers.forServer}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ServerOptions {
@@ -68,6 +73,7 @@ export interface ServerOptions {
 /**
  * Makes `Dns` services that ask one name server.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface DnsResolvers {
@@ -90,6 +96,7 @@ export interface DnsResolvers {
 /**
  * The key of the {@link DnsResolvers} service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const DnsResolvers = Context.Service<DnsResolvers>("@hostnode/core/DnsResolvers")

@@ -23,6 +23,7 @@ import type { NodeStart } from "./NodeStart.ts"
 /**
  * The seams; every one is optional and defaults to the real host or the real phase.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -56,6 +57,7 @@ export interface Options {
 /**
  * A node's seams, resolved: each operation is the override when set, else the real one.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Hooks {
@@ -93,6 +95,7 @@ export interface Hooks {
 /**
  * Resolves `options` against the agent configuration: the seams of a node.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (config: AgentConfig, options: Options = {}): Hooks => {
@@ -149,6 +152,7 @@ export const make = (config: AgentConfig, options: Options = {}): Hooks => {
 /**
  * Everything the default seams need together: what a layer must provide to run every hook on the real host.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Requirements = FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner | DnsResolvers

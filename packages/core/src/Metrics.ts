@@ -40,10 +40,8 @@ import { Metric } from "effect"
  * The histogram buckets of durations, in seconds: from a few milliseconds (an
  * unmount of nothing) to five minutes (a teardown of thousands of mounts, a
  * restart waiting for a slow unit).
- *
- * @since 0.4.0
  */
-export const DurationBuckets: ReadonlyArray<number> = [
+const DurationBuckets: ReadonlyArray<number> = [
   0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
 ]
 
@@ -54,6 +52,7 @@ export const DurationBuckets: ReadonlyArray<number> = [
  * (`success`, `failure`, `interrupted`). Its `_count` is how many runs there
  * were.
  *
+ * @category models
  * @since 0.4.0
  */
 export const operationDuration: Metric.Histogram<number> = Metric.histogram("hostnode_operation_duration_seconds", {
@@ -68,6 +67,7 @@ export const operationDuration: Metric.Histogram<number> = Metric.histogram("hos
  * unmounts count under `Unmount.unmountBelowByPrefix`, the operation it
  * detaches them with.
  *
+ * @category models
  * @since 0.4.0
  */
 export const mountsDetached: Metric.Counter<number> = Metric.counter("hostnode_mounts_detached_total", {
@@ -79,6 +79,7 @@ export const mountsDetached: Metric.Counter<number> = Metric.counter("hostnode_m
  * Mounts an unmount operation had to leave in place (busy beyond a lazy
  * unmount, not verifiable), by `operation`; each at most once per run.
  *
+ * @category models
  * @since 0.4.0
  */
 export const mountsRemaining: Metric.Counter<number> = Metric.counter("hostnode_mounts_remaining_total", {
@@ -91,6 +92,7 @@ export const mountsRemaining: Metric.Counter<number> = Metric.counter("hostnode_
  * `SafeRemove.empty`, `Repave.resetCniState`, `Repave.resetKubeletIdentity`,
  * `Repave.teardownKubeletDir`): the count of the report's `removed`.
  *
+ * @category models
  * @since 0.4.0
  */
 export const pathsRemoved: Metric.Counter<number> = Metric.counter("hostnode_paths_removed_total", {
@@ -105,6 +107,7 @@ export const pathsRemoved: Metric.Counter<number> = Metric.counter("hostnode_pat
  * report's `kept`, counted by reason. A reset that fails for them counts them
  * too.
  *
+ * @category models
  * @since 0.4.0
  */
 export const pathsKept: Metric.Counter<number> = Metric.counter("hostnode_paths_kept_total", {
@@ -119,6 +122,7 @@ export const pathsKept: Metric.Counter<number> = Metric.counter("hostnode_paths_
  * settle window) or `not_attempted` (an earlier unit failed, so it still runs
  * the old configuration).
  *
+ * @category models
  * @since 0.4.0
  */
 export const unitRestarts: Metric.Counter<number> = Metric.counter("hostnode_unit_restarts_total", {
@@ -130,6 +134,7 @@ export const unitRestarts: Metric.Counter<number> = Metric.counter("hostnode_uni
  * How long each restart of `RestartChanged.restartChanged` took, its settle
  * check included, in seconds, by `systemd_unit`.
  *
+ * @category models
  * @since 0.4.0
  */
 export const unitRestartDuration: Metric.Histogram<number> = Metric.histogram(
@@ -144,6 +149,7 @@ export const unitRestartDuration: Metric.Histogram<number> = Metric.histogram(
  * The daemon-reloads `RestartChanged.restartChanged` made before its
  * restarts, by the reload `policy` that asked for it (`always`, `auto`).
  *
+ * @category models
  * @since 0.4.0
  */
 export const daemonReloads: Metric.Counter<number> = Metric.counter("hostnode_daemon_reloads_total", {
@@ -157,6 +163,7 @@ export const daemonReloads: Metric.Counter<number> = Metric.counter("hostnode_da
  * of `Snapshot.scoped` and `guarded` (a rollback's restore counts as a
  * restore too).
  *
+ * @category models
  * @since 0.4.0
  */
 export const snapshots: Metric.Counter<number> = Metric.counter("hostnode_snapshots_total", {
