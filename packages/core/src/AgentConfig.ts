@@ -66,11 +66,8 @@ const PositiveDuration = Schema.DurationFromString.check(
  * How this agent sets up LocalDNS and waits for it. The listeners themselves
  * are part of the node's goal (`NodeStart.localDns`); these are the host's
  * side. Durations are strings such as `"2 minutes"` or `"500 millis"`.
- *
- * @category models
- * @since 0.1.0
  */
-export const LocalDnsSettings = Schema.Struct({
+const LocalDnsSettings = Schema.Struct({
   /** The interface that carries the listener addresses. */
   interfaceName: InterfaceName.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceName))),
   /** Its link kind; `dummy` unless the kernel lacks it. */
@@ -82,14 +79,6 @@ export const LocalDnsSettings = Schema.Struct({
   /** How long one probe waits for an answer. */
   probeTimeout: PositiveDuration.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultProbeTimeout)))
 })
-
-/**
- * How this agent sets up LocalDNS and waits for it.
- *
- * @category models
- * @since 0.1.0
- */
-export type LocalDnsSettings = typeof LocalDnsSettings.Type
 
 /**
  * The agent configuration. Every field has a default, so `{}` is the

@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, type FileSystem } from "effect"
+import { Effect } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type { AgentConfig } from "./AgentConfig.ts"
 import type { DnsResolvers } from "./DnsResolvers.ts"
@@ -148,11 +148,3 @@ export const make = (config: AgentConfig, options: Options = {}): Hooks => {
       ).pipe(Effect.withSpan("Hooks.awaitLocalDns", { attributes: { overridden: options.waitLocalDns !== undefined } }))
   }
 }
-
-/**
- * Everything the default seams need together: what a layer must provide to run every hook on the real host.
- *
- * @category models
- * @since 0.1.0
- */
-export type Requirements = FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner | DnsResolvers

@@ -179,17 +179,6 @@ export const decodeJson = Effect.fn("NodeStart.decodeJson")(function* (text: str
 })
 
 /**
- * True when the kubelet bootstraps with a token, the only mode whose rotated client credentials a repave removes.
- *
- * @category operations
- * @since 0.1.0
- */
-export const usesBootstrapToken = <N extends Pick<NodeStart, "auth">>(
-  nodeStart: N
-): nodeStart is N & { readonly auth: Extract<AuthMode, { readonly _tag: "BootstrapToken" }> } =>
-  nodeStart.auth._tag === "BootstrapToken"
-
-/**
  * One LocalDNS listener: its role and its address.
  *
  * @category models
@@ -200,17 +189,3 @@ export interface Listener {
   readonly name: "node" | "cluster"
   readonly address: string
 }
-
-/**
- * The LocalDNS listeners of `nodeStart`, node listener first; empty when the node does not use LocalDNS.
- *
- * @category operations
- * @since 0.1.0
- */
-export const listeners = (nodeStart: NodeStart): ReadonlyArray<Listener> =>
-  nodeStart.localDns === undefined
-    ? []
-    : [
-        { name: "node", address: nodeStart.localDns.nodeListener },
-        { name: "cluster", address: nodeStart.localDns.clusterListener }
-      ]

@@ -16,9 +16,10 @@ import * as Deadline from "./Deadline.ts"
 import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import * as Track from "./internal/metrics.ts"
+import { usesBootstrapToken } from "./internal/nodeStart.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
-import * as NodeStart from "./NodeStart.ts"
+import type * as NodeStart from "./NodeStart.ts"
 import * as Paths from "./Paths.ts"
 import * as SafeRemove from "./SafeRemove.ts"
 import * as Unmount from "./Unmount.ts"
@@ -215,7 +216,7 @@ export const resetKubeletIdentity: (
   FileSystem.FileSystem | Directory.Directories
 > = Effect.fn("Repave.resetKubeletIdentity")(
   function* (nodeStart, options) {
-    if (!NodeStart.usesBootstrapToken(nodeStart)) {
+    if (!usesBootstrapToken(nodeStart)) {
       yield* Effect.logInfo(
         `kubelet identity left in place: auth mode ${nodeStart.auth._tag} is rewritten by configuration`
       ).pipe(Effect.annotateLogs({ auth: nodeStart.auth._tag }))

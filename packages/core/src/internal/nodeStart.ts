@@ -1,11 +1,13 @@
 /**
- * The LocalDNS listener address schema `NodeStart` decodes with and
- * `LocalDns` decodes a listener with; `NodeStart` is the public face.
+ * What `NodeStart` shares with the operations: the listener address schema it
+ * decodes with (and `LocalDns` decodes a listener with), and questions asked
+ * of a node start. `NodeStart` is the public face.
  *
  * @since 0.4.0
  */
 import { Result, Schema } from "effect"
 import { NetAddress } from "effect/net"
+import type { AuthMode, Listener, NodeStart } from "../NodeStart.ts"
 
 /**
  * An IPv4 address in canonical dotted-quad form (`169.254.10.10`; not
@@ -38,3 +40,22 @@ export const ListenerAddress = Ipv4Address.check(
     }
   )
 )
+
+/**
+ * True when the kubelet bootstraps with a token, the only mode whose rotated client credentials a repave removes.
+ */
+export const usesBootstrapToken = <N extends Pick<NodeStart, "auth">>(
+  nodeStart: N
+): nodeStart is N & { readonly auth: Extract<AuthMode, { readonly _tag: "BootstrapToken" }> } =>
+  nodeStart.auth._tag === "BootstrapToken"
+
+/**
+ * The LocalDNS listeners of `nodeStart`, node listener first; empty when the node does not use LocalDNS.
+ */
+export const listeners = (nodeStart: NodeStart): ReadonlyArray<Listener> =>
+  nodeStart.localDns === undefined
+    ? []
+    : [
+        { name: "node", address: nodeStart.localDns.nodeListener },
+        { name: "cluster", address: nodeStart.localDns.clusterListener }
+      ]
