@@ -23,27 +23,27 @@ import {
   type InterfaceKind
 } from "./internal/agentConfig.ts"
 import * as Probe from "./internal/localdns/probe.ts"
-import type { Chains } from "./internal/localdns/rules.ts"
 import * as Setup from "./internal/localdns/setup.ts"
 import * as Track from "./internal/metrics.ts"
 import { ListenerAddress } from "./internal/nodeStart.ts"
 import { BadListener, LocalDnsError } from "./LocalDnsError.ts"
 import type * as NodeStart from "./NodeStart.ts"
 
-export { parseRuleLine, RuleComment, rules } from "./internal/localdns/rules.ts"
-export { BadListener, Failure, LocalDnsError, Timeout } from "./LocalDnsError.ts"
-
 /**
- * One iptables rule of ours: its chain and its spec, in the canonical form `iptables -S` prints it.
+ * How the phases fail, defined in the `LocalDnsError` module (its page shows each class's fields).
+ *
+ * @category errors
+ * @since 0.4.0
+ */
+export * from "./LocalDnsError.ts"
+/**
+ * The rules of ours, defined in the `LocalDnsRules` module: their comment, the
+ * rules for some addresses, and a line of `iptables -S` read back.
  *
  * @category models
- * @since 0.1.0
+ * @since 0.4.0
  */
-export interface Rule {
-  /** `OUTPUT` (locally generated traffic) or `PREROUTING` (traffic arriving from pods). */
-  readonly chain: (typeof Chains)[number]
-  readonly spec: ReadonlyArray<string>
-}
+export * from "./LocalDnsRules.ts"
 
 /** The name the readiness probes ask for. AKS's LocalDNS configuration answers it locally; any answer counts anyway. */
 const DefaultProbeName = "health-check.localdns.local"
@@ -111,6 +111,20 @@ export interface NetworkOptions {
  * removes the interface, addresses and rules it created itself before its
  * error returns; the one change it cannot take back is an interface of
  * another kind it replaced.
+ *
+ * @example
+ * ```ts
+ * import { LocalDns, type NodeStart } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The interface and rules first, then the server, then the wait until it answers.
+ * const localDns = (nodeStart: NodeStart.NodeStart, startLocalDnsServer: Effect.Effect<void>) =>
+ *   Effect.gen(function* () {
+ *     yield* LocalDns.setupLocalDnsNetwork(nodeStart)
+ *     yield* startLocalDnsServer
+ *     yield* LocalDns.awaitLocalDns(nodeStart, { timeout: "1 minute" })
+ *   })
+ * ```
  *
  * @category operations
  * @since 0.1.0
@@ -186,6 +200,20 @@ export interface AwaitOptions {
  * answered. Each failed round is logged (debug) with its attempt number, the
  * outcome (info, or warning on timeout) with the attempt count, as log
  * annotations. A node that does not use LocalDNS has nothing to wait for.
+ *
+ * @example
+ * ```ts
+ * import { LocalDns, type NodeStart } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Which listeners stayed silent, for the node's condition message.
+ * const ready = (nodeStart: NodeStart.NodeStart) =>
+ *   LocalDns.awaitLocalDns(nodeStart).pipe(
+ *     Effect.catchReason("LocalDnsError", "Timeout", (timeout) =>
+ *       Effect.fail(`LocalDNS not ready: ${timeout.listeners.map((l) => l.address).join(", ")}`)
+ *     )
+ *   )
+ * ```
  *
  * @category operations
  * @since 0.1.0

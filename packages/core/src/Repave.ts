@@ -163,6 +163,17 @@ const failIfKept = (
  * (a mount inside, the directory itself a mount point) fails the call with a
  * {@link ResetError} after everything else was removed.
  *
+ * @example
+ * ```ts
+ * import { Repave } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A mount left inside /etc/cni/net.d keeps it; the error says which path and why.
+ * const reset = Repave.resetCniState().pipe(
+ *   Effect.catchReason("ResetError", "MountBelow", (kept) => Effect.logError(`kept ${kept.path}: ${kept.detail}`))
+ * )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
@@ -296,6 +307,19 @@ export interface TeardownReport extends SafeRemove.Report {
  * a prefix cannot be resolved below the root (a prefix that is the host root
  * itself is refused), or, with `peersOutsideRoot: "refuse"`, when the
  * unmounts would detach copies outside the host root by propagation.
+ *
+ * @example
+ * ```ts
+ * import { Repave } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Before the node stack starts on a repaved node: the old pods' volumes, CNI state and identity go.
+ * const repave = Effect.gen(function* () {
+ *   const teardown = yield* Repave.teardownKubeletDir()
+ *   if (teardown.kept.length > 0) yield* Effect.logWarning(`${teardown.kept.length} pod path(s) kept`)
+ *   yield* Repave.resetCniState()
+ * })
+ * ```
  *
  * @category operations
  * @since 0.1.0

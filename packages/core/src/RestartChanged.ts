@@ -30,7 +30,12 @@ export const ChangedUnit = Schema.Struct({
   changed: Schema.Boolean
 })
 
-/** A unit and whether its configuration changed. */
+/**
+ * A unit and whether its configuration changed.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type ChangedUnit = typeof ChangedUnit.Type
 
 /**

@@ -38,7 +38,13 @@ import * as Store from "./internal/snapshot/store.ts"
 import { Failure, type SnapshotError } from "./SnapshotError.ts"
 import type { Systemd, SystemdError } from "./Systemd.ts"
 
-export { Busy, Failure, RollbackFailed, SnapshotError } from "./SnapshotError.ts"
+/**
+ * How the operations fail, defined in the `SnapshotError` module (its page shows each class's fields).
+ *
+ * @category errors
+ * @since 0.4.0
+ */
+export * from "./SnapshotError.ts"
 
 /**
  * A taken snapshot. `restore` puts the recorded paths back (and reloads
@@ -183,6 +189,21 @@ export const takeOf: (
  * {@link ConfSnap.Exclude}) below `hostRoot` into `dir` (the Go package's
  * `TakeSnapshot`). See {@link takeOf}.
  *
+ * @example
+ * ```ts
+ * import { Snapshot } from "@hostnode/core"
+ * import { Effect, Exit } from "effect"
+ *
+ * // Saved before the upgrade writes; put back if it fails, removed if it succeeds.
+ * const upgrade = <E>(writeNewConfig: Effect.Effect<void, E>) =>
+ *   Effect.gen(function* () {
+ *     const snapshot = yield* Snapshot.take({ dir: "/etc/hostnode/snapshot", hostRoot: "/" })
+ *     const written = yield* Effect.exit(writeNewConfig)
+ *     yield* Exit.isSuccess(written) ? snapshot.discard : snapshot.restore
+ *     return yield* written
+ *   })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
@@ -231,6 +252,17 @@ export const open: (
  * snapshot that fails its checks is a `SnapshotError`, nothing is written and
  * it is kept; so is one whose restore fails. Another process holding the
  * lock is waited for (see `lockTimeout`).
+ *
+ * @example
+ * ```ts
+ * import { Snapshot } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // At start-up: an agent killed mid-upgrade left a snapshot; the host gets it back.
+ * const startUp = Snapshot.recover({ dir: "/etc/hostnode/snapshot", hostRoot: "/" }).pipe(
+ *   Effect.tap((recovered) => (recovered ? Effect.logWarning("rolled back an interrupted upgrade") : Effect.void))
+ * )
+ * ```
  *
  * @category operations
  * @since 0.1.0
@@ -342,6 +374,20 @@ export const scoped: (
  * a `SnapshotError` whose reason is {@link RollbackFailed}, carrying the
  * upgrade's cause and the restore's error (`Effect.catchReason("SnapshotError",
  * "RollbackFailed", ...)` reaches it), and the snapshot is kept for `recover`.
+ *
+ * @example
+ * ```ts
+ * import { Snapshot } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Another agent upgrading the same host is waited for, then reported with its pid.
+ * const upgrade = (writeNewConfig: Effect.Effect<void, Error>) =>
+ *   Snapshot.guarded(writeNewConfig, { dir: "/etc/hostnode/snapshot", hostRoot: "/" }).pipe(
+ *     Effect.catchReason("SnapshotError", "Busy", (busy) =>
+ *       Effect.logWarning(`another process (pid ${busy.pid ?? "unknown"}) holds the snapshot`)
+ *     )
+ *   )
+ * ```
  *
  * @category operations
  * @since 0.2.0

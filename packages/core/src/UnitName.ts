@@ -127,7 +127,12 @@ export const UnitName = Schema.String.check(
   Schema.makeFilter((name: string) => problem(name), { title: "UnitName" })
 ).pipe(Schema.brand("UnitName"))
 
-/** A decoded unit name: a string systemd will accept as a unit. */
+/**
+ * A decoded unit name: a string systemd will accept as a unit.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type UnitName = typeof UnitName.Type
 
 /**
