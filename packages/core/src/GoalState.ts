@@ -277,21 +277,6 @@ const GoalStatesDirName = "goalstates"
 const goalStatePath = (config: AgentConfig, slot: Slot): string =>
   `${HostPath.clean(config.configDir)}/${GoalStatesDirName}/${slot}.json`
 
-/**
- * Options of the default resolver.
- *
- * @category models
- * @since 0.1.0
- */
-export interface ResolveOptions {
-  /** The agent configuration; its `configDir` holds the goal state files. */
-  readonly config: AgentConfig
-  /** The host root the configuration directory is below (`""` or `"/"`: the real host). */
-  readonly hostRoot?: string | undefined
-  /** Where artifacts are downloaded from instead. */
-  readonly downloads?: DownloadOverrides | undefined
-}
-
 const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effect.Effect<void, GoalStateError> =>
   goalState.slot === slot
     ? Effect.void
@@ -311,12 +296,9 @@ const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effe
  * host root (symlinks resolved as though the root were `/`, so the file can
  * never be read from outside it), decodes it strictly, checks it is for this
  * slot and applies the download overrides.
- *
- * @category operations
- * @since 0.1.0
  */
-export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
-  function* (slot: string, options: ResolveOptions) {
+const resolveMachine = Effect.fn("GoalState.resolveMachine")(
+  function* (slot: string, options: SourceOptions) {
     const valid = yield* decodeSlot(slot)
     const hostRoot = options.hostRoot ?? ""
     const hostFile = goalStatePath(options.config, valid)
@@ -357,13 +339,21 @@ export type Resolve = (slot: Slot) => Effect.Effect<MachineGoalState, GoalStateE
  * @category models
  * @since 0.1.0
  */
-export interface SourceOptions extends ResolveOptions {
+export interface SourceOptions {
+  /** The agent configuration; its `configDir` holds the goal state files. */
+  readonly config: AgentConfig
+  /** The host root the configuration directory is below (`""` or `"/"`: the real host). */
+  readonly hostRoot?: string | undefined
+  /** Where artifacts are downloaded from instead. */
+  readonly downloads?: DownloadOverrides | undefined
   /**
    * Used instead of resolving one. Bootstrap passes the goal state it has
    * already resolved so GPU and device discovery happens once.
    */
   readonly goalState?: MachineGoalState | undefined
-  /** Overrides resolution; the default is {@link resolveMachine}. */
+  /**
+   * Overrides resolution; the default reads `<configDir>/goalstates/<slot>.json` below `hostRoot`.
+   */
   readonly resolve?: Resolve | undefined
 }
 

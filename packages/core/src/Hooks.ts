@@ -27,7 +27,7 @@ import type { NodeStart } from "./NodeStart.ts"
  * @since 0.1.0
  */
 export interface Options {
-  /** Overrides goal state resolution. The default is `GoalState.resolveMachine` below `hostRoot`. */
+  /** Overrides goal state resolution. The default reads the slot's file below `hostRoot` (see `GoalState.makeSource`). */
   readonly resolve?: GoalState.Resolve | undefined
   /**
    * Prefixes the same-path host locations (`/etc`, `/var/lib`, `/opt/cni`)
@@ -101,7 +101,7 @@ export interface Hooks {
 export const make = (config: AgentConfig, options: Options = {}): Hooks => {
   const hostRoot = options.hostRoot ?? ""
   const override = options.resolve
-  const resolve: GoalState.Resolve = override ?? ((slot) => GoalState.resolveMachine(slot, { config, hostRoot }))
+  const resolve: GoalState.Resolve = override ?? ((slot) => GoalState.makeSource({ config, hostRoot }).for(slot))
   const network = { interfaceName: config.localDns.interfaceName, interfaceKind: config.localDns.interfaceKind }
   return {
     config,

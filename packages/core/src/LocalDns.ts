@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect } from "effect"
 import { DefaultInterfaceName } from "./AgentConfig.ts"
 import {
   DefaultInterfaceKind,
@@ -22,11 +22,10 @@ import {
   DefaultReadinessTimeout,
   type InterfaceKind
 } from "./internal/agentConfig.ts"
+import * as Listeners from "./internal/localdns/listeners.ts"
 import * as Probe from "./internal/localdns/probe.ts"
 import * as Setup from "./internal/localdns/setup.ts"
 import * as Track from "./internal/metrics.ts"
-import { ListenerAddress } from "./internal/nodeStart.ts"
-import { BadListener, LocalDnsError } from "./LocalDnsError.ts"
 import type * as NodeStart from "./NodeStart.ts"
 
 /**
@@ -47,43 +46,6 @@ export * from "./LocalDnsRules.ts"
 
 /** The name the readiness probes ask for. AKS's LocalDNS configuration answers it locally; any answer counts anyway. */
 const DefaultProbeName = "health-check.localdns.local"
-
-/**
- * The listeners of `nodeStart`, decoded (`NodeStart.NodeStart`'s `localDns`): what
- * the setup, the cleanup of a setup that failed and the wait all act on. A
- * node start built in code rather than decoded from a goal state is checked
- * here too: a bad address is a {@link LocalDnsError} with reason
- * `InvalidListener`, two listeners with one address `SameAddress`.
- *
- * @category operations
- * @since 0.2.0
- */
-export const decodeListeners = Effect.fn("LocalDns.decodeListeners")(function* (nodeStart: NodeStart.NodeStart) {
-  const given = nodeStart.localDns
-  const none: ReadonlyArray<NodeStart.Listener> = []
-  if (given === undefined) return none
-  const one = (listener: NodeStart.Listener["name"], address: unknown) =>
-    Schema.decodeUnknownEffect(ListenerAddress)(address).pipe(
-      Effect.mapError(
-        (e) =>
-          new LocalDnsError({
-            reason: new BadListener({ _tag: "InvalidListener", listener, address: String(address), problem: e.message })
-          })
-      )
-    )
-  const node = yield* one("node", given.nodeListener)
-  const cluster = yield* one("cluster", given.clusterListener)
-  if (node === cluster) {
-    return yield* new LocalDnsError({
-      reason: new BadListener({ _tag: "SameAddress", listener: "cluster", address: cluster })
-    })
-  }
-  const decoded: ReadonlyArray<NodeStart.Listener> = [
-    { name: "node", address: node },
-    { name: "cluster", address: cluster }
-  ]
-  return decoded
-})
 
 /**
  * Options of the network phases.
@@ -132,7 +94,7 @@ export interface NetworkOptions {
 export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
   function* (nodeStart: NodeStart.NodeStart, options?: NetworkOptions) {
     // Decoded before the first command: a bad address changes nothing.
-    const addresses = (yield* decodeListeners(nodeStart)).map((l) => l.address)
+    const addresses = (yield* Listeners.decode(nodeStart)).map((l) => l.address)
     if (addresses.length === 0) {
       yield* Effect.logInfo("the node does not use LocalDNS; no network to set up")
       return
@@ -220,7 +182,7 @@ export interface AwaitOptions {
  */
 export const awaitLocalDns = Effect.fn("LocalDns.awaitLocalDns")(
   function* (nodeStart: NodeStart.NodeStart, options?: AwaitOptions) {
-    const listeners = yield* decodeListeners(nodeStart)
+    const listeners = yield* Listeners.decode(nodeStart)
     if (listeners.length === 0) {
       yield* Effect.logInfo("the node does not use LocalDNS; nothing to wait for")
       return

@@ -5,6 +5,7 @@ import { Effect, Fiber, Layer, Logger, PlatformError, References, Schema, Sink, 
 import { Dns, NetAddress } from "effect/net"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { TestClock } from "effect/testing"
+import * as Listeners from "../src/internal/localdns/listeners.ts"
 import * as Rules from "../src/internal/localdns/rules.ts"
 
 const nodeStart: NodeStart.NodeStart = LocalDnsConformance.nodeStart
@@ -158,7 +159,7 @@ describe("LocalDns network phases, on a scripted host", () => {
       assert.strictEqual(recovered, 4)
       const { localDns: _, ...base } = nodeStart
       const same = { ...base, localDns: { nodeListener: "169.254.10.10", clusterListener: "169.254.10.10" } }
-      const listener = yield* LocalDns.decodeListeners(same).pipe(
+      const listener = yield* Listeners.decode(same).pipe(
         Effect.as("decoded"),
         Effect.catchReason("LocalDnsError", "SameAddress", (reason, error) =>
           Effect.succeed(`${reason.listener} ${reason.address}: ${error.message}`)
