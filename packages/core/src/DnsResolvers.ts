@@ -1,16 +1,13 @@
 /**
  * The `DnsResolvers` service: Effect's `Dns` service, one per name server.
- * `Dns` in context resolves with the host's configured servers; waiting for
- * LocalDNS needs queries sent to one listener address at a time, so this
- * service makes a `Dns` that asks exactly one server. The real implementation
- * (@hostnode/node `NodeDns`) is `@effect/platform-node`'s `NodeDns.make` with
- * that server; the simulated host answers from its own state.
+ * Waiting for LocalDNS needs queries sent to one listener address at a time,
+ * so this service makes a `Dns` that asks exactly one server. The real
+ * implementation is @hostnode/node's `NodeDns`; the simulated host answers
+ * from its own state.
  *
  * Boundary: making per-server resolvers and saying, as a typed
- * {@link QueryFailure}, whether a failed query still got a response. Only
- * the implementation knows its resolver's error codes (c-ares codes for
- * `node:dns`), so it classifies them; this module never reads one. What to
- * ask and how often is the caller's.
+ * {@link QueryFailure}, whether a failed query still got a response; only the
+ * implementation knows its resolver's error codes, so it classifies them.
  *
  * @since 0.1.0
  */

@@ -1,36 +1,15 @@
 /**
  * The metrics of hostnode's operations, as Effect `Metric`s: what a fleet
- * scrapes from a node agent. Every operation updates them as it runs (no code
- * of the caller's), in the `Metric.MetricRegistry` in context, so an agent
- * that provides Effect's exporters (`PrometheusMetrics` for a `/metrics`
- * endpoint or a textfile, `OtlpMetrics` for OpenTelemetry) exports them as
- * they are. This module holds the definitions; which operation updates which
- * metric, and with what, is in `internal/metrics.ts`.
+ * scrapes from a node agent. Every operation updates them as it runs, in the
+ * `Metric.MetricRegistry` in context, so an agent that provides Effect's
+ * exporters (`PrometheusMetrics`, `OtlpMetrics`) exports them as they are.
  *
- * Labels are bounded sets only: the operation (`Module.function`, as its
- * span is named), a fixed set of reasons and results, and the systemd unit
- * name (the units an agent restarts are the few of its configuration). Never
- * a path: a node has as many as it has pods. The unit's label is
- * `systemd_unit`, not `unit`, because Effect's Prometheus formatter drops an
- * attribute named `unit` (it takes it for the metric's unit of measure).
+ * - Labels are bounded sets only (the operation, fixed reasons and results,
+ *   the systemd unit as `systemd_unit`), never a path.
+ * - The table of names, labels and outcomes is in docs/observability.md.
  *
- * | name | type | labels | meaning |
- * |---|---|---|---|
- * | `hostnode_operation_duration_seconds` | histogram | `operation`, `outcome` (`success`, `failure`, `interrupted`) | how long each run of an operation took |
- * | `hostnode_mounts_detached_total` | counter | `operation` | mounts an unmount detached (verified, then unmounted) |
- * | `hostnode_mounts_remaining_total` | counter | `operation` | mounts an unmount had to leave in place |
- * | `hostnode_paths_removed_total` | counter | `operation` | paths a removal, reset or teardown removed |
- * | `hostnode_paths_kept_total` | counter | `operation`, `reason` (`SafeRemove.KeptReason`) | paths it had to keep, by why |
- * | `hostnode_unit_restarts_total` | counter | `systemd_unit`, `result` (`restarted`, `failed`, `not_settled`, `not_attempted`) | what became of each unit `restartChanged` was to restart |
- * | `hostnode_unit_restart_duration_seconds` | histogram | `systemd_unit` | how long a restart took, its settle check included |
- * | `hostnode_daemon_reloads_total` | counter | `policy` (`always`, `auto`) | daemon-reloads `restartChanged` made before its restarts |
- * | `hostnode_snapshots_total` | counter | `action` (`take`, `restore`, `recover`, `discard`, `rollback`), `outcome` | what became of each snapshot action |
- *
- * The outcomes of `hostnode_snapshots_total`: `take`: `taken`, `failed`;
- * `restore`: `restored`, `failed`; `recover`: `recovered`, `none` (nothing to
- * recover), `failed`; `discard`: `discarded`, `none`, `failed`; `rollback`
- * (the restore of `Snapshot.scoped` or `guarded` after the upgrade failed):
- * `rolled_back`, `failed`.
+ * Boundary: the definitions; which operation updates which metric is in
+ * `internal/metrics.ts`.
  *
  * @since 0.4.0
  */

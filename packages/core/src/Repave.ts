@@ -288,9 +288,9 @@ export interface TeardownReport extends SafeRemove.Report {
   readonly prefixes: ReadonlyArray<string>
   /** For each prefix (as the table shows it) whose mounts could not all be unmounted, the failure. */
   readonly unmountFailures: ReadonlyMap<string, Unmount.UnmountError>
-  /** The mounts the unmount detached below the prefixes (see `Unmount.Report.unmounted`; since 0.4.0). */
+  /** The mounts the unmount detached below the prefixes (see `Unmount.Report.unmounted`). */
   readonly unmounted: ReadonlyArray<Unmount.UnmountedMount>
-  /** The mounts elsewhere the kernel detached with them by propagation (see `Unmount.Report.propagated`; since 0.4.0). */
+  /** The mounts elsewhere the kernel detached with them by propagation (see `Unmount.Report.propagated`). */
   readonly propagated: ReadonlyArray<Unmount.PropagatedMount>
 }
 

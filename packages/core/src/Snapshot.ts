@@ -4,11 +4,9 @@
  * safe at every step, so that an agent killed mid-upgrade can put the host back
  * from a fresh process with {@link recover}.
  *
- * - Nothing is written or removed outside the host root: every step goes
- *   through directory handles (`Directory`) and `SafeRemove`'s walk.
+ * - Nothing is written or removed outside the host root (directory handles).
  * - One process at a time holds a snapshot's lock; hostile snapshot files are
- *   refused before anything is written; a SIGKILL at any point leaves a state
- *   `recover` turns into the recorded tree.
+ *   refused before anything is written.
  *
  * Boundary: the paths come from the caller or `ConfSnap`; the on-disk format
  * and the steps are in `internal/snapshot` (see docs/design/snapshots.md).

@@ -3,8 +3,7 @@
  * and the steps that create it (or recreate one of another kind), give it
  * exactly the listener addresses as /32s and bring it up.
  *
- * Internal: `LocalDns` re-exports `LinkState` and `showLink`; the setup in
- * this directory runs the steps.
+ * Internal: the setup in this directory runs the steps.
  *
  * @since 0.3.0
  */

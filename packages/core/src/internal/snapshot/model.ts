@@ -3,8 +3,8 @@
  * adds file times; version 1 is still read) and the names of the files in a
  * snapshot directory. How its operations fail is `SnapshotError`.
  *
- * Internal: `Snapshot` re-exports all of it; the steps in this directory
- * share it.
+ * Internal: the format is not part of the public face (docs/design/snapshots.md
+ * describes it); the steps in this directory share it.
  *
  * @since 0.2.0
  */
