@@ -177,15 +177,3 @@ export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, f
 export const decodeJson = Effect.fn("NodeStart.decodeJson")(function* (text: string, file = "") {
   return yield* ConfigFile.decodeJson(NodeStart, What, file)(text)
 })
-
-/**
- * One LocalDNS listener: its role and its address.
- *
- * @category models
- * @since 0.1.0
- */
-export interface Listener {
-  /** Which listener the address is, as errors and logs name it. */
-  readonly name: "node" | "cluster"
-  readonly address: string
-}

@@ -7,7 +7,7 @@
  */
 import { Result, Schema } from "effect"
 import { NetAddress } from "effect/net"
-import type { AuthMode, Listener, NodeStart } from "../NodeStart.ts"
+import type { AuthMode, NodeStart } from "../NodeStart.ts"
 
 /**
  * An IPv4 address in canonical dotted-quad form (`169.254.10.10`; not
@@ -40,6 +40,15 @@ export const ListenerAddress = Ipv4Address.check(
     }
   )
 )
+
+/**
+ * One LocalDNS listener: its role and its address.
+ */
+export interface Listener {
+  /** Which listener the address is, as errors and logs name it. */
+  readonly name: "node" | "cluster"
+  readonly address: string
+}
 
 /**
  * True when the kubelet bootstraps with a token, the only mode whose rotated client credentials a repave removes.

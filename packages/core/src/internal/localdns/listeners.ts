@@ -6,7 +6,7 @@
 import { Effect, Schema } from "effect"
 import { BadListener, LocalDnsError } from "../../LocalDnsError.ts"
 import type * as NodeStart from "../../NodeStart.ts"
-import { ListenerAddress } from "../nodeStart.ts"
+import { type Listener, ListenerAddress } from "../nodeStart.ts"
 
 /**
  * The listeners of `nodeStart`, decoded (`NodeStart.NodeStart`'s `localDns`): what
@@ -17,9 +17,9 @@ import { ListenerAddress } from "../nodeStart.ts"
  */
 export const decode = Effect.fn("LocalDns.decodeListeners")(function* (nodeStart: NodeStart.NodeStart) {
   const given = nodeStart.localDns
-  const none: ReadonlyArray<NodeStart.Listener> = []
+  const none: ReadonlyArray<Listener> = []
   if (given === undefined) return none
-  const one = (listener: NodeStart.Listener["name"], address: unknown) =>
+  const one = (listener: Listener["name"], address: unknown) =>
     Schema.decodeUnknownEffect(ListenerAddress)(address).pipe(
       Effect.mapError(
         (e) =>
@@ -35,7 +35,7 @@ export const decode = Effect.fn("LocalDns.decodeListeners")(function* (nodeStart
       reason: new BadListener({ _tag: "SameAddress", listener: "cluster", address: cluster })
     })
   }
-  const decoded: ReadonlyArray<NodeStart.Listener> = [
+  const decoded: ReadonlyArray<Listener> = [
     { name: "node", address: node },
     { name: "cluster", address: cluster }
   ]
