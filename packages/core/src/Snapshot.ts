@@ -81,7 +81,9 @@ export interface Snapshot {
 }
 
 /**
- * Where a snapshot goes and which host root it records.
+ * Where a snapshot goes, which host root it records, and what it records
+ * (the shared configuration, `ConfSnap.DefaultPaths` without
+ * `ConfSnap.Exclude`, unless `paths` and `exclude` say otherwise).
  *
  * @category models
  * @since 0.1.0
@@ -96,10 +98,14 @@ export interface TakeOptions {
   readonly hostRoot: string | HostPath.HostRoot
   /** How long to wait for another process holding the snapshot's lock before `Busy` (default one minute). */
   readonly lockTimeout?: Duration.Input | undefined
+  /** The host paths to record (default `ConfSnap.DefaultPaths`; see {@link TakeOfOptions}). */
+  readonly paths?: ReadonlyArray<string> | undefined
+  /** Host paths a directory walk skips (default `ConfSnap.Exclude`; see {@link TakeOfOptions}). */
+  readonly exclude?: ReadonlyArray<string> | undefined
 }
 
 /**
- * {@link TakeOptions} with the paths to record.
+ * {@link TakeOptions} with the paths to record, which {@link takeOf} requires.
  *
  * @category models
  * @since 0.1.0
@@ -116,17 +122,6 @@ export interface TakeOfOptions extends TakeOptions {
    * `ConfSnap.Exclude`: the Kubernetes PKI). A listed path is taken even when
    * excluded; exclusion prunes only what a walk finds.
    */
-  readonly exclude?: ReadonlyArray<string> | undefined
-}
-
-/**
- * Options of {@link scoped} and {@link guarded}: {@link TakeOptions} and, optionally, the paths ({@link ConfSnap.DefaultPaths} by default).
- *
- * @category models
- * @since 0.1.0
- */
-export interface ScopedOptions extends TakeOptions {
-  readonly paths?: ReadonlyArray<string> | undefined
   readonly exclude?: ReadonlyArray<string> | undefined
 }
 
@@ -184,8 +179,8 @@ export const takeOf: (
 
 /**
  * Saves the shared configuration ({@link ConfSnap.DefaultPaths}, without
- * {@link ConfSnap.Exclude}) below `hostRoot` into `dir` (the Go package's
- * `TakeSnapshot`). See {@link takeOf}.
+ * {@link ConfSnap.Exclude}, unless `paths` and `exclude` are given) below
+ * `hostRoot` into `dir` (the Go package's `TakeSnapshot`). See {@link takeOf}.
  *
  * @example
  * ```ts
@@ -209,7 +204,11 @@ export const take: (
   options: TakeOptions
 ) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
   Effect.fn("Snapshot.take")(function* (options: TakeOptions) {
-    return yield* takeOf({ ...options, paths: ConfSnap.DefaultPaths, exclude: ConfSnap.Exclude })
+    return yield* takeOf({
+      ...options,
+      paths: options.paths ?? ConfSnap.DefaultPaths,
+      exclude: options.exclude ?? ConfSnap.Exclude
+    })
   })
 
 /**
@@ -350,12 +349,12 @@ export const discard: (
  * @since 0.1.0
  */
 export const scoped: (
-  options: ScopedOptions
+  options: TakeOptions
 ) => Effect.Effect<
   Snapshot,
   SnapshotError | HostPath.HostPathError,
   FileSystem.FileSystem | Directory.Directories | Systemd | Scope.Scope
-> = Effect.fn("Snapshot.scoped")(function* (options: ScopedOptions) {
+> = Effect.fn("Snapshot.scoped")(function* (options: TakeOptions) {
   return yield* Effect.acquireRelease(takeHeld(options), (snapshot, exit) =>
     Exit.isSuccess(exit)
       ? snapshot.discard
@@ -392,12 +391,12 @@ export const scoped: (
  */
 export const guarded: <A, E, R>(
   upgrade: Effect.Effect<A, E, R>,
-  options: ScopedOptions
+  options: TakeOptions
 ) => Effect.Effect<
   A,
   E | SnapshotError | HostPath.HostPathError,
   R | FileSystem.FileSystem | Directory.Directories | Systemd
-> = Effect.fn("Snapshot.guarded")(function* <A, E, R>(upgrade: Effect.Effect<A, E, R>, options: ScopedOptions) {
+> = Effect.fn("Snapshot.guarded")(function* <A, E, R>(upgrade: Effect.Effect<A, E, R>, options: TakeOptions) {
   yield* Effect.annotateCurrentSpan("dir", options.dir)
   return yield* Effect.scoped(
     Effect.uninterruptibleMask((restoreInterruption) =>

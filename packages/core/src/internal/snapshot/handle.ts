@@ -13,7 +13,7 @@ import { type Cause, Effect, Option, Ref, Semaphore } from "effect"
 import * as ConfSnap from "../../ConfSnap.ts"
 import type * as Directory from "../../Directory.ts"
 import * as HostPath from "../../HostPath.ts"
-import type { ScopedOptions, Snapshot, TakeOfOptions } from "../../Snapshot.ts"
+import type { Snapshot, TakeOfOptions, TakeOptions } from "../../Snapshot.ts"
 import { Failure, RollbackFailed, type SnapshotError } from "../../SnapshotError.ts"
 import { Systemd, type SystemdError } from "../../Systemd.ts"
 import * as Track from "../metrics.ts"
@@ -250,7 +250,7 @@ export const rollbackOn = (snapshot: Snapshot, cause: Cause.Cause<unknown>) =>
   )
 
 /** Opens the parent in the caller's scope and holds the lock there, then takes: the lock lasts as long as the scope. */
-export const takeHeld = (options: ScopedOptions) =>
+export const takeHeld = (options: TakeOptions) =>
   Effect.gen(function* () {
     const ctx = yield* makeCtx(options)
     const takeOptions: TakeOfOptions = {
