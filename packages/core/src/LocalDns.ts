@@ -29,15 +29,17 @@ import * as Track from "./internal/metrics.ts"
 import type * as NodeStart from "./NodeStart.ts"
 
 /**
- * How the phases fail, defined in the `LocalDnsError` module (its page shows each class's fields).
+ * How the phases fail: `LocalDnsError`, its reasons `Failure`, `BadListener` and `Timeout`, defined
+ * in the `LocalDnsError` module, whose page ([LocalDnsError.ts.md](LocalDnsError.ts.md)) shows
+ * each class's fields.
  *
  * @category errors
  * @since 0.4.0
  */
 export * from "./LocalDnsError.ts"
 /**
- * The rules of ours, defined in the `LocalDnsRules` module: their comment, the
- * rules for some addresses, and a line of `iptables -S` read back.
+ * The rules of ours, defined in the `LocalDnsRules` module
+ * ([LocalDnsRules.ts.md](LocalDnsRules.ts.md)): `RuleComment`, `Rule`, `rules` and `parseRuleLine`.
  *
  * @category models
  * @since 0.4.0

@@ -37,7 +37,9 @@ import { Failure, type SnapshotError } from "./SnapshotError.ts"
 import type { Systemd, SystemdError } from "./Systemd.ts"
 
 /**
- * How the operations fail, defined in the `SnapshotError` module (its page shows each class's fields).
+ * How the operations fail: `SnapshotError`, its reasons `Failure`, `Busy` (`pid`, `detail`) and
+ * `RollbackFailed` (`upgrade`, `rollback`), defined in the `SnapshotError` module, whose page
+ * ([SnapshotError.ts.md](SnapshotError.ts.md)) shows each class's fields.
  *
  * @category errors
  * @since 0.4.0
