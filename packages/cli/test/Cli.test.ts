@@ -1085,7 +1085,7 @@ describe("exit codes", () => {
     const systemd = new Systemd.SystemdError({ verb: "restart", unit: "kubelet.service", reason: gone })
     assert.strictEqual(exitCodeFor(systemd), 4)
     const restart = new RestartChanged.RestartError({
-      reason: new RestartChanged.RestartFailed({ cause: systemd }),
+      reason: new RestartChanged.Failure({ _tag: "RestartFailed", cause: systemd }),
       unit: "kubelet.service",
       restarted: ["containerd.service"],
       notAttempted: []

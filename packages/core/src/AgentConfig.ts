@@ -12,11 +12,21 @@
  */
 import { Duration, Effect, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.ts"
+import {
+  AbsolutePath,
+  DefaultInterfaceKind,
+  DefaultProbeInterval,
+  DefaultProbeTimeout,
+  DefaultReadinessTimeout,
+  DefaultUnits,
+  InterfaceKind
+} from "./internal/agentConfig.ts"
 import { UnitName } from "./UnitName.ts"
 
 /**
  * The agent configuration directory on a production host, when the configuration does not name one.
  *
+ * @category models
  * @since 0.1.0
  */
 export const DefaultConfigDir = "/etc/hostnode"
@@ -24,84 +34,15 @@ export const DefaultConfigDir = "/etc/hostnode"
 /**
  * The name of the LocalDNS interface, as AKS names it.
  *
+ * @category models
  * @since 0.1.0
  */
 export const DefaultInterfaceName = "localdns"
 
 /**
- * The link kind of the LocalDNS interface unless the kernel lacks it.
- *
- * @since 0.1.0
- */
-export const DefaultInterfaceKind = "dummy" as const
-
-/**
- * How long `awaitLocalDns` waits for every listener to answer.
- *
- * @since 0.1.0
- */
-export const DefaultReadinessTimeout = "2 minutes"
-/**
- * The pause between two rounds of LocalDNS probes.
- *
- * @since 0.1.0
- */
-export const DefaultProbeInterval = "500 millis"
-/**
- * How long one LocalDNS probe waits for an answer.
- *
- * @since 0.1.0
- */
-export const DefaultProbeTimeout = "1 second"
-
-/**
- * The units a node stack is made of, in the order they are restarted.
- *
- * @since 0.1.0
- */
-export const DefaultUnits: ReadonlyArray<string> = ["containerd.service", "kubelet.service"]
-
-/**
- * An absolute host path without NUL bytes. Host paths are always absolute:
- * a relative one would depend on the agent's working directory.
- *
- * @since 0.1.0
- */
-export const AbsolutePath = Schema.String.check(
-  Schema.makeFilter(
-    (s: string) =>
-      !s.startsWith("/")
-        ? "must be an absolute path (start with '/')"
-        : s.includes("\0")
-          ? "contains a NUL byte"
-          : undefined,
-    { title: "AbsolutePath" }
-  )
-)
-
-/**
- * The link kinds the LocalDNS interface can be. Production uses `dummy`, the
- * AKS design; `bridge` is the stand-in where the kernel lacks the dummy
- * driver (some test kernels), and behaves the same for this purpose: a
- * link that only carries local addresses.
- *
- * @since 0.1.0
- */
-export const InterfaceKind = Schema.Literals(["dummy", "bridge"])
-
-/**
- * A link kind the LocalDNS interface can be.
- *
- * @since 0.1.0
- */
-export type InterfaceKind = typeof InterfaceKind.Type
-
-/**
  * Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':', whitespace, and not `.` or `..`.
- *
- * @since 0.1.0
  */
-export const InterfaceName = Schema.String.check(
+const InterfaceName = Schema.String.check(
   Schema.makeFilter(
     (s: string) => {
       if (s.length === 0) return "is empty"
@@ -125,10 +66,8 @@ const PositiveDuration = Schema.DurationFromString.check(
  * How this agent sets up LocalDNS and waits for it. The listeners themselves
  * are part of the node's goal (`NodeStart.localDns`); these are the host's
  * side. Durations are strings such as `"2 minutes"` or `"500 millis"`.
- *
- * @since 0.1.0
  */
-export const LocalDnsSettings = Schema.Struct({
+const LocalDnsSettings = Schema.Struct({
   /** The interface that carries the listener addresses. */
   interfaceName: InterfaceName.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceName))),
   /** Its link kind; `dummy` unless the kernel lacks it. */
@@ -142,16 +81,10 @@ export const LocalDnsSettings = Schema.Struct({
 })
 
 /**
- * How this agent sets up LocalDNS and waits for it.
- *
- * @since 0.1.0
- */
-export type LocalDnsSettings = typeof LocalDnsSettings.Type
-
-/**
  * The agent configuration. Every field has a default, so `{}` is the
  * configuration of a production host.
  *
+ * @category models
  * @since 0.1.0
  */
 export const AgentConfig = Schema.Struct({
@@ -171,27 +104,20 @@ export const AgentConfig = Schema.Struct({
 /**
  * The decoded agent configuration.
  *
+ * @category models
  * @since 0.1.0
  */
 export type AgentConfig = typeof AgentConfig.Type
 
 /**
- * The agent configuration as written in a file (defaults not yet applied).
- *
- * @since 0.1.0
- */
-export type AgentConfigEncoded = typeof AgentConfig.Encoded
-
-/**
  * What the errors call this document.
- *
- * @since 0.1.0
  */
-export const What = "AgentConfig"
+const What = "AgentConfig"
 
 /**
  * Decodes an agent configuration from an already parsed value; `file` is named in errors.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const decode = Effect.fn("AgentConfig.decode")(function* (input: unknown, file = "") {
@@ -201,6 +127,7 @@ export const decode = Effect.fn("AgentConfig.decode")(function* (input: unknown,
 /**
  * Decodes an agent configuration from JSON text; `file` is named in errors.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const decodeJson = Effect.fn("AgentConfig.decodeJson")(function* (text: string, file = "") {
@@ -210,6 +137,7 @@ export const decodeJson = Effect.fn("AgentConfig.decodeJson")(function* (text: s
 /**
  * Reads and decodes the agent configuration file at `path` (a path of this process, already below any host root).
  *
+ * @category operations
  * @since 0.1.0
  */
 export const read = Effect.fn("AgentConfig.read")(function* (path: string) {
@@ -219,6 +147,7 @@ export const read = Effect.fn("AgentConfig.read")(function* (path: string) {
 /**
  * The production defaults: the configuration `{}` decodes to.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const defaults: Effect.Effect<AgentConfig> = Effect.orDie(decode({}))

@@ -40,6 +40,7 @@ import { Schema } from "effect"
  * - `/etc/systemd/network`: networkd `.netdev`/`.network` files; LocalDNS's
  *   interface and its addresses are declared there.
  *
+ * @category models
  * @since 0.1.0
  */
 export const DefaultPaths: ReadonlyArray<string> = [
@@ -63,6 +64,7 @@ export const DefaultPaths: ReadonlyArray<string> = [
  * rotated while an upgrade ran must survive its rollback. A path listed
  * explicitly is still taken; exclusion applies to what a walk finds.
  *
+ * @category models
  * @since 0.1.0
  */
 export const Exclude: ReadonlyArray<string> = ["/etc/kubernetes/pki"]
@@ -73,6 +75,7 @@ export const Exclude: ReadonlyArray<string> = ["/etc/kubernetes/pki"]
  * host), `container` runs it in a container that uses the host's CNI
  * configuration, `none` runs it directly on the host, binaries included.
  *
+ * @category models
  * @since 0.1.0
  */
 export const Mode = Schema.Literals(["nspawn", "container", "none"])
@@ -80,6 +83,7 @@ export const Mode = Schema.Literals(["nspawn", "container", "none"])
 /**
  * An isolation mode.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Mode = typeof Mode.Type
@@ -89,10 +93,8 @@ export type Mode = typeof Mode.Type
  * configuration, which the containerised stack reads from the host's
  * `/etc/cni/net.d` (a rollback must not leave a config for the new stack's
  * CNI version behind).
- *
- * @since 0.1.0
  */
-export const ContainerPaths: ReadonlyArray<string> = ["/etc/cni/net.d"]
+const ContainerPaths: ReadonlyArray<string> = ["/etc/cni/net.d"]
 
 /**
  * What the `none` mode also writes in place: the CNI configuration as for
@@ -101,10 +103,8 @@ export const ContainerPaths: ReadonlyArray<string> = ["/etc/cni/net.d"]
  * configuration with the new binaries is a mixed node), and crictl's endpoint
  * configuration. These make the snapshot as large as the binaries (a few
  * hundred MB), which is the price of rolling them back.
- *
- * @since 0.1.0
  */
-export const NonePaths: ReadonlyArray<string> = [
+const NonePaths: ReadonlyArray<string> = [
   ...ContainerPaths,
   "/usr/local/bin/kubelet",
   "/usr/local/bin/kubectl",
@@ -121,6 +121,7 @@ export const NonePaths: ReadonlyArray<string> = [
  * mode's node stack writes more of the host in place. Pass the result to
  * `Snapshot.takeOf`.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const pathsFor = (mode: Mode): ReadonlyArray<string> => {

@@ -1,16 +1,13 @@
 /**
  * The `DnsResolvers` service: Effect's `Dns` service, one per name server.
- * `Dns` in context resolves with the host's configured servers; waiting for
- * LocalDNS needs queries sent to one listener address at a time, so this
- * service makes a `Dns` that asks exactly one server. The real implementation
- * (@hostnode/node `NodeDns`) is `@effect/platform-node`'s `NodeDns.make` with
- * that server; the simulated host answers from its own state.
+ * Waiting for LocalDNS needs queries sent to one listener address at a time,
+ * so this service makes a `Dns` that asks exactly one server. The real
+ * implementation is @hostnode/node's `NodeDns`; the simulated host answers
+ * from its own state.
  *
  * Boundary: making per-server resolvers and saying, as a typed
- * {@link QueryFailure}, whether a failed query still got a response. Only
- * the implementation knows its resolver's error codes (c-ares codes for
- * `node:dns`), so it classifies them; this module never reads one. What to
- * ask and how often is the caller's.
+ * {@link QueryFailure}, whether a failed query still got a response; only the
+ * implementation knows its resolver's error codes, so it classifies them.
  *
  * @since 0.1.0
  */
@@ -24,6 +21,7 @@ import type { Dns } from "effect/net"
  * DNS. `detail` is how the resolver put it (`NotFound (ENOTFOUND)`), for
  * logs and errors.
  *
+ * @category models
  * @since 0.3.0
  */
 export class Responded extends Schema.TaggedClass<Responded>()("Responded", {
@@ -35,6 +33,7 @@ export class Responded extends Schema.TaggedClass<Responded>()("Responded", {
  * closed port, a cancelled query, or anything the resolver cannot classify.
  * `detail` is how the resolver put it (`Refused (ECONNREFUSED)`).
  *
+ * @category models
  * @since 0.3.0
  */
 export class NoResponse extends Schema.TaggedClass<NoResponse>()("NoResponse", {
@@ -44,6 +43,7 @@ export class NoResponse extends Schema.TaggedClass<NoResponse>()("NoResponse", {
 /**
  * What a failed query amounts to: the server responded, or nothing did.
  *
+ * @category models
  * @since 0.3.0
  */
 export const QueryFailure = Schema.Union([Responded, NoResponse])
@@ -51,6 +51,7 @@ export const QueryFailure = Schema.Union([Responded, NoResponse])
 /**
  * What a failed query amounts to.
  *
+ * @category models
  * @since 0.3.0
  */
 export type QueryFailure = typeof QueryFailure.Type
@@ -58,6 +59,7 @@ export type QueryFailure = typeof QueryFailure.Type
 /**
  * Options of {@link DnsResolvers.forServer}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ServerOptions {
@@ -68,6 +70,7 @@ export interface ServerOptions {
 /**
  * Makes `Dns` services that ask one name server.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface DnsResolvers {
@@ -90,6 +93,7 @@ export interface DnsResolvers {
 /**
  * The key of the {@link DnsResolvers} service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const DnsResolvers = Context.Service<DnsResolvers>("@hostnode/core/DnsResolvers")

@@ -24,6 +24,7 @@ import { NodeStart } from "./NodeStart.ts"
  * Lowercase letters, digits and inner `-`, at most 63 characters, so a slot
  * is always a safe single path component and a safe unit-name fragment.
  *
+ * @category models
  * @since 0.1.0
  */
 export const Slot = Schema.String.check(
@@ -43,16 +44,15 @@ export const Slot = Schema.String.check(
 /**
  * A decoded slot name.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Slot = typeof Slot.Type
 
 /**
  * A SHA-256 digest in lowercase hex.
- *
- * @since 0.1.0
  */
-export const Sha256 = Schema.String.check(
+const Sha256 = Schema.String.check(
   Schema.makeFilter((s: string) => (/^[0-9a-f]{64}$/.test(s) ? undefined : "is not a lowercase hex SHA-256 digest"), {
     title: "Sha256"
   })
@@ -60,10 +60,8 @@ export const Sha256 = Schema.String.check(
 
 /**
  * Where an artifact is downloaded from: an http(s) URL and the digest the download must have.
- *
- * @since 0.1.0
  */
-export const ArtifactSource = Schema.Struct({
+const ArtifactSource = Schema.Struct({
   url: Schema.String.check(
     Schema.makeFilter((s: string) => (/^https?:\/\/[^\s/?#]+(\/\S*)?$/.test(s) ? undefined : "is not an http(s) URL"), {
       title: "Url"
@@ -74,17 +72,13 @@ export const ArtifactSource = Schema.Struct({
 
 /**
  * Where an artifact is downloaded from.
- *
- * @since 0.1.0
  */
-export type ArtifactSource = typeof ArtifactSource.Type
+type ArtifactSource = typeof ArtifactSource.Type
 
 /**
  * An artifact name (`kubelet`, `containerd`, `cni-plugins`).
- *
- * @since 0.1.0
  */
-export const ArtifactName = Schema.String.check(
+const ArtifactName = Schema.String.check(
   Schema.makeFilter((s: string) => (/^[a-z0-9][-a-z0-9._]*$/.test(s) ? undefined : "is not an artifact name"), {
     title: "ArtifactName"
   })
@@ -92,10 +86,8 @@ export const ArtifactName = Schema.String.check(
 
 /**
  * The Kubernetes version a goal state runs: `1.31.2` or `v1.31.2`, with an optional pre-release.
- *
- * @since 0.1.0
  */
-export const KubernetesVersion = Schema.String.check(
+const KubernetesVersion = Schema.String.check(
   Schema.makeFilter(
     (s: string) => (/^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(s) ? undefined : "is not a Kubernetes version"),
     { title: "KubernetesVersion" }
@@ -106,6 +98,7 @@ export const KubernetesVersion = Schema.String.check(
  * The goal state of one slot. `slot` repeats the slot it was resolved for,
  * so a file copied to the wrong place is caught rather than built.
  *
+ * @category models
  * @since 0.1.0
  */
 export const MachineGoalState = Schema.Struct({
@@ -118,6 +111,7 @@ export const MachineGoalState = Schema.Struct({
 /**
  * The goal state of one slot.
  *
+ * @category models
  * @since 0.1.0
  */
 export type MachineGoalState = typeof MachineGoalState.Type
@@ -127,6 +121,7 @@ export type MachineGoalState = typeof MachineGoalState.Type
  * override replaces the URL and the digest together: a different file can
  * never be checked against the old digest, nor left unchecked.
  *
+ * @category models
  * @since 0.1.0
  */
 export const DownloadOverrides = Schema.Struct({
@@ -136,6 +131,7 @@ export const DownloadOverrides = Schema.Struct({
 /**
  * Overrides of where artifacts are downloaded from.
  *
+ * @category models
  * @since 0.1.0
  */
 export type DownloadOverrides = typeof DownloadOverrides.Type
@@ -143,6 +139,7 @@ export type DownloadOverrides = typeof DownloadOverrides.Type
 /**
  * Decodes download overrides from an already parsed value; `file` is named in errors.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const decodeDownloadOverrides = Effect.fn("GoalState.decodeDownloadOverrides")(function* (
@@ -155,6 +152,7 @@ export const decodeDownloadOverrides = Effect.fn("GoalState.decodeDownloadOverri
 /**
  * Decodes a machine goal state from an already parsed value; `file` is named in errors.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const decodeMachineGoalState = Effect.fn("GoalState.decodeMachineGoalState")(function* (
@@ -166,10 +164,8 @@ export const decodeMachineGoalState = Effect.fn("GoalState.decodeMachineGoalStat
 
 /**
  * The goal state with `overrides` applied. Overrides for artifacts the goal state does not have are ignored.
- *
- * @since 0.1.0
  */
-export const applyDownloads = (goalState: MachineGoalState, overrides: DownloadOverrides): MachineGoalState => {
+const applyDownloads = (goalState: MachineGoalState, overrides: DownloadOverrides): MachineGoalState => {
   const artifacts: Record<string, ArtifactSource> = { ...goalState.artifacts }
   for (const [name, source] of Object.entries(overrides.artifacts)) {
     if (Object.hasOwn(artifacts, name)) artifacts[name] = source
@@ -179,33 +175,22 @@ export const applyDownloads = (goalState: MachineGoalState, overrides: DownloadO
 
 /**
  * The overridden artifacts the goal state does not have, which {@link applyDownloads} ignores.
- *
- * @since 0.1.0
  */
-export const unusedOverrides = (goalState: MachineGoalState, overrides: DownloadOverrides): ReadonlyArray<string> =>
+const unusedOverrides = (goalState: MachineGoalState, overrides: DownloadOverrides): ReadonlyArray<string> =>
   Object.keys(overrides.artifacts).filter((name) => !Object.hasOwn(goalState.artifacts, name))
 
 /**
- * The slot name is not a slot (see {@link Slot}); no file was read.
+ * Why a goal state was refused, told by its `_tag`; `issues` says what is wrong:
+ * - `InvalidSlot`: the slot name is not a slot (see {@link Slot}); no file was read;
+ * - `SlotMismatch`: the goal state is for another slot (its `slot` field names
+ *   another one): a file copied to the wrong place (`file`), or a given goal
+ *   state for another slot (`file` absent).
  *
- * @since 0.3.0
+ * @category errors
+ * @since 0.4.0
  */
-export class InvalidSlot extends Schema.TaggedError<InvalidSlot>()("InvalidSlot", {
-  issues: Schema.Array(ConfigFile.FieldIssue)
-}) {
-  override get message(): string {
-    return ConfigFile.formatIssues(this.issues)
-  }
-}
-
-/**
- * The goal state is for another slot (its `slot` field names another one):
- * a file copied to the wrong place, or a given goal state for another slot
- * (`file` absent).
- *
- * @since 0.3.0
- */
-export class SlotMismatch extends Schema.TaggedError<SlotMismatch>()("SlotMismatch", {
+export class Failure extends Schema.Error<Failure>("@hostnode/core/GoalState/Failure")({
+  _tag: Schema.Literals(["InvalidSlot", "SlotMismatch"]),
   file: Schema.optionalKey(Schema.String),
   issues: Schema.Array(ConfigFile.FieldIssue)
 }) {
@@ -217,33 +202,25 @@ export class SlotMismatch extends Schema.TaggedError<SlotMismatch>()("SlotMismat
 /**
  * Why resolving a goal state failed: the file is missing (`NotFound`) or
  * unreadable (`Unreadable`), not JSON (`InvalidJson`) or with wrong fields
- * (`InvalidValue`) — those four are `ConfigFile`'s reasons —, the slot name
- * is not one (`InvalidSlot`), or the goal state is for another slot
- * (`SlotMismatch`).
- *
- * @since 0.3.0
+ * (`InvalidValue`) — those four are `ConfigFile`'s reasons —, or a
+ * {@link Failure} (`InvalidSlot`, `SlotMismatch`).
  */
-export const GoalStateErrorReason = Schema.Union([
+const GoalStateErrorReason = Schema.Union([
   ConfigFile.NotFound,
   ConfigFile.Unreadable,
   ConfigFile.InvalidJson,
   ConfigFile.InvalidValue,
-  InvalidSlot,
-  SlotMismatch
+  Failure
 ])
 
-/**
- * Why resolving a goal state failed.
- *
- * @since 0.3.0
- */
-export type GoalStateErrorReason = typeof GoalStateErrorReason.Type
+type GoalStateErrorReason = typeof GoalStateErrorReason.Type
 
 /**
  * The goal state of `slot` could not be resolved; `reason` says why and
  * carries the file and fields involved. Every way resolving a goal state
  * fails.
  *
+ * @category errors
  * @since 0.3.0
  */
 export class GoalStateError extends Schema.TaggedError<GoalStateError>()("GoalStateError", {
@@ -270,8 +247,9 @@ const goalStateError = (slot: string, reason: GoalStateErrorReason): GoalStateEr
   new GoalStateError({ slot, reason })
 
 /**
- * Decodes a slot name, failing with a {@link GoalStateError} (reason {@link InvalidSlot}) that says what was wrong.
+ * Decodes a slot name, failing with a {@link GoalStateError} (reason `InvalidSlot`) that says what was wrong.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const decodeSlot = Effect.fn("GoalState.decodeSlot")(function* (slot: string) {
@@ -279,7 +257,10 @@ export const decodeSlot = Effect.fn("GoalState.decodeSlot")(function* (slot: str
     Effect.mapError((e) =>
       goalStateError(
         slot,
-        new InvalidSlot({ issues: ConfigFile.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` })) })
+        new Failure({
+          _tag: "InvalidSlot",
+          issues: ConfigFile.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` }))
+        })
       )
     )
   )
@@ -287,32 +268,14 @@ export const decodeSlot = Effect.fn("GoalState.decodeSlot")(function* (slot: str
 
 /**
  * The directory below the agent configuration directory that holds one goal state file per slot.
- *
- * @since 0.1.0
  */
-export const GoalStatesDirName = "goalstates"
+const GoalStatesDirName = "goalstates"
 
 /**
  * The host path of the slot's goal state file: `<configDir>/goalstates/<slot>.json`.
- *
- * @since 0.1.0
  */
-export const goalStatePath = (config: AgentConfig, slot: Slot): string =>
+const goalStatePath = (config: AgentConfig, slot: Slot): string =>
   `${HostPath.clean(config.configDir)}/${GoalStatesDirName}/${slot}.json`
-
-/**
- * Options of the default resolver.
- *
- * @since 0.1.0
- */
-export interface ResolveOptions {
-  /** The agent configuration; its `configDir` holds the goal state files. */
-  readonly config: AgentConfig
-  /** The host root the configuration directory is below (`""` or `"/"`: the real host). */
-  readonly hostRoot?: string | undefined
-  /** Where artifacts are downloaded from instead. */
-  readonly downloads?: DownloadOverrides | undefined
-}
 
 const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effect.Effect<void, GoalStateError> =>
   goalState.slot === slot
@@ -320,7 +283,8 @@ const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effe
     : Effect.fail(
         goalStateError(
           slot,
-          new SlotMismatch({
+          new Failure({
+            _tag: "SlotMismatch",
             ...(file === undefined ? {} : { file }),
             issues: [{ field: "slot", message: `is ${JSON.stringify(goalState.slot)}, not ${JSON.stringify(slot)}` }]
           })
@@ -332,11 +296,9 @@ const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effe
  * host root (symlinks resolved as though the root were `/`, so the file can
  * never be read from outside it), decodes it strictly, checks it is for this
  * slot and applies the download overrides.
- *
- * @since 0.1.0
  */
-export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
-  function* (slot: string, options: ResolveOptions) {
+const resolveMachine = Effect.fn("GoalState.resolveMachine")(
+  function* (slot: string, options: SourceOptions) {
     const valid = yield* decodeSlot(slot)
     const hostRoot = options.hostRoot ?? ""
     const hostFile = goalStatePath(options.config, valid)
@@ -366,6 +328,7 @@ export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
 /**
  * A resolver: the goal state of a slot. Tests and composition roots override the default with one.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Resolve = (slot: Slot) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>
@@ -373,21 +336,31 @@ export type Resolve = (slot: Slot) => Effect.Effect<MachineGoalState, GoalStateE
 /**
  * What a {@link GoalStateSource} is made from (the fields of the Go struct).
  *
+ * @category models
  * @since 0.1.0
  */
-export interface SourceOptions extends ResolveOptions {
+export interface SourceOptions {
+  /** The agent configuration; its `configDir` holds the goal state files. */
+  readonly config: AgentConfig
+  /** The host root the configuration directory is below (`""` or `"/"`: the real host). */
+  readonly hostRoot?: string | undefined
+  /** Where artifacts are downloaded from instead. */
+  readonly downloads?: DownloadOverrides | undefined
   /**
    * Used instead of resolving one. Bootstrap passes the goal state it has
    * already resolved so GPU and device discovery happens once.
    */
   readonly goalState?: MachineGoalState | undefined
-  /** Overrides resolution; the default is {@link resolveMachine}. */
+  /**
+   * Overrides resolution; the default reads `<configDir>/goalstates/<slot>.json` below `hostRoot`.
+   */
   readonly resolve?: Resolve | undefined
 }
 
 /**
  * Resolves the goal state a node is built from.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface GoalStateSource {
@@ -401,6 +374,7 @@ export interface GoalStateSource {
 /**
  * A {@link GoalStateSource} from its options.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const makeSource = (options: SourceOptions): GoalStateSource => ({

@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, type FileSystem } from "effect"
+import { Effect } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type { AgentConfig } from "./AgentConfig.ts"
 import type { DnsResolvers } from "./DnsResolvers.ts"
@@ -23,10 +23,11 @@ import type { NodeStart } from "./NodeStart.ts"
 /**
  * The seams; every one is optional and defaults to the real host or the real phase.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
-  /** Overrides goal state resolution. The default is `GoalState.resolveMachine` below `hostRoot`. */
+  /** Overrides goal state resolution. The default reads the slot's file below `hostRoot` (see `GoalState.makeSource`). */
   readonly resolve?: GoalState.Resolve | undefined
   /**
    * Prefixes the same-path host locations (`/etc`, `/var/lib`, `/opt/cni`)
@@ -56,6 +57,7 @@ export interface Options {
 /**
  * A node's seams, resolved: each operation is the override when set, else the real one.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Hooks {
@@ -93,12 +95,13 @@ export interface Hooks {
 /**
  * Resolves `options` against the agent configuration: the seams of a node.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (config: AgentConfig, options: Options = {}): Hooks => {
   const hostRoot = options.hostRoot ?? ""
   const override = options.resolve
-  const resolve: GoalState.Resolve = override ?? ((slot) => GoalState.resolveMachine(slot, { config, hostRoot }))
+  const resolve: GoalState.Resolve = override ?? ((slot) => GoalState.makeSource({ config, hostRoot }).for(slot))
   const network = { interfaceName: config.localDns.interfaceName, interfaceKind: config.localDns.interfaceKind }
   return {
     config,
@@ -145,10 +148,3 @@ export const make = (config: AgentConfig, options: Options = {}): Hooks => {
       ).pipe(Effect.withSpan("Hooks.awaitLocalDns", { attributes: { overridden: options.waitLocalDns !== undefined } }))
   }
 }
-
-/**
- * Everything the default seams need together: what a layer must provide to run every hook on the real host.
- *
- * @since 0.1.0
- */
-export type Requirements = FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner | DnsResolvers

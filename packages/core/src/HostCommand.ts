@@ -14,6 +14,7 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
 /**
  * What a finished command printed and how it exited. A non-zero exit is a result, not an error.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Output {
@@ -23,57 +24,34 @@ export interface Output {
 }
 
 /**
- * The executable does not exist (the spawner's `NotFound`): the tool is not installed, or not on the PATH.
+ * Why a command could not be run, told by its `_tag`, with what the spawner
+ * said (`detail`):
+ * - `NotFound`: the executable does not exist (not installed, or not on the PATH);
+ * - `SpawnFailed`: it could not be started or its output not read for any
+ *   other reason (permissions, resources, a broken pipe).
  *
- * @since 0.3.0
+ * @category errors
+ * @since 0.4.0
  */
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
-  /** What the spawner said. */
+export class Failure extends Schema.Error<Failure>("@hostnode/core/HostCommand/Failure")({
+  _tag: Schema.Literals(["NotFound", "SpawnFailed"]),
   detail: Schema.String
 }) {
   override get message(): string {
     return this.detail
   }
 }
-
-/**
- * The command could not be started or its output not read for any other
- * reason (permissions, resources, a broken pipe): what the spawner said.
- *
- * @since 0.3.0
- */
-export class SpawnFailed extends Schema.TaggedError<SpawnFailed>()("SpawnFailed", {
-  /** What the spawner said. */
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return this.detail
-  }
-}
-
-/**
- * Why a command could not be run.
- *
- * @since 0.3.0
- */
-export const CommandErrorReason = Schema.Union([NotFound, SpawnFailed])
-
-/**
- * Why a command could not be run.
- *
- * @since 0.3.0
- */
-export type CommandErrorReason = typeof CommandErrorReason.Type
 
 /**
  * A command that could not be run at all (the executable is missing, the
  * spawn failed; see {@link CommandErrorReason}). A command that ran and exited
  * non-zero is not this: callers classify that themselves from its {@link Output}.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class CommandError extends Schema.TaggedError<CommandError>()("CommandError", {
-  reason: CommandErrorReason,
+  reason: Failure,
   command: Schema.String,
   args: Schema.Array(Schema.String)
 }) {
@@ -86,6 +64,7 @@ export class CommandError extends Schema.TaggedError<CommandError>()("CommandErr
  * Runs `command` with `args` and returns its stdout, stderr and exit code,
  * read concurrently so a chatty child never blocks on a full pipe.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const run: (
@@ -111,8 +90,7 @@ export const run: (
       effect,
       (e) =>
         new CommandError({
-          reason:
-            e.reason._tag === "NotFound" ? new NotFound({ detail: e.message }) : new SpawnFailed({ detail: e.message }),
+          reason: new Failure({ _tag: e.reason._tag === "NotFound" ? "NotFound" : "SpawnFailed", detail: e.message }),
           command,
           args: [...args]
         })
@@ -124,6 +102,7 @@ export const run: (
  * e.g. `["nsenter", "-t", pid, "-m", "-p", "--"]` to run in another machine's
  * namespaces. Piped commands are wrapped on each side.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const wrapSpawner = (
@@ -142,6 +121,7 @@ export const wrapSpawner = (
 /**
  * A layer that wraps the spawner in context with `prefix` (see {@link wrapSpawner}).
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerWrapped = (
@@ -155,6 +135,7 @@ export const layerWrapped = (
 /**
  * The prefix that runs a command in the mount and pid namespaces of process `pid` (e.g. a test systemd).
  *
+ * @category operations
  * @since 0.1.0
  */
 export const nsenterPrefix = (
@@ -167,6 +148,7 @@ export const nsenterPrefix = (
  * namespaces of process `pid`: how the library drives a container's or a test
  * machine's systemd, mounts and tools with no change to the operations.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerNsenter = (

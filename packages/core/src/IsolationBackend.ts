@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
-import { DefaultUnits } from "./AgentConfig.ts"
+import { DefaultUnits } from "./internal/agentConfig.ts"
 import { Systemd, SystemdError } from "./Systemd.ts"
 import { UnitNameError } from "./UnitName.ts"
 
@@ -19,6 +19,7 @@ import { UnitNameError } from "./UnitName.ts"
  * root per host has one slot; modes that alternate roots across upgrades
  * have several.
  *
+ * @category models
  * @since 0.1.0
  */
 export const SlotRef = Schema.String.pipe(Schema.brand("SlotRef"))
@@ -26,6 +27,7 @@ export const SlotRef = Schema.String.pipe(Schema.brand("SlotRef"))
 /**
  * Names a node root.
  *
+ * @category models
  * @since 0.1.0
  */
 export type SlotRef = typeof SlotRef.Type
@@ -36,6 +38,7 @@ export type SlotRef = typeof SlotRef.Type
  * container whose init is that host process), or a unit name it was given is
  * not one.
  *
+ * @category errors
  * @since 0.3.0
  */
 export class SystemdFailed extends Schema.TaggedError<SystemdFailed>()("SystemdFailed", {
@@ -55,6 +58,7 @@ export class SystemdFailed extends Schema.TaggedError<SystemdFailed>()("SystemdF
  * Why the backend could not tell: a {@link ContainerResolver} could not say
  * which container is the slot's (its own state unreadable).
  *
+ * @category errors
  * @since 0.3.0
  */
 export class ResolverFailed extends Schema.TaggedError<ResolverFailed>()("ResolverFailed", {
@@ -70,22 +74,14 @@ export class ResolverFailed extends Schema.TaggedError<ResolverFailed>()("Resolv
 
 /**
  * Why the backend could not tell whether the stack is up.
- *
- * @since 0.3.0
  */
-export const IsolationErrorReason = Schema.Union([SystemdFailed, ResolverFailed])
-
-/**
- * Why the backend could not tell whether the stack is up.
- *
- * @since 0.3.0
- */
-export type IsolationErrorReason = typeof IsolationErrorReason.Type
+const IsolationErrorReason = Schema.Union([SystemdFailed, ResolverFailed])
 
 /**
  * The backend could not tell whether the stack is up: which slot, and why
- * (an {@link IsolationErrorReason} that keeps the underlying error).
+ * (`SystemdFailed` or `ResolverFailed`, keeping the underlying error).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class IsolationError extends Schema.TaggedError<IsolationError>()("IsolationError", {
@@ -101,6 +97,7 @@ export class IsolationError extends Schema.TaggedError<IsolationError>()("Isolat
  * An isolation mode's view of its node roots. `running` is true when the
  * root's node stack is up (for the host mode: its units are active).
  *
+ * @category services
  * @since 0.1.0
  */
 export interface IsolationBackend {
@@ -111,6 +108,7 @@ export interface IsolationBackend {
 /**
  * The key of the {@link IsolationBackend} service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const IsolationBackend = Context.Service<IsolationBackend>("@hostnode/core/IsolationBackend")
@@ -119,6 +117,7 @@ export const IsolationBackend = Context.Service<IsolationBackend>("@hostnode/cor
  * Whether the node root's stack is up (the Go package's `Running`), asked of
  * the isolation backend in context, so the same call works in every mode.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const running: (root: SlotRef) => Effect.Effect<boolean, IsolationError, IsolationBackend> = Effect.fn(
@@ -132,13 +131,15 @@ export const running: (root: SlotRef) => Effect.Effect<boolean, IsolationError, 
 /**
  * The units whose activity means the host mode's stack is up, by default.
  *
+ * @category models
  * @since 0.1.0
  */
 export const DefaultHostUnits: ReadonlyArray<string> = DefaultUnits
 
 /**
- * Options of {@link makeHost}.
+ * Options of {@link layerHost}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface HostOptions {
@@ -146,14 +147,8 @@ export interface HostOptions {
   readonly units?: ReadonlyArray<string> | undefined
 }
 
-/**
- * The backend of the mode that runs the node stack directly on the host, with
- * a single root: the stack is up when all its units are active. A unit that is
- * activating, reloading or failed is not up.
- *
- * @since 0.1.0
- */
-export const makeHost = (options?: HostOptions) =>
+/** The host mode's backend (see {@link layerHost}). */
+const makeHost = (options?: HostOptions) =>
   Effect.map(Effect.service(Systemd), (systemd) => {
     const units = options?.units ?? DefaultHostUnits
     return IsolationBackend.of({
@@ -167,8 +162,11 @@ export const makeHost = (options?: HostOptions) =>
   })
 
 /**
- * The host-mode backend as a layer; requires `Systemd`.
+ * The backend of the mode that runs the node stack directly on the host, with
+ * a single root, as a layer (requires `Systemd`): the stack is up when all
+ * its units are active. A unit that is activating, reloading or failed is not up.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerHost = (options?: HostOptions): Layer.Layer<IsolationBackend, never, Systemd> =>
@@ -183,13 +181,15 @@ export const layerHost = (options?: HostOptions): Layer.Layer<IsolationBackend, 
  * the slot has no container now. A failure is for a resolver that cannot
  * tell (its own state unreadable), not for a container that is gone.
  *
+ * @category models
  * @since 0.2.0
  */
 export type ContainerResolver = (slot: SlotRef) => Effect.Effect<number | undefined, IsolationError>
 
 /**
- * Options of {@link makeContainer}.
+ * Options of {@link layerContainer}.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface ContainerOptions {
@@ -207,18 +207,8 @@ export interface ContainerOptions {
   readonly systemdOf: (pid: number) => Effect.Effect<Systemd, SystemdError, Scope.Scope>
 }
 
-/**
- * The backend of the mode that runs the node stack in a container: a slot's
- * stack is up when its container's init is alive and every node unit is
- * active in the container's own systemd (asked through `systemdOf`). A slot
- * whose container is gone, before the question or while it is asked (a
- * `Gone` failure), is `false`, not an error: that is the answer a caller
- * deciding whether to start it needs. A live container whose systemd cannot
- * be asked is an {@link IsolationError} naming the slot and the pid.
- *
- * @since 0.2.0
- */
-export const makeContainer = (options: ContainerOptions): IsolationBackend => {
+/** The container mode's backend (see {@link layerContainer}). */
+const makeContainer = (options: ContainerOptions): IsolationBackend => {
   const units = options.units ?? DefaultHostUnits
   const running = (slot: SlotRef) =>
     Effect.gen(function* () {
@@ -239,8 +229,15 @@ export const makeContainer = (options: ContainerOptions): IsolationBackend => {
 }
 
 /**
- * The container-mode backend as a layer (see {@link makeContainer}).
+ * The backend of the mode that runs the node stack in a container, as a
+ * layer: a slot's stack is up when its container's init is alive and every
+ * node unit is active in the container's own systemd (asked through
+ * `systemdOf`). A slot whose container is gone, before the question or while
+ * it is asked (a `Gone` failure), is `false`, not an error: that is the
+ * answer a caller deciding whether to start it needs. A live container whose
+ * systemd cannot be asked is an {@link IsolationError} naming the slot and the pid.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerContainer = (options: ContainerOptions): Layer.Layer<IsolationBackend> =>

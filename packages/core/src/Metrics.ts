@@ -1,36 +1,15 @@
 /**
  * The metrics of hostnode's operations, as Effect `Metric`s: what a fleet
- * scrapes from a node agent. Every operation updates them as it runs (no code
- * of the caller's), in the `Metric.MetricRegistry` in context, so an agent
- * that provides Effect's exporters (`PrometheusMetrics` for a `/metrics`
- * endpoint or a textfile, `OtlpMetrics` for OpenTelemetry) exports them as
- * they are. This module holds the definitions; which operation updates which
- * metric, and with what, is in `internal/metrics.ts`.
+ * scrapes from a node agent. Every operation updates them as it runs, in the
+ * `Metric.MetricRegistry` in context, so an agent that provides Effect's
+ * exporters (`PrometheusMetrics`, `OtlpMetrics`) exports them as they are.
  *
- * Labels are bounded sets only: the operation (`Module.function`, as its
- * span is named), a fixed set of reasons and results, and the systemd unit
- * name (the units an agent restarts are the few of its configuration). Never
- * a path: a node has as many as it has pods. The unit's label is
- * `systemd_unit`, not `unit`, because Effect's Prometheus formatter drops an
- * attribute named `unit` (it takes it for the metric's unit of measure).
+ * - Labels are bounded sets only (the operation, fixed reasons and results,
+ *   the systemd unit as `systemd_unit`), never a path.
+ * - The table of names, labels and outcomes is in docs/observability.md.
  *
- * | name | type | labels | meaning |
- * |---|---|---|---|
- * | `hostnode_operation_duration_seconds` | histogram | `operation`, `outcome` (`success`, `failure`, `interrupted`) | how long each run of an operation took |
- * | `hostnode_mounts_detached_total` | counter | `operation` | mounts an unmount detached (verified, then unmounted) |
- * | `hostnode_mounts_remaining_total` | counter | `operation` | mounts an unmount had to leave in place |
- * | `hostnode_paths_removed_total` | counter | `operation` | paths a removal, reset or teardown removed |
- * | `hostnode_paths_kept_total` | counter | `operation`, `reason` (`SafeRemove.KeptReason`) | paths it had to keep, by why |
- * | `hostnode_unit_restarts_total` | counter | `systemd_unit`, `result` (`restarted`, `failed`, `not_settled`, `not_attempted`) | what became of each unit `restartChanged` was to restart |
- * | `hostnode_unit_restart_duration_seconds` | histogram | `systemd_unit` | how long a restart took, its settle check included |
- * | `hostnode_daemon_reloads_total` | counter | `policy` (`always`, `auto`) | daemon-reloads `restartChanged` made before its restarts |
- * | `hostnode_snapshots_total` | counter | `action` (`take`, `restore`, `recover`, `discard`, `rollback`), `outcome` | what became of each snapshot action |
- *
- * The outcomes of `hostnode_snapshots_total`: `take`: `taken`, `failed`;
- * `restore`: `restored`, `failed`; `recover`: `recovered`, `none` (nothing to
- * recover), `failed`; `discard`: `discarded`, `none`, `failed`; `rollback`
- * (the restore of `Snapshot.scoped` or `guarded` after the upgrade failed):
- * `rolled_back`, `failed`.
+ * Boundary: the definitions; which operation updates which metric is in
+ * `internal/metrics.ts`.
  *
  * @since 0.4.0
  */
@@ -40,10 +19,8 @@ import { Metric } from "effect"
  * The histogram buckets of durations, in seconds: from a few milliseconds (an
  * unmount of nothing) to five minutes (a teardown of thousands of mounts, a
  * restart waiting for a slow unit).
- *
- * @since 0.4.0
  */
-export const DurationBuckets: ReadonlyArray<number> = [
+const DurationBuckets: ReadonlyArray<number> = [
   0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
 ]
 
@@ -54,6 +31,7 @@ export const DurationBuckets: ReadonlyArray<number> = [
  * (`success`, `failure`, `interrupted`). Its `_count` is how many runs there
  * were.
  *
+ * @category models
  * @since 0.4.0
  */
 export const operationDuration: Metric.Histogram<number> = Metric.histogram("hostnode_operation_duration_seconds", {
@@ -68,6 +46,7 @@ export const operationDuration: Metric.Histogram<number> = Metric.histogram("hos
  * unmounts count under `Unmount.unmountBelowByPrefix`, the operation it
  * detaches them with.
  *
+ * @category models
  * @since 0.4.0
  */
 export const mountsDetached: Metric.Counter<number> = Metric.counter("hostnode_mounts_detached_total", {
@@ -79,6 +58,7 @@ export const mountsDetached: Metric.Counter<number> = Metric.counter("hostnode_m
  * Mounts an unmount operation had to leave in place (busy beyond a lazy
  * unmount, not verifiable), by `operation`; each at most once per run.
  *
+ * @category models
  * @since 0.4.0
  */
 export const mountsRemaining: Metric.Counter<number> = Metric.counter("hostnode_mounts_remaining_total", {
@@ -91,6 +71,7 @@ export const mountsRemaining: Metric.Counter<number> = Metric.counter("hostnode_
  * `SafeRemove.empty`, `Repave.resetCniState`, `Repave.resetKubeletIdentity`,
  * `Repave.teardownKubeletDir`): the count of the report's `removed`.
  *
+ * @category models
  * @since 0.4.0
  */
 export const pathsRemoved: Metric.Counter<number> = Metric.counter("hostnode_paths_removed_total", {
@@ -105,6 +86,7 @@ export const pathsRemoved: Metric.Counter<number> = Metric.counter("hostnode_pat
  * report's `kept`, counted by reason. A reset that fails for them counts them
  * too.
  *
+ * @category models
  * @since 0.4.0
  */
 export const pathsKept: Metric.Counter<number> = Metric.counter("hostnode_paths_kept_total", {
@@ -119,6 +101,7 @@ export const pathsKept: Metric.Counter<number> = Metric.counter("hostnode_paths_
  * settle window) or `not_attempted` (an earlier unit failed, so it still runs
  * the old configuration).
  *
+ * @category models
  * @since 0.4.0
  */
 export const unitRestarts: Metric.Counter<number> = Metric.counter("hostnode_unit_restarts_total", {
@@ -130,6 +113,7 @@ export const unitRestarts: Metric.Counter<number> = Metric.counter("hostnode_uni
  * How long each restart of `RestartChanged.restartChanged` took, its settle
  * check included, in seconds, by `systemd_unit`.
  *
+ * @category models
  * @since 0.4.0
  */
 export const unitRestartDuration: Metric.Histogram<number> = Metric.histogram(
@@ -144,6 +128,7 @@ export const unitRestartDuration: Metric.Histogram<number> = Metric.histogram(
  * The daemon-reloads `RestartChanged.restartChanged` made before its
  * restarts, by the reload `policy` that asked for it (`always`, `auto`).
  *
+ * @category models
  * @since 0.4.0
  */
 export const daemonReloads: Metric.Counter<number> = Metric.counter("hostnode_daemon_reloads_total", {
@@ -157,6 +142,7 @@ export const daemonReloads: Metric.Counter<number> = Metric.counter("hostnode_da
  * of `Snapshot.scoped` and `guarded` (a rollback's restore counts as a
  * restore too).
  *
+ * @category models
  * @since 0.4.0
  */
 export const snapshots: Metric.Counter<number> = Metric.counter("hostnode_snapshots_total", {

@@ -10,14 +10,15 @@
  *
  * @since 0.1.0
  */
-import { Effect, Result, Schema } from "effect"
-import { NetAddress } from "effect/net"
-import { AbsolutePath } from "./AgentConfig.ts"
+import { Effect, Schema } from "effect"
 import * as ConfigFile from "./ConfigFile.ts"
+import { AbsolutePath } from "./internal/agentConfig.ts"
+import { ListenerAddress } from "./internal/nodeStart.ts"
 
 /**
  * The LocalDNS node listener: the address pods' and the node's own DNS traffic for the node goes to (AKS).
  *
+ * @category models
  * @since 0.1.0
  */
 export const NodeListener = "169.254.10.10"
@@ -25,53 +26,16 @@ export const NodeListener = "169.254.10.10"
 /**
  * The LocalDNS cluster listener: the address CoreDNS-bound traffic goes to (AKS).
  *
+ * @category models
  * @since 0.1.0
  */
 export const ClusterListener = "169.254.10.11"
 
 /**
- * An IPv4 address in canonical dotted-quad form (`169.254.10.10`; not
- * `169.254.010.10`), the form `ip` and `iptables` print back, so addresses
- * can be compared as strings.
- *
- * @since 0.1.0
- */
-export const Ipv4Address = Schema.String.check(
-  Schema.makeFilter(
-    (s: string) => {
-      const parsed = NetAddress.ipv4FromString(s)
-      if (Result.isFailure(parsed)) return "is not an IPv4 address"
-      return NetAddress.formatIp(parsed.success) === s ? undefined : "is not in canonical dotted-quad form"
-    },
-    { title: "Ipv4Address" }
-  )
-)
-
-/**
- * A LocalDNS listener address: an {@link Ipv4Address} in the IPv4 link-local
- * range `169.254.0.0/16`, where the design puts the listeners (AKS uses
- * `169.254.10.10` and `169.254.10.11`): link-local addresses are never routed
- * off the node, so the NOTRACK rules and the `/32`s on the interface cannot
- * capture traffic meant for a real host.
- *
- * @since 0.2.0
- */
-export const ListenerAddress = Ipv4Address.check(
-  Schema.makeFilter(
-    (s: string) => (s.startsWith("169.254.") ? undefined : "is not in the link-local range 169.254.0.0/16"),
-    {
-      title: "ListenerAddress"
-    }
-  )
-)
-
-/**
  * The LocalDNS listeners of a node. Both default to the AKS addresses; they
  * must differ, since each is waited on as its own listener.
- *
- * @since 0.1.0
  */
-export const LocalDnsListeners = Schema.Struct({
+const LocalDnsListeners = Schema.Struct({
   nodeListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(NodeListener))),
   clusterListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(ClusterListener)))
 }).check(
@@ -83,18 +47,9 @@ export const LocalDnsListeners = Schema.Struct({
 )
 
 /**
- * The LocalDNS listeners of a node.
- *
- * @since 0.1.0
- */
-export type LocalDnsListeners = typeof LocalDnsListeners.Type
-
-/**
  * A bootstrap token as kubeadm writes it: `[a-z0-9]{6}.[a-z0-9]{16}` (token id, then secret).
- *
- * @since 0.1.0
  */
-export const BootstrapTokenValue = Schema.String.check(
+const BootstrapTokenValue = Schema.String.check(
   Schema.makeFilter(
     (s: string) =>
       /^[a-z0-9]{6}\.[a-z0-9]{16}$/.test(s) ? undefined : "is not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})",
@@ -105,6 +60,7 @@ export const BootstrapTokenValue = Schema.String.check(
 /**
  * Where the kubelet's bootstrap kubeconfig lives unless the goal state says otherwise.
  *
+ * @category models
  * @since 0.1.0
  */
 export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig"
@@ -119,6 +75,7 @@ export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig
  * - `Kubeconfig`: a kubeconfig given directly, rewritten by configuration.
  * - `ExecCredential`: a client-go credential plugin.
  *
+ * @category models
  * @since 0.1.0
  */
 export const AuthMode = Schema.TaggedUnion({
@@ -142,16 +99,15 @@ export const AuthMode = Schema.TaggedUnion({
 /**
  * How the kubelet authenticates.
  *
+ * @category models
  * @since 0.1.0
  */
 export type AuthMode = typeof AuthMode.Type
 
 /**
  * A Kubernetes node name: a DNS-1123 subdomain (lowercase, at most 253 characters).
- *
- * @since 0.1.0
  */
-export const NodeName = Schema.String.check(
+const NodeName = Schema.String.check(
   Schema.makeFilter(
     (s: string) =>
       s.length === 0
@@ -167,10 +123,8 @@ export const NodeName = Schema.String.check(
 
 /**
  * The API server's URL: `https://host[:port][/path]`.
- *
- * @since 0.1.0
  */
-export const ApiServerUrl = Schema.String.check(
+const ApiServerUrl = Schema.String.check(
   Schema.makeFilter(
     (s: string) => (/^https:\/\/[^\s/?#]+(\/[^\s]*)?$/.test(s) ? undefined : "is not an https:// URL"),
     { title: "ApiServerUrl" }
@@ -181,6 +135,7 @@ export const ApiServerUrl = Schema.String.check(
  * The node start goal state. `localDns` absent means the node does not use
  * LocalDNS: there is nothing to set up and nothing to wait for.
  *
+ * @category models
  * @since 0.1.0
  */
 export const NodeStart = Schema.Struct({
@@ -193,20 +148,20 @@ export const NodeStart = Schema.Struct({
 /**
  * The node start goal state.
  *
+ * @category models
  * @since 0.1.0
  */
 export type NodeStart = typeof NodeStart.Type
 
 /**
  * What the errors call this document.
- *
- * @since 0.1.0
  */
-export const What = "NodeStart"
+const What = "NodeStart"
 
 /**
  * Decodes a node start from an already parsed value; `file` is named in errors.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, file = "") {
@@ -216,48 +171,9 @@ export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, f
 /**
  * Decodes a node start from JSON text; `file` is named in errors.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const decodeJson = Effect.fn("NodeStart.decodeJson")(function* (text: string, file = "") {
   return yield* ConfigFile.decodeJson(NodeStart, What, file)(text)
 })
-
-/**
- * True when the kubelet bootstraps with a token, the only mode whose rotated client credentials a repave removes.
- *
- * @since 0.1.0
- */
-export const usesBootstrapToken = <N extends Pick<NodeStart, "auth">>(
-  nodeStart: N
-): nodeStart is N & { readonly auth: Extract<AuthMode, { readonly _tag: "BootstrapToken" }> } =>
-  nodeStart.auth._tag === "BootstrapToken"
-
-/**
- * Which LocalDNS listener an address is, as errors and logs name it.
- *
- * @since 0.1.0
- */
-export type ListenerName = "node" | "cluster"
-
-/**
- * One LocalDNS listener: its role and its address.
- *
- * @since 0.1.0
- */
-export interface Listener {
-  readonly name: ListenerName
-  readonly address: string
-}
-
-/**
- * The LocalDNS listeners of `nodeStart`, node listener first; empty when the node does not use LocalDNS.
- *
- * @since 0.1.0
- */
-export const listeners = (nodeStart: NodeStart): ReadonlyArray<Listener> =>
-  nodeStart.localDns === undefined
-    ? []
-    : [
-        { name: "node", address: nodeStart.localDns.nodeListener },
-        { name: "cluster", address: nodeStart.localDns.clusterListener }
-      ]

@@ -16,9 +16,10 @@ import * as Deadline from "./Deadline.ts"
 import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import * as Track from "./internal/metrics.ts"
+import { usesBootstrapToken } from "./internal/nodeStart.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
-import * as NodeStart from "./NodeStart.ts"
+import type * as NodeStart from "./NodeStart.ts"
 import * as Paths from "./Paths.ts"
 import * as SafeRemove from "./SafeRemove.ts"
 import * as Unmount from "./Unmount.ts"
@@ -27,6 +28,7 @@ import * as Unmount from "./Unmount.ts"
  * The kubeconfig the kubelet writes after TLS bootstrapping, pointing at
  * `kubelet-client-current.pem`. While it exists the kubelet does not bootstrap.
  *
+ * @category models
  * @since 0.1.0
  */
 export const KubeletKubeconfig = "/var/lib/kubelet/kubeconfig"
@@ -34,6 +36,7 @@ export const KubeletKubeconfig = "/var/lib/kubelet/kubeconfig"
 /**
  * The pod directories: one `<uid>` directory per pod, its volumes mounted below it.
  *
+ * @category models
  * @since 0.1.0
  */
 export const KubeletPodsDir = "/var/lib/kubelet/pods"
@@ -47,168 +50,71 @@ export const KubeletPodsDir = "/var/lib/kubelet/pods"
  * pending. The serving certificates (`kubelet.crt`, `kubelet.key`,
  * `kubelet-server-*`) and the CA are not client credentials.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const isClientCredential = (name: string): boolean =>
   name === "kubelet-client.key.tmp" ||
   (name.startsWith("kubelet-client-") && name.endsWith(".pem") && name.length > "kubelet-client-.pem".length)
 
-/**
- * The operations that fail with a {@link ResetError}.
- *
- * @since 0.1.0
- */
-export const ResetOperation = Schema.Literals(["resetCniState", "resetKubeletIdentity"])
+/** The operations that fail with a {@link ResetError}. */
+const ResetOperation = Schema.Literals(["resetCniState", "resetKubeletIdentity"])
 
-/**
- * The operations that fail with a {@link ResetError}.
- *
- * @since 0.1.0
- */
-export type ResetOperation = typeof ResetOperation.Type
+type ResetOperation = typeof ResetOperation.Type
 
 const keptText = (path: string, reason: string, detail: string): string =>
   `${JSON.stringify(path)} (${reason}: ${detail})`
 
 /**
- * Why: a mount at or below the path kept first (`mountPoint` names it, when the table shows it).
+ * Why a reset could not remove everything: the first path kept (`path`), told
+ * by its `_tag`, a `SafeRemove.KeptReason`:
+ * - `MountBelow`: a mount at or below it (`mountPoint`, when the table shows it);
+ * - `MountSourceBelow`: the source of a mount (`mountPoint`) lies at or below it;
+ * - `OtherFileSystem`: it is on another mount than its directory, one the table
+ *   did not show;
+ * - `NotADirectory`: a symlink or a file is where a directory to empty should
+ *   be; not followed;
+ * - `UnmountFailed`: its mounts could not be unmounted (`mountPoint` names one
+ *   that remains);
+ * - `Failed`: the file system refused to remove it, or it changed meanwhile;
+ * - `Hung`: a call on it did not return within its deadline (a dead or
+ *   stalled file system); `detail` names the call and how long it was waited for.
  *
- * @since 0.3.0
- */
-export class MountBelow extends Schema.TaggedError<MountBelow>()("MountBelow", {
-  path: Schema.String,
-  mountPoint: Schema.optionalKey(Schema.String),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return keptText(this.path, this._tag, this.detail)
-  }
-}
-
-/**
- * Why: the source of a mount lies at or below the path kept first (`mountPoint` names the mount).
- *
- * @since 0.3.0
- */
-export class MountSourceBelow extends Schema.TaggedError<MountSourceBelow>()("MountSourceBelow", {
-  path: Schema.String,
-  mountPoint: Schema.optionalKey(Schema.String),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return keptText(this.path, this._tag, this.detail)
-  }
-}
-
-/**
- * Why: the path kept first is on another mount than its directory, one the table did not show.
- *
- * @since 0.3.0
- */
-export class OtherFileSystem extends Schema.TaggedError<OtherFileSystem>()("OtherFileSystem", {
-  path: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return keptText(this.path, this._tag, this.detail)
-  }
-}
-
-/**
- * Why: a symlink or a file is where a directory to empty should be (the path kept first); not followed.
- *
- * @since 0.3.0
- */
-export class NotADirectory extends Schema.TaggedError<NotADirectory>()("NotADirectory", {
-  path: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return keptText(this.path, this._tag, this.detail)
-  }
-}
-
-/**
- * Why: the mounts of the path kept first could not be unmounted (`mountPoint` names one that remains).
- *
- * @since 0.3.0
- */
-export class UnmountFailed extends Schema.TaggedError<UnmountFailed>()("UnmountFailed", {
-  path: Schema.String,
-  mountPoint: Schema.optionalKey(Schema.String),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return keptText(this.path, this._tag, this.detail)
-  }
-}
-
-/**
- * Why: the file system refused to remove the path kept first, or it changed meanwhile; `detail` says how.
- *
- * @since 0.3.0
- */
-export class Failed extends Schema.TaggedError<Failed>()("Failed", {
-  path: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return keptText(this.path, this._tag, this.detail)
-  }
-}
-
-/**
- * Why: a call on the path kept first did not return within its deadline (a
- * dead or stalled file system); `detail` names the call and how long it was
- * waited for.
- *
+ * @category errors
  * @since 0.4.0
  */
-export class Hung extends Schema.TaggedError<Hung>()("Hung", {
+export class Failure extends Schema.Error<Failure>("@hostnode/core/Repave/Failure")({
+  _tag: Schema.Literals([
+    "MountBelow",
+    "MountSourceBelow",
+    "OtherFileSystem",
+    "NotADirectory",
+    "UnmountFailed",
+    "Failed",
+    "Hung"
+  ]),
   path: Schema.String,
+  mountPoint: Schema.optionalKey(Schema.String),
   detail: Schema.String
 }) {
   override get message(): string {
     return keptText(this.path, this._tag, this.detail)
   }
 }
-
-/**
- * Why a reset could not remove everything: the reason of the first path kept,
- * one class per `SafeRemove.KeptReason` (the tags are its values).
- *
- * @since 0.3.0
- */
-export const ResetErrorReason = Schema.Union([
-  MountBelow,
-  MountSourceBelow,
-  OtherFileSystem,
-  NotADirectory,
-  UnmountFailed,
-  Failed,
-  Hung
-])
-
-/**
- * Why a reset could not remove everything.
- *
- * @since 0.3.0
- */
-export type ResetErrorReason = typeof ResetErrorReason.Type
 
 /**
  * A reset that could not remove everything it must: a mount inside the CNI
  * configuration directory, a symlink where the pki directory should be, a file
  * the file system refused to remove. `reason` is that of the first path kept
- * (a class since 0.3.0: its tag is the `SafeRemove.KeptReason`, its fields
- * that path's); `kept` lists each with its reason and `removed` what did go,
+ * (its tag is the `SafeRemove.KeptReason`, its fields that path's); `kept` lists each with its reason and `removed` what did go,
  * so a person can see what state the host is in. Running the reset again
  * after fixing the cause finishes it.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class ResetError extends Schema.TaggedError<ResetError>()("ResetError", {
-  reason: ResetErrorReason,
+  reason: Failure,
   operation: ResetOperation,
   kept: Schema.Array(SafeRemove.Kept),
   removed: Schema.Array(Schema.String)
@@ -220,26 +126,17 @@ export class ResetError extends Schema.TaggedError<ResetError>()("ResetError", {
   }
 }
 
+const withMount: ReadonlySet<string> = new Set(["MountBelow", "MountSourceBelow", "UnmountFailed"])
+
 /** The reason of a kept path, with its own facts. */
-const reasonOf = (k: SafeRemove.Kept): ResetErrorReason => {
-  const at = k.mountPoint === undefined ? {} : { mountPoint: k.mountPoint }
-  switch (k.reason) {
-    case "MountBelow":
-      return new MountBelow({ path: k.path, ...at, detail: k.detail })
-    case "MountSourceBelow":
-      return new MountSourceBelow({ path: k.path, ...at, detail: k.detail })
-    case "OtherFileSystem":
-      return new OtherFileSystem({ path: k.path, detail: k.detail })
-    case "NotADirectory":
-      return new NotADirectory({ path: k.path, detail: k.detail })
-    case "UnmountFailed":
-      return new UnmountFailed({ path: k.path, ...at, detail: k.detail })
-    case "Failed":
-      return new Failed({ path: k.path, detail: k.detail })
-    case "Hung":
-      return new Hung({ path: k.path, detail: k.detail })
-  }
-}
+const reasonOf = (k: SafeRemove.Kept): Failure =>
+  new Failure({
+    _tag: k.reason,
+    path: k.path,
+    // Only these reasons name a mount; the others never carried one.
+    ...(k.mountPoint === undefined || !withMount.has(k.reason) ? {} : { mountPoint: k.mountPoint }),
+    detail: k.detail
+  })
 
 const failIfKept = (
   operation: ResetOperation,
@@ -266,6 +163,18 @@ const failIfKept = (
  * (a mount inside, the directory itself a mount point) fails the call with a
  * {@link ResetError} after everything else was removed.
  *
+ * @example
+ * ```ts
+ * import { Repave } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A mount left inside /etc/cni/net.d keeps it; the error says which path and why.
+ * const reset = Repave.resetCniState().pipe(
+ *   Effect.catchReason("ResetError", "MountBelow", (kept) => Effect.logError(`kept ${kept.path}: ${kept.detail}`))
+ * )
+ * ```
+ *
+ * @category operations
  * @since 0.1.0
  */
 export const resetCniState: (
@@ -305,6 +214,7 @@ export const resetCniState: (
  * {@link ResetError} (`NotADirectory`), as does anything else that could not be
  * removed; the rest is removed first.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const resetKubeletIdentity: (
@@ -317,7 +227,7 @@ export const resetKubeletIdentity: (
   FileSystem.FileSystem | Directory.Directories
 > = Effect.fn("Repave.resetKubeletIdentity")(
   function* (nodeStart, options) {
-    if (!NodeStart.usesBootstrapToken(nodeStart)) {
+    if (!usesBootstrapToken(nodeStart)) {
       yield* Effect.logInfo(
         `kubelet identity left in place: auth mode ${nodeStart.auth._tag} is rewritten by configuration`
       ).pipe(Effect.annotateLogs({ auth: nodeStart.auth._tag }))
@@ -352,6 +262,7 @@ export const resetKubeletIdentity: (
 /**
  * Options of {@link teardownKubeletDir}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface TeardownOptions extends SafeRemove.Options {
@@ -369,6 +280,7 @@ export interface TeardownOptions extends SafeRemove.Options {
 /**
  * What {@link teardownKubeletDir} did: the removal's report, the prefixes and the unmount failures.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface TeardownReport extends SafeRemove.Report {
@@ -376,9 +288,9 @@ export interface TeardownReport extends SafeRemove.Report {
   readonly prefixes: ReadonlyArray<string>
   /** For each prefix (as the table shows it) whose mounts could not all be unmounted, the failure. */
   readonly unmountFailures: ReadonlyMap<string, Unmount.UnmountError>
-  /** The mounts the unmount detached below the prefixes (see `Unmount.Report.unmounted`; since 0.4.0). */
+  /** The mounts the unmount detached below the prefixes (see `Unmount.Report.unmounted`). */
   readonly unmounted: ReadonlyArray<Unmount.UnmountedMount>
-  /** The mounts elsewhere the kernel detached with them by propagation (see `Unmount.Report.propagated`; since 0.4.0). */
+  /** The mounts elsewhere the kernel detached with them by propagation (see `Unmount.Report.propagated`). */
   readonly propagated: ReadonlyArray<Unmount.PropagatedMount>
 }
 
@@ -396,6 +308,20 @@ export interface TeardownReport extends SafeRemove.Report {
  * itself is refused), or, with `peersOutsideRoot: "refuse"`, when the
  * unmounts would detach copies outside the host root by propagation.
  *
+ * @example
+ * ```ts
+ * import { Repave } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Before the node stack starts on a repaved node: the old pods' volumes, CNI state and identity go.
+ * const repave = Effect.gen(function* () {
+ *   const teardown = yield* Repave.teardownKubeletDir()
+ *   if (teardown.kept.length > 0) yield* Effect.logWarning(`${teardown.kept.length} pod path(s) kept`)
+ *   yield* Repave.resetCniState()
+ * })
+ * ```
+ *
+ * @category operations
  * @since 0.1.0
  */
 export const teardownKubeletDir: (

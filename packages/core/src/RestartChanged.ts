@@ -8,9 +8,9 @@
  */
 import { Cause, Clock, Context, Duration, Effect, Schema } from "effect"
 import * as Track from "./internal/metrics.ts"
+import { describeStatus } from "./internal/systemd/status.ts"
 import {
   CallTimeout,
-  describeStatus,
   NotSettled as NotSettledReason,
   Systemd,
   SystemdError,
@@ -22,6 +22,7 @@ import * as UnitName from "./UnitName.ts"
 /**
  * A unit and whether its configuration changed.
  *
+ * @category models
  * @since 0.1.0
  */
 export const ChangedUnit = Schema.Struct({
@@ -32,70 +33,36 @@ export const ChangedUnit = Schema.Struct({
 /**
  * A unit and whether its configuration changed.
  *
+ * @category models
  * @since 0.1.0
  */
 export type ChangedUnit = typeof ChangedUnit.Type
 
 /**
- * Why a restart failed: the restart itself (`Systemd.restart` failed: the
- * job failed, the unit is missing, systemd did not answer).
+ * Why a restart failed, told by its `_tag`; `cause` is what systemd's call
+ * failed with:
+ * - `RestartFailed`: `Systemd.restart` failed (the job failed, the unit is
+ *   missing, systemd did not answer);
+ * - `NotSettled`: the unit was restarted but did not stay active for the
+ *   settle window (see {@link awaitSettled}; `cause` is then a `NotSettled`
+ *   `SystemdError`), or systemd could not be asked whether it did;
+ * - `ReloadFailed`: the daemon-reload before the first restart (see
+ *   {@link ReloadPolicy}), or the `NeedDaemonReload` query, failed; nothing
+ *   was restarted.
  *
- * @since 0.3.0
- */
-export class RestartFailed extends Schema.TaggedError<RestartFailed>()("RestartFailed", {
-  /** What the restart failed with. */
-  cause: Schema.Union([SystemdError, UnitName.UnitNameError])
-}) {
-  override get message(): string {
-    return this.cause.message
-  }
-}
-
-/**
- * Why a restart failed: the unit was restarted, but it did not stay active
- * for the settle window (see {@link awaitSettled}), or systemd could not be
- * asked whether it did.
- *
- * @since 0.3.0
- */
-export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
-  /** What the settle check failed with: a `NotSettled` `SystemdError` when the unit was seen down. */
-  cause: Schema.Union([SystemdError, UnitName.UnitNameError])
-}) {
-  override get message(): string {
-    return this.cause.message
-  }
-}
-
-/**
- * Why a restart failed: the daemon-reload before the first restart (see
- * {@link ReloadPolicy}) failed, or systemd could not be asked whether a unit
- * needs one (`"auto"`). Nothing was restarted.
- *
+ * @category errors
  * @since 0.4.0
  */
-export class ReloadFailed extends Schema.TaggedError<ReloadFailed>()("ReloadFailed", {
-  /** What the reload (or the `NeedDaemonReload` query) failed with. */
+export class Failure extends Schema.Error<Failure>("@hostnode/core/RestartChanged/Failure")({
+  _tag: Schema.Literals(["RestartFailed", "NotSettled", "ReloadFailed"]),
   cause: Schema.Union([SystemdError, UnitName.UnitNameError])
 }) {
   override get message(): string {
-    return `the daemon-reload before the restarts failed: ${this.cause.message}`
+    return this._tag === "ReloadFailed"
+      ? `the daemon-reload before the restarts failed: ${this.cause.message}`
+      : this.cause.message
   }
 }
-
-/**
- * Why a restart failed.
- *
- * @since 0.3.0
- */
-export const RestartErrorReason = Schema.Union([RestartFailed, NotSettled, ReloadFailed])
-
-/**
- * Why a restart failed.
- *
- * @since 0.3.0
- */
-export type RestartErrorReason = typeof RestartErrorReason.Type
 
 /**
  * A restart failed. It names the unit that failed, the units restarted before
@@ -103,10 +70,11 @@ export type RestartErrorReason = typeof RestartErrorReason.Type
  * the old one), so a caller can tell exactly what state the node is in; the
  * reason says whether the restart failed or the unit did not stay up after it.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class RestartError extends Schema.TaggedError<RestartError>()("RestartError", {
-  reason: RestartErrorReason,
+  reason: Failure,
   unit: Schema.String,
   restarted: Schema.Array(Schema.String),
   notAttempted: Schema.Array(Schema.String)
@@ -120,6 +88,7 @@ export class RestartError extends Schema.TaggedError<RestartError>()("RestartErr
 /**
  * Where a run of restarts stopped: the unit whose restart failed, those restarted before it, those never tried.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Progress {
@@ -128,26 +97,14 @@ export interface Progress {
   readonly notAttempted: ReadonlyArray<string>
 }
 
-/**
- * The annotation a failure of a caller's `restart` carries: its error is kept
- * exactly as it is (tag, fields, message: the caller owns its wording), and
- * the cause is annotated with where the run stopped. Read it with
- * {@link progressOf}.
- *
- * @since 0.2.0
- */
-export interface RestartProgress extends Progress {}
-
-/**
- * The key of the {@link RestartProgress} annotation.
- *
- * @since 0.2.0
- */
-export const RestartProgress = Context.Service<RestartProgress>("@hostnode/core/RestartChanged/RestartProgress")
+// The annotation a failure of a caller's `restart` carries: its error is kept
+// exactly as it is (the caller owns its wording); the cause says where the run stopped.
+const RestartProgress = Context.Service<Progress>("@hostnode/core/RestartChanged/RestartProgress")
 
 /**
  * Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`.
  *
+ * @category operations
  * @since 0.2.0
  */
 export const progressOf = (cause: Cause.Cause<unknown>): Progress | undefined =>
@@ -156,6 +113,7 @@ export const progressOf = (cause: Cause.Cause<unknown>): Progress | undefined =>
 /**
  * Options of {@link restartChanged}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -213,6 +171,7 @@ export interface Options {
  * The configuration files a unit reads itself (`EnvironmentFile=`, its own
  * config) need no reload: they are read when it starts.
  *
+ * @category models
  * @since 0.4.0
  */
 export type ReloadPolicy = "always" | "auto" | "never"
@@ -228,6 +187,7 @@ const settlePoll = Duration.millis(100)
  * counts as up. Meant for long-running units: a `Type=oneshot` unit without
  * `RemainAfterExit=` is inactive once its job is done and never settles.
  *
+ * @category operations
  * @since 0.2.0
  */
 export const awaitSettled: (
@@ -288,7 +248,7 @@ export const awaitSettled: (
  * Before the first restart, systemd re-reads its unit files as `reload` says
  * (see {@link ReloadPolicy}: by default one daemon-reload whenever anything
  * is to be restarted, so the restarts run the definitions on disk); a reload
- * that fails is a {@link RestartError} with reason {@link ReloadFailed}, and
+ * that fails is a {@link RestartError} with reason `ReloadFailed`, and
  * nothing was restarted. With `settle` each restart is followed by
  * {@link awaitSettled} on the `Systemd` in context. A caller with its own
  * `restart` composes those into it instead: it reloads its systemd itself
@@ -322,6 +282,7 @@ export const awaitSettled: (
  * })
  * ```
  *
+ * @category operations
  * @since 0.1.0
  */
 export function restartChanged(
@@ -383,14 +344,18 @@ const run = Effect.fn("RestartChanged.restartChanged")(function* (
         Effect.tapError(() =>
           Effect.flatMap(took, (s) => Effect.andThen(Track.recordRestart(unit, "failed", s), notAttempted(i)))
         ),
-        Effect.mapError((cause) => new RestartError({ ...progress(i), reason: new RestartFailed({ cause }) }))
+        Effect.mapError(
+          (cause) => new RestartError({ ...progress(i), reason: new Failure({ _tag: "RestartFailed", cause }) })
+        )
       )
       if (settle !== undefined) {
         yield* awaitSettled(unit, settle).pipe(
           Effect.tapError(() =>
             Effect.flatMap(took, (s) => Effect.andThen(Track.recordRestart(unit, "not_settled", s), notAttempted(i)))
           ),
-          Effect.mapError((cause) => new RestartError({ ...progress(i), reason: new NotSettled({ cause }) }))
+          Effect.mapError(
+            (cause) => new RestartError({ ...progress(i), reason: new Failure({ _tag: "NotSettled", cause }) })
+          )
         )
       }
     } else {
@@ -459,6 +424,6 @@ const reloadFirst = (
     yield* Track.recordReload(policy)
     return true
   }).pipe(
-    Effect.mapError((cause) => new RestartError({ ...progress, reason: new ReloadFailed({ cause }) })),
+    Effect.mapError((cause) => new RestartError({ ...progress, reason: new Failure({ _tag: "ReloadFailed", cause }) })),
     Effect.tapError(() => Effect.forEach(changed, (u) => Track.recordRestart(u, "not_attempted")))
   )

@@ -1,80 +1,24 @@
 /**
- * The saved copy of the shared configuration (the Go package's `Snapshot`,
- * `TakeSnapshot`, `TakeSnapshotOf`, `Restore`, `Discard`, `Restored` and
- * `RestoreSnapshot`): taken before an upgrade rewrites the configuration,
- * restored when the upgrade fails, discarded when it succeeds, and crash safe
- * at every step, so that a node agent killed in the middle of an upgrade can
- * put the host back from a fresh process with {@link recover}.
+ * The saved copy of the shared configuration: taken before an upgrade rewrites
+ * it, restored when the upgrade fails, discarded when it succeeds, and crash
+ * safe at every step, so that an agent killed mid-upgrade can put the host back
+ * from a fresh process with {@link recover}.
  *
- * On disk a snapshot is a directory holding `manifest.json` (the
- * {@link Manifest} Schema: versioned, one entry per recorded path with its
- * mode, owner and times, a SHA-256 per file, names as lossless strings) and
- * `data` (every file's bytes, concatenated). A take writes both into a
- * staging directory beside it, makes them durable, then renames it into
- * place: the snapshot exists whole or not at all. A discard renames it aside
- * before removing it, so a half-removed snapshot is never mistaken for one
- * to restore.
+ * - Nothing is written or removed outside the host root (directory handles).
+ * - One process at a time holds a snapshot's lock; hostile snapshot files are
+ *   refused before anything is written.
  *
- * What holds, whatever else writes below the host root meanwhile (a pod's
- * container keeps running after its node stack stops):
- * - Every read, write and removal goes through directory handles
- *   (`Directory`): a path is resolved once below the root's handle, every
- *   directory is opened from its parent's without following a link (and,
- *   below a listed path, without entering another mount), every file is
- *   created exclusively in a verified parent, its owner, mode and times set
- *   on the open file, and renamed within that handle; what is in the way is
- *   removed by `SafeRemove`'s handle walk. Nothing is written or removed
- *   outside the host root.
- * - One process at a time: take, restore, recover and discard hold a lock
- *   (since 0.4.0 an exclusive `flock` on the snapshot's parent directory
- *   itself: no file is made for it, so no command, refused, failed or
- *   successful, leaves one behind, even after a crash); a second process
- *   waits up to `lockTimeout`, then fails `Busy` naming the holder's pid.
- *   The lock dies with its process. Snapshots in one directory share it.
- *   A take that is refused creates nothing (its missing parents are made
- *   only once its paths are checked), and one that fails removes the
- *   parents it made.
- * - Hostile snapshot files are refused before anything is written: the
- *   snapshot's files are opened without following links and without
- *   blocking, must be regular, owned by the running user and writable by
- *   nobody else; `data` must have the size the manifest says and no holes;
- *   every structural check is O(n log n); every file's hash is checked,
- *   streamed in bounded chunks.
- * - A restore that succeeds consumes the snapshot, as `recover` does: a
- *   later `recover` never re-applies it over newer configuration. One that
- *   fails keeps it, for another try.
- * - Durability is deferred, as dpkg does it: every temporary file is
- *   written, then all are made durable at once (`syncfs` per file system),
- *   then renamed, then the directories are synced once. A SIGKILL at any
- *   point leaves a state `recover` turns into the recorded tree.
- *
- * Memory: a take holds one 4 MiB buffer, a restore two 1 MiB ones, besides
- * the manifest (at most 64 MiB of JSON), whatever the files' sizes.
- *
- * The snapshot's own failures are one error, {@link SnapshotError}, naming the
- * snapshot directory and the host root; its `reason` is one of the reason
- * classes exported here (`Corrupt`, `Busy`, `Io`, `RollbackFailed`, ...), each
- * with only the facts of its case, so that
- * `Effect.catchReason("SnapshotError", "Busy", (reason) => ...)` handles one
- * case and sees its fields (`reason.pid`).
- *
- * Boundary: the paths themselves come from the caller or `ConfSnap`; the
- * hash is `Hashing` (portable by default, the platform's from the node
- * layer). The steps are in `internal/snapshot`: the options decoded
- * (`input.ts`), the handle and the locked steps of each operation
- * (`handle.ts`), take, restore, the store on disk, the manifest's checks and
- * the errors.
+ * Boundary: the paths come from the caller or `ConfSnap`; the on-disk format
+ * and the steps are in `internal/snapshot` (see docs/design/snapshots.md).
  *
  * @since 0.1.0
  */
 import { type Duration, Effect, Exit, type FileSystem, Option, type Scope } from "effect"
 import * as ConfSnap from "./ConfSnap.ts"
 import type * as Directory from "./Directory.ts"
-import * as FileName from "./FileName.ts"
 import type * as HostPath from "./HostPath.ts"
 import * as Track from "./internal/metrics.ts"
 import { fail } from "./internal/snapshot/context.ts"
-import { Missing, type SnapshotError } from "./internal/snapshot/error.ts"
 import {
   checkRoot,
   discardAt,
@@ -89,186 +33,18 @@ import {
 import { checkTakeInput, makeCtx, normalizePaths, rootLabel } from "./internal/snapshot/input.ts"
 import { checkBeforeMaking } from "./internal/snapshot/overlap.ts"
 import * as Store from "./internal/snapshot/store.ts"
+import { Failure, type SnapshotError } from "./SnapshotError.ts"
 import type { Systemd, SystemdError } from "./Systemd.ts"
 
-export {
-  /**
-   * Another process holds the snapshot's lock past the timeout; `pid` names it when the platform says.
-   *
-   * @since 0.3.0
-   */
-  Busy,
-  /**
-   * A file's bytes do not match their hash, or `data` has the wrong size or holes.
-   *
-   * @since 0.3.0
-   */
-  Corrupt,
-  /**
-   * A take found a snapshot already in the directory (an earlier upgrade did not finish).
-   *
-   * @since 0.3.0
-   */
-  Exists,
-  /**
-   * The snapshot was taken below another host root than the one it is restored below.
-   *
-   * @since 0.3.0
-   */
-  HostRootMismatch,
-  /**
-   * The manifest is not JSON, too large, not of the Schema, or its entries do not form the trees it names.
-   *
-   * @since 0.3.0
-   */
-  InvalidManifest,
-  /**
-   * A path, the snapshot directory or the lock timeout given is not usable, or the snapshot and a recorded path overlap.
-   *
-   * @since 0.3.0
-   */
-  InvalidPath,
-  /**
-   * The file system refused an operation: the errno, the host path and the operation.
-   *
-   * @since 0.3.0
-   */
-  Io,
-  /**
-   * A restore had to remove something it may not (a mount); the host is partly restored.
-   *
-   * @since 0.3.0
-   */
-  Kept,
-  /**
-   * There is no snapshot in the directory (discarded, or consumed by a restore).
-   *
-   * @since 0.3.0
-   */
-  Missing,
-  /**
-   * What is at the snapshot's directory is not one; nothing is changed.
-   *
-   * @since 0.3.0
-   */
-  NotASnapshot,
-  /**
-   * A directory below a recorded path is another mount, which a snapshot does not cross.
-   *
-   * @since 0.3.0
-   */
-  OtherMount,
-  /**
-   * A manifest path is not a clean absolute lossless host path: it could resolve outside the root.
-   *
-   * @since 0.3.0
-   */
-  PathOutsideRoot,
-  /**
-   * An upgrade and its rollback both failed; carries both, the snapshot is kept for `recover`.
-   *
-   * @since 0.2.0
-   */
-  RollbackFailed,
-  /**
-   * A snapshot could not be taken, checked, restored or rolled back; `reason` says why.
-   *
-   * @since 0.1.0
-   */
-  SnapshotError,
-  /**
-   * Why a snapshot operation failed: the union of the reason classes, told apart by `_tag`.
-   *
-   * @since 0.1.0
-   */
-  SnapshotErrorReason,
-  /**
-   * A host path could not be resolved below the root (a symlink loop, an unreadable link).
-   *
-   * @since 0.3.0
-   */
-  Unresolvable,
-  /**
-   * A file or directory of the snapshot is not what a take makes (a link, another owner, writable by others).
-   *
-   * @since 0.3.0
-   */
-  Unsafe,
-  /**
-   * A recorded path is a socket, FIFO or device.
-   *
-   * @since 0.3.0
-   */
-  UnsupportedFileType,
-  /**
-   * The manifest is of a format version this code does not read.
-   *
-   * @since 0.3.0
-   */
-  UnsupportedVersion
-} from "./internal/snapshot/error.ts"
-export {
-  /**
-   * An absent entry's Schema.
-   *
-   * @since 0.1.0
-   */
-  AbsentEntry,
-  /**
-   * The name of the file holding every recorded file's bytes, inside a snapshot directory.
-   *
-   * @since 0.1.0
-   */
-  DataName,
-  /**
-   * A directory entry's Schema.
-   *
-   * @since 0.1.0
-   */
-  DirectoryEntry,
-  /**
-   * One recorded host path's Schema.
-   *
-   * @since 0.1.0
-   */
-  Entry,
-  /**
-   * A regular file entry's Schema.
-   *
-   * @since 0.1.0
-   */
-  FileEntry,
-  /**
-   * The manifest format version written (2: file times); version 1 is still read.
-   *
-   * @since 0.1.0
-   */
-  FormatVersion,
-  /**
-   * A snapshot's manifest Schema.
-   *
-   * @since 0.1.0
-   */
-  Manifest,
-  /**
-   * The manifest's file name inside a snapshot directory.
-   *
-   * @since 0.1.0
-   */
-  ManifestName,
-  /**
-   * The format versions read.
-   *
-   * @since 0.2.0
-   */
-  ReadableVersions,
-  /**
-   * A symbolic link entry's Schema.
-   *
-   * @since 0.1.0
-   */
-  SymlinkEntry
-} from "./internal/snapshot/model.ts"
+/**
+ * How the operations fail: `SnapshotError`, its reasons `Failure`, `Busy` (`pid`, `detail`) and
+ * `RollbackFailed` (`upgrade`, `rollback`), defined in the `SnapshotError` module, whose page
+ * ([SnapshotError.ts.md](SnapshotError.ts.md)) shows each class's fields.
+ *
+ * @category errors
+ * @since 0.4.0
+ */
+export * from "./SnapshotError.ts"
 
 /**
  * A taken snapshot. `restore` puts the recorded paths back (and reloads
@@ -277,6 +53,7 @@ export {
  * fails: by then the configuration is in its final state, so a failure is
  * logged. `restored` says whether a restore has succeeded.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Snapshot {
@@ -306,8 +83,11 @@ export interface Snapshot {
 }
 
 /**
- * Where a snapshot goes and which host root it records.
+ * Where a snapshot goes, which host root it records, and what it records
+ * (the shared configuration, `ConfSnap.DefaultPaths` without
+ * `ConfSnap.Exclude`, unless `paths` and `exclude` say otherwise).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface TakeOptions {
@@ -320,11 +100,16 @@ export interface TakeOptions {
   readonly hostRoot: string | HostPath.HostRoot
   /** How long to wait for another process holding the snapshot's lock before `Busy` (default one minute). */
   readonly lockTimeout?: Duration.Input | undefined
+  /** The host paths to record (default `ConfSnap.DefaultPaths`; see {@link TakeOfOptions}). */
+  readonly paths?: ReadonlyArray<string> | undefined
+  /** Host paths a directory walk skips (default `ConfSnap.Exclude`; see {@link TakeOfOptions}). */
+  readonly exclude?: ReadonlyArray<string> | undefined
 }
 
 /**
- * {@link TakeOptions} with the paths to record.
+ * {@link TakeOptions} with the paths to record, which {@link takeOf} requires.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface TakeOfOptions extends TakeOptions {
@@ -343,18 +128,9 @@ export interface TakeOfOptions extends TakeOptions {
 }
 
 /**
- * Options of {@link scoped} and {@link guarded}: {@link TakeOptions} and, optionally, the paths ({@link ConfSnap.DefaultPaths} by default).
- *
- * @since 0.1.0
- */
-export interface ScopedOptions extends TakeOptions {
-  readonly paths?: ReadonlyArray<string> | undefined
-  readonly exclude?: ReadonlyArray<string> | undefined
-}
-
-/**
  * Options of {@link open}, {@link recover} and {@link discard}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface OpenOptions {
@@ -373,13 +149,6 @@ export interface OpenOptions {
 }
 
 /**
- * Options of {@link recover}.
- *
- * @since 0.1.0
- */
-export type RecoverOptions = OpenOptions
-
-/**
  * Saves `paths` below `hostRoot` into `dir` (the Go package's
  * `TakeSnapshotOf`), for a mode whose node stack writes more of the host in
  * place (see `ConfSnap.pathsFor`). Fails with `Exists` when `dir` already
@@ -388,6 +157,7 @@ export type RecoverOptions = OpenOptions
  * snapshot, only a staging directory that the next take or `recover`
  * removes; the recorded paths are only ever read.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const takeOf: (
@@ -411,16 +181,36 @@ export const takeOf: (
 
 /**
  * Saves the shared configuration ({@link ConfSnap.DefaultPaths}, without
- * {@link ConfSnap.Exclude}) below `hostRoot` into `dir` (the Go package's
- * `TakeSnapshot`). See {@link takeOf}.
+ * {@link ConfSnap.Exclude}, unless `paths` and `exclude` are given) below
+ * `hostRoot` into `dir` (the Go package's `TakeSnapshot`). See {@link takeOf}.
  *
+ * @example
+ * ```ts
+ * import { Snapshot } from "@hostnode/core"
+ * import { Effect, Exit } from "effect"
+ *
+ * // Saved before the upgrade writes; put back if it fails, removed if it succeeds.
+ * const upgrade = <E>(writeNewConfig: Effect.Effect<void, E>) =>
+ *   Effect.gen(function* () {
+ *     const snapshot = yield* Snapshot.take({ dir: "/etc/hostnode/snapshot", hostRoot: "/" })
+ *     const written = yield* Effect.exit(writeNewConfig)
+ *     yield* Exit.isSuccess(written) ? snapshot.discard : snapshot.restore
+ *     return yield* written
+ *   })
+ * ```
+ *
+ * @category operations
  * @since 0.1.0
  */
 export const take: (
   options: TakeOptions
 ) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
   Effect.fn("Snapshot.take")(function* (options: TakeOptions) {
-    return yield* takeOf({ ...options, paths: ConfSnap.DefaultPaths, exclude: ConfSnap.Exclude })
+    return yield* takeOf({
+      ...options,
+      paths: options.paths ?? ConfSnap.DefaultPaths,
+      exclude: options.exclude ?? ConfSnap.Exclude
+    })
   })
 
 /**
@@ -429,6 +219,7 @@ export const take: (
  * restore). Fails with `Missing` when there is none. Unlike {@link recover},
  * nothing is restored or removed until the caller says so.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const open: (
@@ -436,7 +227,7 @@ export const open: (
 ) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
   Effect.fn("Snapshot.open")(function* (options: OpenOptions) {
     const ctx = yield* makeCtx(options)
-    const missing = fail(ctx, new Missing({ detail: "there is no snapshot in this directory" }))
+    const missing = fail(ctx, new Failure({ _tag: "Missing", detail: "there is no snapshot in this directory" }))
     const manifest = yield* Effect.scoped(
       Effect.gen(function* () {
         const parent = yield* Store.openParent(ctx, false)
@@ -461,16 +252,28 @@ export const open: (
  * it is kept; so is one whose restore fails. Another process holding the
  * lock is waited for (see `lockTimeout`).
  *
+ * @example
+ * ```ts
+ * import { Snapshot } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // At start-up: an agent killed mid-upgrade left a snapshot; the host gets it back.
+ * const startUp = Snapshot.recover({ dir: "/etc/hostnode/snapshot", hostRoot: "/" }).pipe(
+ *   Effect.tap((recovered) => (recovered ? Effect.logWarning("rolled back an interrupted upgrade") : Effect.void))
+ * )
+ * ```
+ *
+ * @category operations
  * @since 0.1.0
  */
 export const recover: (
-  options: RecoverOptions
+  options: OpenOptions
 ) => Effect.Effect<
   boolean,
   SnapshotError | SystemdError | HostPath.HostPathError,
   FileSystem.FileSystem | Directory.Directories | Systemd
 > = Effect.fn("Snapshot.recover")(
-  function* (options: RecoverOptions) {
+  function* (options: OpenOptions) {
     const ctx = yield* makeCtx(options)
     const found = yield* withParent(ctx, { make: false, held: false }, (parent) =>
       Effect.gen(function* () {
@@ -499,6 +302,7 @@ export const recover: (
 /**
  * Options of {@link discard}.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface DiscardOptions {
@@ -515,6 +319,7 @@ export interface DiscardOptions {
  * one too): renamed aside, then removed through handles. Returns whether
  * there was one; none is success. Waits for another process holding the lock.
  *
+ * @category operations
  * @since 0.2.0
  */
 export const discard: (
@@ -542,15 +347,16 @@ export const discard: (
  * errors by tag should use {@link guarded}, whose only failure is then that
  * `SnapshotError`.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const scoped: (
-  options: ScopedOptions
+  options: TakeOptions
 ) => Effect.Effect<
   Snapshot,
   SnapshotError | HostPath.HostPathError,
   FileSystem.FileSystem | Directory.Directories | Systemd | Scope.Scope
-> = Effect.fn("Snapshot.scoped")(function* (options: ScopedOptions) {
+> = Effect.fn("Snapshot.scoped")(function* (options: TakeOptions) {
   return yield* Effect.acquireRelease(takeHeld(options), (snapshot, exit) =>
     Exit.isSuccess(exit)
       ? snapshot.discard
@@ -568,16 +374,31 @@ export const scoped: (
  * upgrade's cause and the restore's error (`Effect.catchReason("SnapshotError",
  * "RollbackFailed", ...)` reaches it), and the snapshot is kept for `recover`.
  *
+ * @example
+ * ```ts
+ * import { Snapshot } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Another agent upgrading the same host is waited for, then reported with its pid.
+ * const upgrade = (writeNewConfig: Effect.Effect<void, Error>) =>
+ *   Snapshot.guarded(writeNewConfig, { dir: "/etc/hostnode/snapshot", hostRoot: "/" }).pipe(
+ *     Effect.catchReason("SnapshotError", "Busy", (busy) =>
+ *       Effect.logWarning(`another process (pid ${busy.pid ?? "unknown"}) holds the snapshot`)
+ *     )
+ *   )
+ * ```
+ *
+ * @category operations
  * @since 0.2.0
  */
 export const guarded: <A, E, R>(
   upgrade: Effect.Effect<A, E, R>,
-  options: ScopedOptions
+  options: TakeOptions
 ) => Effect.Effect<
   A,
   E | SnapshotError | HostPath.HostPathError,
   R | FileSystem.FileSystem | Directory.Directories | Systemd
-> = Effect.fn("Snapshot.guarded")(function* <A, E, R>(upgrade: Effect.Effect<A, E, R>, options: ScopedOptions) {
+> = Effect.fn("Snapshot.guarded")(function* <A, E, R>(upgrade: Effect.Effect<A, E, R>, options: TakeOptions) {
   yield* Effect.annotateCurrentSpan("dir", options.dir)
   return yield* Effect.scoped(
     Effect.uninterruptibleMask((restoreInterruption) =>
@@ -594,10 +415,3 @@ export const guarded: <A, E, R>(
     )
   )
 })
-
-/**
- * The lossless string form of a name in a manifest, for a person (bytes that are not UTF-8 as `\xNN`).
- *
- * @since 0.2.0
- */
-export const displayPath = (path: string): string => FileName.display(path)

@@ -1,12 +1,11 @@
 /**
  * The `Systemd` service: what a node agent asks of the host's service manager.
  * This module holds the contract (interface, key, errors, how systemctl's
- * answers are classified) and `make`, which derives the service from a few
- * primitives, and the implementation that needs nothing but a spawner:
- * `systemctl` through the `ChildProcessSpawner` in context (`layerCommand`,
- * beside `Mounter.layerCommand`). The others live elsewhere: D-Bus and the
- * spawners (Node's, `nsenter`, a long-lived shell) in @hostnode/node
- * (`NodeSystemd`), the simulated and the recording ones in @hostnode/test.
+ * answers are classified), `make`, which derives the service from a few
+ * primitives, and the implementation over `systemctl` through the
+ * `ChildProcessSpawner` in context (`layerCommand`). D-Bus and the spawners
+ * are in @hostnode/node (`NodeSystemd`), the simulated and recording ones in
+ * @hostnode/test.
  *
  * @since 0.1.0
  */
@@ -14,12 +13,14 @@ import { Context, Duration, Effect, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as HostCommand from "./HostCommand.ts"
 import { Gone } from "./internal/hostPath/errors.ts"
+import { describeStatus } from "./internal/systemd/status.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
 
 /**
  * A unit's ActiveState as systemd reports it.
  *
+ * @category models
  * @since 0.1.0
  */
 export const ActiveState = Schema.Literals(["active", "inactive", "failed", "activating", "deactivating", "reloading"])
@@ -27,29 +28,22 @@ export const ActiveState = Schema.Literals(["active", "inactive", "failed", "act
 /**
  * A unit's ActiveState as systemd reports it.
  *
+ * @category models
  * @since 0.1.0
  */
 export type ActiveState = typeof ActiveState.Type
 
-/**
- * The systemctl verbs this library runs; errors name the one that failed.
- *
- * @since 0.1.0
- */
-export const Verb = Schema.Literals(["start", "stop", "restart", "reload", "daemon-reload", "is-active", "show"])
+/** The systemctl verbs this library runs; errors name the one that failed. */
+const Verb = Schema.Literals(["start", "stop", "restart", "reload", "daemon-reload", "is-active", "show"])
 
-/**
- * The systemctl verbs this library runs.
- *
- * @since 0.1.0
- */
-export type Verb = typeof Verb.Type
+type Verb = typeof Verb.Type
 
 /**
  * What systemd reports about a unit after a job failed or the unit did not
  * stay up: the states `systemctl status` shows and how its main process last
  * ended, so an error says why without a second look at the host.
  *
+ * @category models
  * @since 0.2.0
  */
 export const UnitStatus = Schema.Struct({
@@ -66,6 +60,7 @@ export const UnitStatus = Schema.Struct({
 /**
  * What systemd reports about a unit.
  *
+ * @category models
  * @since 0.2.0
  */
 export type UnitStatus = typeof UnitStatus.Type
@@ -73,6 +68,7 @@ export type UnitStatus = typeof UnitStatus.Type
 /**
  * The properties {@link UnitStatus} is read from, in `show`'s names.
  *
+ * @category models
  * @since 0.2.0
  */
 export const UnitStatusProperties = ["ActiveState", "SubState", "Result", "ExecMainCode", "ExecMainStatus"] as const
@@ -80,6 +76,7 @@ export const UnitStatusProperties = ["ActiveState", "SubState", "Result", "ExecM
 /**
  * A {@link UnitStatus} from `show`'s answer for {@link UnitStatusProperties}.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const unitStatusOf = (props: Readonly<Record<string, string>>): UnitStatus => ({
@@ -89,23 +86,6 @@ export const unitStatusOf = (props: Readonly<Record<string, string>>): UnitStatu
   execMainCode: Number(props.ExecMainCode ?? "0") || 0,
   execMainStatus: Number(props.ExecMainStatus ?? "0") || 0
 })
-
-/**
- * A {@link UnitStatus} as a person reads it: `failed (failed), result exit-code, main process exited with status 1`.
- *
- * @since 0.2.0
- */
-export const describeStatus = (s: UnitStatus): string => {
-  const main =
-    s.execMainCode === 1
-      ? `main process exited with status ${s.execMainStatus}`
-      : s.execMainCode === 2
-        ? `main process killed by signal ${s.execMainStatus}`
-        : s.execMainCode === 3
-          ? `main process dumped core on signal ${s.execMainStatus}`
-          : "main process has not exited"
-  return `${s.activeState} (${s.subState})${s.result === "" ? "" : `, result ${s.result}`}, ${main}`
-}
 
 // What a reason tells, in the order the error's message gives it: facts for
 // the parenthesis after the reason's tag, then the text and the unit's status.
@@ -131,91 +111,44 @@ const sentence = (r: Told): string =>
   `${[factsOf(r).join(", "), textOf(r)].filter((part) => part !== "").join(": ")}${statusOf(r)}`
 
 /**
- * What systemctl answered, on the reasons that come from an answer:
- * `exitCode` is its exit code and `stderr` what it printed (over D-Bus: the
- * exit code and sentence systemctl gives for systemd's answer).
- */
-const answer = { exitCode: Schema.Number, stderr: Schema.String }
-
-/**
- * The same where no client exit code may apply (the caller's own time limit,
- * a lost connection): then `stderr` is the sentence saying what happened.
- */
-const maybeAnswer = { exitCode: Schema.optionalKey(Schema.Number), stderr: Schema.String }
-
-/**
- * What systemd said of the job, over D-Bus only: the finished job's result
- * (`failed`, `timeout`, ...) and the unit's states after the failure.
- */
-const jobFacts = { jobResult: Schema.optionalKey(Schema.String), status: Schema.optionalKey(UnitStatus) }
-
-/**
- * systemd has no such unit (systemctl exits 5, or says "not found" or "not loaded").
+ * A systemd call that failed, told by its `_tag`, with what the client
+ * answered (`exitCode` and `stderr`; over D-Bus the exit code and sentence
+ * systemctl gives for the same answer) and, over D-Bus, what systemd said of
+ * the job (`jobResult`, and `status`: the unit's states after the failure):
+ * - `UnitNotFound`: systemd has no such unit (systemctl exits 5, or says "not
+ *   found" or "not loaded");
+ * - `JobFailed`: the job ran and failed, or was canceled (the unit's
+ *   processes, a dependency, a later job);
+ * - `AccessDenied`: systemd refused the caller (not root, or polkit; exit 4);
+ * - `NotBooted`: no systemd answers (not booted with systemd, or its bus and
+ *   sockets cannot be reached);
+ * - `Timeout`: the call did not finish in time: the caller's limit (no exit
+ *   code; `stderr` says which limit) or systemd's own job timeout;
+ * - `Other`: an answer none of the others matches, or a connection that
+ *   closed before systemd answered (no exit code);
+ * - `CommandUnavailable`: the client could not be run at all (`systemctl`
+ *   missing, the spawn failed): nothing reached systemd; `detail` says why.
  *
- * @since 0.3.0
+ * @category errors
+ * @since 0.4.0
  */
-export class UnitNotFound extends Schema.TaggedError<UnitNotFound>()("UnitNotFound", {
-  ...answer
-}) {
-  override get message(): string {
-    return sentence(this)
-  }
-}
-
-/**
- * The job ran and failed, or was canceled: the unit's processes failed it,
- * a dependency did, or a later job replaced it.
- *
- * @since 0.3.0
- */
-export class JobFailed extends Schema.TaggedError<JobFailed>()("JobFailed", {
-  ...answer,
-  /** The finished job's result (`failed`, `canceled`, `dependency`, ...); over D-Bus only. */
+export class Failure extends Schema.Error<Failure>("@hostnode/core/Systemd/Failure")({
+  _tag: Schema.Literals([
+    "UnitNotFound",
+    "JobFailed",
+    "AccessDenied",
+    "NotBooted",
+    "Timeout",
+    "Other",
+    "CommandUnavailable"
+  ]),
+  exitCode: Schema.optionalKey(Schema.Number),
+  stderr: Schema.optionalKey(Schema.String),
+  detail: Schema.optionalKey(Schema.String),
+  /** The finished job's result (`failed`, `canceled`, `dependency`, `timeout`, ...); over D-Bus only. */
   jobResult: Schema.optionalKey(Schema.String),
   /** The unit's states and how its main process last ended, after the failure; over D-Bus only. */
   status: Schema.optionalKey(UnitStatus)
-}) {
-  override get message(): string {
-    return sentence(this)
-  }
-}
-
-/**
- * systemd refused the caller (not root, or polkit said no; systemctl exits 4).
- *
- * @since 0.3.0
- */
-export class AccessDenied extends Schema.TaggedError<AccessDenied>()("AccessDenied", {
-  ...answer
-}) {
-  override get message(): string {
-    return sentence(this)
-  }
-}
-
-/**
- * No systemd answers: the machine was not booted with systemd, or its bus and sockets cannot be reached.
- *
- * @since 0.3.0
- */
-export class NotBooted extends Schema.TaggedError<NotBooted>()("NotBooted", {
-  ...answer
-}) {
-  override get message(): string {
-    return sentence(this)
-  }
-}
-
-/**
- * The call did not finish in time: the caller's limit ran out (then there is
- * no exit code, and `stderr` says which limit), or systemd's own job timeout
- * did (systemctl says "timed out").
- *
- * @since 0.3.0
- */
-export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
-  ...maybeAnswer,
-  ...jobFacts
 }) {
   override get message(): string {
     return sentence(this)
@@ -227,6 +160,7 @@ export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
  * (`RestartChanged.awaitSettled`): its job succeeded, its program did not
  * keep running. `status` is what systemd reported when it was seen down.
  *
+ * @category errors
  * @since 0.3.0
  */
 export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
@@ -240,88 +174,31 @@ export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
 }
 
 /**
- * The client could not be run at all (`systemctl` missing, the spawn failed):
- * nothing reached systemd.
- *
- * @since 0.3.0
+ * Why a systemd call failed: a {@link Failure} classified from the client's
+ * answer (see {@link classify}), `NotSettled`, or `Gone` (`HostPath.Gone`:
+ * another machine's systemd, a container's, whose process has exited;
+ * nothing was sent).
  */
-export class CommandUnavailable extends Schema.TaggedError<CommandUnavailable>()("CommandUnavailable", {
-  /** Which command and why it could not run. */
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return sentence(this)
-  }
-}
+const SystemdErrorReason = Schema.Union([Gone, Failure, NotSettled])
 
-/**
- * Any other failure: an answer none of the other reasons matches, or a
- * connection to systemd that closed before it answered (then there is no exit code).
- *
- * @since 0.3.0
- */
-export class Other extends Schema.TaggedError<Other>()("Other", {
-  ...maybeAnswer,
-  ...jobFacts
-}) {
-  override get message(): string {
-    return sentence(this)
-  }
-}
+type SystemdErrorReason = typeof SystemdErrorReason.Type
 
-/**
- * Why a systemd call failed, classified from systemctl's exit code and stderr
- * (see {@link classify}) so callers can act on it (retry a timeout, report a
- * missing unit) without parsing text. Each reason carries only what it has.
- * `Gone` (`HostPath.Gone`) is another machine's systemd (a container's) whose
- * process has exited: nothing was sent.
- *
- * @since 0.1.0
- */
-export const SystemdErrorReason = Schema.Union([
-  Gone,
-  UnitNotFound,
-  JobFailed,
-  AccessDenied,
-  NotBooted,
-  Timeout,
-  NotSettled,
-  CommandUnavailable,
-  Other
-])
-
-/**
- * Why a systemd call failed.
- *
- * @since 0.1.0
- */
-export type SystemdErrorReason = typeof SystemdErrorReason.Type
-
-/**
+/*
  * Where a failed call went over D-Bus: the manager's method (`RestartUnit`,
  * `Reload`, `Get`, ...), the job systemd queued for it (its object path, once
  * systemd answered with one) and the D-Bus error systemd answered with. Set
  * by the D-Bus layer (`NodeSystemd.layerDbus`), so that the message names
  * what really ran; absent over `systemctl`.
- *
- * @since 0.4.0
  */
-export const DbusCall = Schema.Struct({
+const DbusCall = Schema.Struct({
   method: Schema.String,
   job: Schema.optionalKey(Schema.String),
   error: Schema.optionalKey(Schema.String)
 })
 
 /**
- * Where a failed call went over D-Bus.
- *
- * @since 0.4.0
- */
-export type DbusCall = typeof DbusCall.Type
-
-/**
  * A systemd call that failed: the verb, the unit (none for daemon-reload)
- * and why (a {@link SystemdErrorReason}). Where systemd's client answered,
+ * and why (its `reason`: a {@link Failure}, `NotSettled` or `Gone`). Where systemd's client answered,
  * the reason keeps its exit code and what it printed, so the person reading
  * it sees exactly what systemd said. Over `systemctl` those are its exit code
  * and stderr; over D-Bus (`NodeSystemd.layerDbus`) they are the exit code and
@@ -345,6 +222,7 @@ export type DbusCall = typeof DbusCall.Type
  *   )
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdError", {
@@ -352,7 +230,7 @@ export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdErr
   verb: Verb,
   /** The unit the call was about; absent for daemon-reload. */
   unit: Schema.optionalKey(Schema.String),
-  /** The D-Bus method, job and error, when the call went over D-Bus (since 0.4.0). */
+  /** The D-Bus method, job and error, when the call went over D-Bus. */
   dbus: Schema.optionalKey(DbusCall)
 }) {
   override get message(): string {
@@ -398,6 +276,7 @@ export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdErr
  * )
  * ```
  *
+ * @category services
  * @since 0.4.0
  */
 export const CallTimeout = Context.Reference<Duration.Duration | undefined>("@hostnode/core/Systemd/CallTimeout", {
@@ -410,6 +289,7 @@ export const CallTimeout = Context.Reference<Duration.Duration | undefined>("@ho
  * runs. Job methods (`start`, `stop`, `restart`, `reload`) wait for the job to
  * finish, so success means the unit reached the requested state.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface Systemd {
@@ -431,6 +311,7 @@ export interface Systemd {
 /**
  * The key of the {@link Systemd} service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const Systemd = Context.Service<Systemd>("@hostnode/core/Systemd")
@@ -440,6 +321,7 @@ export const Systemd = Context.Service<Systemd>("@hostnode/core/Systemd")
  * a property query. {@link make} derives the rest and does the validation, so
  * every implementation validates the same way.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Primitives {
@@ -454,6 +336,7 @@ export interface Primitives {
 /**
  * Builds the {@link Systemd} service from its {@link Primitives}.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (p: Primitives): Systemd => {
@@ -482,14 +365,8 @@ export const make = (p: Primitives): Systemd => {
   })
 }
 
-/**
- * Where a job's failure was reported by systemd over D-Bus: the job's result
- * and the unit's status then. {@link classify} keeps them on the reasons that
- * carry them.
- *
- * @since 0.3.0
- */
-export interface JobFacts {
+/** What systemd reported of a failed job over D-Bus: its result and the unit's status then. */
+interface JobFacts {
   readonly jobResult?: string | undefined
   readonly status?: UnitStatus | undefined
 }
@@ -501,9 +378,10 @@ export interface JobFacts {
  * missing unit), so the text decides where the code does not. `job` is kept
  * on the reasons that can carry it (`JobFailed`, `Timeout`, `Other`).
  *
+ * @category constructors
  * @since 0.1.0
  */
-export const classify = (exitCode: number, stderr: string, job?: JobFacts): SystemdErrorReason => {
+export const classify = (exitCode: number, stderr: string, job?: JobFacts): Failure => {
   const t = stderr.toLowerCase()
   const answer = { exitCode, stderr }
   const facts = {
@@ -511,23 +389,25 @@ export const classify = (exitCode: number, stderr: string, job?: JobFacts): Syst
     ...(job?.jobResult === undefined ? {} : { jobResult: job.jobResult }),
     ...(job?.status === undefined ? {} : { status: job.status })
   }
-  if (exitCode === 5 || t.includes("not found") || t.includes("not loaded")) return new UnitNotFound(answer)
+  if (exitCode === 5 || t.includes("not found") || t.includes("not loaded"))
+    return new Failure({ _tag: "UnitNotFound", ...answer })
   if (t.includes("not been booted with systemd") || t.includes("failed to connect to bus")) {
-    return new NotBooted(answer)
+    return new Failure({ _tag: "NotBooted", ...answer })
   }
   if (t.includes("access denied") || t.includes("interactive authentication required") || exitCode === 4) {
-    return new AccessDenied(answer)
+    return new Failure({ _tag: "AccessDenied", ...answer })
   }
-  if (t.includes("timed out") || t.includes("timeout")) return new Timeout(facts)
+  if (t.includes("timed out") || t.includes("timeout")) return new Failure({ _tag: "Timeout", ...facts })
   if (t.includes("job for") || t.includes("failed because") || t.includes("dependency failed")) {
-    return new JobFailed(facts)
+    return new Failure({ _tag: "JobFailed", ...facts })
   }
-  return new Other(facts)
+  return new Failure({ _tag: "Other", ...facts })
 }
 
 /**
  * Options of {@link makeCommand} (and every layer over `systemctl`).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface CommandOptions {
@@ -560,6 +440,7 @@ const parseShow = (stdout: string): Record<string, string> => {
  * (`NodeSystemd.layer` gives Node's, or one wrapped with `nsenter` for
  * another machine's systemd, `MemoryNode` the simulated command line).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const makeCommand = (
@@ -576,9 +457,12 @@ export const makeCommand = (
         return yield* HostCommand.run("systemctl", args).pipe(
           Effect.timeoutOrElse({
             duration: limit,
-            orElse: () => fail(new Timeout({ stderr: `systemctl did not finish within ${Duration.format(limit)}` }))
+            orElse: () =>
+              fail(
+                new Failure({ _tag: "Timeout", stderr: `systemctl did not finish within ${Duration.format(limit)}` })
+              )
           }),
-          Effect.catchTag("CommandError", (e) => fail(new CommandUnavailable({ detail: e.message }))),
+          Effect.catchTag("CommandError", (e) => fail(new Failure({ _tag: "CommandUnavailable", detail: e.message }))),
           Effect.flatMap((o) => (o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(classify(o.exitCode, o.stderr)))),
           Effect.provide(context)
         )
@@ -595,6 +479,7 @@ export const makeCommand = (
  * {@link makeCommand} as a layer; requires the spawner the commands run
  * through, as `Mounter.layerCommand` does for `umount`.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerCommand = (

@@ -13,6 +13,7 @@ import { Data, Effect } from "effect"
  * reason is classified from, so keep it stable: it is part of what operators
  * see and alert on.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Task<out E = never, out R = never> {
@@ -23,6 +24,7 @@ export interface Task<out E = never, out R = never> {
 /**
  * A step from a name and the effect that does it (the Go package's `Func`).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = <E, R>(name: string, effect: Effect.Effect<unknown, E, R>): Task<E, R> => ({ name, effect })
@@ -31,6 +33,7 @@ export const make = <E, R>(name: string, effect: Effect.Effect<unknown, E, R>): 
  * The failure of a step run by {@link run}: which task failed and why. The
  * cause keeps the step's own typed error, so a caller can still match on it.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class TaskFailed<out E = unknown> extends Data.TaggedError("TaskFailed")<{
@@ -52,6 +55,7 @@ type TaskContext<T> = T extends Task<infer _E, infer R> ? R : never
  * task. Later tasks do not run: a node half-configured by a failed step is not
  * made worse by the steps that assumed it succeeded.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const run = <const Tasks extends ReadonlyArray<Task<unknown, unknown>>>(
@@ -74,29 +78,27 @@ export const run = <const Tasks extends ReadonlyArray<Task<unknown, unknown>>>(
  * name, or any task below it on a `/` boundary (`snapshot` covers
  * `snapshot/restore`); the longest matching key wins.
  *
+ * @category models
  * @since 0.1.0
  */
 export type ReasonTable = Readonly<Record<string, string>>
 
 /**
  * The reason of a failed task whose name no table entry matches.
- *
- * @since 0.1.0
  */
-export const DefaultReason = "TaskFailed"
+const DefaultReason = "TaskFailed"
 
 /**
- * The reason of an error that is not a {@link TaskFailed} (a defect, an interruption, an error outside any task).
- *
- * @since 0.1.0
+ * The reason of an error that is not a `TaskFailed` (a defect, an interruption, an error outside any task).
  */
-export const UnknownReason = "Unknown"
+const UnknownReason = "Unknown"
 
 /**
  * The reasons of the steps this library provides. A composition root extends
- * it with {@link extendReasons} for its own steps rather than replacing it, so
- * the library's steps keep their reasons.
+ * it for its own steps (`{ ...Task.defaultReasons, "my-step": "MyReason" }`)
+ * rather than replacing it, so the library's steps keep their reasons.
  *
+ * @category models
  * @since 0.1.0
  */
 export const defaultReasons: ReasonTable = {
@@ -115,19 +117,10 @@ export const defaultReasons: ReasonTable = {
 }
 
 /**
- * `table` with `more` added; entries in `more` win.
- *
- * @since 0.1.0
- */
-export const extendReasons = (table: ReasonTable, more: ReasonTable): ReasonTable => ({ ...table, ...more })
-
-/**
  * The condition reason for the task `name`: the longest key of `table` that is
- * `name` or a `/`-prefix of it, else {@link DefaultReason}.
- *
- * @since 0.1.0
+ * `name` or a `/`-prefix of it, else `TaskFailed`.
  */
-export const reasonForTask = (name: string, table: ReasonTable = defaultReasons): string => {
+const reasonForTask = (name: string, table: ReasonTable = defaultReasons): string => {
   let best: string | undefined
   for (const key of Object.keys(table)) {
     if ((name === key || name.startsWith(`${key}/`)) && (best === undefined || key.length > best.length)) best = key
@@ -138,8 +131,9 @@ export const reasonForTask = (name: string, table: ReasonTable = defaultReasons)
 /**
  * The Machine condition reason for an error from {@link run}: classified from
  * the failed task's name through `table`. Anything that is not a
- * {@link TaskFailed} is {@link UnknownReason}.
+ * {@link TaskFailed} is `Unknown`; a task no key matches is `TaskFailed`.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const conditionReason = (error: unknown, table: ReasonTable = defaultReasons): string =>

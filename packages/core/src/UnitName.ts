@@ -7,12 +7,8 @@
  */
 import { Effect, Schema } from "effect"
 
-/**
- * The unit types systemd knows (`systemd.unit(5)`); a name must end in one of them.
- *
- * @since 0.1.0
- */
-export const UnitTypes = [
+// The unit types systemd knows (`systemd.unit(5)`); a name must end in one of them.
+const UnitTypes: ReadonlyArray<string> = [
   "service",
   "socket",
   "device",
@@ -24,149 +20,82 @@ export const UnitTypes = [
   "timer",
   "slice",
   "scope"
-] as const
+]
 
-/**
- * One of {@link UnitTypes}.
- *
- * @since 0.1.0
- */
-export type UnitType = (typeof UnitTypes)[number]
-
-/**
- * systemd's UNIT_NAME_MAX is 256 bytes including the terminating NUL.
- *
- * @since 0.1.0
- */
-export const MaxLength = 255
+// systemd's UNIT_NAME_MAX is 256 bytes including the terminating NUL.
+const MaxLength = 255
 
 // systemd's VALID_CHARS for unit names (src/basic/unit-name.h): ASCII
 // letters and digits and `:-_.\`, plus `@`.
 const validChar = /^[A-Za-z0-9:\-_.\\@]$/
 
 /**
- * Why a name is not a unit name: it is empty.
+ * Why a name is not a unit name, told by its `_tag`: one rule of systemd's
+ * `unit_name_is_valid` it breaks.
+ * - `Empty`: it is empty;
+ * - `TooLong`: longer than systemd's `UNIT_NAME_MAX` allows (`length`);
+ * - `NoTypeSuffix`: no `.` and so no type suffix (`kubelet` for `kubelet.service`);
+ * - `NothingBeforeSuffix`: only a type suffix (`.service`);
+ * - `NotAUnitType`: what follows its last `.` (`suffix`) is not a unit type;
+ * - `InvalidCharacter`: it holds a character (`character`, the first) systemd
+ *   does not allow in one;
+ * - `EmptyTemplateName`: it starts with `@` (`@x.service`).
  *
- * @since 0.3.0
+ * @category errors
+ * @since 0.4.0
  */
-export class Empty extends Schema.TaggedError<Empty>()("Empty", {}) {
-  override get message(): string {
-    return "is empty"
-  }
-}
-
-/**
- * Why a name is not a unit name: it is longer than systemd's `UNIT_NAME_MAX` allows ({@link MaxLength}).
- *
- * @since 0.3.0
- */
-export class TooLong extends Schema.TaggedError<TooLong>()("TooLong", {
-  /** The name's length, in characters (every valid character is one byte). */
-  length: Schema.Number
+export class Failure extends Schema.Error<Failure>("@hostnode/core/UnitName/Failure")({
+  _tag: Schema.Literals([
+    "Empty",
+    "TooLong",
+    "NoTypeSuffix",
+    "NothingBeforeSuffix",
+    "NotAUnitType",
+    "InvalidCharacter",
+    "EmptyTemplateName"
+  ]),
+  /** The name's length, in characters (every valid character is one byte), for `TooLong`. */
+  length: Schema.optionalKey(Schema.Number),
+  /** What follows the last `.`, for `NotAUnitType`. */
+  suffix: Schema.optionalKey(Schema.String),
+  /** The first character that is not allowed, for `InvalidCharacter`. */
+  character: Schema.optionalKey(Schema.String)
 }) {
   override get message(): string {
-    return `is ${this.length} characters long, more than systemd's ${MaxLength}`
+    switch (this._tag) {
+      case "Empty":
+        return "is empty"
+      case "TooLong":
+        return `is ${this.length} characters long, more than systemd's ${MaxLength}`
+      case "NoTypeSuffix":
+        return `has no type suffix (one of .${UnitTypes.join(", .")})`
+      case "NothingBeforeSuffix":
+        return "has nothing before its type suffix"
+      case "NotAUnitType":
+        return `ends in ".${this.suffix}", which is not a unit type (one of .${UnitTypes.join(", .")})`
+      case "InvalidCharacter":
+        return `contains ${JSON.stringify(this.character)}: only ASCII letters, digits and ":-_.\\@" are allowed`
+      default:
+        return "has an empty template name before '@'"
+    }
   }
 }
-
-/**
- * Why a name is not a unit name: it has no `.` and so no type suffix (`kubelet` for `kubelet.service`).
- *
- * @since 0.3.0
- */
-export class NoTypeSuffix extends Schema.TaggedError<NoTypeSuffix>()("NoTypeSuffix", {}) {
-  override get message(): string {
-    return `has no type suffix (one of .${UnitTypes.join(", .")})`
-  }
-}
-
-/**
- * Why a name is not a unit name: it is only a type suffix (`.service`).
- *
- * @since 0.3.0
- */
-export class NothingBeforeSuffix extends Schema.TaggedError<NothingBeforeSuffix>()("NothingBeforeSuffix", {}) {
-  override get message(): string {
-    return "has nothing before its type suffix"
-  }
-}
-
-/**
- * Why a name is not a unit name: what follows its last `.` is not one of {@link UnitTypes}.
- *
- * @since 0.3.0
- */
-export class NotAUnitType extends Schema.TaggedError<NotAUnitType>()("NotAUnitType", {
-  /** What follows the last `.`. */
-  suffix: Schema.String
-}) {
-  override get message(): string {
-    return `ends in ".${this.suffix}", which is not a unit type (one of .${UnitTypes.join(", .")})`
-  }
-}
-
-/**
- * Why a name is not a unit name: it holds a character systemd does not allow in one.
- *
- * @since 0.3.0
- */
-export class InvalidCharacter extends Schema.TaggedError<InvalidCharacter>()("InvalidCharacter", {
-  /** The first character that is not allowed. */
-  character: Schema.String
-}) {
-  override get message(): string {
-    return `contains ${JSON.stringify(this.character)}: only ASCII letters, digits and ":-_.\\@" are allowed`
-  }
-}
-
-/**
- * Why a name is not a unit name: it starts with `@`, so the template it names has no name (`@x.service`).
- *
- * @since 0.3.0
- */
-export class EmptyTemplateName extends Schema.TaggedError<EmptyTemplateName>()("EmptyTemplateName", {}) {
-  override get message(): string {
-    return "has an empty template name before '@'"
-  }
-}
-
-/**
- * Why a name is not a unit name: one class per rule of systemd's `unit_name_is_valid` it breaks.
- *
- * @since 0.3.0
- */
-export const UnitNameErrorReason = Schema.Union([
-  Empty,
-  TooLong,
-  NoTypeSuffix,
-  NothingBeforeSuffix,
-  NotAUnitType,
-  InvalidCharacter,
-  EmptyTemplateName
-])
-
-/**
- * Why a name is not a unit name.
- *
- * @since 0.3.0
- */
-export type UnitNameErrorReason = typeof UnitNameErrorReason.Type
 
 /** The first rule of systemd's `unit_name_is_valid` that `name` breaks, or `undefined` for a valid name. */
-const reasonOf = (name: string): UnitNameErrorReason | undefined => {
-  if (name.length === 0) return new Empty()
+const reasonOf = (name: string): Failure | undefined => {
+  if (name.length === 0) return new Failure({ _tag: "Empty" })
   // UNIT_NAME_MAX is 256 including the NUL; every valid character is one byte.
-  if (name.length > MaxLength) return new TooLong({ length: name.length })
+  if (name.length > MaxLength) return new Failure({ _tag: "TooLong", length: name.length })
   const dot = name.lastIndexOf(".")
-  if (dot === -1) return new NoTypeSuffix()
-  if (dot === 0) return new NothingBeforeSuffix()
+  if (dot === -1) return new Failure({ _tag: "NoTypeSuffix" })
+  if (dot === 0) return new Failure({ _tag: "NothingBeforeSuffix" })
   const suffix = name.slice(dot + 1)
-  if (!(UnitTypes as ReadonlyArray<string>).includes(suffix)) return new NotAUnitType({ suffix })
+  if (!UnitTypes.includes(suffix)) return new Failure({ _tag: "NotAUnitType", suffix })
   const stem = name.slice(0, dot)
   for (const character of stem) {
-    if (!validChar.test(character)) return new InvalidCharacter({ character })
+    if (!validChar.test(character)) return new Failure({ _tag: "InvalidCharacter", character })
   }
-  if (stem.startsWith("@")) return new EmptyTemplateName()
+  if (stem.startsWith("@")) return new Failure({ _tag: "EmptyTemplateName" })
   return undefined
 }
 
@@ -180,8 +109,9 @@ const reasonOf = (name: string): UnitNameErrorReason | undefined => {
  * (`-.mount` is the root mount's unit): it never reaches a command line
  * where it could be read as an option, since `--` always comes before unit
  * names. Exposed so callers can explain a rejection without decoding; the
- * sentence is the message of the {@link UnitNameErrorReason} `decode` fails with.
+ * sentence is the message of the {@link Failure} `decode` fails with.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const problem = (name: string): string | undefined => reasonOf(name)?.message
@@ -190,6 +120,7 @@ export const problem = (name: string): string | undefined => reasonOf(name)?.mes
  * A valid systemd unit name (`kubelet.service`, `getty@tty1.service`). Decoding
  * fails with a message that says what was wrong.
  *
+ * @category models
  * @since 0.1.0
  */
 export const UnitName = Schema.String.check(
@@ -199,20 +130,22 @@ export const UnitName = Schema.String.check(
 /**
  * A decoded unit name: a string systemd will accept as a unit.
  *
+ * @category models
  * @since 0.1.0
  */
 export type UnitName = typeof UnitName.Type
 
 /**
  * A unit name that failed {@link UnitName}: which name and why (a
- * {@link UnitNameErrorReason}), so the caller can fix the configuration that
+ * {@link Failure}), so the caller can fix the configuration that
  * produced it.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class UnitNameError extends Schema.TaggedError<UnitNameError>()("UnitNameError", {
   unit: Schema.String,
-  reason: UnitNameErrorReason
+  reason: Failure
 }) {
   override get message(): string {
     return `invalid unit name ${JSON.stringify(this.unit)}: ${this.reason.message}`
@@ -222,6 +155,7 @@ export class UnitNameError extends Schema.TaggedError<UnitNameError>()("UnitName
 /**
  * Decodes `name` as a {@link UnitName}, failing with a {@link UnitNameError} that says what was wrong.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const decode = (name: string): Effect.Effect<UnitName, UnitNameError> => {
@@ -234,6 +168,7 @@ export const decode = (name: string): Effect.Effect<UnitName, UnitNameError> => 
 /**
  * True when `name` is a valid unit name.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const isUnitName = (name: string): name is UnitName => reasonOf(name) === undefined

@@ -58,7 +58,7 @@ describe("GoalStateError", () => {
   )
 
   it("messages read as before: the slot, the file, the reason and what was wrong", () => {
-    const error = (reason: GoalState.GoalStateErrorReason) => new GoalState.GoalStateError({ slot: "a", reason })
+    const error = (reason: GoalState.GoalStateError["reason"]) => new GoalState.GoalStateError({ slot: "a", reason })
     assert.strictEqual(
       error(new ConfigFile.Unreadable({ file: "/c/a.json", detail: "EACCES" })).message,
       'cannot read the goal state for slot "a" from /c/a.json: EACCES'
@@ -69,7 +69,8 @@ describe("GoalStateError", () => {
       'invalid goal state for slot "a" in /c/a.json (InvalidJson): not JSON: oops'
     )
     assert.strictEqual(
-      error(new GoalState.SlotMismatch({ issues: [{ field: "slot", message: 'is "b", not "a"' }] })).message,
+      error(new GoalState.Failure({ _tag: "SlotMismatch", issues: [{ field: "slot", message: 'is "b", not "a"' }] }))
+        .message,
       'invalid goal state for slot "a" (SlotMismatch): slot: is "b", not "a"'
     )
   })

@@ -64,7 +64,14 @@ describe("Hooks", () => {
         setupNetwork: () =>
           Effect.fail(
             new LocalDns.LocalDnsError({
-              reason: new LocalDns.CommandFailed({ step: "fake", command: "ip", args: [], exitCode: 1, stderr: "boom" })
+              reason: new LocalDns.Failure({
+                _tag: "CommandFailed",
+                step: "fake",
+                command: "ip",
+                args: [],
+                exitCode: 1,
+                stderr: "boom"
+              })
             })
           )
       })

@@ -5,6 +5,8 @@ import { Effect, Fiber, Layer, Logger, PlatformError, References, Schema, Sink, 
 import { Dns, NetAddress } from "effect/net"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { TestClock } from "effect/testing"
+import * as Listeners from "../src/internal/localdns/listeners.ts"
+import * as Rules from "../src/internal/localdns/rules.ts"
 
 const nodeStart: NodeStart.NodeStart = LocalDnsConformance.nodeStart
 
@@ -54,12 +56,12 @@ describe("LocalDns rules", () => {
   it("are our 8 rules, rendered exactly as iptables -S lists them", () => {
     const rules = LocalDns.rules(["169.254.10.10", "169.254.10.11"])
     assert.strictEqual(rules.length, 8)
-    assert.deepStrictEqual(rules.map(LocalDns.renderRule).sort(), [...LocalDnsConformance.ourRules].sort())
+    assert.deepStrictEqual(rules.map(Rules.renderRule).sort(), [...LocalDnsConformance.ourRules].sort())
   })
 
   it("listed lines parse back into the argv words, quotes and escapes removed", () => {
     for (const rule of LocalDns.rules(["10.0.0.1"])) {
-      assert.deepStrictEqual(LocalDns.parseRuleLine(LocalDns.renderRule(rule)), ["-A", rule.chain, ...rule.spec])
+      assert.deepStrictEqual(LocalDns.parseRuleLine(Rules.renderRule(rule)), ["-A", rule.chain, ...rule.spec])
     }
     assert.deepStrictEqual(LocalDns.parseRuleLine('-A OUTPUT -m comment --comment "a \\"b\\" c\\\\" -j NOTRACK'), [
       "-A",
@@ -75,10 +77,10 @@ describe("LocalDns rules", () => {
 
   it("a rule is ours only with exactly our comment, in one of our chains", () => {
     const ours = ["-A", "OUTPUT", "-p", "udp", "-m", "comment", "--comment", "hostnode:localdns", "-j", "NOTRACK"]
-    assert.isTrue(LocalDns.isOurRule(ours))
-    assert.isFalse(LocalDns.isOurRule(ours.map((w) => (w === "hostnode:localdns" ? "hostnode:localdns-v0" : w))))
-    assert.isFalse(LocalDns.isOurRule(ours.map((w) => (w === "OUTPUT" ? "INPUT" : w))))
-    assert.isFalse(LocalDns.isOurRule(["-A", "OUTPUT", "-j", "hostnode:localdns"]))
+    assert.isTrue(Rules.isOurRule(ours))
+    assert.isFalse(Rules.isOurRule(ours.map((w) => (w === "hostnode:localdns" ? "hostnode:localdns-v0" : w))))
+    assert.isFalse(Rules.isOurRule(ours.map((w) => (w === "OUTPUT" ? "INPUT" : w))))
+    assert.isFalse(Rules.isOurRule(["-A", "OUTPUT", "-j", "hostnode:localdns"]))
   })
 })
 
@@ -157,7 +159,7 @@ describe("LocalDns network phases, on a scripted host", () => {
       assert.strictEqual(recovered, 4)
       const { localDns: _, ...base } = nodeStart
       const same = { ...base, localDns: { nodeListener: "169.254.10.10", clusterListener: "169.254.10.10" } }
-      const listener = yield* LocalDns.decodeListeners(same).pipe(
+      const listener = yield* Listeners.decode(same).pipe(
         Effect.as("decoded"),
         Effect.catchReason("LocalDnsError", "SameAddress", (reason, error) =>
           Effect.succeed(`${reason.listener} ${reason.address}: ${error.message}`)

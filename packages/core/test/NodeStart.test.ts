@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type ConfigFile, NodeStart } from "@hostnode/core"
 import { Effect, Redacted } from "effect"
+import * as Internal from "../src/internal/nodeStart.ts"
 
 /** The InvalidValue reason of `e`: the wrong fields. */
 const invalidValue = (e: ConfigFile.ConfigError): ConfigFile.InvalidValue => {
@@ -17,16 +18,16 @@ describe("NodeStart", () => {
         ...base,
         auth: { _tag: "BootstrapToken", token: "abcdef.0123456789abcdef" }
       })
-      assert.isTrue(NodeStart.usesBootstrapToken(token))
+      assert.isTrue(Internal.usesBootstrapToken(token))
       if (token.auth._tag === "BootstrapToken") {
         assert.strictEqual(Redacted.value(token.auth.token), "abcdef.0123456789abcdef")
         assert.notInclude(JSON.stringify(token), "0123456789abcdef")
         assert.notInclude(String(token.auth.token), "0123456789abcdef")
       }
       const kubeconfig = yield* NodeStart.decode({ ...base, auth: { _tag: "Kubeconfig", path: "/etc/kubeconfig" } })
-      assert.isFalse(NodeStart.usesBootstrapToken(kubeconfig))
+      assert.isFalse(Internal.usesBootstrapToken(kubeconfig))
       const exec = yield* NodeStart.decode({ ...base, auth: { _tag: "ExecCredential", command: "/usr/bin/cred" } })
-      assert.isFalse(NodeStart.usesBootstrapToken(exec))
+      assert.isFalse(Internal.usesBootstrapToken(exec))
       assert.deepStrictEqual(exec.auth, {
         _tag: "ExecCredential",
         command: "/usr/bin/cred",
@@ -41,12 +42,12 @@ describe("NodeStart", () => {
     Effect.gen(function* () {
       const auth = { _tag: "Kubeconfig", path: "/k" }
       const withDns = yield* NodeStart.decode({ ...base, auth, localDns: {} })
-      assert.deepStrictEqual(NodeStart.listeners(withDns), [
+      assert.deepStrictEqual(Internal.listeners(withDns), [
         { name: "node", address: "169.254.10.10" },
         { name: "cluster", address: "169.254.10.11" }
       ])
       const without = yield* NodeStart.decode({ ...base, auth })
-      assert.deepStrictEqual(NodeStart.listeners(without), [])
+      assert.deepStrictEqual(Internal.listeners(without), [])
     })
   )
 

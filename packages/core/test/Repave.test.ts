@@ -32,7 +32,8 @@ describe("Repave", () => {
 
   it("ResetError names the operation, what was kept and why, and how much was removed", () => {
     const e = new Repave.ResetError({
-      reason: new Repave.MountBelow({
+      reason: new Repave.Failure({
+        _tag: "MountBelow",
         path: "/r/etc/cni/net.d/x",
         mountPoint: "/r/etc/cni/net.d/x",
         detail: "a mount at or below it: tmpfs"

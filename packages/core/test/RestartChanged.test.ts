@@ -91,7 +91,11 @@ describe("restartChanged with the caller's restart", () => {
           unit === "kubelet.service"
             ? Effect.fail(
                 new Systemd.SystemdError({
-                  reason: new Systemd.JobFailed({ exitCode: 1, stderr: "Job for kubelet.service failed." }),
+                  reason: new Systemd.Failure({
+                    _tag: "JobFailed",
+                    exitCode: 1,
+                    stderr: "Job for kubelet.service failed."
+                  }),
                   verb,
                   unit
                 })
@@ -147,7 +151,7 @@ const scripted = (options: {
         ? Effect.fail(
             new Systemd.SystemdError({
               verb: "daemon-reload",
-              reason: new Systemd.AccessDenied({ exitCode: 4, stderr: "Access denied" })
+              reason: new Systemd.Failure({ _tag: "AccessDenied", exitCode: 4, stderr: "Access denied" })
             })
           )
         : Effect.void

@@ -9,6 +9,7 @@ import { ConfSnap, Snapshot, Systemd } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import { SnapshotConformance } from "@hostnode/test/conformance"
 import { Cause, Effect, Exit, FileSystem, Ref, Schema } from "effect"
+import * as Model from "../src/internal/snapshot/model.ts"
 
 const node = {
   "/etc/systemd/system/kubelet.service": "[Service]\nExecStart=/usr/local/bin/kubelet $KUBELET_ARGS\n",
@@ -34,7 +35,7 @@ describe("Snapshot on the default paths", () => {
             const snapshot = yield* Snapshot.scoped({ dir, hostRoot: "/" })
             assert.deepStrictEqual(snapshot.paths, ConfSnap.DefaultPaths)
             // The private key never reaches the snapshot.
-            assert.notInclude(yield* fs.readFileString(`${dir}/${Snapshot.DataName}`), "PRIVATE KEY")
+            assert.notInclude(yield* fs.readFileString(`${dir}/${Model.DataName}`), "PRIVATE KEY")
             // The upgrade rewrites the units and configuration, adds files, and the kubelet rotates a key.
             yield* fs.writeFileString("/etc/systemd/system/kubelet.service", "[Service]\nExecStart=/new/kubelet\n")
             yield* fs.remove("/etc/systemd/system/kubelet.service.d/10-args.conf")
@@ -82,7 +83,7 @@ describe("Snapshot on the default paths", () => {
 })
 
 describe("Snapshot.Manifest and SnapshotError", () => {
-  const decode = Schema.decodeUnknownExit(Snapshot.Manifest)
+  const decode = Schema.decodeUnknownExit(Model.Manifest)
   const valid = {
     format: "hostnode-snapshot",
     version: 1,
@@ -128,7 +129,8 @@ describe("Snapshot.Manifest and SnapshotError", () => {
 
   it("SnapshotError names the snapshot, the host root, the path and what is wrong", () => {
     const e = new Snapshot.SnapshotError({
-      reason: new Snapshot.Corrupt({
+      reason: new Snapshot.Failure({
+        _tag: "Corrupt",
         path: "/etc/containerd/config.toml",
         detail: "content hash 00 does not match the recorded ff"
       }),
@@ -166,7 +168,12 @@ describe("Snapshot.Manifest and SnapshotError", () => {
           reason: new Snapshot.RollbackFailed({
             upgrade: Cause.fail("kubelet did not come up"),
             rollback: new Snapshot.SnapshotError({
-              reason: new Snapshot.Io({ path: "/etc/containerd/config.toml", errno: "EACCES", detail: "renameat2" }),
+              reason: new Snapshot.Failure({
+                _tag: "Io",
+                path: "/etc/containerd/config.toml",
+                errno: "EACCES",
+                detail: "renameat2"
+              }),
               dir: "/var/lib/agent/snap",
               hostRoot: "/"
             })

@@ -55,7 +55,8 @@ describe("Systemd.make", () => {
 
   it("SystemdError says the verb, unit, exit code and systemctl's stderr", () => {
     const e = new Systemd.SystemdError({
-      reason: new Systemd.UnitNotFound({
+      reason: new Systemd.Failure({
+        _tag: "UnitNotFound",
         exitCode: 5,
         stderr: "Failed to restart x.service: Unit x.service not found.\n"
       }),
@@ -68,7 +69,7 @@ describe("Systemd.make", () => {
     )
     // Without a unit (daemon-reload) or a client exit code (our own time limit), the message says neither.
     const timeout = new Systemd.SystemdError({
-      reason: new Systemd.Timeout({ stderr: "systemctl did not finish within 3m" }),
+      reason: new Systemd.Failure({ _tag: "Timeout", stderr: "systemctl did not finish within 3m" }),
       verb: "daemon-reload"
     })
     assert.strictEqual(timeout.message, "systemctl daemon-reload failed (Timeout): systemctl did not finish within 3m")
@@ -101,7 +102,8 @@ describe("Systemd.make", () => {
       "D-Bus RestartUnit y.service, job /org/freedesktop/systemd1/job/7 failed (JobFailed, job failed): Job for y.service failed because the control process exited with error code."
     )
     const missing = new Systemd.SystemdError({
-      reason: new Systemd.UnitNotFound({
+      reason: new Systemd.Failure({
+        _tag: "UnitNotFound",
         exitCode: 5,
         stderr: "Failed to restart x.service: Unit x.service not found."
       }),
@@ -115,7 +117,7 @@ describe("Systemd.make", () => {
     )
     assert.notInclude(missing.message, "systemctl")
     const reload = new Systemd.SystemdError({
-      reason: new Systemd.Timeout({ stderr: "systemd did not answer Reload within 2s" }),
+      reason: new Systemd.Failure({ _tag: "Timeout", stderr: "systemd did not answer Reload within 2s" }),
       verb: "daemon-reload",
       dbus: { method: "Reload" }
     })
@@ -135,7 +137,7 @@ describe("Systemd.make", () => {
   })
 
   it("classify gives each reason from systemctl's exit code and stderr", () => {
-    const cases: ReadonlyArray<readonly [number, string, Systemd.SystemdErrorReason["_tag"]]> = [
+    const cases: ReadonlyArray<readonly [number, string, Systemd.SystemdError["reason"]["_tag"]]> = [
       [5, "Failed to restart x.service: Unit x.service not found.", "UnitNotFound"],
       [1, "Failed to stop x.service: Unit x.service not loaded.", "UnitNotFound"],
       [1, "System has not been booted with systemd as init system (PID 1). Can't operate.", "NotBooted"],
@@ -153,15 +155,15 @@ describe("Systemd.make", () => {
 
   it.effect("catchReason reaches each reason", () =>
     Effect.gen(function* () {
-      const failing = (reason: Systemd.SystemdErrorReason) =>
+      const failing = (reason: Systemd.SystemdError["reason"]) =>
         Effect.fail(new Systemd.SystemdError({ reason, verb: "restart", unit: "x.service" }))
-      const notFound = yield* failing(new Systemd.UnitNotFound({ exitCode: 5, stderr: "gone" })).pipe(
+      const notFound = yield* failing(new Systemd.Failure({ _tag: "UnitNotFound", exitCode: 5, stderr: "gone" })).pipe(
         Effect.catchReason("SystemdError", "UnitNotFound", (reason, error) =>
           Effect.succeed(`${error.unit} ${reason.exitCode} ${reason.stderr}`)
         )
       )
       assert.strictEqual(notFound, "x.service 5 gone")
-      const spawn = yield* failing(new Systemd.CommandUnavailable({ detail: "no systemctl" })).pipe(
+      const spawn = yield* failing(new Systemd.Failure({ _tag: "CommandUnavailable", detail: "no systemctl" })).pipe(
         Effect.catchReason("SystemdError", "CommandUnavailable", (reason) => Effect.succeed(reason.detail))
       )
       assert.strictEqual(spawn, "no systemctl")
@@ -174,12 +176,12 @@ describe("Systemd.make", () => {
       assert.strictEqual(settled, 3)
       // Another reason passes through untouched.
       const other = yield* Effect.flip(
-        failing(new Systemd.JobFailed({ exitCode: 1, stderr: "Job for x.service failed." })).pipe(
+        failing(new Systemd.Failure({ _tag: "JobFailed", exitCode: 1, stderr: "Job for x.service failed." })).pipe(
           Effect.catchReason("SystemdError", "UnitNotFound", () => Effect.succeed("caught"))
         )
       )
       assert.strictEqual(other.reason._tag, "JobFailed")
-      yield* failing(new Systemd.Other({ stderr: "x" })).pipe(
+      yield* failing(new Systemd.Failure({ _tag: "Other", stderr: "x" })).pipe(
         // @ts-expect-error: SystemdError has no reason "NoSuchReason"
         Effect.catchReason("SystemdError", "NoSuchReason", () => Effect.void),
         Effect.ignore

@@ -315,7 +315,11 @@ export const layer = (target: Target, options?: Options): Layer.Layer<NodeHost.S
                       reason:
                         f._tag === "NotFound"
                           ? new HostPath.Gone({ pid, detail: `container process ${pid}: ${f.detail}` })
-                          : new Systemd.NotBooted({ exitCode: 1, stderr: `container process ${pid}: ${f.detail}` })
+                          : new Systemd.Failure({
+                              _tag: "NotBooted",
+                              exitCode: 1,
+                              stderr: `container process ${pid}: ${f.detail}`
+                            })
                     })
                 )
               )

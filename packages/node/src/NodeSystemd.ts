@@ -154,7 +154,7 @@ export const layerDbusIn = (pid: number, options?: DbusOptions): Layer.Layer<Sys
               reason:
                 f._tag === "NotFound"
                   ? new HostPath.Gone({ pid, detail: `process ${pid}: ${f.detail}` })
-                  : new Systemd.NotBooted({ exitCode: 1, stderr: `process ${pid}: ${f.detail}` })
+                  : new Systemd.Failure({ _tag: "NotBooted", exitCode: 1, stderr: `process ${pid}: ${f.detail}` })
             })
         )
       )

@@ -24,7 +24,7 @@ import { RepaveConformance, SnapshotConformance } from "@hostnode/test/conforman
 import { Effect, FileSystem } from "effect"
 import * as Racer from "./racer.ts"
 import { realHost } from "./realHost.ts"
-import { cmd, spawnChild } from "./snapshotChild.ts"
+import { cmd, DataName, ManifestName, spawnChild } from "./snapshotChild.ts"
 
 const gate = Gate.check("the snapshot against a concurrent writer and a second process", [
   "root",
@@ -142,7 +142,7 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
           yield* Snapshot.takeOf({ dir: pristine, hostRoot: root, paths: ["/etc/kubernetes"] })
           const place = Effect.gen(function* () {
             yield* fs.makeDirectory(dir, { mode: 0o700 })
-            for (const name of [Snapshot.ManifestName, Snapshot.DataName]) {
+            for (const name of [ManifestName, DataName]) {
               yield* fs.copyFile(`${pristine}/${name}`, `${dir}/${name}`)
             }
           }).pipe(Effect.orDie)

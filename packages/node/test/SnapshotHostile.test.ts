@@ -14,6 +14,7 @@ import { Gate, RefusingSystemd } from "@hostnode/test"
 import { SnapshotConformance } from "@hostnode/test/conformance"
 import { Effect, FileSystem } from "effect"
 import { realHost } from "./realHost.ts"
+import { DataName, ManifestName } from "./snapshotChild.ts"
 
 const gate = Gate.check("hostile snapshot files on the real disk", ["root", { command: "mkfifo", args: ["--version"] }])
 
@@ -50,7 +51,7 @@ const fifo = (dir: string, name: string) =>
 const sparse = (dir: string) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
-    const manifest = JSON.parse(yield* fs.readFileString(`${dir}/${Snapshot.ManifestName}`)) as {
+    const manifest = JSON.parse(yield* fs.readFileString(`${dir}/${ManifestName}`)) as {
       dataSize: number
       entries: Array<{ type: string; size?: number; offset?: number }>
     }
@@ -60,13 +61,13 @@ const sparse = (dir: string) =>
     file.offset = 0
     file.size = huge
     manifest.dataSize = huge
-    yield* fs.writeFileString(`${dir}/${Snapshot.ManifestName}`, JSON.stringify(manifest))
-    yield* fs.truncate(`${dir}/${Snapshot.DataName}`, huge)
+    yield* fs.writeFileString(`${dir}/${ManifestName}`, JSON.stringify(manifest))
+    yield* fs.truncate(`${dir}/${DataName}`, huge)
   })
 
 const cases = [
-  { name: "manifest.json a FIFO", reason: "Unsafe", tamper: (dir: string) => fifo(dir, Snapshot.ManifestName) },
-  { name: "data a FIFO", reason: "Unsafe", tamper: (dir: string) => fifo(dir, Snapshot.DataName) },
+  { name: "manifest.json a FIFO", reason: "Unsafe", tamper: (dir: string) => fifo(dir, ManifestName) },
+  { name: "data a FIFO", reason: "Unsafe", tamper: (dir: string) => fifo(dir, DataName) },
   { name: "a 2^40-byte file over a sparse data file", reason: "Corrupt", tamper: sparse }
 ] as const
 

@@ -20,7 +20,7 @@ import { NodeDirectory, NodeHashing } from "@hostnode/node"
 import { Gate } from "@hostnode/test"
 import { SnapshotConformance } from "@hostnode/test/conformance"
 import { Clock, Effect, Fiber, FileSystem, Layer, Random } from "effect"
-import { type Child, cmd, spawnChild } from "./snapshotChild.ts"
+import { type Child, cmd, DataName, ManifestName, spawnChild } from "./snapshotChild.ts"
 
 const gate = Gate.check("Snapshot killed mid-restore on the real disk", ["root"])
 
@@ -171,7 +171,7 @@ describe.skipIf(gate.skip)("Snapshot killed mid-restore on the real disk", () =>
           yield* Snapshot.takeOf({ dir: pristine, hostRoot: root, paths: Paths })
           const placeSnapshot = Effect.gen(function* () {
             yield* fs.makeDirectory(dir, { mode: 0o700 })
-            for (const name of [Snapshot.ManifestName, Snapshot.DataName]) {
+            for (const name of [ManifestName, DataName]) {
               yield* fs.copyFile(`${pristine}/${name}`, `${dir}/${name}`)
             }
           })

@@ -92,3 +92,7 @@ export const spawnChild = (
 
 /** One command line: the verb and its arguments as one JSON array. */
 export const cmd = (verb: string, dir: string, root: string) => `${verb} ${JSON.stringify([dir, root])}`
+
+/** The files of a snapshot directory, as the crash and attack tests reach them directly (the format is core's internal). */
+export const ManifestName = "manifest.json"
+export const DataName = "data"

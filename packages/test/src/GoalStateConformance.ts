@@ -43,7 +43,7 @@ const hostRoot = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
   const root = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-goalstate-" })
   const config = yield* AgentConfig.defaults
-  const dir = `${root}${config.configDir}/${GoalState.GoalStatesDirName}`
+  const dir = `${root}${config.configDir}/goalstates`
   yield* fs.makeDirectory(dir, { recursive: true })
   const write = (slot: string, content: unknown) =>
     fs.writeFileString(`${dir}/${slot}.json`, typeof content === "string" ? content : JSON.stringify(content))

@@ -242,7 +242,7 @@ export const suite = <R>(
         assert.strictEqual(e.reason._tag, "UnitNotFound")
         if (e.reason._tag !== "UnitNotFound") return
         assert.strictEqual(e.reason.exitCode, 5)
-        assert.strictEqual(e.reason.stderr.trim(), `Failed to restart ${u}: Unit ${u} not found.`)
+        assert.strictEqual(e.reason.stderr?.trim(), `Failed to restart ${u}: Unit ${u} not found.`)
         assert.strictEqual(yield* systemd.isActive(u), "inactive")
       })
     )

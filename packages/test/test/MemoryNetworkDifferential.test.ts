@@ -140,7 +140,7 @@ const command = ([op, x, y, z]: readonly [number, number, number, number]): Read
 
 /**
  * What the comparison keeps of `ip` output. JSON output is reduced to what the
- * library reads (see `LocalDns.showLink`): each link's name, flags, kind and
+ * library reads (its interface inspection): each link's name, flags, kind and
  * addresses (family, address, prefix, scope). The rest is either made up by
  * the kernel (MAC addresses, IPv6 link-local addresses, DAD's `tentative`,
  * bridge timers) or updated asynchronously (`operstate` follows linkwatch,

@@ -138,7 +138,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     // names the job systemd queued, once it answered with one, for the
     // message of a call that ran out of time.
     const withSession = <A>(
-      verb: Systemd.Verb,
+      verb: Systemd.SystemdError["verb"],
       unit: string | undefined,
       f: (s: Session) => Effect.Effect<A, Systemd.SystemdError | DbusConnection.DbusError>,
       job: () => string | undefined = () => undefined
@@ -157,7 +157,8 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
                 systemdError(
                   verb,
                   unit,
-                  new Systemd.Timeout({
+                  new Systemd.Failure({
+                    _tag: "Timeout",
                     stderr:
                       queued === undefined
                         ? `systemd did not answer ${what} within ${Duration.format(limit)}`
@@ -171,12 +172,12 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
         )
       })
 
-    const call = (verb: Systemd.Verb, unit: string | undefined, s: Session, c: DbusConnection.Call) =>
+    const call = (verb: Systemd.SystemdError["verb"], unit: string | undefined, s: Session, c: DbusConnection.Call) =>
       s.connection
         .call({ destination: Destination, ...c })
         .pipe(Effect.catchReason("DbusError", "CallError", (r) => Effect.fail(callFailed(verb, unit, r))))
 
-    const getAll = (verb: Systemd.Verb, unit: string, s: Session) =>
+    const getAll = (verb: Systemd.SystemdError["verb"], unit: string, s: Session) =>
       call(verb, unit, s, {
         path: unitPath(unit),
         interface: PropertiesInterface,
@@ -196,7 +197,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
 
     // The properties, each with a Get where its interface is known (sent
     // together, answered in one round trip), else with one GetAll.
-    const read = (verb: Systemd.Verb, unit: string, properties: ReadonlyArray<string>, s: Session) => {
+    const read = (verb: Systemd.SystemdError["verb"], unit: string, properties: ReadonlyArray<string>, s: Session) => {
       const known = properties.map((p) => [p, interfaceOf(unit, p)] as const)
       if (known.some(([, i]) => i === undefined)) {
         return getAll(verb, unit, s).pipe(

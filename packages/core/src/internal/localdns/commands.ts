@@ -12,18 +12,9 @@
 import { Effect } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as HostCommand from "../../HostCommand.ts"
-import {
-  CommandFailed,
-  CommandUnavailable,
-  ExtensionUnavailable,
-  type LocalDnsError,
-  type NetworkErrorReason,
-  networkError,
-  PermissionDenied,
-  TableUnavailable,
-  UnexpectedOutput,
-  UnsupportedKind
-} from "./errors.ts"
+import type { LocalDnsError } from "../../LocalDnsError.ts"
+import { Failure } from "../../LocalDnsError.ts"
+import { networkError } from "./errors.ts"
 
 /** The iptables table our rules live in: `raw`, where NOTRACK applies before conntrack sees a packet. */
 export const Table = "raw"
@@ -32,14 +23,15 @@ export const Table = "raw"
 const classify = (step: string, command: string, args: ReadonlyArray<string>, out: HostCommand.Output) => {
   const fields = { step, command, args: [...args], exitCode: out.exitCode, stderr: out.stderr }
   const s = out.stderr
-  if (/permission denied|operation not permitted|you must be root/i.test(s)) return new PermissionDenied(fields)
-  if (/unknown device type|unknown link kind/i.test(s)) return new UnsupportedKind(fields)
+  if (/permission denied|operation not permitted|you must be root/i.test(s))
+    return new Failure({ _tag: "PermissionDenied", ...fields })
+  if (/unknown device type|unknown link kind/i.test(s)) return new Failure({ _tag: "UnsupportedKind", ...fields })
   // legacy iptables says "Table does not exist"; iptables-nft 1.8 says "table 'raw' does not exist"
   if (/table does not exist|table '[^']*' does not exist|can't initialize iptables table/i.test(s))
-    return new TableUnavailable(fields)
+    return new Failure({ _tag: "TableUnavailable", ...fields })
   if (/no chain\/target\/match by that name|couldn't load (target|match)|extension .* not found/i.test(s))
-    return new ExtensionUnavailable(fields)
-  return new CommandFailed(fields)
+    return new Failure({ _tag: "ExtensionUnavailable", ...fields })
+  return new Failure({ _tag: "CommandFailed", ...fields })
 }
 
 /** What a step run by {@link run} or {@link expect} is. */
@@ -49,7 +41,7 @@ export type Run = Effect.Effect<HostCommand.Output, LocalDnsError, ChildProcessS
 export const run = (step: string, command: string, args: ReadonlyArray<string>): Run =>
   HostCommand.run(command, args).pipe(
     Effect.mapError((e) =>
-      networkError(new CommandUnavailable({ step, command, args: [...args], detail: e.reason.detail }))
+      networkError(new Failure({ _tag: "CommandUnavailable", step, command, args: [...args], detail: e.reason.detail }))
     )
   )
 
@@ -63,7 +55,7 @@ export const expect = (
   Effect.flatMap(run(step, command, args), (out) =>
     out.exitCode === 0 || ok(out)
       ? Effect.succeed(out)
-      : Effect.fail(networkError(classify(step, command, args, out) satisfies NetworkErrorReason))
+      : Effect.fail(networkError(classify(step, command, args, out) satisfies Failure))
   )
 
 /** The error of a command that succeeded but printed what cannot be used. */
@@ -72,7 +64,7 @@ export const unexpectedOutput = (
   command: string,
   args: ReadonlyArray<string>,
   detail: string
-): LocalDnsError => networkError(new UnexpectedOutput({ step, command, args: [...args], detail }))
+): LocalDnsError => networkError(new Failure({ _tag: "UnexpectedOutput", step, command, args: [...args], detail }))
 
 /** `ip` saying the device is not there: what deleting or inspecting a missing interface exits with. */
 export const missingDevice = (out: HostCommand.Output): boolean => /does not exist|cannot find device/i.test(out.stderr)

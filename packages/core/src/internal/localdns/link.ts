@@ -3,14 +3,12 @@
  * and the steps that create it (or recreate one of another kind), give it
  * exactly the listener addresses as /32s and bring it up.
  *
- * Internal: `LocalDns` re-exports `LinkState` and `showLink`; the setup in
- * this directory runs the steps.
+ * Internal: the setup in this directory runs the steps.
  *
  * @since 0.3.0
  */
 import { Effect, Schema } from "effect"
-import type { InterfaceKind } from "../../AgentConfig.ts"
-import type { LinkState } from "../../LocalDns.ts"
+import type { InterfaceKind } from "../agentConfig.ts"
 import { expect, missingDevice, unexpectedOutput } from "./commands.ts"
 
 const IpAddrInfo = Schema.Struct({
@@ -28,6 +26,34 @@ const IpLink = Schema.Struct({
 })
 
 const IpLinks = Schema.fromJsonString(Schema.Array(IpLink))
+
+/**
+ * What `ip -j -d addr show dev <name>` says about an interface.
+ */
+export interface LinkState {
+  readonly index: number
+  readonly name: string
+  /** The link kind (`dummy`, `bridge`, `veth`); empty for a link without one (`lo`). */
+  readonly kind: string
+  /** Administratively up. */
+  readonly up: boolean
+  /** The IPv4 addresses as `address/prefix`, in the order the kernel lists them. */
+  readonly ipv4: ReadonlyArray<string>
+}
+
+/**
+ * What `ip -j -d addr show dev <name>` says about an interface.
+ */
+export interface LinkState {
+  readonly index: number
+  readonly name: string
+  /** The link kind (`dummy`, `bridge`, `veth`); empty for a link without one (`lo`). */
+  readonly kind: string
+  /** Administratively up. */
+  readonly up: boolean
+  /** The IPv4 addresses as `address/prefix`, in the order the kernel lists them. */
+  readonly ipv4: ReadonlyArray<string>
+}
 
 /** The interface `name`, or `undefined` when there is none. */
 export const showLink = Effect.fn("LocalDns.showLink")(function* (name: string) {

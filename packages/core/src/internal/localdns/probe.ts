@@ -12,8 +12,8 @@
  */
 import { Clock, Duration, Effect, Schedule } from "effect"
 import * as DnsResolvers from "../../DnsResolvers.ts"
-import type * as NodeStart from "../../NodeStart.ts"
-import { LocalDnsError, Timeout } from "./errors.ts"
+import { LocalDnsError, Timeout } from "../../LocalDnsError.ts"
+import type { Listener } from "../nodeStart.ts"
 
 /** How the wait probes, every default applied. */
 export interface ProbeSettings {
@@ -32,11 +32,11 @@ class NotYet {
  * asked again), or fails with a `Timeout` once the next round would start
  * after the deadline. Needs a scope: the resolvers live in it.
  */
-export const untilAnswered = (listeners: ReadonlyArray<NodeStart.Listener>, settings: ProbeSettings) =>
+export const untilAnswered = (listeners: ReadonlyArray<Listener>, settings: ProbeSettings) =>
   Effect.gen(function* () {
     const { timeout, interval, probeTimeout, probeName } = settings
     const resolvers = yield* DnsResolvers.DnsResolvers
-    const pending = new Map<string, { listener: NodeStart.Listener; ask: Effect.Effect<string | undefined> }>()
+    const pending = new Map<string, { listener: Listener; ask: Effect.Effect<string | undefined> }>()
     for (const listener of listeners) {
       const dns = yield* resolvers.forServer(listener.address, { timeout: probeTimeout })
       // undefined: answered; else why not.

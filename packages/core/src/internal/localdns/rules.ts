@@ -5,48 +5,14 @@
  * delete them. A rule is ours only with our comment: rules of anyone else are
  * never touched.
  *
- * Internal: `LocalDns` re-exports the vocabulary and `listRules`.
+ * Internal: the vocabulary is `LocalDnsRules`.
  *
  * @since 0.3.0
  */
 import { Effect } from "effect"
-import type { Rule } from "../../LocalDns.ts"
+import { parseRuleLine, type Rule, RuleComment, rules } from "../../LocalDnsRules.ts"
+import { Chains } from "./chains.ts"
 import { badRule, expect, iptables } from "./commands.ts"
-
-/** The comment every rule of ours carries (`-m comment --comment ...`): what makes a rule ours. */
-export const RuleComment = "hostnode:localdns"
-
-/** The chains the rules go in: locally generated traffic and traffic arriving from pods. */
-export const Chains = ["OUTPUT", "PREROUTING"] as const
-
-/** DNS runs over both. */
-export const Protocols = ["tcp", "udp"] as const
-
-/** Our rules for `addresses`: per chain, per address, per protocol, as `iptables -S` prints them back. */
-export const rules = (addresses: ReadonlyArray<string>): ReadonlyArray<Rule> =>
-  Chains.flatMap((chain) =>
-    addresses.flatMap((address) =>
-      Protocols.map((proto) => ({
-        chain,
-        spec: [
-          "-d",
-          `${address}/32`,
-          "-p",
-          proto,
-          "-m",
-          proto,
-          "--dport",
-          "53",
-          "-m",
-          "comment",
-          "--comment",
-          RuleComment,
-          "-j",
-          "NOTRACK"
-        ]
-      }))
-    )
-  )
 
 // xtables_save_string: a value made only of these is printed bare, anything
 // else in double quotes with `"`, `\` and `'` escaped by a backslash.
@@ -61,34 +27,6 @@ export const renderRule = (rule: Rule): string =>
       rule.spec[i - 1] === "--comment" && !bareSaveValue.test(token) ? `"${token.replace(/["\\']/g, "\\$&")}"` : token
     )
   ].join(" ")
-
-/** The argv words of one line of `iptables -S`, double-quoted values unquoted and unescaped. */
-export const parseRuleLine = (line: string): ReadonlyArray<string> => {
-  const words: Array<string> = []
-  let current = ""
-  let inWord = false
-  let quoted = false
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i] as string
-    if (quoted) {
-      if (c === "\\" && i + 1 < line.length) current += line[++i]
-      else if (c === '"') quoted = false
-      else current += c
-    } else if (c === '"') {
-      quoted = true
-      inWord = true
-    } else if (c === " " || c === "\t") {
-      if (inWord) words.push(current)
-      current = ""
-      inWord = false
-    } else {
-      current += c
-      inWord = true
-    }
-  }
-  if (inWord) words.push(current)
-  return words
-}
 
 /** True when the words of a listed rule (`-A CHAIN ...`) are a rule of ours: one of our chains and our comment. */
 export const isOurRule = (words: ReadonlyArray<string>): boolean => {

@@ -10,8 +10,8 @@
  * @since 0.3.0
  */
 import { Effect } from "effect"
-import type { InterfaceKind } from "../../AgentConfig.ts"
-import type { Rule } from "../../LocalDns.ts"
+import type { Rule } from "../../LocalDnsRules.ts"
+import type { InterfaceKind } from "../agentConfig.ts"
 import { expect, missingDevice } from "./commands.ts"
 import { ensureInterface, finishInterface, missingAddress } from "./link.ts"
 import { deleteRule, ensureRules, isOurRule, listRules } from "./rules.ts"

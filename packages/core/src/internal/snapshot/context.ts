@@ -11,7 +11,9 @@ import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as Hashing from "../../Hashing.ts"
 import * as HostPath from "../../HostPath.ts"
-import { Io, SnapshotError, type SnapshotErrorReason, Unresolvable } from "./error.ts"
+import { Failure, SnapshotError } from "../../SnapshotError.ts"
+
+type SnapshotErrorReason = SnapshotError["reason"]
 
 /** One operation's context. */
 export interface Ctx {
@@ -61,11 +63,11 @@ const errnoOf = (e: Directory.DirectoryError): { readonly errno?: string } => {
 export const fromDirectory =
   (ctx: Label, path?: string) =>
   (e: Directory.DirectoryError): SnapshotError =>
-    error(ctx, new Io({ ...(path === undefined ? {} : { path }), ...errnoOf(e), detail: e.message }))
+    error(ctx, new Failure({ _tag: "Io", ...(path === undefined ? {} : { path }), ...errnoOf(e), detail: e.message }))
 
 /** A host path that could not be resolved below the root, as an `Unresolvable` snapshot error. */
 export const unresolvable = (ctx: Label, path: string, e: Directory.DirectoryError): SnapshotError =>
-  error(ctx, new Unresolvable({ path, ...errnoOf(e), detail: e.message }))
+  error(ctx, new Failure({ _tag: "Unresolvable", path, ...errnoOf(e), detail: e.message }))
 
 /**
  * `reason` with `prefix` before its detail, the rest kept: a step that fails

@@ -13,20 +13,11 @@ import { type Cause, Effect, Option, Ref, Semaphore } from "effect"
 import * as ConfSnap from "../../ConfSnap.ts"
 import type * as Directory from "../../Directory.ts"
 import * as HostPath from "../../HostPath.ts"
-import type { ScopedOptions, Snapshot, TakeOfOptions } from "../../Snapshot.ts"
+import type { Snapshot, TakeOfOptions, TakeOptions } from "../../Snapshot.ts"
+import { Failure, RollbackFailed, type SnapshotError } from "../../SnapshotError.ts"
 import { Systemd, type SystemdError } from "../../Systemd.ts"
 import * as Track from "../metrics.ts"
 import { type Ctx, error, fail, fromDirectory, isHostPath, prefixed } from "./context.ts"
-import {
-  Corrupt,
-  HostRootMismatch,
-  InvalidManifest,
-  InvalidPath,
-  Io,
-  Missing,
-  RollbackFailed,
-  type SnapshotError
-} from "./error.ts"
 import { checkTakeInput, makeCtx, normalizePaths } from "./input.ts"
 import * as ManifestCodec from "./manifest.ts"
 import { DataName, type Manifest, ManifestName } from "./model.ts"
@@ -64,11 +55,13 @@ export const load = (ctx: Ctx, snapshot: Directory.Handle) =>
   Effect.scoped(
     Effect.gen(function* () {
       const opened = yield* Store.openChecked(ctx, snapshot, ManifestName)
-      if (opened === undefined) return yield* fail(ctx, new InvalidManifest({ detail: `${ManifestName} is missing` }))
+      if (opened === undefined)
+        return yield* fail(ctx, new Failure({ _tag: "InvalidManifest", detail: `${ManifestName} is missing` }))
       if (opened.stat.size > ManifestCodec.MaxManifestBytes) {
         return yield* fail(
           ctx,
-          new InvalidManifest({
+          new Failure({
+            _tag: "InvalidManifest",
             detail: `${ManifestName} is ${opened.stat.size} bytes, more than the ${ManifestCodec.MaxManifestBytes} a take ever writes`
           })
         )
@@ -83,11 +76,15 @@ export const load = (ctx: Ctx, snapshot: Directory.Handle) =>
 const openData = (ctx: Ctx, snapshot: Directory.Handle, manifest: Manifest) =>
   Effect.gen(function* () {
     const opened = yield* Store.openChecked(ctx, snapshot, DataName)
-    if (opened === undefined) return yield* fail(ctx, new Corrupt({ detail: `${DataName} is missing` }))
+    if (opened === undefined)
+      return yield* fail(ctx, new Failure({ _tag: "Corrupt", detail: `${DataName} is missing` }))
     if (opened.stat.size !== manifest.dataSize) {
       return yield* fail(
         ctx,
-        new Corrupt({ detail: `${DataName} is ${opened.stat.size} bytes; the manifest says ${manifest.dataSize}` })
+        new Failure({
+          _tag: "Corrupt",
+          detail: `${DataName} is ${opened.stat.size} bytes; the manifest says ${manifest.dataSize}`
+        })
       )
     }
     const hole = yield* opened.file.holeAt(0).pipe(Effect.mapError(fromDirectory(ctx)))
@@ -96,7 +93,7 @@ const openData = (ctx: Ctx, snapshot: Directory.Handle, manifest: Manifest) =>
       // file claims any size for free; hashing it would read zeros for hours).
       return yield* fail(
         ctx,
-        new Corrupt({ detail: `${DataName} has a hole at byte ${hole}: it was not written by a take` })
+        new Failure({ _tag: "Corrupt", detail: `${DataName} has a hole at byte ${hole}: it was not written by a take` })
       )
     }
     return opened.file
@@ -117,7 +114,8 @@ export const checkRoot = (ctx: Ctx, manifest: Manifest) => {
     ? Effect.void
     : fail(
         ctx,
-        new HostRootMismatch({
+        new Failure({
+          _tag: "HostRootMismatch",
           detail: `it was taken below host root ${JSON.stringify(recorded)}, not ${JSON.stringify(here)}; pass allowHostRootMismatch (--allow-root-mismatch) if that is the same tree under another name`
         })
       )
@@ -164,7 +162,10 @@ export const restoreAt = (ctx: Ctx, held: boolean): Effect.Effect<void, Snapshot
         ? Effect.void
         : fail(
             ctx,
-            new Missing({ detail: "there is no snapshot in this directory (discarded, or consumed by a restore)" })
+            new Failure({
+              _tag: "Missing",
+              detail: "there is no snapshot in this directory (discarded, or consumed by a restore)"
+            })
           )
     ),
     Effect.annotateLogs({ snapshotDir: ctx.dir, hostRoot: ctx.hostRoot }),
@@ -215,7 +216,11 @@ export const takeIn = (ctx: Ctx, parent: Directory.Handle, options: TakeOfOption
       if (!isHostPath(x))
         return yield* fail(
           ctx,
-          new InvalidPath({ path: x, detail: "an exclusion must be an absolute host path other than /" })
+          new Failure({
+            _tag: "InvalidPath",
+            path: x,
+            detail: "an exclusion must be an absolute host path other than /"
+          })
         )
     }
     const paths = yield* normalizePaths(ctx, options.paths)
@@ -245,7 +250,7 @@ export const rollbackOn = (snapshot: Snapshot, cause: Cause.Cause<unknown>) =>
   )
 
 /** Opens the parent in the caller's scope and holds the lock there, then takes: the lock lasts as long as the scope. */
-export const takeHeld = (options: ScopedOptions) =>
+export const takeHeld = (options: TakeOptions) =>
   Effect.gen(function* () {
     const ctx = yield* makeCtx(options)
     const takeOptions: TakeOfOptions = {
@@ -258,7 +263,8 @@ export const takeHeld = (options: ScopedOptions) =>
     yield* checkBeforeMaking(ctx, yield* normalizePaths(ctx, takeOptions.paths))
     const made: Array<Store.Made> = []
     const parent = yield* Store.openParent(ctx, true, made)
-    if (parent === undefined) return yield* fail(ctx, new Io({ detail: `${ctx.parentPath} could not be made` }))
+    if (parent === undefined)
+      return yield* fail(ctx, new Failure({ _tag: "Io", detail: `${ctx.parentPath} could not be made` }))
     return yield* Effect.gen(function* () {
       yield* Store.lock(ctx, parent)
       return yield* takeIn(ctx, parent, takeOptions, true)

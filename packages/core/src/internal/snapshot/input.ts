@@ -12,8 +12,8 @@ import { Duration, Effect, FileSystem, Option } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as Hashing from "../../Hashing.ts"
 import * as HostPath from "../../HostPath.ts"
+import { Failure } from "../../SnapshotError.ts"
 import { type Ctx, DefaultLockTimeout, fail, isBelow, isHostPath } from "./context.ts"
-import { InvalidPath } from "./error.ts"
 
 /** The host root of an operation's options, for log annotations before it is decoded. */
 export const rootLabel = (hostRoot: string | HostPath.HostRoot): string =>
@@ -40,7 +40,8 @@ export const makeCtx = (options: {
     if (!options.dir.startsWith("/") || !isHostPath(dir)) {
       return yield* fail(
         label,
-        new InvalidPath({
+        new Failure({
+          _tag: "InvalidPath",
           detail: `the snapshot directory ${JSON.stringify(options.dir)} must be an absolute path other than /`
         })
       )
@@ -49,7 +50,10 @@ export const makeCtx = (options: {
     if (Option.isNone(lockTimeout) || Duration.toMillis(lockTimeout.value) < 0) {
       return yield* fail(
         label,
-        new InvalidPath({ detail: `the lock timeout ${String(options.lockTimeout)} is not a duration` })
+        new Failure({
+          _tag: "InvalidPath",
+          detail: `the lock timeout ${String(options.lockTimeout)} is not a duration`
+        })
       )
     }
     const ctx: Ctx = {
@@ -82,12 +86,19 @@ export const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
       if (!p.startsWith("/") || p.includes("\0")) {
         return yield* fail(
           ctx,
-          new InvalidPath({ path: p, detail: "a snapshot path must be an absolute host path without NUL bytes" })
+          new Failure({
+            _tag: "InvalidPath",
+            path: p,
+            detail: "a snapshot path must be an absolute host path without NUL bytes"
+          })
         )
       }
       const c = HostPath.clean(p)
       if (c === "/")
-        return yield* fail(ctx, new InvalidPath({ path: p, detail: "the whole host root cannot be snapshotted" }))
+        return yield* fail(
+          ctx,
+          new Failure({ _tag: "InvalidPath", path: p, detail: "the whole host root cannot be snapshotted" })
+        )
       cleaned.push(c)
     }
     const key = (p: string) => p.replaceAll("/", "\0")
@@ -103,7 +114,11 @@ export const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
       if (HostPath.covers(full, ctx.dir) || HostPath.covers(ctx.dir, full)) {
         return yield* fail(
           ctx,
-          new InvalidPath({ path: p, detail: `the snapshot directory and the recorded path ${full} overlap` })
+          new Failure({
+            _tag: "InvalidPath",
+            path: p,
+            detail: `the snapshot directory and the recorded path ${full} overlap`
+          })
         )
       }
     }
@@ -120,7 +135,11 @@ export const checkTakeInput = (
       if (!x.startsWith("/") || !isHostPath(HostPath.clean(x))) {
         return yield* fail(
           ctx,
-          new InvalidPath({ path: x, detail: "an exclusion must be an absolute host path other than /" })
+          new Failure({
+            _tag: "InvalidPath",
+            path: x,
+            detail: "an exclusion must be an absolute host path other than /"
+          })
         )
       }
     }

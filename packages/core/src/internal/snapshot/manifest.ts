@@ -13,8 +13,8 @@
 import { Effect, Schema } from "effect"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
+import { Failure } from "../../SnapshotError.ts"
 import { baseOf, type Ctx, error, fail, isBelow, isHostPath } from "./context.ts"
-import { Corrupt, InvalidManifest, PathOutsideRoot, UnsupportedVersion } from "./error.ts"
 import { DataName, type Entry, FormatVersion, Manifest, ManifestName, ReadableVersions } from "./model.ts"
 
 /** The largest manifest read: far above any real one (10,000 files make about 3 MB), far below what hurts. */
@@ -31,7 +31,7 @@ export const encode = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =
   Schema.encodeEffect(ManifestJson)(manifest).pipe(
     Effect.map(FileName.encode),
     Effect.mapError((e) =>
-      error(ctx, new InvalidManifest({ detail: `the manifest could not be encoded: ${e.message}` }))
+      error(ctx, new Failure({ _tag: "InvalidManifest", detail: `the manifest could not be encoded: ${e.message}` }))
     )
   )
 
@@ -40,7 +40,13 @@ export const decode = (ctx: Pick<Ctx, "dir" | "hostRoot">, bytes: Uint8Array) =>
   Effect.gen(function* () {
     const raw = yield* Schema.decodeUnknownEffect(UnknownJson)(FileName.decode(bytes)).pipe(
       Effect.mapError((e) =>
-        error(ctx, new InvalidManifest({ detail: `${ManifestName} is not valid JSON (truncated?): ${e.message}` }))
+        error(
+          ctx,
+          new Failure({
+            _tag: "InvalidManifest",
+            detail: `${ManifestName} is not valid JSON (truncated?): ${e.message}`
+          })
+        )
       )
     )
     if (
@@ -51,14 +57,21 @@ export const decode = (ctx: Pick<Ctx, "dir" | "hostRoot">, bytes: Uint8Array) =>
     ) {
       return yield* fail(
         ctx,
-        new UnsupportedVersion({
+        new Failure({
+          _tag: "UnsupportedVersion",
           detail: `format version ${JSON.stringify(raw.version)}; this code reads versions ${ReadableVersions.join(" and ")} and writes ${FormatVersion}`
         })
       )
     }
     return yield* Schema.decodeUnknownEffect(Manifest)(raw).pipe(
       Effect.mapError((e) =>
-        error(ctx, new InvalidManifest({ detail: `${ManifestName} does not match the manifest Schema: ${e.message}` }))
+        error(
+          ctx,
+          new Failure({
+            _tag: "InvalidManifest",
+            detail: `${ManifestName} does not match the manifest Schema: ${e.message}`
+          })
+        )
       )
     )
   })
@@ -107,7 +120,7 @@ const isValidPath = (p: string): boolean =>
 export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
   Effect.gen(function* () {
     const invalid = (path: string | undefined, detail: string) =>
-      fail(ctx, new InvalidManifest({ ...(path === undefined ? {} : { path }), detail }))
+      fail(ctx, new Failure({ _tag: "InvalidManifest", ...(path === undefined ? {} : { path }), detail }))
     for (const p of manifest.paths) {
       if (!isValidPath(p)) return yield* outside(p)
     }
@@ -148,7 +161,11 @@ export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
       if (e.type === "File" && e.offset + e.size > manifest.dataSize) {
         return yield* fail(
           ctx,
-          new Corrupt({ path: e.path, detail: `its bytes lie outside ${DataName} (${manifest.dataSize} bytes)` })
+          new Failure({
+            _tag: "Corrupt",
+            path: e.path,
+            detail: `its bytes lie outside ${DataName} (${manifest.dataSize} bytes)`
+          })
         )
       }
     }
@@ -160,7 +177,8 @@ export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
     function outside(p: string) {
       return fail(
         ctx,
-        new PathOutsideRoot({
+        new Failure({
+          _tag: "PathOutsideRoot",
           path: p,
           detail: "not a clean absolute host path in the lossless name form, so it could resolve outside the host root"
         })

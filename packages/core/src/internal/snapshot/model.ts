@@ -1,10 +1,10 @@
 /**
  * What a snapshot is on disk: the manifest Schema (format version 2, which
  * adds file times; version 1 is still read) and the names of the files in a
- * snapshot directory. How its operations fail is `error.ts`.
+ * snapshot directory. How its operations fail is `SnapshotError`.
  *
- * Internal: `Snapshot` re-exports all of it; the steps in this directory
- * share it.
+ * Internal: the format is not part of the public face (docs/design/snapshots.md
+ * describes it); the steps in this directory share it.
  *
  * @since 0.2.0
  */

@@ -14,8 +14,8 @@
 import { Effect } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as HostPath from "../../HostPath.ts"
+import { Failure } from "../../SnapshotError.ts"
 import { type Ctx, fail, fromDirectory, unresolvable } from "./context.ts"
-import { InvalidPath } from "./error.ts"
 
 /**
  * Where `path` is below the root: the directory it resolves in and its stat
@@ -82,7 +82,8 @@ export const checkOverlap = (
         if (at.entry !== undefined && at.entry.type === "Directory" && held.has(Directory.identity(at.entry))) {
           return yield* fail(
             ctx,
-            new InvalidPath({
+            new Failure({
+              _tag: "InvalidPath",
               path: p,
               detail: `the snapshot directory ${ctx.dir} lies at or below the recorded path ${p} (once resolved below the root): it would ${options.below ? "be removed as created since" : "record itself"}`
             })
@@ -101,7 +102,8 @@ export const checkOverlap = (
           if (below) {
             return yield* fail(
               ctx,
-              new InvalidPath({
+              new Failure({
+                _tag: "InvalidPath",
                 path: p,
                 detail: `the recorded path ${p} lies inside the snapshot directory ${ctx.dir} (once resolved below the root): a restore would write into the snapshot`
               })
@@ -184,7 +186,8 @@ export const checkBeforeMaking = (ctx: Ctx, paths: ReadonlyArray<string>) =>
         if (rest.length <= missing.length && rest.every((name, i) => name === missing[i])) {
           return yield* fail(
             ctx,
-            new InvalidPath({
+            new Failure({
+              _tag: "InvalidPath",
               path: p,
               detail: `the snapshot directory ${ctx.dir} would be made inside the recorded path ${p} (absent now, once resolved below the root): a restore would remove it as created since`
             })

@@ -35,8 +35,8 @@ import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
+import { Failure, type SnapshotError } from "../../SnapshotError.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
-import { Corrupt, InvalidManifest, InvalidPath, Io, Kept, OtherMount, type SnapshotError } from "./error.ts"
 import type { Checked } from "./manifest.ts"
 import type { FileEntry, SymlinkEntry } from "./model.ts"
 import { checkOverlap } from "./overlap.ts"
@@ -66,7 +66,8 @@ const readAt = (ctx: Ctx, r: Reader, offset: number, length: number, path: strin
     }
     r.start = offset
     r.end = offset + n
-    if (n < length) return yield* fail(ctx, new Corrupt({ path, detail: "data ends before this file's bytes" }))
+    if (n < length)
+      return yield* fail(ctx, new Failure({ _tag: "Corrupt", path, detail: "data ends before this file's bytes" }))
     return r.window.subarray(0, length)
   })
 
@@ -105,7 +106,11 @@ const verify = (ctx: Ctx, r: Reader, checked: Checked) =>
           if (hash !== e.sha256) {
             return yield* fail(
               ctx,
-              new Corrupt({ path: e.path, detail: `content hash ${hash} does not match the recorded ${e.sha256}` })
+              new Failure({
+                _tag: "Corrupt",
+                path: e.path,
+                detail: `content hash ${hash} does not match the recorded ${e.sha256}`
+              })
             )
           }
         }
@@ -122,7 +127,11 @@ const verify = (ctx: Ctx, r: Reader, checked: Checked) =>
       if (hash !== e.sha256) {
         return yield* fail(
           ctx,
-          new Corrupt({ path: e.path, detail: `content hash ${hash} does not match the recorded ${e.sha256}` })
+          new Failure({
+            _tag: "Corrupt",
+            path: e.path,
+            detail: `content hash ${hash} does not match the recorded ${e.sha256}`
+          })
         )
       }
     }
@@ -208,7 +217,8 @@ const removeTree = (
     if (report.kept.length > 0) {
       return yield* fail(
         ctx,
-        new Kept({
+        new Failure({
+          _tag: "Kept",
           path,
           detail: `${report.kept.map((k) => `${FileName.display(k.path)} (${k.reason}: ${k.detail})`).join("; ")}: it is in the way of the recorded state and may not be removed; the host is partly restored`
         })
@@ -228,7 +238,7 @@ const parentOf = (s: State, path: string) =>
       .resolve(s.root, path, { followFinal: false, makeMissing: 0o755 })
       .pipe(Effect.mapError((e) => unresolvable(ctx, path, e)))
     if (r.name === undefined)
-      return yield* fail(ctx, new InvalidPath({ path, detail: "it resolves to the host root itself" }))
+      return yield* fail(ctx, new Failure({ _tag: "InvalidPath", path, detail: "it resolves to the host root itself" }))
     s.changes++
     return { parent: { handle: r.parent, below: HostPath.dirname(r.path) } satisfies Place, name: r.name }
   })
@@ -255,7 +265,10 @@ const structure = (s: State) =>
         const r = yield* Effect.result(ctx.dirs.resolve(s.root, e.path, { followFinal: false }))
         if (r._tag === "Success") {
           if (r.success.name === undefined) {
-            return yield* fail(ctx, new InvalidPath({ path: e.path, detail: "it resolves to the host root itself" }))
+            return yield* fail(
+              ctx,
+              new Failure({ _tag: "InvalidPath", path: e.path, detail: "it resolves to the host root itself" })
+            )
           }
           parent = { handle: r.success.parent, below: HostPath.dirname(r.success.path) }
           name = r.success.name
@@ -272,7 +285,10 @@ const structure = (s: State) =>
       } else {
         const p = s.places.get(HostPath.dirname(e.path))
         if (p === undefined)
-          return yield* fail(ctx, new InvalidManifest({ path: e.path, detail: "its directory was not restored first" }))
+          return yield* fail(
+            ctx,
+            new Failure({ _tag: "InvalidManifest", path: e.path, detail: "its directory was not restored first" })
+          )
         parent = p
         name = nameOf(e.path)
       }
@@ -293,7 +309,8 @@ const structure = (s: State) =>
             else if (opened.failure.reason._tag === "OtherMount") {
               return yield* fail(
                 ctx,
-                new OtherMount({
+                new Failure({
+                  _tag: "OtherMount",
                   path: e.path,
                   detail: `${opened.failure.reason.detail}: a restore does not write across a mount below a recorded path`
                 })
@@ -657,7 +674,9 @@ export const restore = (ctx: Ctx, checked: Checked, data: Directory.File, snapsh
     yield* checkOverlap(ctx, root, checked.manifest.paths, chain, { below: true, absent })
     const session = yield* SafeRemove.open(ctx.root, { handle: root }).pipe(
       provide(ctx),
-      Effect.mapError((e) => error(ctx, new Io({ detail: `the host root's mounts cannot be read: ${e.message}` })))
+      Effect.mapError((e) =>
+        error(ctx, new Failure({ _tag: "Io", detail: `the host root's mounts cannot be read: ${e.message}` }))
+      )
     )
     const s: State = {
       ctx,

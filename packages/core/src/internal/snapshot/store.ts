@@ -16,8 +16,8 @@ import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
+import { Busy, Failure } from "../../SnapshotError.ts"
 import { type Ctx, error, fail, fromDirectory } from "./context.ts"
-import { Busy, Io, NotASnapshot, Unsafe } from "./error.ts"
 import { DataName, ManifestName } from "./model.ts"
 
 /** The staging directories of a take start with this; `recover` and the next take remove them. */
@@ -93,7 +93,8 @@ const checkOwned = (ctx: Ctx, st: Directory.Stat, what: string) => {
   if (st.uid !== ctx.credentials.uid) {
     return fail(
       ctx,
-      new Unsafe({
+      new Failure({
+        _tag: "Unsafe",
         detail: `${what} is owned by uid ${st.uid}, not by the running user (uid ${ctx.credentials.uid}): another user could have written it`
       })
     )
@@ -101,7 +102,8 @@ const checkOwned = (ctx: Ctx, st: Directory.Stat, what: string) => {
   if ((st.mode & 0o022) !== 0) {
     return fail(
       ctx,
-      new Unsafe({
+      new Failure({
+        _tag: "Unsafe",
         detail: `${what} is writable by ${(st.mode & 0o020) !== 0 ? "its group" : "others"} (mode ${st.mode.toString(8)}): another user could have written it`
       })
     )
@@ -127,11 +129,14 @@ export const openChecked = (ctx: Ctx, dir: Directory.Handle, name: string) =>
         case "SymbolicLink":
           return yield* fail(
             ctx,
-            new Unsafe({ detail: `${what} is a symbolic link; a snapshot's files are never followed` })
+            new Failure({ _tag: "Unsafe", detail: `${what} is a symbolic link; a snapshot's files are never followed` })
           )
         case "WrongType":
         case "IsADirectory":
-          return yield* fail(ctx, new Unsafe({ detail: `${what} is not a regular file (${e.reason.detail})` }))
+          return yield* fail(
+            ctx,
+            new Failure({ _tag: "Unsafe", detail: `${what} is not a regular file (${e.reason.detail})` })
+          )
         default:
           return yield* fromDirectory(ctx)(e)
       }
@@ -208,7 +213,8 @@ export const openSnapshot = (ctx: Ctx, parent: Directory.Handle) =>
         const st = yield* Effect.option(ctx.dirs.stat(parent, bytes(ctx.base)))
         return yield* fail(
           ctx,
-          new Unsafe({
+          new Failure({
+            _tag: "Unsafe",
             detail: `${ctx.dir} is a ${Option.match(st, { onNone: () => "node", onSome: (s) => s.type })}, not a directory; it is never followed`
           })
         )
@@ -226,7 +232,10 @@ const parentSession = (ctx: Ctx, parent: Directory.Handle) =>
     Effect.flatMap((root) => SafeRemove.open(root, { handle: parent })),
     provide(ctx),
     Effect.mapError((e) =>
-      error(ctx, new Io({ detail: `the snapshot's directory ${ctx.parentPath} cannot be used: ${e.message}` }))
+      error(
+        ctx,
+        new Failure({ _tag: "Io", detail: `the snapshot's directory ${ctx.parentPath} cannot be used: ${e.message}` })
+      )
     )
   )
 
@@ -250,7 +259,7 @@ const removeNames = (ctx: Ctx, parent: Directory.Handle, names: ReadonlyArray<st
       if (kept !== undefined) {
         return yield* fail(
           ctx,
-          new Io({ detail: `${FileName.display(kept.path)} could not be removed: ${kept.detail}` })
+          new Failure({ _tag: "Io", detail: `${FileName.display(kept.path)} could not be removed: ${kept.detail}` })
         )
       }
       if (leftover) {
@@ -285,7 +294,10 @@ export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Director
     if (st.type !== "Directory") {
       return yield* fail(
         ctx,
-        new NotASnapshot({ detail: `it is a ${st.type}, not a snapshot directory; nothing was changed` })
+        new Failure({
+          _tag: "NotASnapshot",
+          detail: `it is a ${st.type}, not a snapshot directory; nothing was changed`
+        })
       )
     }
     const dir = yield* ctx.dirs.openDirectory(parent, bytes(ctx.base)).pipe(Effect.mapError(fromDirectory(ctx)))
@@ -298,7 +310,8 @@ export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Director
       const more = foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""
       return yield* fail(
         ctx,
-        new NotASnapshot({
+        new Failure({
+          _tag: "NotASnapshot",
           detail: `it holds ${shown.join(", ")}${more}, which no take writes (a snapshot holds only ${ManifestName} and ${DataName}); nothing was changed`
         })
       )
@@ -306,7 +319,7 @@ export const checkIsSnapshot = (ctx: Ctx, parent: Directory.Handle, st: Director
     if (complete && !names.includes(ManifestName)) {
       return yield* fail(
         ctx,
-        new NotASnapshot({ detail: `it is a directory without ${ManifestName}; nothing was changed` })
+        new Failure({ _tag: "NotASnapshot", detail: `it is a directory without ${ManifestName}; nothing was changed` })
       )
     }
   }).pipe(Effect.scoped)

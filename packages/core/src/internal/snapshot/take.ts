@@ -18,8 +18,8 @@
 import { Effect, Random } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
+import { Failure, type SnapshotError } from "../../SnapshotError.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
-import { Exists, InvalidPath, Io, OtherMount, type SnapshotError, UnsupportedFileType } from "./error.ts"
 import * as ManifestCodec from "./manifest.ts"
 import { DataName, type Entry, FormatVersion, type Manifest, ManifestName } from "./model.ts"
 import { checkOverlap } from "./overlap.ts"
@@ -149,7 +149,8 @@ const record = (
           if (e.reason._tag === "OtherMount") {
             return yield* fail(
               ctx,
-              new OtherMount({
+              new Failure({
+                _tag: "OtherMount",
                 path,
                 detail: `${e.reason.detail}: a snapshot does not cross mounts; exclude it, or list it as a path of its own`
               })
@@ -158,7 +159,11 @@ const record = (
           if (e.reason._tag === "SymbolicLink" || e.reason._tag === "NotADirectory") {
             return yield* fail(
               ctx,
-              new Io({ path, detail: "it changed while the snapshot was taken (no longer a directory); take it again" })
+              new Failure({
+                _tag: "Io",
+                path,
+                detail: "it changed while the snapshot was taken (no longer a directory); take it again"
+              })
             )
           }
           return yield* fromDirectory(ctx, path)(e)
@@ -168,7 +173,11 @@ const record = (
         if (Directory.identity(own) === walk.staging) {
           return yield* fail(
             ctx,
-            new InvalidPath({ path, detail: `the snapshot's staging directory is below the recorded path ${path}` })
+            new Failure({
+              _tag: "InvalidPath",
+              path,
+              detail: `the snapshot's staging directory is below the recorded path ${path}`
+            })
           )
         }
         walk.entries.push({ type: "Directory", path, mode: own.mode, uid: own.uid, gid: own.gid })
@@ -233,7 +242,11 @@ const record = (
       default:
         return yield* fail(
           ctx,
-          new UnsupportedFileType({ path, detail: `a ${st.type} cannot be recorded and restored faithfully` })
+          new Failure({
+            _tag: "UnsupportedFileType",
+            path,
+            detail: `a ${st.type} cannot be recorded and restored faithfully`
+          })
         )
     }
   }).pipe(Effect.scoped)
@@ -241,7 +254,14 @@ const record = (
 /** What `openFile` of a file the walk stat'd as one said: it changed meanwhile, or its error. */
 const openFailed = (ctx: Ctx, path: string, e: Directory.DirectoryError) =>
   e.reason._tag === "WrongType" || e.reason._tag === "SymbolicLink"
-    ? fail(ctx, new Io({ path, detail: `it changed while the snapshot was taken (${e.reason.detail}); take it again` }))
+    ? fail(
+        ctx,
+        new Failure({
+          _tag: "Io",
+          path,
+          detail: `it changed while the snapshot was taken (${e.reason.detail}); take it again`
+        })
+      )
     : Effect.fail(fromDirectory(ctx, path)(e))
 
 /**
@@ -267,7 +287,10 @@ const recordRead = (
     } else {
       // Appended in order since the buffer was flushed: it starts where the buffer is.
       if (got.offset !== offset || walk.writer.fill !== 0) {
-        return yield* fail(ctx, new Io({ path, detail: `written to data at ${got.offset}, not at ${offset}` }))
+        return yield* fail(
+          ctx,
+          new Failure({ _tag: "Io", path, detail: `written to data at ${got.offset}, not at ${offset}` })
+        )
       }
       size = got.size
       sha256 = got.sha256
@@ -303,7 +326,7 @@ const recordTop = (walk: Walk, root: Directory.Handle, path: string) =>
       return yield* Effect.fail(unresolvable(ctx, path, r.failure))
     }
     if (r.success.name === undefined)
-      return yield* fail(ctx, new InvalidPath({ path, detail: "it resolves to the host root itself" }))
+      return yield* fail(ctx, new Failure({ _tag: "InvalidPath", path, detail: "it resolves to the host root itself" }))
     const st = yield* Effect.result(ctx.dirs.stat(r.success.parent, r.success.name))
     if (st._tag === "Failure") {
       if (st.failure.reason._tag === "NotFound") {
@@ -343,7 +366,8 @@ export const take = (
       yield* Store.checkIsSnapshot(ctx, parent, present.success, true)
       return yield* fail(
         ctx,
-        new Exists({
+        new Failure({
+          _tag: "Exists",
           detail: "a snapshot is already there (an earlier upgrade did not finish); recover or discard it first"
         })
       )
@@ -395,7 +419,10 @@ export const take = (
         e.reason._tag === "Exists"
           ? error(
               ctx,
-              new Exists({ detail: "a snapshot appeared while this one was taken (a process that does not lock)" })
+              new Failure({
+                _tag: "Exists",
+                detail: "a snapshot appeared while this one was taken (a process that does not lock)"
+              })
             )
           : fromDirectory(ctx)(e)
       ),

@@ -28,7 +28,7 @@ const exitCodeOf = (errorName: string): number => {
 }
 
 /** The manager's method a verb calls (a query: the properties interface's). */
-export const methodOf = (verb: Systemd.Verb): string => {
+export const methodOf = (verb: Systemd.SystemdError["verb"]): string => {
   switch (verb) {
     case "start":
       return "StartUnit"
@@ -51,10 +51,10 @@ export const methodOf = (verb: Systemd.Verb): string => {
  * given), the job systemd queued for it and the D-Bus error, where known.
  */
 export const systemdError = (
-  verb: Systemd.Verb,
+  verb: Systemd.SystemdError["verb"],
   unit: string | undefined,
-  reason: Systemd.SystemdErrorReason,
-  dbus?: Partial<Systemd.DbusCall>
+  reason: Systemd.SystemdError["reason"],
+  dbus?: Partial<NonNullable<Systemd.SystemdError["dbus"]>>
 ) =>
   new Systemd.SystemdError({
     reason,
@@ -70,7 +70,11 @@ export const systemdError = (
 type CallFailure = Extract<DbusConnection.Failure, { readonly _tag: "CallError" }>
 
 /** A call systemd answered with a D-Bus error, as systemctl reports that error. */
-export const callFailed = (verb: Systemd.Verb, unit: string | undefined, e: CallFailure): Systemd.SystemdError => {
+export const callFailed = (
+  verb: Systemd.SystemdError["verb"],
+  unit: string | undefined,
+  e: CallFailure
+): Systemd.SystemdError => {
   const what = verb === "daemon-reload" ? "reload daemon" : verb === "show" ? "get properties" : `${verb} ${unit}`
   const exitCode = exitCodeOf(e.name)
   return systemdError(verb, unit, Systemd.classify(exitCode, `Failed to ${what}: ${e.detail}`), {
@@ -81,14 +85,15 @@ export const callFailed = (verb: Systemd.Verb, unit: string | undefined, e: Call
 
 /** A call whose connection closed before systemd answered it, on the first connection and the one after. */
 export const disconnected = (
-  verb: Systemd.Verb,
+  verb: Systemd.SystemdError["verb"],
   unit: string | undefined,
   e: Extract<DbusConnection.Failure, { readonly _tag: "Disconnected" }>
 ): Systemd.SystemdError =>
   systemdError(
     verb,
     unit,
-    new Systemd.Other({
+    new Systemd.Failure({
+      _tag: "Other",
       stderr: `the connection to systemd closed before it answered ${e.member}, twice (${e.detail})`
     })
   )
@@ -134,7 +139,7 @@ export const jobFailedText = (unit: string, result: string, serviceResult: strin
 
 /** A connection that could not be made, as systemctl reports it. */
 export const connectError = (
-  verb: Systemd.Verb,
+  verb: Systemd.SystemdError["verb"],
   unit: string | undefined,
   e: Extract<DbusConnection.Failure, { readonly _tag: "ConnectError" }>
 ): Systemd.SystemdError =>
@@ -142,12 +147,17 @@ export const connectError = (
     verb,
     unit,
     // The machine is gone (a container that exited): that, not a systemd that never booted.
-    e.gone ?? new Systemd.NotBooted({ exitCode: 1, stderr: `Failed to connect to bus: ${e.socket}: ${e.detail}` }),
+    e.gone ??
+      new Systemd.Failure({
+        _tag: "NotBooted",
+        exitCode: 1,
+        stderr: `Failed to connect to bus: ${e.socket}: ${e.detail}`
+      }),
     { method: "connect" }
   )
 
 /** Any failure on the connection, as the one of its kind above. */
-export const dbusFailed = (verb: Systemd.Verb, unit: string | undefined, e: DbusConnection.DbusError) => {
+export const dbusFailed = (verb: Systemd.SystemdError["verb"], unit: string | undefined, e: DbusConnection.DbusError) => {
   switch (e.reason._tag) {
     case "ConnectError":
       return connectError(verb, unit, e.reason)

@@ -79,9 +79,9 @@ const seedNetwork = (real: ChildProcessSpawner.ChildProcessSpawner["Service"]) =
         Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, real),
         Effect.option
       )
-    const rules = yield* query("iptables", ["-w", "-t", LocalDns.Table, "-S"])
+    const rules = yield* query("iptables", ["-w", "-t", "raw", "-S"])
     const noTable = Option.isSome(rules) && rules.value.exitCode !== 0 && /does not exist/.test(rules.value.stderr)
-    const simulation = yield* MemoryNetwork.make(noTable ? { missingTables: [LocalDns.Table] } : {})
+    const simulation = yield* MemoryNetwork.make(noTable ? { missingTables: ["raw"] } : {})
     const admin = (command: "ip" | "iptables", args: ReadonlyArray<string>) =>
       Effect.asVoid(simulation.service.admin(command, args))
     const links = yield* query("ip", ["-j", "-d", "addr", "show"])
@@ -103,7 +103,7 @@ const seedNetwork = (real: ChildProcessSpawner.ChildProcessSpawner["Service"]) =
     if (Option.isSome(rules) && rules.value.exitCode === 0) {
       for (const line of rules.value.stdout.split("\n")) {
         const words = LocalDns.parseRuleLine(line)
-        if (words[0] === "-N" || words[0] === "-A") yield* admin("iptables", ["-t", LocalDns.Table, ...words])
+        if (words[0] === "-N" || words[0] === "-A") yield* admin("iptables", ["-t", "raw", ...words])
       }
     }
     return MemoryCommands.makeSpawner(

@@ -11,6 +11,7 @@
 import { Directory, type HostPath, Snapshot, Systemd } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, type PlatformError, Ref, type Scope } from "effect"
 import * as RefusingSystemd from "../../RefusingSystemd.ts"
+import * as Format from "./format.ts"
 import { build, type MutationSpec, mutate, type Node, type NodeSpec, SnapshotPaths, treeOf } from "./trees.ts"
 
 // ---------------------------------------------------------------------------
@@ -40,7 +41,7 @@ export const recordingSystemd = Effect.gen(function* () {
       f
         ? Effect.fail(
             new Systemd.SystemdError({
-              reason: new Systemd.Other({ exitCode: 1, stderr: "injected failure" }),
+              reason: new Systemd.Failure({ _tag: "Other", exitCode: 1, stderr: "injected failure" }),
               verb: "daemon-reload"
             })
           )
@@ -144,20 +145,20 @@ export const takenAndMutated: Effect.Effect<
 })
 
 type MutableManifest = {
-  -readonly [K in keyof Snapshot.Manifest]: K extends "entries" | "paths"
-    ? Array<Snapshot.Manifest[K][number]>
-    : Snapshot.Manifest[K]
+  -readonly [K in keyof Format.Manifest]: K extends "entries" | "paths"
+    ? Array<Format.Manifest[K][number]>
+    : Format.Manifest[K]
 }
 
 /** Rewrites a snapshot's manifest and data in place, as someone tampering with it would. */
 export const editManifestAndData = (dir: string, edit: (manifest: MutableManifest, data: Uint8Array) => void) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
-    const manifest = JSON.parse(yield* fs.readFileString(`${dir}/${Snapshot.ManifestName}`)) as MutableManifest
-    const data = yield* fs.readFile(`${dir}/${Snapshot.DataName}`)
+    const manifest = JSON.parse(yield* fs.readFileString(`${dir}/${Format.ManifestName}`)) as MutableManifest
+    const data = yield* fs.readFile(`${dir}/${Format.DataName}`)
     edit(manifest, data)
-    yield* fs.writeFileString(`${dir}/${Snapshot.ManifestName}`, JSON.stringify(manifest))
-    yield* fs.writeFile(`${dir}/${Snapshot.DataName}`, data)
+    yield* fs.writeFileString(`${dir}/${Format.ManifestName}`, JSON.stringify(manifest))
+    yield* fs.writeFile(`${dir}/${Format.DataName}`, data)
   })
 
 /** The services a test of the suite runs with: the host's, the systemd double's and a scope. */

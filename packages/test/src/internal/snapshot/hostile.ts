@@ -12,6 +12,7 @@ import { assert, it } from "@effect/vitest"
 import { Directory, FileName, Snapshot } from "@hostnode/core"
 import { Effect, Fiber, FileSystem, type PlatformError } from "effect"
 import { editManifestAndData, fixed, leftIn, type Suite, sandbox, takenAndMutated } from "./fixtures.ts"
+import * as Format from "./format.ts"
 import { assertRolledBack, build, SnapshotPaths, treeOf } from "./trees.ts"
 
 /** Registers this part's tests. */
@@ -114,23 +115,19 @@ export const register = ({ onHost }: Suite): void => {
       tamper: (dir) =>
         Effect.gen(function* () {
           const fs = yield* FileSystem.FileSystem
-          yield* fs.rename(`${dir}/${Snapshot.ManifestName}`, `${dir}/../m.json`)
-          yield* fs.symlink("../m.json", `${dir}/${Snapshot.ManifestName}`)
+          yield* fs.rename(`${dir}/${Format.ManifestName}`, `${dir}/../m.json`)
+          yield* fs.symlink("../m.json", `${dir}/${Format.ManifestName}`)
         })
     },
     {
       name: "the manifest writable by its group",
       tamper: (dir) =>
-        Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) =>
-          fs.chmod(`${dir}/${Snapshot.ManifestName}`, 0o660)
-        )
+        Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.chmod(`${dir}/${Format.ManifestName}`, 0o660))
     },
     {
       name: "the data owned by another user",
       tamper: (dir) =>
-        Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) =>
-          fs.chown(`${dir}/${Snapshot.DataName}`, 1000, 1000)
-        )
+        Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.chown(`${dir}/${Format.DataName}`, 1000, 1000))
     },
     {
       name: "the snapshot directory writable by others",
@@ -141,8 +138,8 @@ export const register = ({ onHost }: Suite): void => {
       tamper: (dir) =>
         Effect.gen(function* () {
           const fs = yield* FileSystem.FileSystem
-          yield* fs.remove(`${dir}/${Snapshot.DataName}`)
-          yield* fs.makeDirectory(`${dir}/${Snapshot.DataName}`, { mode: 0o700 })
+          yield* fs.remove(`${dir}/${Format.DataName}`)
+          yield* fs.makeDirectory(`${dir}/${Format.DataName}`, { mode: 0o700 })
         })
     }
   ]

@@ -9,8 +9,9 @@
  */
 import { assert, it } from "@effect/vitest"
 import { Directory, Snapshot } from "@hostnode/core"
-import { Cause, Deferred, Effect, Exit, Fiber, FileSystem, Layer, Logger, Ref, Schema } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, FileSystem, Layer, Logger, Ref } from "effect"
 import { everyKind, failingRenames, fixed, leftIn, type Suite, sandbox, takenAndMutated } from "./fixtures.ts"
+import * as Format from "./format.ts"
 import { assertRolledBack, build, inSnapshot, mutate, type Node, pick, SnapshotPaths, treeOf } from "./trees.ts"
 
 /** Registers this part's tests. */
@@ -46,7 +47,7 @@ export const register = ({ onHost }: Suite): void => {
           const notOne = `${s.box}/snaps/s`
           yield* fs.makeDirectory(`${notOne}/kubernetes`, { recursive: true })
           yield* fs.writeFileString(`${notOne}/kubernetes/admin.conf`, "keep me")
-          yield* fs.writeFileString(`${notOne}/${Snapshot.ManifestName}`, "{}")
+          yield* fs.writeFileString(`${notOne}/${Format.ManifestName}`, "{}")
           const before = yield* treeOf(s.box, "/snaps/s")
           const e = yield* Effect.flip(Snapshot.discard({ dir: notOne }))
           assert.strictEqual(e._tag === "SnapshotError" && e.reason._tag, "NotASnapshot")
@@ -65,7 +66,7 @@ export const register = ({ onHost }: Suite): void => {
           // A damaged snapshot (its data alone) is still one: discarded.
           yield* fs.remove(notOne)
           yield* fs.makeDirectory(notOne, { mode: 0o700 })
-          yield* fs.writeFileString(`${notOne}/${Snapshot.DataName}`, "partial")
+          yield* fs.writeFileString(`${notOne}/${Format.DataName}`, "partial")
           assert.isTrue(yield* Snapshot.discard({ dir: notOne }))
           assert.isFalse(yield* fs.exists(notOne))
         })
@@ -96,8 +97,8 @@ export const register = ({ onHost }: Suite): void => {
         const fs = yield* FileSystem.FileSystem
         const t = yield* takenAndMutated
         const canonical = yield* fs.realPath(t.root)
-        const manifest = Schema.decodeUnknownSync(Schema.fromJsonString(Snapshot.Manifest))(
-          yield* fs.readFileString(`${t.dir}/${Snapshot.ManifestName}`)
+        const manifest = (JSON.parse as (text: string) => Format.Manifest)(
+          yield* fs.readFileString(`${t.dir}/${Format.ManifestName}`)
         )
         assert.strictEqual(manifest.hostRoot, canonical)
         // Another tree (the operator mistyped --host-root): nothing is written there, the snapshot stays.
@@ -116,7 +117,7 @@ export const register = ({ onHost }: Suite): void => {
         }
         assert.deepStrictEqual(yield* treeOf(other, "/"), otherBefore)
         assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
-        assert.isTrue(yield* fs.exists(`${t.dir}/${Snapshot.ManifestName}`))
+        assert.isTrue(yield* fs.exists(`${t.dir}/${Format.ManifestName}`))
         // The same tree under another name (a link to it) is the same canonical root.
         yield* fs.symlink(t.root, `${t.box}/rootlink`)
         assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: `${t.box}/rootlink` }))

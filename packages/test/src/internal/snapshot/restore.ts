@@ -10,8 +10,9 @@
  */
 import { assert, it } from "@effect/vitest"
 import { Snapshot } from "@hostnode/core"
-import { Effect, FileSystem, Option, Schema } from "effect"
+import { Effect, FileSystem, Option } from "effect"
 import { fixed, leftIn, type Suite, sandbox } from "./fixtures.ts"
+import * as Format from "./format.ts"
 import { atOrBelow, build, inSnapshot, Mutations, mutate, pick, SnapshotPaths, Trees, treeOf } from "./trees.ts"
 
 /** Registers this part's tests. */
@@ -58,15 +59,15 @@ export const register = ({ runs, onHost }: Suite): void => {
         yield* build(s.root, fixed)
         yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
         assert.deepStrictEqual((yield* fs.readDirectory(`${s.box}/snaps`)).sort(), ["s"])
-        assert.deepStrictEqual((yield* fs.readDirectory(s.dir)).sort(), [Snapshot.DataName, Snapshot.ManifestName])
-        for (const f of [Snapshot.DataName, Snapshot.ManifestName]) {
+        assert.deepStrictEqual((yield* fs.readDirectory(s.dir)).sort(), [Format.DataName, Format.ManifestName])
+        for (const f of [Format.DataName, Format.ManifestName]) {
           assert.strictEqual((yield* fs.stat(`${s.dir}/${f}`)).mode & 0o777, 0o600, f)
         }
         assert.strictEqual((yield* fs.stat(s.dir)).mode & 0o777, 0o700)
-        const manifest = Schema.decodeUnknownSync(Schema.fromJsonString(Snapshot.Manifest))(
-          yield* fs.readFileString(`${s.dir}/${Snapshot.ManifestName}`)
+        const manifest = (JSON.parse as (text: string) => Format.Manifest)(
+          yield* fs.readFileString(`${s.dir}/${Format.ManifestName}`)
         )
-        assert.strictEqual(manifest.version, Snapshot.FormatVersion)
+        assert.strictEqual(manifest.version, Format.FormatVersion)
         assert.deepStrictEqual(
           manifest.entries.map((e) => [e.path, e.type]),
           [
@@ -149,7 +150,7 @@ export const register = ({ runs, onHost }: Suite): void => {
           paths: ["/cfg/a"],
           exclude: ["/cfg/a/pki"]
         })
-        const data = yield* fs.readFileString(`${s.dir}/${Snapshot.DataName}`)
+        const data = yield* fs.readFileString(`${s.dir}/${Format.DataName}`)
         assert.notInclude(data, "PRIVATE KEY")
         // Rotated during the upgrade, and something new beside it.
         yield* fs.writeFileString(`${s.root}/cfg/a/pki/ca.key`, "ROTATED KEY")
@@ -231,10 +232,10 @@ export const register = ({ runs, onHost }: Suite): void => {
         assert.strictEqual(inside._tag === "SnapshotError" ? inside.reason._tag : inside._tag, "InvalidPath")
         assert.include(inside.message, "/cfg/a")
         yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
-        const manifest = yield* fs.readFileString(`${s.dir}/${Snapshot.ManifestName}`)
+        const manifest = yield* fs.readFileString(`${s.dir}/${Format.ManifestName}`)
         const again = yield* Effect.flip(Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: ["/cfg/d"] }))
         assert.strictEqual(again._tag === "SnapshotError" ? again.reason._tag : again._tag, "Exists")
-        assert.strictEqual(yield* fs.readFileString(`${s.dir}/${Snapshot.ManifestName}`), manifest)
+        assert.strictEqual(yield* fs.readFileString(`${s.dir}/${Format.ManifestName}`), manifest)
         assert.deepStrictEqual(yield* leftIn(s.box), ["s"])
       })
     )

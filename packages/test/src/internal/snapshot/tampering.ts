@@ -11,6 +11,7 @@ import { assert, it } from "@effect/vitest"
 import { Snapshot } from "@hostnode/core"
 import { Effect, FileSystem, type PlatformError } from "effect"
 import { editManifestAndData, type Suite, takenAndMutated } from "./fixtures.ts"
+import * as Format from "./format.ts"
 import { treeOf } from "./trees.ts"
 
 /** Registers this part's tests. */
@@ -19,7 +20,7 @@ export const register = ({ onHost }: Suite): void => {
 
   const tamperCases: ReadonlyArray<{
     readonly name: string
-    readonly reason: Snapshot.SnapshotErrorReason["_tag"]
+    readonly reason: Snapshot.SnapshotError["reason"]["_tag"]
     readonly names?: string
     readonly tamper: (dir: string) => Effect.Effect<void, PlatformError.PlatformError, FileSystem.FileSystem>
   }> = [
@@ -64,8 +65,8 @@ export const register = ({ onHost }: Suite): void => {
       tamper: (dir) =>
         Effect.gen(function* () {
           const fs = yield* FileSystem.FileSystem
-          const text = yield* fs.readFileString(`${dir}/${Snapshot.ManifestName}`)
-          yield* fs.writeFileString(`${dir}/${Snapshot.ManifestName}`, text.slice(0, Math.floor(text.length / 2)))
+          const text = yield* fs.readFileString(`${dir}/${Format.ManifestName}`)
+          yield* fs.writeFileString(`${dir}/${Format.ManifestName}`, text.slice(0, Math.floor(text.length / 2)))
         })
     },
     {
