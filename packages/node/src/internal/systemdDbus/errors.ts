@@ -157,7 +157,11 @@ export const connectError = (
   )
 
 /** Any failure on the connection, as the one of its kind above. */
-export const dbusFailed = (verb: Systemd.SystemdError["verb"], unit: string | undefined, e: DbusConnection.DbusError) => {
+export const dbusFailed = (
+  verb: Systemd.SystemdError["verb"],
+  unit: string | undefined,
+  e: DbusConnection.DbusError
+) => {
   switch (e.reason._tag) {
     case "ConnectError":
       return connectError(verb, unit, e.reason)
