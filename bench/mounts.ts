@@ -22,7 +22,8 @@
  */
 import { writeFileSync } from "node:fs"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Directory, HostCommand, HostPath, MountInfo, Unmount } from "@hostnode/core"
+import { Directory, HostCommand, MountInfo, Unmount } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Console, Effect, FileSystem, References } from "effect"
 import koffi from "koffi"
@@ -49,6 +50,7 @@ const mountTmpfs = (target: string, size = "64k") =>
 const nodeChild = `
 import koffi from "koffi"
 import { readFileSync } from "node:fs"
+import { Lexical } from "@hostnode/core/Programs"
 const umount2 = koffi.load("libc.so.6").func("int umount2(const char *target, int flags)")
 const paths = JSON.parse(readFileSync(process.argv[1], "utf8"))
 const start = performance.now()
@@ -82,7 +84,7 @@ const Main = Effect.gen(function* () {
       const table = yield* MountInfo.read().pipe(Effect.orDie)
       const planned = Unmount.plan(table, [under], false)
       const file = `${box}/targets`
-      writeFileSync(file, planned.map((e) => `${e.id} ${HostPath.relative(root, e.mountPoint)?.slice(1)}\n`).join(""))
+      writeFileSync(file, planned.map((e) => `${e.id} ${Lexical.relative(root, e.mountPoint)?.slice(1)}\n`).join(""))
       return file
     })
   const unmountBelow = () =>
@@ -96,7 +98,7 @@ const Main = Effect.gen(function* () {
   const leftBelow = (path: string) =>
     Effect.map(
       MountInfo.read().pipe(Effect.orDie),
-      (t) => t.filter((e) => HostPath.covers(path, HostPath.clean(e.mountPoint))).length
+      (t) => t.filter((e) => Lexical.covers(path, Lexical.clean(e.mountPoint))).length
     )
 
   // 1,000 siblings.

@@ -1095,7 +1095,9 @@ describe("exit codes", () => {
     }
     assert.strictEqual(Cli.exitCodeFor(unverified), 1)
     assert.strictEqual(
-      Cli.exitCodeFor(new HostPath.HostPathError({ reason: new HostPath.InvalidPath({ detail: "empty" }), root: "" })),
+      Cli.exitCodeFor(
+        new HostPath.HostPathError({ reason: new HostPath.Refused({ _tag: "InvalidPath", detail: "empty" }), root: "" })
+      ),
       2
     )
   })

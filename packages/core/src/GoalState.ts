@@ -17,6 +17,7 @@ import { Effect, type FileSystem, Schema } from "effect"
 import type { AgentConfig } from "./AgentConfig.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Lexical from "./internal/hostPath/lexical.ts"
 import { NodeStart } from "./NodeStart.ts"
 
 /**
@@ -298,7 +299,7 @@ export const GoalStatesDirName = "goalstates"
  * @since 0.1.0
  */
 export const goalStatePath = (config: AgentConfig, slot: Slot): string =>
-  `${HostPath.clean(config.configDir)}/${GoalStatesDirName}/${slot}.json`
+  `${Lexical.clean(config.configDir)}/${GoalStatesDirName}/${slot}.json`
 
 /**
  * Options of the default resolver.
@@ -342,7 +343,7 @@ export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
     const hostFile = goalStatePath(options.config, valid)
     const file = yield* HostPath.resolve(hostRoot, hostFile).pipe(
       Effect.mapError((e) =>
-        goalStateError(slot, new ConfigFile.Unreadable({ file: HostPath.join(hostRoot, hostFile), detail: e.message }))
+        goalStateError(slot, new ConfigFile.Unreadable({ file: Lexical.join(hostRoot, hostFile), detail: e.message }))
       )
     )
     // The file's reasons are the goal state's: NotFound, Unreadable, InvalidJson, InvalidValue.

@@ -22,6 +22,7 @@ import { Context, Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as Directory from "./Directory.ts"
 import * as FileName from "./FileName.ts"
+import * as Names from "./internal/directory/names.ts"
 import { classify, commandMounter } from "./internal/mounter/command.ts"
 import { verifyMount } from "./internal/programs/verifyMount.ts"
 
@@ -229,7 +230,7 @@ export const verify = (
     const dirs = yield* Directory.Directories
     // The driver closes what the program still holds when it ends: the verified handle too.
     const outcome = yield* dirs.run(
-      verifyMount(root, { components: Directory.components(FileName.encode(rel)), mountId: target.mountId })
+      verifyMount(root, { components: Names.components(FileName.encode(rel)), mountId: target.mountId })
     )
     switch (outcome._tag) {
       case "Verified":

@@ -24,6 +24,47 @@
 export * as FileName from "./FileName.ts"
 export {
   /**
+   * `name` below the host path `parent` (lossless string forms).
+   *
+   * @since 0.4.0
+   */
+  childPath,
+  /**
+   * The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk.
+   *
+   * @since 0.4.0
+   */
+  components,
+  /**
+   * Linux refuses a component longer than this many bytes (NAME_MAX): `ENAMETOOLONG`.
+   *
+   * @since 0.4.0
+   */
+  NameMax,
+  /**
+   * Why `name` cannot be one component of a directory, as the kernel says it,
+   * or `undefined` when it can: longer than {@link NameMax} bytes is
+   * `ENAMETOOLONG`; empty, `.`, `..`, or with a `/` or a NUL byte is `EINVAL`.
+   *
+   * @since 0.4.0
+   */
+  nameProblem,
+  /**
+   * Linux refuses a path of this many bytes or more (PATH_MAX, with its NUL): `ENAMETOOLONG`.
+   *
+   * @since 0.4.0
+   */
+  PathMax
+} from "./internal/directory/names.ts"
+/**
+ * The lexical algebra of absolute paths (clean, join, relative, covers, ...),
+ * the one the operations use: for layers and fixtures that name places below a root.
+ *
+ * @since 0.4.0
+ */
+export * as Lexical from "./internal/hostPath/lexical.ts"
+export {
+  /**
    * An operation that failed, as a value: the reason tag (`Directory`'s
    * reasons, plus `Hung` for a call that did not return), the errno where a
    * system call said one, and what it means.

@@ -15,6 +15,7 @@ import { Effect, type FileSystem, Schema } from "effect"
 import * as Deadline from "./Deadline.ts"
 import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Lexical from "./internal/hostPath/lexical.ts"
 import * as Track from "./internal/metrics.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
@@ -323,7 +324,7 @@ export const resetKubeletIdentity: (
       ).pipe(Effect.annotateLogs({ auth: nodeStart.auth._tag }))
       return SafeRemove.emptyReport
     }
-    const bootstrap = HostPath.clean(nodeStart.auth.bootstrapKubeconfig)
+    const bootstrap = Lexical.clean(nodeStart.auth.bootstrapKubeconfig)
     const session = yield* SafeRemove.session(options)
     const certs = yield* session.empty(Paths.KubeletClientPkiDir, {
       // Never the bootstrap kubeconfig, wherever the goal state put it.

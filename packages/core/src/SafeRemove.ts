@@ -336,7 +336,7 @@ export const open: (
   const table = yield* whileThere(root, MountInfo.read(root.mountInfo))
   const unusable = (e: Directory.DirectoryError) =>
     new HostPath.HostPathError({
-      reason: e.reason._tag === "Gone" ? e.reason : new HostPath.Unreadable({ detail: e.message }),
+      reason: e.reason._tag === "Gone" ? e.reason : new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
       root: root.given
     })
   const rootHandle = options?.handle ?? (yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable)))

@@ -16,6 +16,8 @@ import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
+import * as Lexical from "./internal/hostPath/lexical.ts"
+import * as HostRoots from "./internal/hostPath/root.ts"
 import * as Track from "./internal/metrics.ts"
 import { describeHolders } from "./internal/mounter/describe.ts"
 import { cognates, propagated as propagatedBy, subtrees } from "./internal/mountinfo/propagation.ts"
@@ -230,7 +232,7 @@ export interface Report {
 
 /**
  * Decodes `prefixes` below `root`: each non-empty, absolute, without NUL
- * bytes, not `/` or the root itself unless `allowRoot` (`HostPath.checkPath`);
+ * bytes, not `/` or the root itself unless `allowRoot` (`HostRoots.checkPath`);
  * then resolved once through a handle on the root (`Directory.resolve`: a
  * link followed below the root, never out of it; not the last one with
  * `followFinal: false`) and named as the mount table names it. The first bad
@@ -247,16 +249,18 @@ export const decodePrefixes: (
 )(function* (root, prefixes, options) {
   const dirs = yield* Directory.Directories
   const allowRoot = options?.allowRoot ?? false
-  const checked = yield* Effect.forEach(prefixes, (p) => HostPath.checkPath(root, p, { allowRoot, what: "prefix" }))
-  const refuse = (given: string, reason: HostPath.HostPathErrorReason) =>
+  const checked = yield* Effect.forEach(prefixes, (p) => HostRoots.checkPath(root, p, { allowRoot, what: "prefix" }))
+  const refuse = (given: string, reason: HostPath.HostPathError["reason"]) =>
     new HostPath.HostPathError({ reason, root: root.given, path: given })
-  const rootHandle = yield* dirs
-    .openRoot(root.path)
-    .pipe(
-      Effect.mapError(
-        (e) => new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
-      )
+  const rootHandle = yield* dirs.openRoot(root.path).pipe(
+    Effect.mapError(
+      (e) =>
+        new HostPath.HostPathError({
+          reason: new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
+          root: root.given
+        })
     )
+  )
   return yield* Effect.forEach(checked, (c) =>
     Effect.gen(function* () {
       const r = yield* dirs.resolve(rootHandle, c.path, { followFinal: options?.followFinal ?? true }).pipe(
@@ -264,13 +268,13 @@ export const decodePrefixes: (
         Effect.catchTag("DirectoryError", (e) =>
           // A prefix whose parents do not exist names nothing mounted: it is matched as written.
           e.reason._tag === "NotFound" || e.reason._tag === "NotADirectory"
-            ? Effect.succeed(HostPath.clean(c.path))
+            ? Effect.succeed(Lexical.clean(c.path))
             : Effect.fail(
                 refuse(
                   c.given,
                   e.reason._tag === "TooManyLinks"
-                    ? new HostPath.TooManyLinks({ detail: `the prefix: ${e.message}` })
-                    : new HostPath.Unreadable({ detail: `the prefix: ${e.message}` })
+                    ? new HostPath.Refused({ _tag: "TooManyLinks", detail: `the prefix: ${e.message}` })
+                    : new HostPath.Refused({ _tag: "Unreadable", detail: `the prefix: ${e.message}` })
                 )
               )
         )
@@ -278,17 +282,21 @@ export const decodePrefixes: (
       if (r === "/" && !allowRoot) {
         return yield* refuse(
           c.given,
-          new HostPath.IsHostRoot({
+          new HostPath.Refused({
+            _tag: "IsHostRoot",
             detail: "the prefix resolves to the host root itself; pass allowRoot to mean the whole host"
           })
         )
       }
-      const full = HostPath.fullPath(root, r)
-      const table = HostPath.tablePathOf(root, full)
+      const full = HostRoots.fullPath(root, r)
+      const table = HostRoots.tablePathOf(root, full)
       if (table === undefined) {
         return yield* refuse(
           c.given,
-          new HostPath.OutsideTable({ detail: `the prefix resolves to ${full}, which the mount table cannot name` })
+          new HostPath.Refused({
+            _tag: "OutsideTable",
+            detail: `the prefix resolves to ${full}, which the mount table cannot name`
+          })
         )
       }
       return { given: c.given, path: r, full, table } satisfies HostPath.Resolved
@@ -297,13 +305,13 @@ export const decodePrefixes: (
 }, Effect.scoped)
 
 /**
- * True when `prefix` covers `mountPoint` on a path boundary (`HostPath.covers`):
+ * True when `prefix` covers `mountPoint` on a path boundary (`Lexical.covers`):
  * `/var/lib/kubelet` covers itself and `/var/lib/kubelet/pods/x`, not
  * `/var/lib/kubelet2`. Both must already be clean.
  *
  * @since 0.1.0
  */
-export const covers: (prefix: string, mountPoint: string) => boolean = HostPath.covers
+export const covers: (prefix: string, mountPoint: string) => boolean = Lexical.covers
 
 /**
  * The prefixes of `set` that cover the clean `mountPoint`: the path itself and
@@ -354,7 +362,7 @@ export const plan = (
   const few = prefixes.length <= 8
   const selected: Array<{ readonly e: MountInfo.MountEntry; readonly mp: string; readonly d: number; h: number }> = []
   for (const e of table) {
-    const mp = HostPath.clean(e.mountPoint)
+    const mp = Lexical.clean(e.mountPoint)
     if (strict && set.has(mp)) continue
     if (few ? prefixes.some((p) => coversAt(p, mp)) : coveringPrefixes(set, mp).length > 0) {
       selected.push({ e, mp, d: depth(mp), h: -1 })
@@ -406,12 +414,12 @@ const MaxPasses = 64
  * A lazy detach of each takes what is mounted below it along.
  */
 const topmost = (planned: ReadonlyArray<MountInfo.MountEntry>): Array<MountInfo.MountEntry> => {
-  const points = new Set(planned.map((e) => HostPath.clean(e.mountPoint)))
+  const points = new Set(planned.map((e) => Lexical.clean(e.mountPoint)))
   const covered = (mp: string) => {
     for (let i = mp.lastIndexOf("/"); i > 0; i = mp.lastIndexOf("/", i - 1)) if (points.has(mp.slice(0, i))) return true
     return mp !== "/" && points.has("/")
   }
-  return planned.filter((e) => !covered(HostPath.clean(e.mountPoint)))
+  return planned.filter((e) => !covered(Lexical.clean(e.mountPoint)))
 }
 
 /** True when the host path `path` names something below the root handle (its last component not followed). */
@@ -446,7 +454,7 @@ const run = Effect.fnUntraced(function* (
   let table = yield* whileThere(root, MountInfo.read(path))
   let targets = plan(table, prefixes, strict)
   const outsideRoot = (e: MountInfo.MountEntry) =>
-    HostPath.hostPathOf(root, HostPath.fromTablePath(root, e.mountPoint)) === undefined
+    HostRoots.hostPathOf(root, HostRoots.fromTablePath(root, e.mountPoint)) === undefined
   const asPropagated = (e: MountInfo.MountEntry, cognateOf: number): PropagatedMount => ({
     mountPoint: e.mountPoint,
     fsType: e.fsType,
@@ -477,18 +485,20 @@ const run = Effect.fnUntraced(function* (
   }
   // Every unmount is verified below this handle: the path, resolved without
   // following a link, must still lead to the mount the table listed.
-  const rootHandle = yield* dirs
-    .openRoot(root.path)
-    .pipe(
-      Effect.mapError(
-        (e) => new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
-      )
+  const rootHandle = yield* dirs.openRoot(root.path).pipe(
+    Effect.mapError(
+      (e) =>
+        new HostPath.HostPathError({
+          reason: new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
+          root: root.given
+        })
     )
+  )
   // A prefix that names nothing below the root (a typo) is said, not silently matched. One with a mount at or
   // below it is there: only the others are looked up (a teardown's pods with volumes cost nothing).
   const missing: Array<string> = []
   const prefixSet = new Set(prefixes)
-  const mounted = new Set(targets.flatMap((e) => coveringPrefixes(prefixSet, HostPath.clean(e.mountPoint))))
+  const mounted = new Set(targets.flatMap((e) => coveringPrefixes(prefixSet, Lexical.clean(e.mountPoint))))
   for (const r of resolved) {
     if (!mounted.has(r.table) && !(yield* exists(dirs, rootHandle, r.path))) missing.push(r.given)
   }
@@ -519,7 +529,7 @@ const run = Effect.fnUntraced(function* (
     const results: ReadonlyArray<UnmountResult> = yield* mounter.unmount(
       rootHandle,
       todo.map((e) => ({
-        path: HostPath.fromTablePath(root, e.mountPoint),
+        path: HostRoots.fromTablePath(root, e.mountPoint),
         mountId: e.id,
         tablePath: e.mountPoint
       })),
@@ -603,11 +613,11 @@ const run = Effect.fnUntraced(function* (
   const failedAt = new Map<string, { readonly id: number; readonly errno: string; readonly message: string }>()
   for (const e of targets) {
     const f = lastFailure.get(e.id)
-    if (f !== undefined && !failedAt.has(HostPath.clean(e.mountPoint)))
-      failedAt.set(HostPath.clean(e.mountPoint), { id: e.id, ...f })
+    if (f !== undefined && !failedAt.has(Lexical.clean(e.mountPoint)))
+      failedAt.set(Lexical.clean(e.mountPoint), { id: e.id, ...f })
   }
   const above = (mountPoint: string) => {
-    const mp = HostPath.clean(mountPoint)
+    const mp = Lexical.clean(mountPoint)
     for (let i = mp.lastIndexOf("/"); i > 0; i = mp.lastIndexOf("/", i - 1)) {
       const f = failedAt.get(mp.slice(0, i))
       if (f !== undefined) return { at: mp.slice(0, i), ...f }
@@ -645,7 +655,7 @@ const run = Effect.fnUntraced(function* (
   const set = new Set(prefixes)
   const mineOf = new Map<string, Array<RemainingMount>>()
   for (const m of remaining) {
-    const mp = HostPath.clean(m.mountPoint)
+    const mp = Lexical.clean(m.mountPoint)
     for (const p of coveringPrefixes(set, mp)) {
       if (strict && mp === p) continue
       const mine = mineOf.get(p)

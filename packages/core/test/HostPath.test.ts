@@ -1,22 +1,23 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { HostPath } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 
 describe("HostPath (lexical)", () => {
   it("joins below the root and cleans `..` against the host path", () => {
-    assert.strictEqual(HostPath.join("/r", "/etc/cni/net.d"), "/r/etc/cni/net.d")
-    assert.strictEqual(HostPath.join("/r/", "etc//cni/./net.d/"), "/r/etc/cni/net.d")
-    assert.strictEqual(HostPath.join("/r", "/../../etc"), "/r/etc")
-    assert.strictEqual(HostPath.join("/r", "/a/../../.."), "/r")
-    assert.strictEqual(HostPath.join("", "/etc/x"), "/etc/x")
-    assert.strictEqual(HostPath.join("/", "../etc"), "/etc")
+    assert.strictEqual(Lexical.join("/r", "/etc/cni/net.d"), "/r/etc/cni/net.d")
+    assert.strictEqual(Lexical.join("/r/", "etc//cni/./net.d/"), "/r/etc/cni/net.d")
+    assert.strictEqual(Lexical.join("/r", "/../../etc"), "/r/etc")
+    assert.strictEqual(Lexical.join("/r", "/a/../../.."), "/r")
+    assert.strictEqual(Lexical.join("", "/etc/x"), "/etc/x")
+    assert.strictEqual(Lexical.join("/", "../etc"), "/etc")
   })
   it("clean is Go's path.Clean for rooted paths", () => {
-    assert.strictEqual(HostPath.clean(""), "/")
-    assert.strictEqual(HostPath.clean("/a/b/../c/."), "/a/c")
-    assert.strictEqual(HostPath.clean("/var/lib/kubelet/"), "/var/lib/kubelet")
+    assert.strictEqual(Lexical.clean(""), "/")
+    assert.strictEqual(Lexical.clean("/a/b/../c/."), "/a/c")
+    assert.strictEqual(Lexical.clean("/var/lib/kubelet/"), "/var/lib/kubelet")
   })
   // A reference clean without the fast path, to check the fast path against.
   const referenceClean = (p: string) => {
@@ -33,24 +34,24 @@ describe("HostPath (lexical)", () => {
     [Schema.Array(Schema.Literals(["/", "a", ".", "..", "//", ".a", "..b", "a."]))],
     ([parts]) => {
       const p = parts.join("")
-      assert.strictEqual(HostPath.clean(p), referenceClean(p), JSON.stringify(p))
-      assert.strictEqual(HostPath.clean(HostPath.clean(p)), HostPath.clean(p))
+      assert.strictEqual(Lexical.clean(p), referenceClean(p), JSON.stringify(p))
+      assert.strictEqual(Lexical.clean(Lexical.clean(p)), Lexical.clean(p))
     },
     { arbitrary: { runs: 1000 } }
   )
 
   it("relative and isWithin respect path boundaries", () => {
-    assert.strictEqual(HostPath.relative("/r", "/r/a"), "/a")
-    assert.strictEqual(HostPath.relative("/r", "/r"), "/")
-    assert.isUndefined(HostPath.relative("/r", "/r2/a"))
-    assert.isTrue(HostPath.isWithin("/", "/anything"))
-    assert.isFalse(HostPath.isWithin("/var/lib/kubelet", "/var/lib/kubelet2"))
+    assert.strictEqual(Lexical.relative("/r", "/r/a"), "/a")
+    assert.strictEqual(Lexical.relative("/r", "/r"), "/")
+    assert.isUndefined(Lexical.relative("/r", "/r2/a"))
+    assert.isTrue(Lexical.isWithin("/", "/anything"))
+    assert.isFalse(Lexical.isWithin("/var/lib/kubelet", "/var/lib/kubelet2"))
   })
   it("isRealRoot", () => {
-    assert.isTrue(HostPath.isRealRoot(""))
-    assert.isTrue(HostPath.isRealRoot("/"))
-    assert.isTrue(HostPath.isRealRoot("//"))
-    assert.isFalse(HostPath.isRealRoot("/tmp/x"))
+    assert.isTrue(Lexical.isRealRoot(""))
+    assert.isTrue(Lexical.isRealRoot("/"))
+    assert.isTrue(Lexical.isRealRoot("//"))
+    assert.isFalse(Lexical.isRealRoot("/tmp/x"))
   })
 })
 
@@ -177,12 +178,12 @@ export const hostPathProperty = (name: string, fsLayer: Layer.Layer<FileSystem.F
             return
           }
           const resolved = result.success
-          assert.isTrue(HostPath.isWithin(root, resolved), `${resolved} escapes ${root}`)
+          assert.isTrue(Lexical.isWithin(root, resolved), `${resolved} escapes ${root}`)
           const checked = followFinal || resolved === root ? resolved : resolved.slice(0, resolved.lastIndexOf("/"))
           const exists = yield* fs.exists(checked).pipe(Effect.orElseSucceed(() => false))
           if (exists) {
             const real = yield* fs.realPath(checked)
-            assert.isTrue(HostPath.isWithin(root, real), `${checked} is really ${real}, outside ${root}`)
+            assert.isTrue(Lexical.isWithin(root, real), `${checked} is really ${real}, outside ${root}`)
             if (followFinal) assert.strictEqual(real, resolved)
           }
         }).pipe(Effect.scoped),
@@ -196,7 +197,7 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
     it.effect("a relative, missing, non-directory or NUL root is refused, naming the value", () =>
       Effect.gen(function* () {
         const { tmp } = yield* makeLayout({})
-        const cases: ReadonlyArray<readonly [string, HostPath.HostPathErrorReason["_tag"]]> = [
+        const cases: ReadonlyArray<readonly [string, HostPath.HostPathError["reason"]["_tag"]]> = [
           [".", "NotAbsolute"],
           ["..", "NotAbsolute"],
           ["host", "NotAbsolute"],
@@ -233,7 +234,7 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         )
         assert.strictEqual(loop, `/self: ${root}/self leads back to itself`)
         const r = yield* HostPath.decodeRoot(root)
-        const refused = HostPath.checkPath(r, "relative")
+        const refused = HostPath.decodePath(r, "relative")
         // @ts-expect-error "Relative" is not a reason of HostPathError
         refused.pipe(Effect.catchReason("HostPathError", "Relative", () => Effect.void))
         const reason = yield* Effect.flip(refused).pipe(Effect.map((e) => e.reason))
@@ -307,8 +308,8 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         assert.strictEqual(r.path, `${root}/c`)
         assert.strictEqual(r.tableRoot, root)
         assert.strictEqual(r.mountInfo, `${root}/mi`)
-        assert.strictEqual(HostPath.tablePathOf(r, `${root}/c/x`), "/c/x")
-        assert.strictEqual(HostPath.fromTablePath(r, "/c/x"), `${root}/c/x`)
+        assert.strictEqual(Lexical.relative(r.tableRoot, `${root}/c/x`), "/c/x")
+        assert.strictEqual(Lexical.join(r.tableRoot, "/c/x"), `${root}/c/x`)
         const outside = yield* Effect.flip(HostPath.decodeRoot({ path: "/etc", tableRoot: root }))
         assert.strictEqual(outside.reason._tag, "OutsideTable")
       }).pipe(Effect.scoped)
@@ -324,7 +325,7 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
             "a/out": `${"../".repeat(8)}outside`
           })
           const r = yield* HostPath.decodeRoot(root)
-          const refused: ReadonlyArray<readonly [string, HostPath.HostPathErrorReason["_tag"]]> = [
+          const refused: ReadonlyArray<readonly [string, HostPath.HostPathError["reason"]["_tag"]]> = [
             ["", "InvalidPath"],
             ["/a\0b", "InvalidPath"],
             ["relative", "NotAbsolute"],
@@ -374,7 +375,7 @@ layer(NodeServices.layer)("HostPath.decodeRoot on /proc/<pid>/root", (it) => {
       assert.strictEqual(r.tableRoot, proc)
       assert.strictEqual(r.mountInfo, `/proc/${process.pid}/mountinfo`)
       assert.isFalse(r.isReal)
-      assert.strictEqual(HostPath.tablePathOf(r, `${proc}/tmp/x`), "/tmp/x")
+      assert.strictEqual(Lexical.relative(r.tableRoot, `${proc}/tmp/x`), "/tmp/x")
     })
   )
 })

@@ -5,7 +5,8 @@
  * paths share names such as `a` and `ab` (so a boundary slip shows).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { HostPath, type MountInfo, Unmount } from "@hostnode/core"
+import { type MountInfo, Unmount } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { FaultyMounter, MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Schema } from "effect"
 
@@ -65,7 +66,7 @@ describe("Unmount.plan", () => {
           source: "tmpfs",
           superOptions: "rw"
         }))
-        const ps = [...new Set(prefixes.map(toPath).map(HostPath.clean))]
+        const ps = [...new Set(prefixes.map(toPath).map(Lexical.clean))]
         assert.deepStrictEqual(
           Unmount.plan(table, ps, strict).map((e) => e.id),
           reference(table, ps, strict).map((e) => e.id)

@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { Directory, FileName, Mounter } from "@hostnode/core"
+import { type Directory, FileName, Mounter } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
 import { Clock, Effect, Schema } from "effect"
 import { Errno, type ErrnoCode, errnoTable } from "./internal/errno.ts"
@@ -189,7 +189,7 @@ const verifyAndUnmount = (
     }
     const v = yield* dirs.run(
       Programs.verifyMount<Directory.Handle>(root, {
-        components: Directory.components(FileName.encode(rel)),
+        components: Programs.components(FileName.encode(rel)),
         mountId: target.mountId
       })
     )

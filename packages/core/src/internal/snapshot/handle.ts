@@ -12,9 +12,9 @@
 import { type Cause, Effect, Option, Ref, Semaphore } from "effect"
 import * as ConfSnap from "../../ConfSnap.ts"
 import type * as Directory from "../../Directory.ts"
-import * as HostPath from "../../HostPath.ts"
 import type { ScopedOptions, Snapshot, TakeOfOptions } from "../../Snapshot.ts"
 import { Systemd, type SystemdError } from "../../Systemd.ts"
+import * as Lexical from "../hostPath/lexical.ts"
 import * as Track from "../metrics.ts"
 import { type Ctx, error, fail, fromDirectory, isHostPath, prefixed } from "./context.ts"
 import {
@@ -210,7 +210,7 @@ export const makeHandle = (ctx: Ctx, manifest: Manifest, held: boolean) =>
 /** Takes the snapshot in `parent` (the lock held) and makes its handle. */
 export const takeIn = (ctx: Ctx, parent: Directory.Handle, options: TakeOfOptions, held: boolean) =>
   Effect.gen(function* () {
-    const exclude = (options.exclude ?? ConfSnap.Exclude).map(HostPath.clean)
+    const exclude = (options.exclude ?? ConfSnap.Exclude).map(Lexical.clean)
     for (const x of exclude) {
       if (!isHostPath(x))
         return yield* fail(
