@@ -18,7 +18,7 @@ import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as HostPath from "../../HostPath.ts"
 import * as Mounter from "../../Mounter.ts"
-import type { Kept } from "../../SafeRemove.ts"
+import type { Kept, Report } from "../../SafeRemove.ts"
 import * as DirectoryErrors from "../directory/errors.ts"
 import * as Names from "../directory/names.ts"
 import * as HostRoots from "../hostPath/root.ts"
@@ -149,3 +149,28 @@ export const removeTop = (
     acc.keptCount += walked.keptCount - walked.kept.length
     return walked.gone
   })
+
+/**
+ * The report of a removal that found nothing to do.
+ */
+export const emptyReport: Report = { removed: [], kept: [], removedCount: 0, keptCount: 0 }
+
+/**
+ * A report of `kept` paths and nothing removed (the paths a caller kept before any removal).
+ */
+export const keptOnly = (kept: ReadonlyArray<Kept>): Report => ({
+  removed: [],
+  kept,
+  removedCount: 0,
+  keptCount: kept.length
+})
+
+/**
+ * The reports of several removals as one, in order, within the bounds.
+ */
+export const merge = (...reports: ReadonlyArray<Report>): Report => ({
+  removed: reports.flatMap((r) => r.removed).slice(0, MaxRemovedPaths),
+  kept: reports.flatMap((r) => r.kept).slice(0, MaxKeptPaths),
+  removedCount: reports.reduce((n, r) => n + r.removedCount, 0),
+  keptCount: reports.reduce((n, r) => n + r.keptCount, 0)
+})
