@@ -1,30 +1,22 @@
 /**
  * The `Mounter` service: the one primitive the unmount operations need from
- * the host. The operations (deepest first, re-reading the table, attributing
- * failures to prefixes) live in core; a `Mounter` only unmounts the targets it
- * is given, in the order given, and says what happened to each.
+ * the host. A `Mounter` only unmounts the targets it is given, in the order
+ * given, and says what happened to each; the operations (deepest first,
+ * re-reading the table) are in `Unmount`.
  *
- * A target is a mount the table listed: where it showed it and its mount id.
- * A `Mounter` unmounts it only when that path, resolved below the root handle
- * without following any link, still leads to the mount with that id, and then
- * unmounts it through what it resolved (a link swapped into a parent
- * afterwards cannot redirect it). A target that cannot be verified is
- * reported as such and left mounted.
- *
- * The in-process `Mounter` (system calls through an FFI) is in @hostnode/node;
- * {@link layerCommand}, which runs `umount` through the spawner in context,
- * is here: it needs no more than a spawner, a FileSystem and the
- * `Directories`.
+ * - A target is unmounted only when its path, resolved below the root handle
+ *   without following any link, still leads to the mount with its id, and
+ *   through what was resolved; one that cannot be verified is left mounted.
+ * - The in-process `Mounter` is in `@hostnode/node`; {@link layerCommand}
+ *   (`umount` through the spawner in context) is here.
  *
  * @since 0.1.0
  */
 import { Context, Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import * as Directory from "./Directory.ts"
-import * as FileName from "./FileName.ts"
-import * as Names from "./internal/directory/names.ts"
-import { classify, commandMounter } from "./internal/mounter/command.ts"
-import { verifyMount } from "./internal/programs/verifyMount.ts"
+import type * as Directory from "./Directory.ts"
+import { commandMounter } from "./internal/mounter/command.ts"
+import { verifyTarget } from "./internal/mounter/verify.ts"
 
 /**
  * Why one target could not be unmounted, in errno terms (`EBUSY`, `EINVAL` for
@@ -32,6 +24,7 @@ import { verifyMount } from "./internal/programs/verifyMount.ts"
  * through a command or an FFI call unchanged.
  *
  * @since 0.1.0
+ * @category models
  */
 export const UnmountFailure = Schema.Struct({
   target: Schema.String,
@@ -39,11 +32,6 @@ export const UnmountFailure = Schema.Struct({
   message: Schema.String
 })
 
-/**
- * Why one target could not be unmounted.
- *
- * @since 0.1.0
- */
 export type UnmountFailure = typeof UnmountFailure.Type
 
 /**
@@ -56,20 +44,17 @@ export type UnmountFailure = typeof UnmountFailure.Type
  * - `OutsideRoot`: the path is not below the root handle.
  *
  * @since 0.2.0
+ * @category models
  */
 export const UnverifiedReason = Schema.Literals(["Moved", "LinkInPath", "Gone", "OutsideRoot"])
 
-/**
- * Why a target could not be verified.
- *
- * @since 0.2.0
- */
 export type UnverifiedReason = typeof UnverifiedReason.Type
 
 /**
  * A mount to unmount, as the table listed it.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Target {
   /** Where the table shows it, as a full path of this process, below the root handle. */
@@ -87,6 +72,7 @@ export interface Target {
  * never tried again in the same operation.
  *
  * @since 0.1.0
+ * @category models
  */
 export type UnmountResult =
   | { readonly _tag: "Unmounted"; readonly target: string }
@@ -104,6 +90,7 @@ export type UnmountResult =
  * Options of {@link Mounter.unmount}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface UnmountOptions {
   /**
@@ -121,6 +108,7 @@ export interface UnmountOptions {
  * path was kept because of a mount, names these.
  *
  * @since 0.4.0
+ * @category models
  */
 export const Holder = Schema.Struct({
   pid: Schema.Int,
@@ -129,17 +117,13 @@ export const Holder = Schema.Struct({
   detail: Schema.String
 })
 
-/**
- * Who holds a mount.
- *
- * @since 0.4.0
- */
 export type Holder = typeof Holder.Type
 
 /**
  * A mount asked about in {@link Mounter.holders}: its id, and the device and root that tell its copies in other namespaces.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface Held {
   readonly mountId: number
@@ -159,6 +143,7 @@ export interface Held {
  * its own helpers left out).
  *
  * @since 0.1.0
+ * @category services
  */
 export interface Mounter {
   readonly unmount: (
@@ -172,36 +157,12 @@ export interface Mounter {
 }
 
 /**
- * Who holds `mounts` (see {@link Mounter.holders}), through the `Mounter` in
- * context when there is one that can tell; empty otherwise. Never fails: it
- * only explains.
- *
- * @since 0.4.0
- */
-export const holdersOf = (mounts: ReadonlyArray<Held>): Effect.Effect<ReadonlyMap<number, ReadonlyArray<Holder>>> =>
-  Effect.flatMap(Effect.serviceOption(Mounter), (m) =>
-    m._tag === "Some" && m.value.holders !== undefined && mounts.length > 0
-      ? m.value.holders(mounts)
-      : Effect.succeed(new Map<number, ReadonlyArray<Holder>>())
-  )
-
-/**
  * The key of the {@link Mounter} service.
  *
  * @since 0.1.0
+ * @category services
  */
 export const Mounter = Context.Service<Mounter>("@hostnode/core/Mounter")
-
-/**
- * Where `target` (a full path) is below `root` (a handle's full path): the components, or undefined outside.
- *
- * @since 0.2.0
- */
-export const below = (root: string, target: string): string | undefined => {
-  if (root === "/") return target
-  if (target === root) return "/"
-  return target.startsWith(`${root}/`) ? target.slice(root.length) : undefined
-}
 
 /**
  * Verifies `target` below `root` through the `Directories` in context, with
@@ -212,62 +173,19 @@ export const below = (root: string, target: string): string | undefined => {
  * command) and for the simulated and dry-run hosts.
  *
  * @since 0.4.0
+ * @category operations
  */
-export const verify = (
+export const verify: (
   root: Directory.Handle,
   target: Target
-): Effect.Effect<Exclude<UnmountResult, { readonly _tag: "Unmounted" }> | undefined, never, Directory.Directories> =>
-  Effect.gen(function* () {
-    const rel = below(root.path, target.path)
-    if (rel === undefined) {
-      return {
-        _tag: "Unverified" as const,
-        target: target.path,
-        reason: "OutsideRoot" as const,
-        detail: `not below the host root ${root.path}`
-      }
-    }
-    const dirs = yield* Directory.Directories
-    // The driver closes what the program still holds when it ends: the verified handle too.
-    const outcome = yield* dirs.run(
-      verifyMount(root, { components: Names.components(FileName.encode(rel)), mountId: target.mountId })
-    )
-    switch (outcome._tag) {
-      case "Verified":
-        return undefined
-      case "Unverified":
-        return { _tag: "Unverified" as const, target: target.path, reason: outcome.reason, detail: outcome.detail }
-      case "Failed":
-        return {
-          _tag: "Failed" as const,
-          target: target.path,
-          failure: { target: target.path, errno: outcome.errno, message: outcome.message }
-        }
-      case "Hung":
-        return {
-          _tag: "Hung" as const,
-          target: target.path,
-          call: outcome.call,
-          seconds: outcome.seconds,
-          detail: outcome.detail
-        }
-    }
-  })
-
-/**
- * What util-linux `umount` printed for a target (`umount: <path>: ...`), read
- * into errno terms (`EBUSY`, `EINVAL` for "not mounted", `ENOENT`, `EPERM`,
- * else `EUNKNOWN` with the text): how {@link makeCommand} and
- * `NodeMounter.makeIn`'s helper report a target umount refused.
- *
- * @since 0.3.0
- */
-export const classifyUmount: (text: string) => { readonly errno: string; readonly message: string } = classify
+) => Effect.Effect<Exclude<UnmountResult, { readonly _tag: "Unmounted" }> | undefined, never, Directory.Directories> =
+  verifyTarget
 
 /**
  * Options of {@link layerCommand}.
  *
  * @since 0.3.0
+ * @category models
  */
 export interface CommandOptions {
   /**
@@ -304,9 +222,10 @@ export interface CommandOptions {
  * umount reports failures as text, so which targets were unmounted is
  * decided from the mount table: for a path given k times, as many of its
  * occurrences succeeded as its entries decreased; the others take the reason
- * umount printed for that path (see {@link classifyUmount}).
+ * umount printed for that path .
  *
  * @since 0.3.0
+ * @category constructors
  */
 export const makeCommand: (
   options?: CommandOptions
@@ -324,6 +243,7 @@ export const makeCommand: (
  * spawner. The spawner, a FileSystem and the `Directories` come from context.
  *
  * @since 0.3.0
+ * @category layers
  */
 export const layerCommand = (
   options?: CommandOptions

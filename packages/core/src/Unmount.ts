@@ -20,8 +20,9 @@ import * as Lexical from "./internal/hostPath/lexical.ts"
 import * as HostRoots from "./internal/hostPath/root.ts"
 import * as Track from "./internal/metrics.ts"
 import { describeHolders } from "./internal/mounter/describe.ts"
+import { holdersOf } from "./internal/mounter/holders.ts"
 import { cognates, propagated as propagatedBy, subtrees } from "./internal/mountinfo/propagation.ts"
-import { Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
+import { Holder, Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 /**

@@ -16,6 +16,7 @@
  */
 import { type Directory, FileName, Mounter } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
+import { Lexical } from "@hostnode/core/Programs"
 import { Clock, Effect, Schema } from "effect"
 import { Errno, type ErrnoCode, errnoTable } from "./internal/errno.ts"
 import { admit, complete } from "./internal/journal.ts"
@@ -178,7 +179,7 @@ const verifyAndUnmount = (
   lazy: boolean
 ): Effect.Effect<Mounter.UnmountResult> =>
   Effect.gen(function* () {
-    const rel = Mounter.below(root.path, target.path)
+    const rel = Lexical.below(root.path, target.path)
     if (rel === undefined) {
       return {
         _tag: "Unverified",

@@ -85,3 +85,10 @@ export const relative = (root: string, full: string): string | undefined => {
 
 /** True when `full` is `root` itself or lies below it, on path boundaries. */
 export const isWithin = (root: string, full: string): boolean => relative(root, full) !== undefined
+
+/** Where `target` (a full path) is below `root` (a handle's full path), not cleaned: the components, or undefined outside. */
+export const below = (root: string, target: string): string | undefined => {
+  if (root === "/") return target
+  if (target === root) return "/"
+  return target.startsWith(`${root}/`) ? target.slice(root.length) : undefined
+}

@@ -17,12 +17,12 @@ import { Effect } from "effect"
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as HostPath from "../../HostPath.ts"
-import * as Mounter from "../../Mounter.ts"
 import type { Kept, Report } from "../../SafeRemove.ts"
 import * as DirectoryErrors from "../directory/errors.ts"
 import * as Names from "../directory/names.ts"
 import * as HostRoots from "../hostPath/root.ts"
 import { describeHolders } from "../mounter/describe.ts"
+import * as Holders from "../mounter/holders.ts"
 import { blockers, type TableIndex } from "./table.ts"
 
 /** What every step of a session's removals shares: the service, the root, its handle and the table. */
@@ -131,7 +131,7 @@ export const removeTop = (
       const held =
         entry === undefined
           ? undefined
-          : (yield* Mounter.holdersOf([
+          : (yield* Holders.holdersOf([
               { mountId: entry.id, device: `${entry.major}:${entry.minor}`, root: entry.root }
             ])).get(entry.id)
       return yield* keep(
