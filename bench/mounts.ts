@@ -50,7 +50,6 @@ const mountTmpfs = (target: string, size = "64k") =>
 const nodeChild = `
 import koffi from "koffi"
 import { readFileSync } from "node:fs"
-import { Lexical } from "@hostnode/core/Programs"
 const umount2 = koffi.load("libc.so.6").func("int umount2(const char *target, int flags)")
 const paths = JSON.parse(readFileSync(process.argv[1], "utf8"))
 const start = performance.now()
@@ -78,11 +77,17 @@ const Main = Effect.gen(function* () {
   const helper = () => [helperPid]
   let helperPid = (yield* dirs.credentials).pid
 
-  /** The list bench/c/unmount.c takes: each target's mount id and path below `root`, as `Unmount.plan` orders them. */
+  /** The list bench/c/unmount.c takes: each target's mount id and path below `root`, in the operations' order. */
   const listOf = (root: string, under: string) =>
     Effect.gen(function* () {
       const table = yield* MountInfo.read().pipe(Effect.orDie)
-      const planned = Unmount.plan(table, [under], false)
+      // Deepest first, a stack top down (later in the table is higher), as the operations' plan orders them.
+      const depth = (p: string) => p.split("/").length
+      const planned = table
+        .map((e, i) => ({ e, i }))
+        .filter(({ e }) => Lexical.covers(under, Lexical.clean(e.mountPoint)))
+        .sort((a, b) => depth(b.e.mountPoint) - depth(a.e.mountPoint) || b.i - a.i)
+        .map(({ e }) => e)
       const file = `${box}/targets`
       writeFileSync(file, planned.map((e) => `${e.id} ${Lexical.relative(root, e.mountPoint)?.slice(1)}\n`).join(""))
       return file

@@ -20,7 +20,13 @@ import { derive } from "./internal/directory/resolve.ts"
 import type { Identity, Program } from "./internal/programs/ops.ts"
 import type { Limits, RemoveResult } from "./internal/programs/removeTree.ts"
 
-export { DirectoryError, Hung, SystemError } from "./DirectoryError.ts"
+/**
+ * The errors of this module, defined in the leaf module `DirectoryError`.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export * from "./DirectoryError.ts"
 
 /**
  * What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`).

@@ -51,6 +51,8 @@ export class SystemError extends Schema.Error<SystemError>("@hostnode/core/Direc
    * The reason for an errno name, as every implementation classifies it
    * (`ENOENT` is `NotFound`, `EACCES` and `EPERM` `PermissionDenied`, an
    * unknown errno `Other`), the errno kept on it.
+   *
+   * @since 0.4.0
    */
   static fromErrno(errno: string, detail: string): SystemError {
     const tag = reasonTagOf(errno)

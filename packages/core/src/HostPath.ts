@@ -18,7 +18,13 @@ import { isRealRoot } from "./internal/hostPath/lexical.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
 import { checkPath, decode, HostRootTypeId, hostPathOf, isHostRoot, tablePathOf } from "./internal/hostPath/root.ts"
 
-export { Gone, HostPathError, Refused } from "./HostPathError.ts"
+/**
+ * The errors of this module, defined in the leaf module `HostPathError`.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export * from "./HostPathError.ts"
 
 /**
  * Options of {@link resolve}.

@@ -32,6 +32,12 @@ export const UnmountFailure = Schema.Struct({
   message: Schema.String
 })
 
+/**
+ * The type of {@link UnmountFailure}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type UnmountFailure = typeof UnmountFailure.Type
 
 /**
@@ -48,6 +54,12 @@ export type UnmountFailure = typeof UnmountFailure.Type
  */
 export const UnverifiedReason = Schema.Literals(["Moved", "LinkInPath", "Gone", "OutsideRoot"])
 
+/**
+ * The type of {@link UnverifiedReason}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type UnverifiedReason = typeof UnverifiedReason.Type
 
 /**
@@ -117,6 +129,12 @@ export const Holder = Schema.Struct({
   detail: Schema.String
 })
 
+/**
+ * The type of {@link Holder}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Holder = typeof Holder.Type
 
 /**

@@ -18,6 +18,7 @@ import * as HostPath from "./HostPath.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
 import * as Track from "./internal/metrics.ts"
 import * as Reports from "./internal/safeRemove/walk.ts"
+import * as UnmountPlan from "./internal/unmount/plan.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
 import * as NodeStart from "./NodeStart.ts"
@@ -424,7 +425,7 @@ export const teardownKubeletDir: (
         : { prefixes: options.prefixes, kept: [] }
     // Decoded before anything is unmounted; a pod directory that is a link is
     // not followed (it is removed as a link).
-    const targets = yield* Unmount.decodePrefixes(root, listed.prefixes, { followFinal: false })
+    const targets = yield* UnmountPlan.decodePrefixes(root, listed.prefixes, { followFinal: false })
     const unmount: Pick<Unmount.Report, "failures" | "unmounted" | "propagated"> =
       targets.length === 0
         ? { failures: new Map(), unmounted: [], propagated: [] }

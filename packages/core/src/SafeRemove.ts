@@ -57,6 +57,12 @@ export const KeptReason = Schema.Literals([
   "Hung"
 ])
 
+/**
+ * The type of {@link KeptReason}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type KeptReason = typeof KeptReason.Type
 
 /**
@@ -74,6 +80,12 @@ export const Kept = Schema.Struct({
   holders: Schema.optionalKey(Schema.Array(Mounter.Holder))
 })
 
+/**
+ * The type of {@link Kept}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Kept = typeof Kept.Type
 
 /**
@@ -95,6 +107,12 @@ export const Report = Schema.Struct({
   keptCount: Schema.Int
 })
 
+/**
+ * The type of {@link Report}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Report = typeof Report.Type
 
 /**

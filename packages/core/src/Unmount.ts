@@ -22,6 +22,7 @@ import * as Track from "./internal/metrics.ts"
 import { describeHolders } from "./internal/mounter/describe.ts"
 import { holdersOf } from "./internal/mounter/holders.ts"
 import { cognates, propagated as propagatedBy, subtrees } from "./internal/mountinfo/propagation.ts"
+import { coveringPrefixes, decodePrefixes, plan } from "./internal/unmount/plan.ts"
 import { Holder, Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
@@ -29,6 +30,7 @@ import * as MountInfo from "./MountInfo.ts"
  * A mount that is still there after the unmount passes, and the last reason its unmount gave.
  *
  * @since 0.1.0
+ * @category models
  */
 export const RemainingMount = Schema.Struct({
   mountPoint: Schema.String,
@@ -41,9 +43,10 @@ export const RemainingMount = Schema.Struct({
 })
 
 /**
- * A mount that could not be unmounted.
+ * The type of {@link RemainingMount}.
  *
  * @since 0.1.0
+ * @category models
  */
 export type RemainingMount = typeof RemainingMount.Type
 
@@ -53,6 +56,7 @@ export type RemainingMount = typeof RemainingMount.Type
  * ...), which is what a person needs to go and look.
  *
  * @since 0.3.0
+ * @category errors
  */
 export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRemain", {
   remaining: Schema.Array(RemainingMount)
@@ -77,6 +81,7 @@ export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRema
  * elsewhere on the machine, such as a second bind of a data disk).
  *
  * @since 0.4.0
+ * @category models
  */
 export const PropagatedMount = Schema.Struct({
   mountPoint: Schema.String,
@@ -87,9 +92,10 @@ export const PropagatedMount = Schema.Struct({
 })
 
 /**
- * A mount detached by propagation.
+ * The type of {@link PropagatedMount}.
  *
- * @since 0.4.0
+ * @since 0.1.0
+ * @category models
  */
 export type PropagatedMount = typeof PropagatedMount.Type
 
@@ -100,6 +106,7 @@ export type PropagatedMount = typeof PropagatedMount.Type
  * detach). Nothing was unmounted.
  *
  * @since 0.4.0
+ * @category errors
  */
 export class PeersOutsideRoot extends Schema.TaggedError<PeersOutsideRoot>()("PeersOutsideRoot", {
   mounts: Schema.Array(PropagatedMount)
@@ -115,29 +122,15 @@ export class PeersOutsideRoot extends Schema.TaggedError<PeersOutsideRoot>()("Pe
 }
 
 /**
- * Why mounts could not be unmounted: {@link MountsRemain}, or (refused
- * before anything changed) {@link PeersOutsideRoot}.
- *
- * @since 0.3.0
- */
-export const UnmountErrorReason = Schema.Union([MountsRemain, PeersOutsideRoot])
-
-/**
- * Why mounts could not be unmounted.
- *
- * @since 0.3.0
- */
-export type UnmountErrorReason = typeof UnmountErrorReason.Type
-
-/**
  * Mounts at or below `prefixes` that could not be unmounted; `reason` holds
  * them (since 0.3.0 `remaining` is a field of the {@link MountsRemain}
  * reason, not of the error).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountError", {
-  reason: UnmountErrorReason,
+  reason: Schema.Union([MountsRemain, PeersOutsideRoot]),
   prefixes: Schema.Array(Schema.String)
 }) {
   override get message(): string {
@@ -156,6 +149,7 @@ const mountsRemain = (prefixes: ReadonlyArray<string>, remaining: ReadonlyArray<
  * (see `HostPath.RootOptions`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options extends HostPath.RootOptions, Deadline.Options {
   /**
@@ -191,6 +185,7 @@ export interface Options extends HostPath.RootOptions, Deadline.Options {
  * A mount that an unmount pass detached: its mount point as the table names it, its fs type and mount id.
  *
  * @since 0.2.0
+ * @category models
  */
 export const UnmountedMount = Schema.Struct({
   mountPoint: Schema.String,
@@ -199,9 +194,10 @@ export const UnmountedMount = Schema.Struct({
 })
 
 /**
- * A mount that was unmounted.
+ * The type of {@link UnmountedMount}.
  *
- * @since 0.2.0
+ * @since 0.1.0
+ * @category models
  */
 export type UnmountedMount = typeof UnmountedMount.Type
 
@@ -214,6 +210,7 @@ export type UnmountedMount = typeof UnmountedMount.Type
  * prefix with mounts that remain, why.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Report {
   readonly prefixes: ReadonlyArray<HostPath.Resolved>
@@ -229,181 +226,6 @@ export interface Report {
   readonly missing: ReadonlyArray<string>
   /** Keyed by the prefix exactly as it was given; only prefixes with a mount that remains are here. */
   readonly failures: ReadonlyMap<string, UnmountError>
-}
-
-/**
- * Decodes `prefixes` below `root`: each non-empty, absolute, without NUL
- * bytes, not `/` or the root itself unless `allowRoot` (`HostRoots.checkPath`);
- * then resolved once through a handle on the root (`Directory.resolve`: a
- * link followed below the root, never out of it; not the last one with
- * `followFinal: false`) and named as the mount table names it. The first bad
- * prefix fails the whole call, before anything is unmounted.
- *
- * @since 0.2.0
- */
-export const decodePrefixes: (
-  root: HostPath.HostRoot,
-  prefixes: ReadonlyArray<string>,
-  options?: { readonly allowRoot?: boolean | undefined; readonly followFinal?: boolean | undefined }
-) => Effect.Effect<ReadonlyArray<HostPath.Resolved>, HostPath.HostPathError, Directory.Directories> = Effect.fn(
-  "Unmount.decodePrefixes"
-)(function* (root, prefixes, options) {
-  const dirs = yield* Directory.Directories
-  const allowRoot = options?.allowRoot ?? false
-  const checked = yield* Effect.forEach(prefixes, (p) => HostRoots.checkPath(root, p, { allowRoot, what: "prefix" }))
-  const refuse = (given: string, reason: HostPath.HostPathError["reason"]) =>
-    new HostPath.HostPathError({ reason, root: root.given, path: given })
-  const rootHandle = yield* dirs.openRoot(root.path).pipe(
-    Effect.mapError(
-      (e) =>
-        new HostPath.HostPathError({
-          reason: new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
-          root: root.given
-        })
-    )
-  )
-  return yield* Effect.forEach(checked, (c) =>
-    Effect.gen(function* () {
-      const r = yield* dirs.resolve(rootHandle, c.path, { followFinal: options?.followFinal ?? true }).pipe(
-        Effect.map((x) => x.path),
-        Effect.catchTag("DirectoryError", (e) =>
-          // A prefix whose parents do not exist names nothing mounted: it is matched as written.
-          e.reason._tag === "NotFound" || e.reason._tag === "NotADirectory"
-            ? Effect.succeed(Lexical.clean(c.path))
-            : Effect.fail(
-                refuse(
-                  c.given,
-                  e.reason._tag === "TooManyLinks"
-                    ? new HostPath.Refused({ _tag: "TooManyLinks", detail: `the prefix: ${e.message}` })
-                    : new HostPath.Refused({ _tag: "Unreadable", detail: `the prefix: ${e.message}` })
-                )
-              )
-        )
-      )
-      if (r === "/" && !allowRoot) {
-        return yield* refuse(
-          c.given,
-          new HostPath.Refused({
-            _tag: "IsHostRoot",
-            detail: "the prefix resolves to the host root itself; pass allowRoot to mean the whole host"
-          })
-        )
-      }
-      const full = HostRoots.fullPath(root, r)
-      const table = HostRoots.tablePathOf(root, full)
-      if (table === undefined) {
-        return yield* refuse(
-          c.given,
-          new HostPath.Refused({
-            _tag: "OutsideTable",
-            detail: `the prefix resolves to ${full}, which the mount table cannot name`
-          })
-        )
-      }
-      return { given: c.given, path: r, full, table } satisfies HostPath.Resolved
-    })
-  )
-}, Effect.scoped)
-
-/**
- * True when `prefix` covers `mountPoint` on a path boundary (`Lexical.covers`):
- * `/var/lib/kubelet` covers itself and `/var/lib/kubelet/pods/x`, not
- * `/var/lib/kubelet2`. Both must already be clean.
- *
- * @since 0.1.0
- */
-export const covers: (prefix: string, mountPoint: string) => boolean = Lexical.covers
-
-/**
- * The prefixes of `set` that cover the clean `mountPoint`: the path itself and
- * each ancestor on a `/` boundary, looked up in the set. The cost grows with
- * the path's depth, not with the number of prefixes: a teardown passes one
- * prefix per pod, and the table can hold thousands of mounts.
- */
-const coveringPrefixes = (set: ReadonlySet<string>, mountPoint: string): Array<string> => {
-  const out: Array<string> = []
-  if (set.has(mountPoint)) out.push(mountPoint)
-  for (let i = mountPoint.lastIndexOf("/"); i > 0; i = mountPoint.lastIndexOf("/", i - 1)) {
-    const ancestor = mountPoint.slice(0, i)
-    if (set.has(ancestor)) out.push(ancestor)
-  }
-  if (mountPoint !== "/" && set.has("/")) out.push("/")
-  return out
-}
-
-/** {@link covers} without building a string: thousands of mount points are compared on each pass. */
-const coversAt = (prefix: string, path: string): boolean =>
-  prefix === "/" ||
-  (path.startsWith(prefix) && (path.length === prefix.length || path.charCodeAt(prefix.length) === 47))
-
-const depth = (path: string): number => {
-  let n = 0
-  for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === 47) n++
-  return path === "/" ? 0 : n
-}
-
-/**
- * The entries to unmount, deepest first. One entry per table line: stacked
- * mounts on one path appear once each, since each unmount of a path removes
- * only its top mount. At equal depth a stack is peeled from its top (told by
- * parent ids: a mount's id says nothing of its place, the kernel reuses
- * them), then higher ids first.
- *
- * @since 0.1.0
- */
-export const plan = (
-  table: MountInfo.MountTable,
-  prefixes: ReadonlyArray<string>,
-  strict: boolean
-): Array<MountInfo.MountEntry> => {
-  // Each mount point is cleaned once; on tables of thousands of entries this
-  // runs on every pass.
-  const set = new Set(prefixes)
-  // A few prefixes (the usual call) are compared with each mount point; many (one per pod) looked up by ancestor.
-  const few = prefixes.length <= 8
-  const selected: Array<{ readonly e: MountInfo.MountEntry; readonly mp: string; readonly d: number; h: number }> = []
-  for (const e of table) {
-    const mp = Lexical.clean(e.mountPoint)
-    if (strict && set.has(mp)) continue
-    if (few ? prefixes.some((p) => coversAt(p, mp)) : coveringPrefixes(set, mp).length > 0) {
-      selected.push({ e, mp, d: depth(mp), h: -1 })
-    }
-  }
-  stackHeights(selected)
-  // Deepest first: a parent cannot be detached cleanly while it has children,
-  // and removing children first keeps each failure attributable to one mount.
-  // On one path, the top of the stack first.
-  return selected.sort((a, b) => b.d - a.d || b.h - a.h || b.e.id - a.e.id).map(({ e }) => e)
-}
-
-/**
- * Sets each entry's height in the stack at its mount point: how many mounts
- * of `entries` lie below it there (its parent, mounted at the same path, and
- * so on down). Mount ids say nothing of the order: the kernel gives a new
- * mount the lowest free id, so the top of a stack can have the lowest; and
- * the table's order is not the stack's either once mounts are moved. The
- * parent ids are: a mount stacked on another has it as its parent. Linear:
- * each height is computed once.
- */
-const stackHeights = (entries: Array<{ readonly e: MountInfo.MountEntry; readonly mp: string; h: number }>): void => {
-  const byId = new Map<number, (typeof entries)[number]>()
-  for (const x of entries) byId.set(x.e.id, x)
-  const chain: Array<(typeof entries)[number]> = []
-  for (const x of entries) {
-    let at: (typeof entries)[number] | undefined = x
-    // Down the stack to an entry whose height is known, or its bottom (a table whose parents loop ends there too).
-    while (at !== undefined && at.h < 0 && chain.length <= entries.length) {
-      chain.push(at)
-      const below: (typeof entries)[number] | undefined = byId.get(at.e.parentId)
-      at = below !== undefined && below !== at && below.mp === at.mp ? below : undefined
-    }
-    let h = at !== undefined && at.h >= 0 ? at.h + 1 : 0
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const c = chain[i] as (typeof entries)[number]
-      if (c.h < 0) c.h = h++
-    }
-    chain.length = 0
-  }
 }
 
 /** Most passes over the table in one call. */
@@ -709,6 +531,7 @@ const failIfAny = (r: {
  * What the unmount operations can fail with: a mount that remains, an unusable table, a refused root or prefix.
  *
  * @since 0.2.0
+ * @category errors
  */
 export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPathError
 
@@ -718,7 +541,20 @@ export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPat
  * or below them remains or a pass makes no progress. Fails with the mounts
  * that remain; a bad root or prefix fails before anything is unmounted.
  *
+ * @example
+ * ```ts
+ * import { Unmount } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Every pod volume below the kubelet directory, deepest first; the layers
+ * // (NodeHost.layer, or MemoryHost.layer() in a test) provide the services.
+ * const program = Unmount.unmountBelow(["/var/lib/kubelet/pods"], { deadline: "2 minutes" }).pipe(
+ *   Effect.tap((report) => Effect.log(`${report.unmounted.length} unmounted`))
+ * )
+ * ```
+ *
  * @since 0.1.0
+ * @category operations
  */
 export const unmountBelow: (
   prefixes: ReadonlyArray<string>,
@@ -740,6 +576,7 @@ export const unmountBelow: (
  * unmounted.
  *
  * @since 0.1.0
+ * @category operations
  */
 export const unmountBelowByPrefix: (
   prefixes: ReadonlyArray<string>,
@@ -760,6 +597,7 @@ export const unmountBelowByPrefix: (
  * propagate; kubeadm regressed on exactly this twice.
  *
  * @since 0.1.0
+ * @category operations
  */
 export const unmountStrictlyBelow: (
   prefixes: ReadonlyArray<string>,

@@ -81,7 +81,7 @@ export const buildLayout = Effect.gen(function* () {
 })
 
 const under = (table: MountInfo.MountTable, prefix: string) =>
-  table.filter((e) => Unmount.covers(prefix, Lexical.clean(e.mountPoint)))
+  table.filter((e) => Lexical.covers(prefix, Lexical.clean(e.mountPoint)))
 
 const ids = (table: MountInfo.MountTable) => table.map((e) => e.id).sort((a, b) => a - b)
 
@@ -113,7 +113,7 @@ export const suite = (
         const fs = yield* FileSystem.FileSystem
         const l = yield* buildLayout
         const before = yield* fx.table
-        const others = before.filter((e) => !Unmount.covers(l.kubelet, Lexical.clean(e.mountPoint)))
+        const others = before.filter((e) => !Lexical.covers(l.kubelet, Lexical.clean(e.mountPoint)))
         yield* Unmount.unmountBelow([l.kubelet], { mountInfo: fx.mountInfo })
         const after = yield* fx.table
         assert.deepStrictEqual(under(after, l.kubelet), [])

@@ -47,7 +47,7 @@ const buildForest = (ops: ReadonlyArray<typeof Op.Type>) =>
     for (const op of ops.slice(0, 10)) {
       const target = Dirs[op.target]!
       const table = yield* host.mountTable
-      if (table.some((e) => e.mountPoint !== target && Unmount.covers(target, e.mountPoint))) continue
+      if (table.some((e) => e.mountPoint !== target && Lexical.covers(target, e.mountPoint))) continue
       yield* fs.makeDirectory(target, { recursive: true }).pipe(Effect.orDie)
       for (let i = 0; i <= op.times; i++) {
         if (op.kind === "tmpfs") yield* host.tmpfs(target).pipe(Effect.orDie)
@@ -82,7 +82,7 @@ const recording = (removed: Array<number>) =>
 
 const ids = (t: MountInfo.MountTable) => t.map((e) => e.id).sort((a, b) => a - b)
 const coveredBy = (prefixes: ReadonlyArray<string>, e: MountInfo.MountEntry) =>
-  prefixes.some((p) => Unmount.covers(p, Lexical.clean(e.mountPoint)))
+  prefixes.some((p) => Lexical.covers(p, Lexical.clean(e.mountPoint)))
 
 /** Mounts detached along with `gone` (their ancestors by parent id), computed from the table alone. */
 const withDescendants = (table: MountInfo.MountTable, gone: ReadonlySet<number>): Set<number> => {
@@ -114,7 +114,7 @@ const assertTopmostFirst = (
       if (f.id === id || !still.has(f.id)) continue
       const fp = Lexical.clean(f.mountPoint)
       assert.isFalse(
-        fp !== mp && Unmount.covers(fp, mp),
+        fp !== mp && Lexical.covers(fp, mp),
         `${mp} (mount ${id}) was detached while ${fp} was mounted above it`
       )
     }
@@ -344,7 +344,7 @@ describe("MemoryHost mounts", () => {
         const remaining = selected.filter((e) => !gone.has(e.id))
         // Failures are keyed by each prefix exactly as it was given.
         const given = [...new Set(prefixIx.map((i) => PrefixCandidates[i]!))]
-        const expected = given.filter((p) => remaining.some((e) => Unmount.covers(Lexical.clean(p), e.mountPoint)))
+        const expected = given.filter((p) => remaining.some((e) => Lexical.covers(Lexical.clean(p), e.mountPoint)))
         const result = yield* Unmount.unmountBelowByPrefix(prefixIx.map((i) => PrefixCandidates[i]!))
         assert.deepStrictEqual([...result.failures.keys()].sort(), [...expected].sort())
         for (const [p, error] of result.failures) {
@@ -352,7 +352,7 @@ describe("MemoryHost mounts", () => {
           if (error.reason._tag !== "MountsRemain") continue
           assert.deepStrictEqual(
             error.reason.remaining.map((m) => m.mountId).sort((a, b) => a - b),
-            ids(remaining.filter((e) => Unmount.covers(Lexical.clean(p), e.mountPoint)))
+            ids(remaining.filter((e) => Lexical.covers(Lexical.clean(p), e.mountPoint)))
           )
           assert.isTrue(
             error.reason.remaining.every((m) => m.errno === "EBUSY"),
