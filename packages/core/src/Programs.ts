@@ -65,6 +65,22 @@ export {
 export * as Lexical from "./internal/hostPath/lexical.ts"
 export {
   /**
+   * A mount the kernel detaches by propagation, and the target whose detach reached it.
+   *
+   * @since 0.4.0
+   */
+  type PropagatedUnmount,
+  /**
+   * The mounts of `table` the kernel takes out by propagation when the mounts
+   * `targets` are detached (their peer groups' and slaves' copies of the same
+   * place): how a dry run or a simulated host predicts what a real unmount does.
+   *
+   * @since 0.4.0
+   */
+  propagatedUnmounts
+} from "./internal/mountinfo/propagation.ts"
+export {
+  /**
    * An operation that failed, as a value: the reason tag (`Directory`'s
    * reasons, plus `Hung` for a call that did not return), the errno where a
    * system call said one, and what it means.

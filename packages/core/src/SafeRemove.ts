@@ -231,7 +231,8 @@ export const open: (
   const rootStat = yield* dirs.stat(rootHandle).pipe(Effect.mapError(unusable))
   if (!table.some((e) => e.id === rootStat.mountId)) {
     return yield* new MountInfo.MountInfoError({
-      reason: new MountInfo.DoesNotCover({
+      reason: new MountInfo.Problem({
+        _tag: "DoesNotCover",
         detail: `the host root ${root.path} is on mount ${rootStat.mountId}, which the table does not list (${table.length} entries): it describes another mount namespace, or none`
       }),
       path: root.mountInfo

@@ -3,12 +3,13 @@
  * real mounter runs (`Mounter.verify`, over the dry run's `Directories`:
  * one decision, one code path), then records the unmount and hides the
  * mount, with those below it and the copies the kernel would detach by
- * propagation (`MountInfo.propagatedUnmounts`, the same rule the real
+ * propagation (`Programs.propagatedUnmounts`, the same rule the real
  * unmount names them by), from the table the dry run's file system serves.
  * Boundary: the detached mounts and the uncovered mount points are kept in
  * the plan, where the file system reads them.
  */
 import { Directory, Mounter, MountInfo } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Layer } from "effect"
 import type { TableOptions } from "./directories.ts"
@@ -101,7 +102,7 @@ export const layerMounterWith = (
                       }
                     }
                   }
-                  const copies = MountInfo.propagatedUnmounts(entries, [top.id])
+                  const copies = Programs.propagatedUnmounts(entries, [top.id])
                   for (const c of copies) gone.add(c.entry.id)
                   // What each was: the kernel gives a freed id to the next mount, which is another one.
                   for (const e of entries) {
