@@ -17,6 +17,7 @@ import { Effect, type FileSystem, Schema } from "effect"
 import type { AgentConfig } from "./AgentConfig.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Issues from "./internal/configFile/issues.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
 import { NodeStart } from "./NodeStart.ts"
 
@@ -195,7 +196,7 @@ export class InvalidSlot extends Schema.TaggedError<InvalidSlot>()("InvalidSlot"
   issues: Schema.Array(ConfigFile.FieldIssue)
 }) {
   override get message(): string {
-    return ConfigFile.formatIssues(this.issues)
+    return Issues.formatIssues(this.issues)
   }
 }
 
@@ -211,7 +212,7 @@ export class SlotMismatch extends Schema.TaggedError<SlotMismatch>()("SlotMismat
   issues: Schema.Array(ConfigFile.FieldIssue)
 }) {
   override get message(): string {
-    return ConfigFile.formatIssues(this.issues)
+    return Issues.formatIssues(this.issues)
   }
 }
 
@@ -225,8 +226,7 @@ export class SlotMismatch extends Schema.TaggedError<SlotMismatch>()("SlotMismat
  * @since 0.3.0
  */
 export const GoalStateErrorReason = Schema.Union([
-  ConfigFile.NotFound,
-  ConfigFile.Unreadable,
+  ConfigFile.Unavailable,
   ConfigFile.InvalidJson,
   ConfigFile.InvalidValue,
   InvalidSlot,
@@ -280,7 +280,7 @@ export const decodeSlot = Effect.fn("GoalState.decodeSlot")(function* (slot: str
     Effect.mapError((e) =>
       goalStateError(
         slot,
-        new InvalidSlot({ issues: ConfigFile.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` })) })
+        new InvalidSlot({ issues: Issues.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` })) })
       )
     )
   )
@@ -343,7 +343,10 @@ export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
     const hostFile = goalStatePath(options.config, valid)
     const file = yield* HostPath.resolve(hostRoot, hostFile).pipe(
       Effect.mapError((e) =>
-        goalStateError(slot, new ConfigFile.Unreadable({ file: Lexical.join(hostRoot, hostFile), detail: e.message }))
+        goalStateError(
+          slot,
+          new ConfigFile.Unavailable({ _tag: "Unreadable", file: Lexical.join(hostRoot, hostFile), detail: e.message })
+        )
       )
     )
     // The file's reasons are the goal state's: NotFound, Unreadable, InvalidJson, InvalidValue.
