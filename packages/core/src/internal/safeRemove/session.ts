@@ -13,6 +13,7 @@ import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import type { EmptyOptions, Kept, Report, Session } from "../../SafeRemove.ts"
+import * as FileNames from "../fileName.ts"
 import * as HostRoots from "../hostPath/root.ts"
 import { type Acc, emptyAcc, failed, fullChild, keep, otherMount, type Removal, removeTop } from "./walk.ts"
 
@@ -161,7 +162,7 @@ const sortedEntries = (
   Effect.flatMap(Effect.result(r.dirs.list(h)), (l) =>
     l._tag === "Failure"
       ? Effect.as(failed(acc, full, "list", l.failure), undefined)
-      : Effect.succeed([...l.success].sort((a, b) => FileName.compare(a.name, b.name)))
+      : Effect.succeed([...l.success].sort((a, b) => FileNames.compare(a.name, b.name)))
   )
 
 /** `Session.remove`: every path checked before the first removal, then each resolved and removed. */
