@@ -17,6 +17,7 @@ import { Effect, type FileSystem, Schema } from "effect"
 import type { AgentConfig } from "./AgentConfig.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as HostPath from "./HostPath.ts"
+import * as ConfigDecode from "./internal/configFile/decode.ts"
 import * as Issues from "./internal/configFile/issues.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
 import { NodeStart } from "./NodeStart.ts"
@@ -151,7 +152,7 @@ export const decodeDownloadOverrides = Effect.fn("GoalState.decodeDownloadOverri
   input: unknown,
   file = ""
 ) {
-  return yield* ConfigFile.decodeUnknown(DownloadOverrides, "DownloadOverrides", file)(input)
+  return yield* ConfigDecode.decodeUnknown(DownloadOverrides, "DownloadOverrides", file)(input)
 })
 
 /**
@@ -163,7 +164,7 @@ export const decodeMachineGoalState = Effect.fn("GoalState.decodeMachineGoalStat
   input: unknown,
   file = ""
 ) {
-  return yield* ConfigFile.decodeUnknown(MachineGoalState, "MachineGoalState", file)(input)
+  return yield* ConfigDecode.decodeUnknown(MachineGoalState, "MachineGoalState", file)(input)
 })
 
 /**
@@ -350,7 +351,7 @@ export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
       )
     )
     // The file's reasons are the goal state's: NotFound, Unreadable, InvalidJson, InvalidValue.
-    const goalState = yield* ConfigFile.read(
+    const goalState = yield* ConfigDecode.read(
       MachineGoalState,
       "MachineGoalState"
     )(file).pipe(Effect.mapError((e) => goalStateError(slot, e.reason)))

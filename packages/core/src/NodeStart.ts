@@ -13,7 +13,7 @@
 import { Effect, Result, Schema } from "effect"
 import { NetAddress } from "effect/net"
 import { AbsolutePath } from "./AgentConfig.ts"
-import * as ConfigFile from "./ConfigFile.ts"
+import * as ConfigDecode from "./internal/configFile/decode.ts"
 
 /**
  * The LocalDNS node listener: the address pods' and the node's own DNS traffic for the node goes to (AKS).
@@ -210,7 +210,7 @@ export const What = "NodeStart"
  * @since 0.1.0
  */
 export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, file = "") {
-  return yield* ConfigFile.decodeUnknown(NodeStart, What, file)(input)
+  return yield* ConfigDecode.decodeUnknown(NodeStart, What, file)(input)
 })
 
 /**
@@ -219,7 +219,7 @@ export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, f
  * @since 0.1.0
  */
 export const decodeJson = Effect.fn("NodeStart.decodeJson")(function* (text: string, file = "") {
-  return yield* ConfigFile.decodeJson(NodeStart, What, file)(text)
+  return yield* ConfigDecode.decodeJson(NodeStart, What, file)(text)
 })
 
 /**
