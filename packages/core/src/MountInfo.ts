@@ -106,9 +106,8 @@ export class Problem extends Schema.Error<Problem>("@hostnode/core/MountInfo/Pro
 /**
  * A mount table at `path` that could not be read or parsed, or that does not
  * list the mount the host root is on. `reason` says which, with the facts of
- * that case (the line, field and text of a malformed line; since 0.3.0 they
- * are fields of the {@link Malformed} reason, not of the error). Nothing of
- * such a table is used.
+ * that case (the line, field and text of a malformed line). Nothing of such
+ * a table is used.
  *
  * @since 0.1.0
  * @category errors
@@ -150,10 +149,9 @@ export const DefaultPath = "/proc/self/mountinfo"
  * whole parse with its line number, the field and its text: no entry of a
  * table that is partly garbage is trusted.
  *
- * Since 0.4.0 the whole text is checked in one scan that keeps only where each
- * line's fields are, and an entry is built when it is first read (then kept):
- * a table of 300,000 mounts takes a fraction of the time and memory it did,
- * and a reader that wants a few entries pays for those. The table is an
+ * The whole text is checked in one scan that keeps only where each line's
+ * fields are, and an entry is built when it is first read (then kept): a
+ * reader that wants a few entries of a table of 300,000 mounts pays for those. The table is an
  * array (`Array.isArray` holds; iteration, array methods and JSON work) whose
  * entries are plain objects as before; it keeps the text alive while it is.
  *

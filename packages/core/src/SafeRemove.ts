@@ -1,7 +1,8 @@
 /**
  * Removing paths below a host root so that nothing is deleted where it must
  * not be: not through a bind mount (into its source), not through a planted
- * symlink, not while a pod's process changes the tree between two calls.
+ * symlink, not while a pod's process changes the tree between two calls
+ * (the rules in full: `docs/design/safe-remove.md`).
  *
  * - Every name unlinked is, at the moment of the `unlinkat`, an entry of a
  *   directory opened by name from the one above it, without following a link
@@ -9,7 +10,6 @@
  * - A path with a mount, or a mount's source, at or below it is kept whole and
  *   reported with the mount that keeps it; a concurrent writer can make a
  *   removal keep more, never reach outside. Missing is success.
- *
  * The rules in full: `docs/design/safe-remove.md`.
  *
  * @since 0.1.0

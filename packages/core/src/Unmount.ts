@@ -122,9 +122,8 @@ export class PeersOutsideRoot extends Schema.TaggedError<PeersOutsideRoot>()("Pe
 }
 
 /**
- * Mounts at or below `prefixes` that could not be unmounted; `reason` holds
- * them (since 0.3.0 `remaining` is a field of the {@link MountsRemain}
- * reason, not of the error).
+ * Mounts at or below `prefixes` that could not be unmounted, or that were not
+ * unmounted: `reason` says why, with its facts.
  *
  * @since 0.1.0
  * @category errors
@@ -217,12 +216,12 @@ export interface Report {
   readonly unmounted: ReadonlyArray<UnmountedMount>
   /**
    * Mounts outside the prefixes the kernel detached by propagation along with
-   * those (since 0.4.0): every mount that left the table during the call, not
+   * those: every mount that left the table during the call, not
    * at or below a prefix, that is a copy of a detached one on a peer or slave
    * of its parent (found from the table before and after each pass).
    */
   readonly propagated: ReadonlyArray<PropagatedMount>
-  /** The prefixes, as given, that name nothing below the host root (mistyped?) (since 0.4.0). */
+  /** The prefixes, as given, that name nothing below the host root (mistyped?). */
   readonly missing: ReadonlyArray<string>
   /** Keyed by the prefix exactly as it was given; only prefixes with a mount that remains are here. */
   readonly failures: ReadonlyMap<string, UnmountError>
