@@ -3,8 +3,8 @@
  * `MAXSYMLINKS`, what one component may be, a path's components as bytes,
  * and a child's path in the lossless string form.
  *
- * Internal: `Directory` re-exports all of it; the derived resolution and the
- * implementations check names with it.
+ * Internal: the derived resolution checks names with it; `Programs` exports
+ * what the implementations check names with.
  *
  * @since 0.3.0
  */

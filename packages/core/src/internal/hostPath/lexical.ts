@@ -3,8 +3,8 @@
  * path), components, joining below a root and back, and the `/`-boundary
  * tests. Nothing here looks at a tree.
  *
- * Internal: `HostPath` re-exports all of it; resolution and root decoding
- * build on it.
+ * Internal: resolution and root decoding build on it; `Programs.Lexical`
+ * exports it for layers and fixtures.
  *
  * @since 0.3.0
  */

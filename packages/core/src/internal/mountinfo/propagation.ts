@@ -1,8 +1,6 @@
 /**
- * Umount propagation, read off a mount table: which mounts the kernel
- * detaches along with a set of mounts a lazy unmount takes out. Pure: the
- * real unmount reads the table before and after and names what left this
- * way, the dry run predicts it with the same function.
+ * Which mounts the kernel detaches along with those a lazy unmount takes out,
+ * read off a mount table (pure; the dry run predicts with it).
  *
  * The kernel's rule (`propagate_umount`, as Linux 6.x applies it): for each
  * mount X taken out, on parent P, every mount that receives propagation from
@@ -12,9 +10,6 @@
  * something is mounted inside it (not on its root) that is not taken out as
  * well; a mount stacked on a cognate's root stays, moved down onto the
  * cognate's place. Checked against the kernel by the differential tests.
- *
- * Internal: `Programs.propagatedUnmounts` exports the prediction; `Unmount`
- * uses the cognates to name what left the table by propagation.
  *
  * @since 0.4.0
  */
