@@ -58,6 +58,16 @@ export interface ResolveOptions {
  * API avoids). Operations that remove things therefore also refuse to follow
  * links at the point of use.
  *
+ * @example
+ * ```ts
+ * import { HostPath } from "@hostnode/core"
+ *
+ * // Below the root /srv/node: a link /srv/node/etc/x -> /etc/shadow resolves to
+ * // /srv/node/etc/shadow, and "../../etc" never climbs above /srv/node.
+ * const shadow = HostPath.resolve("/srv/node", "/etc/x")
+ * const etc = HostPath.resolve("/srv/node", "../../etc")
+ * ```
+ *
  * @since 0.1.0
  * @category operations
  */

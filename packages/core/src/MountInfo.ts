@@ -155,6 +155,16 @@ export const DefaultPath = "/proc/self/mountinfo"
  * array (`Array.isArray` holds; iteration, array methods and JSON work) whose
  * entries are plain objects as before; it keeps the text alive while it is.
  *
+ * @example
+ * ```ts
+ * import { MountInfo } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * const line = "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"
+ * // One entry: mount 36 at /mnt2, a malformed line would fail the whole table.
+ * const mountPoints = MountInfo.parse(line).pipe(Effect.map((table) => table.map((e) => e.mountPoint)))
+ * ```
+ *
  * @since 0.1.0
  * @category operations
  */
@@ -247,6 +257,15 @@ const consistentOn = (fs: FileSystem.FileSystem): Effect.Effect<boolean> => {
  * it can come back torn (entries missing or doubled across read chunks), so
  * it is read until two consecutive reads agree; after `attempts` reads the
  * last one is used and a warning is logged.
+ *
+ * @example
+ * ```ts
+ * import { MountInfo } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The tmpfs mounts of this process's namespace (a pod's secrets, among others).
+ * const tmpfs = MountInfo.read().pipe(Effect.map((table) => table.filter((e) => e.fsType === "tmpfs")))
+ * ```
  *
  * @since 0.1.0
  * @category operations

@@ -271,6 +271,18 @@ export const session: (
  * Missing is success. Fails only when the root, a path or the mount table
  * cannot be used, before anything is removed.
  *
+ * @example
+ * ```ts
+ * import { SafeRemove } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A pod's directory, removed without following a link or entering a mount;
+ * // what had to stay (a volume still mounted below it) is in the report.
+ * const program = SafeRemove.remove(["/var/lib/kubelet/pods/0f3c"], { deadline: "1 minute" }).pipe(
+ *   Effect.tap((report) => Effect.forEach(report.kept, (k) => Effect.logWarning(`kept ${k.path}: ${k.reason}`)))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category operations
  */
