@@ -19,50 +19,6 @@ import { commandMounter } from "./internal/mounter/command.ts"
 import { verifyTarget } from "./internal/mounter/verify.ts"
 
 /**
- * Why one target could not be unmounted, in errno terms (`EBUSY`, `EINVAL` for
- * "not a mount point", `ENOENT`, `EPERM`, ...), so the reason survives the trip
- * through a command or an FFI call unchanged.
- *
- * @since 0.1.0
- * @category models
- */
-export const UnmountFailure = Schema.Struct({
-  target: Schema.String,
-  errno: Schema.String,
-  message: Schema.String
-})
-
-/**
- * The type of {@link UnmountFailure}.
- *
- * @since 0.1.0
- * @category models
- */
-export type UnmountFailure = typeof UnmountFailure.Type
-
-/**
- * Why a target was not unmounted because it could not be verified:
- * - `Moved`: the path now leads to another mount than the table listed
- *   (unmounted meanwhile, or something mounted over it);
- * - `LinkInPath`: a symbolic link, or something that is not a directory, is
- *   where the table's path has a directory: it is not followed;
- * - `Gone`: the path no longer exists;
- * - `OutsideRoot`: the path is not below the root handle.
- *
- * @since 0.2.0
- * @category models
- */
-export const UnverifiedReason = Schema.Literals(["Moved", "LinkInPath", "Gone", "OutsideRoot"])
-
-/**
- * The type of {@link UnverifiedReason}.
- *
- * @since 0.1.0
- * @category models
- */
-export type UnverifiedReason = typeof UnverifiedReason.Type
-
-/**
  * A mount to unmount, as the table listed it.
  *
  * @since 0.2.0
@@ -78,18 +34,35 @@ export interface Target {
 }
 
 /**
- * The outcome for one target: unmounted, refused by the kernel, not verified
- * (left mounted), or hung: a call of its verification or its unmount did not
- * return within its deadline (`call`, `seconds`); it is left as it is and
- * never tried again in the same operation.
+ * The outcome for one target:
+ * - `Unmounted`;
+ * - `Failed`: refused, in errno terms (`EBUSY`, `EINVAL` for "not a mount
+ *   point", `ENOENT`, `EPERM`, ...), so the reason survives the trip through a
+ *   command or an FFI call unchanged;
+ * - `Unverified`, left mounted: `Moved` (the path now leads to another mount
+ *   than the table listed), `LinkInPath` (a link, or something that is not a
+ *   directory, where the table's path has a directory: not followed), `Gone`
+ *   (the path no longer exists), `OutsideRoot` (not below the root handle);
+ * - `Hung`: a call of its verification or its unmount did not return within
+ *   its deadline (`call`, `seconds`); it is left as it is and never tried
+ *   again in the same operation.
  *
  * @since 0.1.0
  * @category models
  */
 export type UnmountResult =
   | { readonly _tag: "Unmounted"; readonly target: string }
-  | { readonly _tag: "Failed"; readonly target: string; readonly failure: UnmountFailure }
-  | { readonly _tag: "Unverified"; readonly target: string; readonly reason: UnverifiedReason; readonly detail: string }
+  | {
+      readonly _tag: "Failed"
+      readonly target: string
+      readonly failure: { readonly target: string; readonly errno: string; readonly message: string }
+    }
+  | {
+      readonly _tag: "Unverified"
+      readonly target: string
+      readonly reason: "Moved" | "LinkInPath" | "Gone" | "OutsideRoot"
+      readonly detail: string
+    }
   | {
       readonly _tag: "Hung"
       readonly target: string

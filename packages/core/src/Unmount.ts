@@ -527,14 +527,6 @@ const failIfAny = (r: {
     : Effect.fail(mountsRemain([...r.report.failures.keys()], r.remaining))
 
 /**
- * What the unmount operations can fail with: a mount that remains, an unusable table, a refused root or prefix.
- *
- * @since 0.2.0
- * @category errors
- */
-export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPathError
-
-/**
  * Lazily unmounts every mount at or below `prefixes` (host paths below
  * `options.hostRoot`), deepest first, passing over the table until nothing at
  * or below them remains or a pass makes no progress. Fails with the mounts
@@ -558,9 +550,11 @@ export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPat
 export const unmountBelow: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter | Directory.Directories> = Effect.fn(
-  "Unmount.unmountBelow"
-)(function* (prefixes, options) {
+) => Effect.Effect<
+  Report,
+  UnmountError | MountInfo.MountInfoError | HostPath.HostPathError,
+  FileSystem.FileSystem | Mounter | Directory.Directories
+> = Effect.fn("Unmount.unmountBelow")(function* (prefixes, options) {
   return yield* failIfAny(yield* run(prefixes, false, options).pipe(Deadline.within(options?.deadline)))
 }, Track.unmount("Unmount.unmountBelow"))
 
@@ -601,8 +595,10 @@ export const unmountBelowByPrefix: (
 export const unmountStrictlyBelow: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter | Directory.Directories> = Effect.fn(
-  "Unmount.unmountStrictlyBelow"
-)(function* (prefixes, options) {
+) => Effect.Effect<
+  Report,
+  UnmountError | MountInfo.MountInfoError | HostPath.HostPathError,
+  FileSystem.FileSystem | Mounter | Directory.Directories
+> = Effect.fn("Unmount.unmountStrictlyBelow")(function* (prefixes, options) {
   return yield* failIfAny(yield* run(prefixes, true, options).pipe(Deadline.within(options?.deadline)))
 }, Track.unmount("Unmount.unmountStrictlyBelow"))
