@@ -342,11 +342,17 @@ export const resolveMachine = Effect.fn("GoalState.resolveMachine")(
     const valid = yield* decodeSlot(slot)
     const hostRoot = options.hostRoot ?? ""
     const hostFile = goalStatePath(options.config, valid)
-    const file = yield* HostPath.resolve(hostRoot, hostFile).pipe(
+    const file = yield* HostPath.decodeRoot(hostRoot).pipe(
+      Effect.flatMap((root) => HostPath.resolve(root, hostFile)),
       Effect.mapError((e) =>
         goalStateError(
           slot,
-          new ConfigFile.Unavailable({ _tag: "Unreadable", file: Lexical.join(hostRoot, hostFile), detail: e.message })
+          new ConfigFile.Unavailable(
+            // A host root that is not there: the file is not there either.
+            e.reason._tag === "NotFound"
+              ? { _tag: "NotFound", file: Lexical.join(hostRoot, hostFile) }
+              : { _tag: "Unreadable", file: Lexical.join(hostRoot, hostFile), detail: e.message }
+          )
         )
       )
     )

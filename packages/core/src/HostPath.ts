@@ -14,6 +14,7 @@
 import { Context, Effect, FileSystem } from "effect"
 import { type Gone, type HostPathError, Refused } from "./HostPathError.ts"
 import { refusal } from "./internal/hostPath/errors.ts"
+import { whileThere } from "./internal/hostPath/gone.ts"
 import { isRealRoot } from "./internal/hostPath/lexical.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
 import { checkPath, decode, HostRootTypeId, hostPathOf, isHostRoot, tablePathOf } from "./internal/hostPath/root.ts"
@@ -42,8 +43,8 @@ export interface ResolveOptions {
 }
 
 /**
- * Resolves `path` below `root`, following every symlink it meets as though
- * `root` were `/`: an absolute target is taken relative to the root and `..`
+ * Resolves `path` below the decoded `root` (see {@link decodeRoot}), following
+ * every symlink it meets as though `root` were `/`: an absolute target is taken relative to the root and `..`
  * never climbs above it, so the result is always `root` or below it. What does
  * not exist is joined lexically. A trailing slash (in the path, or in the
  * target of a link that ends it) follows a link in the last component even
@@ -61,19 +62,36 @@ export interface ResolveOptions {
  * @example
  * ```ts
  * import { HostPath } from "@hostnode/core"
+ * import { Effect } from "effect"
  *
  * // Below the root /srv/node: a link /srv/node/etc/x -> /etc/shadow resolves to
  * // /srv/node/etc/shadow, and "../../etc" never climbs above /srv/node.
- * const shadow = HostPath.resolve("/srv/node", "/etc/x")
- * const etc = HostPath.resolve("/srv/node", "../../etc")
+ * const program = Effect.gen(function* () {
+ *   const root = yield* HostPath.decodeRoot("/srv/node")
+ *   const shadow = yield* HostPath.resolve(root, "/etc/x")
+ *   const etc = yield* HostPath.resolve(root, "../../etc")
+ *   return [shadow, etc]
+ * })
  * ```
  *
  * @since 0.1.0
  * @category operations
  */
-export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, path: string, options?: ResolveOptions) {
+export const resolve: (
+  root: HostRoot,
+  path: string,
+  options?: ResolveOptions
+) => Effect.Effect<string, HostPathError, FileSystem.FileSystem> = Effect.fn("HostPath.resolve")(function* (
+  root: HostRoot,
+  path: string,
+  options?: ResolveOptions
+) {
   const fs = yield* FileSystem.FileSystem
-  return yield* walk(fs, root, path, { followFinal: options?.followFinal ?? true }, true)
+  // The root was decoded (absolute, clean, canonical): a raw relative, empty or unclean root never reaches the walk.
+  const walked = walk(fs, root.path, path, { followFinal: options?.followFinal ?? true }, true).pipe(
+    Effect.mapError((e) => refusal(e.reason, root.given, path))
+  )
+  return yield* whileThere(root, walked)
 })
 
 /**
@@ -297,9 +315,7 @@ export const decodePath: (
   const what = options?.what ?? "path"
   const allowRoot = options?.allowRoot ?? false
   yield* checkPath(root, path, options)
-  const full = yield* resolve(root.path, path, { followFinal: options?.followFinal ?? true }).pipe(
-    Effect.mapError((e) => refusal(e.reason, root.given, path))
-  )
+  const full = yield* resolve(root, path, { followFinal: options?.followFinal ?? true })
   const hostPath = hostPathOf(root, full) ?? "/"
   if (hostPath === "/" && !allowRoot) {
     return yield* refusal(

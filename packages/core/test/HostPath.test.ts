@@ -76,42 +76,48 @@ const examples = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
     it.effect("an absolute link target is taken relative to the root", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/up": "/c", "a/b/etc": "/" })
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/up/x"), `${root}/c/x`)
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/b/etc/../../f"), `${root}/f`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/up/x"), `${root}/c/x`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/b/etc/../../f"), `${root}/f`)
       })
     )
     it.effect("relative targets and `..` never climb above the root", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/out": "../../../outside/secret", l: "../../../../.." })
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/out"), `${root}/outside/secret`)
-        assert.strictEqual(yield* HostPath.resolve(root, "/l/a"), `${root}/a`)
-        assert.strictEqual(yield* HostPath.resolve(root, "../../.."), root)
+        assert.strictEqual(
+          yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/out"),
+          `${root}/outside/secret`
+        )
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/l/a"), `${root}/a`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "../../.."), root)
       })
     )
     it.effect("a missing component then `..` still resolves what exists", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/evil": "/c" })
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/missing/../evil"), `${root}/c`)
-        assert.strictEqual(yield* HostPath.resolve(root, "/f/x"), `${root}/f/x`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/missing/../evil"), `${root}/c`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/f/x"), `${root}/f/x`)
       })
     )
     it.effect("followFinal: false keeps a final link unresolved but resolves its parents", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/link": "/c", "a/b/up": "/a" })
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/b/up/link", { followFinal: false }), `${root}/a/link`)
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/b/up/link"), `${root}/c`)
+        assert.strictEqual(
+          yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/b/up/link", { followFinal: false }),
+          `${root}/a/link`
+        )
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/b/up/link"), `${root}/c`)
       })
     )
     it.effect("a loop is a HostPathError naming the root and the path", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ x: "y", y: "x", self: "self" })
-        const e = yield* Effect.flip(HostPath.resolve(root, "/x/z"))
+        const e = yield* Effect.flip(HostPath.resolve(yield* HostPath.decodeRoot(root), "/x/z"))
         assert.strictEqual(e._tag, "HostPathError")
         assert.strictEqual(e.reason._tag, "SymlinkLoop")
         assert.strictEqual(e.root, root)
         assert.strictEqual(e.path, "/x/z")
         assert.include(e.message, root)
-        const s = yield* Effect.flip(HostPath.resolve(root, "/self"))
+        const s = yield* Effect.flip(HostPath.resolve(yield* HostPath.decodeRoot(root), "/self"))
         assert.strictEqual(s.reason._tag, "SymlinkLoop")
       })
     )
@@ -120,15 +126,28 @@ const examples = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         const links: Record<string, string> = {}
         for (let i = 0; i < 45; i++) links[`l${i}`] = `l${i + 1}`
         const { root } = yield* makeLayout(links)
-        const e = yield* Effect.flip(HostPath.resolve(root, "/l0"))
+        const e = yield* Effect.flip(HostPath.resolve(yield* HostPath.decodeRoot(root), "/l0"))
         assert.strictEqual(e.reason._tag, "TooManyLinks")
         // 40 links are fine
-        assert.strictEqual(yield* HostPath.resolve(root, "/l5"), `${root}/l45`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/l5"), `${root}/l45`)
+      })
+    )
+    it.effect("the root is a decoded HostRoot: a raw, relative or unclean root never reaches the walk", () =>
+      Effect.gen(function* () {
+        const { root } = yield* makeLayout({})
+        // @ts-expect-error a string is not a HostRoot: only decodeRoot makes one
+        assert.isTrue(Effect.isEffect(HostPath.resolve(root, "/c")))
+        for (const raw of ["foo/..", "../tmp", "a"]) {
+          const e = yield* Effect.flip(HostPath.decodeRoot(raw))
+          assert.strictEqual(e.reason._tag, "NotAbsolute", raw)
+        }
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(`${root}/a/..`), "/c"), `${root}/c`)
       })
     )
     it.effect("a NUL byte is InvalidPath", () =>
       Effect.gen(function* () {
-        const e = yield* Effect.flip(HostPath.resolve("/r", "/a\0b"))
+        const { root } = yield* makeLayout({})
+        const e = yield* Effect.flip(HostPath.resolve(yield* HostPath.decodeRoot(root), "/a\0b"))
         assert.strictEqual(e.reason._tag, "InvalidPath")
       })
     )
@@ -172,7 +191,9 @@ export const hostPathProperty = (name: string, fsLayer: Layer.Layer<FileSystem.F
         Effect.gen(function* () {
           const fs = yield* FileSystem.FileSystem
           const { root } = yield* makeLayout({ l1: layout.l1, "a/l2": layout.l2, "a/b/l3": layout.l3 })
-          const result = yield* Effect.result(HostPath.resolve(root, path.join("/"), { followFinal }))
+          const result = yield* Effect.result(
+            HostPath.resolve(yield* HostPath.decodeRoot(root), path.join("/"), { followFinal })
+          )
           if (result._tag === "Failure") {
             assert.oneOf(result.failure.reason._tag, ["SymlinkLoop", "TooManyLinks"])
             return
@@ -227,7 +248,7 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
           )
         )
         assert.strictEqual(relative, "the host root is not an absolute path (the root itself)")
-        const loop = yield* HostPath.resolve(root, "/self").pipe(
+        const loop = yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/self").pipe(
           Effect.catchReason("HostPathError", "SymlinkLoop", (reason, error) =>
             Effect.succeed(`${error.path}: ${reason.detail}`)
           )

@@ -393,7 +393,7 @@ export const suite = (
           const root = yield* HostPath.decodeRoot(vroot)
           assert.strictEqual(root.path, vroot)
           const at = (path: string, options?: HostPath.ResolveOptions) =>
-            HostPath.resolve(root.path, path, options).pipe(
+            HostPath.resolve(root, path, options).pipe(
               Effect.map((full) => {
                 const rel = Lexical.relative(root.path, full)
                 assert.isDefined(rel, `${JSON.stringify(path)} resolved outside the root: ${full}`)
