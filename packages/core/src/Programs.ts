@@ -1,17 +1,13 @@
 /**
- * Programs over directory handles, written once and run by every layer: the
- * removal walk and the verification of a mount before it is detached. Each
- * is a generator that yields one handle operation at a time (`Op`) and is
- * given its outcome, a value or a `Failure`; a layer answers with its own
- * driver. The real layer runs them in its system-call helper process, as one
- * tight loop; `Directory.make` runs them over any layer's primitives (the
- * simulated host, the dry run). A dry run and a real run therefore take the
- * same decisions: there is one copy of each.
- *
- * Boundary: what to do next given what an operation said. This module loads
- * nothing but `FileName` (no Effect), so a helper process that imports it
- * stays small. It is the `@hostnode/core/Programs` entry, for implementers
- * of a `Directories` layer; agents use the operations built on it.
+ * The `@hostnode/core/Programs` entry, for implementers of a layer (the real
+ * one, the simulated host, the dry run): programs over directory handles,
+ * written once and run by every layer (the removal walk, the verification of
+ * a mount before it is detached), each a generator that yields one handle
+ * operation (`Op`) and is given its outcome; and the pure tools layers share
+ * (name limits, the lexical path algebra, the propagation prediction). A dry
+ * run and a real run therefore take the same decisions. It loads nothing but
+ * `FileName` (no Effect), so a helper process that imports it stays small;
+ * agents use the operations built on it.
  *
  * @since 0.4.0
  */
