@@ -22,7 +22,8 @@
  */
 import { writeFileSync } from "node:fs"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Directory, HostCommand, HostPath, MountInfo, Unmount } from "@hostnode/core"
+import { Directory, HostCommand, MountInfo, Unmount } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Console, Effect, FileSystem, References } from "effect"
 import koffi from "koffi"
@@ -76,13 +77,19 @@ const Main = Effect.gen(function* () {
   const helper = () => [helperPid]
   let helperPid = (yield* dirs.credentials).pid
 
-  /** The list bench/c/unmount.c takes: each target's mount id and path below `root`, as `Unmount.plan` orders them. */
+  /** The list bench/c/unmount.c takes: each target's mount id and path below `root`, in the operations' order. */
   const listOf = (root: string, under: string) =>
     Effect.gen(function* () {
       const table = yield* MountInfo.read().pipe(Effect.orDie)
-      const planned = Unmount.plan(table, [under], false)
+      // Deepest first, a stack top down (later in the table is higher), as the operations' plan orders them.
+      const depth = (p: string) => p.split("/").length
+      const planned = table
+        .map((e, i) => ({ e, i }))
+        .filter(({ e }) => Lexical.covers(under, Lexical.clean(e.mountPoint)))
+        .sort((a, b) => depth(b.e.mountPoint) - depth(a.e.mountPoint) || b.i - a.i)
+        .map(({ e }) => e)
       const file = `${box}/targets`
-      writeFileSync(file, planned.map((e) => `${e.id} ${HostPath.relative(root, e.mountPoint)?.slice(1)}\n`).join(""))
+      writeFileSync(file, planned.map((e) => `${e.id} ${Lexical.relative(root, e.mountPoint)?.slice(1)}\n`).join(""))
       return file
     })
   const unmountBelow = () =>
@@ -96,7 +103,7 @@ const Main = Effect.gen(function* () {
   const leftBelow = (path: string) =>
     Effect.map(
       MountInfo.read().pipe(Effect.orDie),
-      (t) => t.filter((e) => HostPath.covers(path, HostPath.clean(e.mountPoint))).length
+      (t) => t.filter((e) => Lexical.covers(path, Lexical.clean(e.mountPoint))).length
     )
 
   // 1,000 siblings.

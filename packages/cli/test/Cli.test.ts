@@ -1100,7 +1100,9 @@ describe("exit codes", () => {
     }
     assert.strictEqual(exitCodeFor(unverified), 1)
     assert.strictEqual(
-      exitCodeFor(new HostPath.HostPathError({ reason: new HostPath.InvalidPath({ detail: "empty" }), root: "" })),
+      exitCodeFor(
+        new HostPath.HostPathError({ reason: new HostPath.Refused({ _tag: "InvalidPath", detail: "empty" }), root: "" })
+      ),
       2
     )
   })

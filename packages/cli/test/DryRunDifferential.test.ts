@@ -26,7 +26,8 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { afterAll, assert, describe, layer } from "@effect/vitest"
-import { DnsResolvers, HostPath, IsolationBackend, Mounter, type MountInfo } from "@hostnode/core"
+import { DnsResolvers, IsolationBackend, Mounter, type MountInfo } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, MemoryNode, MountFixture, RefusingSystemd, TreeWalk } from "@hostnode/test"
 import { Context, Effect, FileSystem, Layer, Ref, Schema } from "effect"
@@ -77,7 +78,7 @@ const build = (spec: Spec) =>
     const root = `${sandbox}/root`
     const mkdir = (p: string) => Effect.orDie(fs.makeDirectory(p, { recursive: true }))
     const write = (p: string, text: string) =>
-      Effect.andThen(mkdir(HostPath.dirname(p)), Effect.orDie(fs.writeFileString(p, text)))
+      Effect.andThen(mkdir(Lexical.dirname(p)), Effect.orDie(fs.writeFileString(p, text)))
     yield* mkdir(`${sandbox}/snaps`)
     yield* write(`${sandbox}/outside/sentinel`, "must survive")
     const kubelet = `${root}/var/lib/kubelet`
@@ -312,7 +313,7 @@ const replayMounts = (before: MountInfo.MountTable, plan: ReadonlyArray<Step>): 
       if (live.delete(id)) gone.add(id)
       continue
     }
-    const at = [...live.values()].filter((e) => HostPath.clean(e.mountPoint) === s.target)
+    const at = [...live.values()].filter((e) => Lexical.clean(e.mountPoint) === s.target)
     const top = at.sort((a, b) => b.id - a.id)[0]
     assert.isDefined(top, `the plan unmounts ${s.target}, where nothing is mounted any more`)
     if (top !== undefined) take(top.id)

@@ -11,7 +11,6 @@
  * @since 0.1.0
  */
 import { Duration, Effect, Schema } from "effect"
-import * as ConfigFile from "./ConfigFile.ts"
 import {
   AbsolutePath,
   DefaultInterfaceKind,
@@ -21,6 +20,7 @@ import {
   DefaultUnits,
   InterfaceKind
 } from "./internal/agentConfig.ts"
+import * as ConfigDecode from "./internal/configFile/decode.ts"
 import { UnitName } from "./UnitName.ts"
 
 /**
@@ -121,7 +121,7 @@ const What = "AgentConfig"
  * @since 0.1.0
  */
 export const decode = Effect.fn("AgentConfig.decode")(function* (input: unknown, file = "") {
-  return yield* ConfigFile.decodeUnknown(AgentConfig, What, file)(input)
+  return yield* ConfigDecode.decodeUnknown(AgentConfig, What, file)(input)
 })
 
 /**
@@ -131,7 +131,7 @@ export const decode = Effect.fn("AgentConfig.decode")(function* (input: unknown,
  * @since 0.1.0
  */
 export const decodeJson = Effect.fn("AgentConfig.decodeJson")(function* (text: string, file = "") {
-  return yield* ConfigFile.decodeJson(AgentConfig, What, file)(text)
+  return yield* ConfigDecode.decodeJson(AgentConfig, What, file)(text)
 })
 
 /**
@@ -141,7 +141,7 @@ export const decodeJson = Effect.fn("AgentConfig.decodeJson")(function* (text: s
  * @since 0.1.0
  */
 export const read = Effect.fn("AgentConfig.read")(function* (path: string) {
-  return yield* ConfigFile.read(AgentConfig, What)(path)
+  return yield* ConfigDecode.read(AgentConfig, What)(path)
 })
 
 /**

@@ -21,26 +21,23 @@ import { Clock, Context, Duration, Effect } from "effect"
  * call may take before it is abandoned (`call`).
  *
  * @since 0.4.0
+ * @category models
  */
 export interface Deadline {
   readonly at: number | undefined
   readonly call: Duration.Duration
 }
 
-/**
- * How long one call may take by default: 30 seconds. Long enough for an
- * `fsync` behind a busy disk; a call on a dead file system never returns at
- * all, so a longer wait buys nothing.
- *
- * @since 0.4.0
- */
-export const DefaultCallTimeout: Duration.Duration = Duration.seconds(30)
+// How long one call may take by default: long enough for an `fsync` behind a busy disk; a call on a
+// dead file system never returns at all, so a longer wait buys nothing.
+const DefaultCallTimeout: Duration.Duration = Duration.seconds(30)
 
 /**
  * The key of the current {@link Deadline}: none for the operation, and
- * {@link DefaultCallTimeout} per call, unless an operation or a caller says otherwise.
+ * 30 seconds per call, unless an operation or a caller says otherwise.
  *
  * @since 0.4.0
+ * @category services
  */
 export const Deadline = Context.Reference<Deadline>("@hostnode/core/Deadline", {
   defaultValue: () => ({ at: undefined, call: DefaultCallTimeout })
@@ -53,6 +50,7 @@ export const Deadline = Context.Reference<Deadline>("@hostnode/core/Deadline", {
  * ends with what it did.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface Options {
   readonly deadline?: Duration.Input | undefined
@@ -64,6 +62,7 @@ export interface Options {
  * extended). `undefined` leaves the deadline as it is.
  *
  * @since 0.4.0
+ * @category operations
  */
 export const within =
   (duration: Duration.Input | undefined) =>
@@ -85,6 +84,7 @@ export const within =
  * may go without an answer before it is abandoned as hung).
  *
  * @since 0.4.0
+ * @category operations
  */
 export const withCallTimeout =
   (duration: Duration.Input) =>
@@ -100,6 +100,7 @@ export const withCallTimeout =
  * passed.
  *
  * @since 0.4.0
+ * @category operations
  */
 export const forCall: Effect.Effect<{ readonly millis: number; readonly byDeadline: boolean }> = Effect.gen(
   function* () {

@@ -1,46 +1,38 @@
 /**
  * Work below a root through directory handles: the `Directories` service.
  *
- * A path string names a place only at the moment it is resolved; between a
- * check of a path and its use, a process that writes below it (a pod's
- * container keeps running after its node stack is stopped) can swap a
- * directory for a symbolic link, rename a parent or bind-mount something
- * there. Every operation of this service therefore acts on an open handle
- * and one name in it: list a directory, stat an entry without following it,
- * open a child directory without following a link (and, when asked, without
- * entering another mount: mount ids compared), unlink a name, create a file
- * exclusively, rename between two handles. A path is resolved once, below a
- * root handle, with chroot semantics and without a window: the kernel's
- * `openat2(RESOLVE_IN_ROOT)` where the layer has it, otherwise the walk in
- * {@link make}, one component at a time from handle to handle, as
- * filepath-securejoin does.
- *
- * Names are bytes (`FileName`): a name that is not UTF-8 is listed, removed
- * and recreated exactly. Paths in handles and errors are the lossless string
- * form of `FileName`, for reports; they are never resolved again.
- *
- * Boundary: this module is the contract (the interface, its key, the errors)
- * and {@link make}, which derives resolution from the primitives an
- * implementation writes (the errors and the name limits are in
- * `internal/directory/errors.ts` and `names.ts`, the derived resolution in
- * `internal/directory/resolve.ts`). The real implementation (system calls) is in
- * `@hostnode/node`, the simulated one (over the in-memory inode tree, with an
- * adversary seam) in @hostnode/test. What to remove or restore is decided in
- * `SafeRemove` and `Snapshot`.
+ * A path names a place only at the moment it is resolved, and a process that
+ * writes below it can swap a directory for a link meanwhile. Every operation
+ * here therefore acts on an open handle and one name in it (list, stat
+ * without following, open a child without following a link or entering
+ * another mount, unlink, create exclusively, rename between handles). A path
+ * is resolved once, below a root handle, with chroot semantics: the kernel's
+ * `openat2(RESOLVE_IN_ROOT)` where the layer has it, else the walk of
+ * {@link make}, handle to handle. Names are bytes (`FileName`). The real
+ * layer is in `@hostnode/node`, the simulated one in `@hostnode/test`.
  *
  * @since 0.2.0
  */
 import { Context, type Effect, type Scope } from "effect"
+import type { DirectoryError } from "./DirectoryError.ts"
 import type * as FileName from "./FileName.ts"
-import type { DirectoryError } from "./internal/directory/errors.ts"
 import { derive } from "./internal/directory/resolve.ts"
 import type { Identity, Program } from "./internal/programs/ops.ts"
 import type { Limits, RemoveResult } from "./internal/programs/removeTree.ts"
 
 /**
+ * The errors of this module, defined in the leaf module `DirectoryError`.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export * from "./DirectoryError.ts"
+
+/**
  * What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`).
  *
  * @since 0.2.0
+ * @category models
  */
 export type Type =
   | "File"
@@ -56,6 +48,7 @@ export type Type =
  * One entry of a directory listing: its name as bytes and its type as the listing gave it.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Entry {
   readonly name: FileName.Bytes
@@ -69,6 +62,7 @@ export interface Entry {
  * source but a mount id of its own, which is how a walk tells it apart.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Stat {
   readonly type: Type
@@ -86,158 +80,6 @@ export interface Stat {
   readonly mtimeNs: bigint
 }
 
-export {
-  /**
-   * Something is mounted on it, or it is in use (`EBUSY`).
-   *
-   * @since 0.3.0
-   */
-  Busy,
-  /**
-   * A rename between two mounts (`EXDEV`).
-   *
-   * @since 0.3.0
-   */
-  CrossDevice,
-  /**
-   * A handle operation the kernel (or the simulated host) refused: which
-   * operation, on which path (the handle's path and the name, in the lossless
-   * string form), and why (the {@link DirectoryErrorReason}: the errno where a
-   * system call refused, and what it means). Handle it per reason with
-   * `Effect.catchReason("DirectoryError", "NotFound", (reason) => ...)`.
-   *
-   * @since 0.2.0
-   */
-  DirectoryError,
-  /**
-   * Why a handle operation failed: one class per outcome, each with only its
-   * own facts. Every reason but `OtherMount` is an errno's (classified by
-   * {@link reasonOf}, the errno kept as `errno`); `NotFound` (an empty link)
-   * and `WrongType` (a node that opened but is not a regular file) also occur
-   * without one, and `OtherMount` is never one: the child is the root of
-   * another mount than the directory it is in (mount ids compared). `Hung`
-   * is a call that did not return in time; `Gone` (`HostPath.Gone`) a call
-   * refused because the process whose root it works below has exited.
-   *
-   * @since 0.2.0
-   */
-  DirectoryErrorReason,
-  /**
-   * The name is taken (`EEXIST`: an exclusive create, a rename with `noReplace`, a `mkdir`).
-   *
-   * @since 0.3.0
-   */
-  Exists,
-  /**
-   * The errno a failure carries, when a system call (or the simulated host)
-   * refused with one: for a report that names it, whatever the reason.
-   *
-   * @since 0.3.0
-   */
-  errnoOf,
-  /**
-   * A call that did not return within its timeout or the operation's
-   * deadline (a dead or stalled file system): abandoned; `call` and `seconds`
-   * say which and how long it was waited for.
-   *
-   * @since 0.4.0
-   */
-  Hung,
-  /**
-   * A name or path the kernel would refuse (`ENAMETOOLONG`, `EINVAL`), refused before anything is looked at.
-   *
-   * @since 0.3.0
-   */
-  InvalidName,
-  /**
-   * A non-directory was needed and a directory is there (`EISDIR`).
-   *
-   * @since 0.3.0
-   */
-  IsADirectory,
-  /**
-   * No space or quota left (`ENOSPC`, `EDQUOT`).
-   *
-   * @since 0.3.0
-   */
-  NoSpace,
-  /**
-   * A directory was needed and something else is there (`ENOTDIR`).
-   *
-   * @since 0.3.0
-   */
-  NotADirectory,
-  /**
-   * A directory to remove still has entries (`ENOTEMPTY`).
-   *
-   * @since 0.3.0
-   */
-  NotEmpty,
-  /**
-   * A name or a component that is not there (`ENOENT`; without an errno for a link whose target is empty).
-   *
-   * @since 0.3.0
-   */
-  NotFound,
-  /**
-   * Any other errno (`EIO`, ...).
-   *
-   * @since 0.3.0
-   */
-  Other,
-  /**
-   * The child is the root of another mount than the directory it is in: mount ids compared, no system call refused.
-   *
-   * @since 0.3.0
-   */
-  OtherMount,
-  /**
-   * Refused for this process's credentials (`EACCES`, `EPERM`).
-   *
-   * @since 0.3.0
-   */
-  PermissionDenied,
-  /**
-   * The file system is mounted read-only (`EROFS`).
-   *
-   * @since 0.3.0
-   */
-  ReadOnly,
-  /**
-   * The reason for an errno name, with what it means, as every implementation
-   * classifies it (`ENOENT` is `NotFound`, `EACCES` and `EPERM`
-   * `PermissionDenied`, an unknown errno `Other`); the errno is kept on it.
-   *
-   * @since 0.2.0
-   */
-  reasonOf,
-  /**
-   * A symbolic link where none is followed (`ELOOP` of `O_NOFOLLOW`, or a resolution with `noSymlinks`).
-   *
-   * @since 0.3.0
-   */
-  SymbolicLink,
-  /**
-   * A resolution met more than {@link MaxSymlinks} links (`ELOOP`).
-   *
-   * @since 0.3.0
-   */
-  TooManyLinks,
-  /**
-   * The kernel or file system does not have the operation (`ENOSYS`, `EOPNOTSUPP`).
-   *
-   * @since 0.3.0
-   */
-  Unsupported,
-  /**
-   * A regular file was needed and another kind of node is there (a FIFO or
-   * socket: `ENXIO`; without an errno for a directory or a device that opened).
-   *
-   * @since 0.3.0
-   */
-  WrongType
-} from "./internal/directory/errors.ts"
-
 const HandleTypeId: unique symbol = Symbol.for("@hostnode/core/Directory/Handle")
 
 /**
@@ -247,6 +89,7 @@ const HandleTypeId: unique symbol = Symbol.for("@hostnode/core/Directory/Handle"
  * it was opened in closes.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Handle {
   readonly [HandleTypeId]: typeof HandleTypeId
@@ -258,6 +101,7 @@ export interface Handle {
  * Marks an implementation's object as a {@link Handle}.
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const handle = <A extends { readonly path: string }>(value: A): A & Handle =>
   Object.assign(value, { [HandleTypeId]: HandleTypeId } as const)
@@ -266,6 +110,7 @@ export const handle = <A extends { readonly path: string }>(value: A): A & Handl
  * A regular file opened below a handle: every call acts on the open file, never on a path.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface File {
   readonly path: string
@@ -301,6 +146,7 @@ export interface File {
  * Who the running process is, for ownership checks and for naming a lock's holder.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Credentials {
   /** The effective user id. */
@@ -315,6 +161,7 @@ export interface Credentials {
  * How {@link Directories.openFile} opens a file; a link at the name is never followed, and opening never blocks.
  *
  * @since 0.2.0
+ * @category models
  */
 export type OpenFileOptions =
   | { readonly mode: "read" }
@@ -326,6 +173,7 @@ export type OpenFileOptions =
  * The result of a resolution: the directory the last component is in, and that component (none: the directory itself).
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Resolved {
   /** The directory holding the final component, or the resolved directory itself when `name` is undefined. */
@@ -340,6 +188,7 @@ export interface Resolved {
  * Options of {@link Directories.resolve}.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface ResolveOptions {
   /** Follow a link in the last component, below the root (default false: the link itself is the result). */
@@ -361,6 +210,7 @@ export interface ResolveOptions {
  * walks component by component.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Primitives {
   /** Opens the directory at `path` (a full path trusted once: a decoded host root) as a handle. */
@@ -440,11 +290,10 @@ export interface Primitives {
    * waiting: true when taken, held until the scope closes (or the handle
    * closes, or the process dies), false when another open directory holds
    * it, in this process or another. Nothing is created, so a lock on a
-   * directory that exists leaves nothing behind, even after a crash (since
-   * 0.4.0; a snapshot's lock is its parent directory's).
+   * directory that exists leaves nothing behind, even after a crash.
    */
   readonly lock: (dir: Handle) => Effect.Effect<boolean, DirectoryError, Scope.Scope>
-  /** The pid of a process holding a lock on the directory `dir`, when the platform can say (`/proc/locks`; since 0.4.0). */
+  /** The pid of a process holding a lock on the directory `dir`, when the platform can say (`/proc/locks`). */
   readonly lockHolder: (dir: Handle) => Effect.Effect<number | undefined>
   /** fsync of the directory: its entries (renames, unlinks) are durable. */
   readonly sync: (dir: Handle) => Effect.Effect<void, DirectoryError>
@@ -510,7 +359,10 @@ export interface Primitives {
    * with the `Hashing` service.
    */
   readonly sha256?:
-    | ((file: File, ranges: ReadonlyArray<ByteRange>) => Effect.Effect<ReadonlyArray<string>, DirectoryError>)
+    | ((
+        file: File,
+        ranges: ReadonlyArray<{ readonly offset: number; readonly size: number }>
+      ) => Effect.Effect<ReadonlyArray<string>, DirectoryError>)
     | undefined
   /**
    * {@link Directories.readFiles} of `names` of `dir`, each file's bytes
@@ -533,20 +385,11 @@ export interface Primitives {
 }
 
 /**
- * A range of a file's bytes.
- *
- * @since 0.4.0
- */
-export interface ByteRange {
-  readonly offset: number
-  readonly size: number
-}
-
-/**
  * One file {@link Primitives.appendFiles} appended: the stat of the open
  * file it read, where its bytes went, how many, and their SHA-256.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface AppendedFile {
   readonly stat: Stat
@@ -562,6 +405,7 @@ export interface AppendedFile {
  * with), its mode, and its times when given.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface CopyFile {
   readonly dir: Handle
@@ -580,6 +424,7 @@ export interface CopyFile {
  * One file {@link Directories.readFiles} read: the stat of the open file and all its bytes.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface ReadFile {
   readonly stat: Stat
@@ -592,6 +437,7 @@ export interface ReadFile {
  * failed with it, and those after it were not tried.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface BatchResult {
   readonly done: number
@@ -602,6 +448,7 @@ export interface BatchResult {
  * One rename of {@link Directories.renameAll}.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface Move {
   readonly from: Handle
@@ -614,6 +461,7 @@ export interface Move {
  * Options of {@link Directories.removeTree}.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface RemoveTreeOptions {
   /** Log each removed path at debug as it goes (default false: counted, and reported up to the limits). */
@@ -625,6 +473,7 @@ export interface RemoveTreeOptions {
  * The service: the primitives, and resolution derived from them.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Directories
   extends Omit<
@@ -732,6 +581,7 @@ export interface Directories
  * directory (the same identity) under another mount id.
  *
  * @since 0.2.0
+ * @category models
  */
 export const identity = (st: Stat): string => `${st.device}:${st.inode}`
 
@@ -739,50 +589,9 @@ export const identity = (st: Stat): string => `${st.device}:${st.inode}`
  * The key of the {@link Directories} service.
  *
  * @since 0.2.0
+ * @category services
  */
 export const Directories = Context.Service<Directories>("@hostnode/core/Directory/Directories")
-
-export {
-  /**
-   * `name` below the host path `parent` (lossless string forms).
-   *
-   * @since 0.2.0
-   */
-  childPath,
-  /**
-   * The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk.
-   *
-   * @since 0.2.0
-   */
-  components,
-  /**
-   * Linux follows at most 40 links in one resolution (MAXSYMLINKS).
-   *
-   * @since 0.2.0
-   */
-  MaxSymlinks,
-  /**
-   * Linux refuses a component longer than this many bytes (NAME_MAX): `ENAMETOOLONG`.
-   *
-   * @since 0.2.0
-   */
-  NameMax,
-  /**
-   * Why `name` cannot be one component of a directory, as the kernel says it,
-   * or `undefined` when it can: longer than {@link NameMax} bytes is
-   * `ENAMETOOLONG`; empty, `.`, `..`, or with a `/` or a NUL byte is `EINVAL`
-   * (a NUL would end the name early at a system call, a `/` would make it a path).
-   *
-   * @since 0.2.0
-   */
-  nameProblem,
-  /**
-   * Linux refuses a path of this many bytes or more (PATH_MAX, with its NUL): `ENAMETOOLONG`.
-   *
-   * @since 0.2.0
-   */
-  PathMax
-} from "./internal/directory/names.ts"
 
 /**
  * The service from an implementation's primitives: `resolve` through the
@@ -792,5 +601,6 @@ export {
  * (and resolved below the root), never followed by the kernel.
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const make = (p: Primitives): Directories => derive(p)

@@ -1,20 +1,12 @@
 /**
- * File names as the kernel has them: bytes. Linux names are any bytes but `/`
- * and NUL; pods make names that are not UTF-8 (a Latin-1 tarball's `café`
- * is `caf\xe9`), and a name decoded lossily (U+FFFD) names a different file,
- * or none. This module holds the one lossless correspondence between such
- * names and JavaScript strings the library uses wherever a path is a string:
- * valid UTF-8 decodes as usual, and every byte that is not part of valid UTF-8
- * becomes the lone surrogate U+DC80 + byte (Python's `surrogateescape`, PEP
- * 383). Valid UTF-8 never decodes to a lone surrogate, so the map is a
- * bijection between byte strings and the strings it produces; JSON keeps lone
- * surrogates (`"\udce9"`), so a manifest can store such names exactly.
- *
- * A display form for logs and reports writes those bytes as `\xNN`.
- *
- * Boundary: encoding only. Directory handles (`Directory`) take and give
+ * File names as the kernel has them: bytes (any but `/` and NUL; pods make
+ * names that are not UTF-8, and a name decoded lossily names another file).
+ * This module is the one lossless correspondence between such names and
+ * JavaScript strings the library uses wherever a path is a string: valid UTF-8
+ * decodes as usual, every other byte becomes the lone surrogate U+DC80 + byte
+ * (Python's `surrogateescape`, PEP 383), a bijection that JSON keeps. A display
+ * form for logs writes those bytes as `\xNN`. Directory handles take and give
  * names as bytes; operations report paths in the lossless string form.
- * Hand-written: core has no `TextDecoder`.
  *
  * @since 0.2.0
  */
@@ -23,6 +15,7 @@
  * A file name or path as bytes, exactly as the kernel stores it.
  *
  * @since 0.2.0
+ * @category models
  */
 export type Bytes = Uint8Array
 
@@ -48,6 +41,7 @@ const isContinuation = (b: number | undefined): boolean => b !== undefined && (b
  * every other byte as U+DC80 + byte (see the module comment).
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const decode = (bytes: Bytes): string => {
   // The platform's UTF-8 decoder where there is one (every JavaScript runtime
@@ -140,6 +134,7 @@ const encodedLength = (text: string): number => {
  * Node encodes it.
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const encode = (text: string): Bytes => {
   const out = new Uint8Array(encodedLength(text))
@@ -180,27 +175,12 @@ export const encode = (text: string): Bytes => {
 }
 
 /**
- * True when `text` stands for bytes that are not valid UTF-8 (it holds an escaped byte).
- *
- * @since 0.2.0
- */
-export const hasEscapedBytes = (text: string): boolean => {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c >= 0xdc80 && c <= 0xdcff) {
-      const prev = i > 0 ? text.charCodeAt(i - 1) : 0
-      if (!(prev >= 0xd800 && prev <= 0xdbff)) return true
-    }
-  }
-  return false
-}
-
-/**
  * `text` (a lossless string) for a person: each byte that is not valid UTF-8
  * as `\xNN` (`caf\xe9.txt`), control characters as `\xNN` too, everything
  * else as it is. For logs and reports; it is not meant to be decoded back.
  *
  * @since 0.2.0
+ * @category operations
  */
 export const display = (text: string): string => {
   let out = ""
@@ -218,37 +198,3 @@ export const display = (text: string): string => {
 }
 
 const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff
-
-/**
- * Compares two names by their bytes, as `ls` in the C locale sorts them.
- *
- * @since 0.2.0
- */
-export const compare = (a: Bytes, b: Bytes): number => {
-  const n = Math.min(a.length, b.length)
-  for (let i = 0; i < n; i++) {
-    const d = (a[i] as number) - (b[i] as number)
-    if (d !== 0) return d
-  }
-  return a.length - b.length
-}
-
-/**
- * True when `a` and `b` hold the same bytes.
- *
- * @since 0.2.0
- */
-export const equals = (a: Bytes, b: Bytes): boolean => a.length === b.length && compare(a, b) === 0
-
-/**
- * True when `name` is a single path component the kernel accepts: non-empty, not `.` or `..`, no `/` or NUL.
- *
- * @since 0.2.0
- */
-export const isComponent = (name: Bytes): boolean => {
-  if (name.length === 0 || name.length > 255) return false
-  if (name.length === 1 && name[0] === 0x2e) return false
-  if (name.length === 2 && name[0] === 0x2e && name[1] === 0x2e) return false
-  for (const b of name) if (b === 0x2f || b === 0) return false
-  return true
-}

@@ -17,6 +17,9 @@ import { Effect, type FileSystem, Schema } from "effect"
 import type { AgentConfig } from "./AgentConfig.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as HostPath from "./HostPath.ts"
+import * as ConfigDecode from "./internal/configFile/decode.ts"
+import * as Issues from "./internal/configFile/issues.ts"
+import * as Lexical from "./internal/hostPath/lexical.ts"
 import { NodeStart } from "./NodeStart.ts"
 
 /**
@@ -146,7 +149,7 @@ export const decodeDownloadOverrides = Effect.fn("GoalState.decodeDownloadOverri
   input: unknown,
   file = ""
 ) {
-  return yield* ConfigFile.decodeUnknown(DownloadOverrides, "DownloadOverrides", file)(input)
+  return yield* ConfigDecode.decodeUnknown(DownloadOverrides, "DownloadOverrides", file)(input)
 })
 
 /**
@@ -159,7 +162,7 @@ export const decodeMachineGoalState = Effect.fn("GoalState.decodeMachineGoalStat
   input: unknown,
   file = ""
 ) {
-  return yield* ConfigFile.decodeUnknown(MachineGoalState, "MachineGoalState", file)(input)
+  return yield* ConfigDecode.decodeUnknown(MachineGoalState, "MachineGoalState", file)(input)
 })
 
 /**
@@ -195,7 +198,7 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/GoalState/Fai
   issues: Schema.Array(ConfigFile.FieldIssue)
 }) {
   override get message(): string {
-    return ConfigFile.formatIssues(this.issues)
+    return Issues.formatIssues(this.issues)
   }
 }
 
@@ -206,8 +209,7 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/GoalState/Fai
  * {@link Failure} (`InvalidSlot`, `SlotMismatch`).
  */
 const GoalStateErrorReason = Schema.Union([
-  ConfigFile.NotFound,
-  ConfigFile.Unreadable,
+  ConfigFile.Unavailable,
   ConfigFile.InvalidJson,
   ConfigFile.InvalidValue,
   Failure
@@ -259,7 +261,7 @@ export const decodeSlot = Effect.fn("GoalState.decodeSlot")(function* (slot: str
         slot,
         new Failure({
           _tag: "InvalidSlot",
-          issues: ConfigFile.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` }))
+          issues: Issues.issuesOf(e).map((i) => ({ field: "", message: `slot ${i.message}` }))
         })
       )
     )
@@ -275,7 +277,7 @@ const GoalStatesDirName = "goalstates"
  * The host path of the slot's goal state file: `<configDir>/goalstates/<slot>.json`.
  */
 const goalStatePath = (config: AgentConfig, slot: Slot): string =>
-  `${HostPath.clean(config.configDir)}/${GoalStatesDirName}/${slot}.json`
+  `${Lexical.clean(config.configDir)}/${GoalStatesDirName}/${slot}.json`
 
 const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effect.Effect<void, GoalStateError> =>
   goalState.slot === slot
@@ -302,13 +304,22 @@ const resolveMachine = Effect.fn("GoalState.resolveMachine")(
     const valid = yield* decodeSlot(slot)
     const hostRoot = options.hostRoot ?? ""
     const hostFile = goalStatePath(options.config, valid)
-    const file = yield* HostPath.resolve(hostRoot, hostFile).pipe(
+    const file = yield* HostPath.decodeRoot(hostRoot).pipe(
+      Effect.flatMap((root) => HostPath.resolve(root, hostFile)),
       Effect.mapError((e) =>
-        goalStateError(slot, new ConfigFile.Unreadable({ file: HostPath.join(hostRoot, hostFile), detail: e.message }))
+        goalStateError(
+          slot,
+          new ConfigFile.Unavailable(
+            // A host root that is not there: the file is not there either.
+            e.reason._tag === "NotFound"
+              ? { _tag: "NotFound", file: Lexical.join(hostRoot, hostFile) }
+              : { _tag: "Unreadable", file: Lexical.join(hostRoot, hostFile), detail: e.message }
+          )
+        )
       )
     )
     // The file's reasons are the goal state's: NotFound, Unreadable, InvalidJson, InvalidValue.
-    const goalState = yield* ConfigFile.read(
+    const goalState = yield* ConfigDecode.read(
       MachineGoalState,
       "MachineGoalState"
     )(file).pipe(Effect.mapError((e) => goalStateError(slot, e.reason)))

@@ -21,6 +21,7 @@ import * as Sha256 from "./internal/sha256.ts"
  * once.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Hasher {
   readonly update: (bytes: Uint8Array) => void
@@ -32,21 +33,19 @@ export interface Hasher {
  * Makes hashers. One per file hashed; each is used from one fiber.
  *
  * @since 0.2.0
+ * @category services
  */
 export interface Hashing {
   readonly sha256: () => Hasher
 }
 
-/**
- * SHA-256 in plain TypeScript: the default where no platform hash is provided.
- *
- * @since 0.2.0
- */
-export const portable: Hashing = { sha256: Sha256.make }
+// SHA-256 in plain TypeScript: the default where no platform hash is provided.
+const portable: Hashing = { sha256: Sha256.make }
 
 /**
- * The key of the {@link Hashing} service; {@link portable} unless a layer provides another.
+ * The key of the {@link Hashing} service; the portable one (plain TypeScript) unless a layer provides another.
  *
  * @since 0.2.0
+ * @category services
  */
 export const Hashing = Context.Reference<Hashing>("@hostnode/core/Hashing", { defaultValue: () => portable })

@@ -16,7 +16,7 @@ import type { ChildProcessSpawner } from "effect/process"
 import type { AgentConfig } from "./AgentConfig.ts"
 import type { DnsResolvers } from "./DnsResolvers.ts"
 import * as GoalState from "./GoalState.ts"
-import * as HostPath from "./HostPath.ts"
+import * as Lexical from "./internal/hostPath/lexical.ts"
 import * as LocalDns from "./LocalDns.ts"
 import type { NodeStart } from "./NodeStart.ts"
 
@@ -118,7 +118,7 @@ export const make = (config: AgentConfig, options: Options = {}): Hooks => {
     snapshotDir: (name) =>
       options.configSnapshotDir !== undefined && options.configSnapshotDir !== ""
         ? options.configSnapshotDir
-        : HostPath.join(hostRoot, `${config.configDir}/${name}`),
+        : Lexical.join(hostRoot, `${config.configDir}/${name}`),
     setupLocalDnsNetwork: (nodeStart) =>
       (options.setupNetwork !== undefined
         ? options.setupNetwork(nodeStart)

@@ -1,218 +1,37 @@
 /**
- * Joining a host path below a host root without ever leaving it.
+ * Host roots and host paths: a root decoded once per operation, and paths
+ * joined or resolved below it without ever leaving it.
  *
  * A node agent runs against a host root: `""` or `"/"` for the real host, a
  * temporary tree in tests, `/proc/<pid>/root` for another mount namespace.
- * Every path an operation touches is joined under that root here, so that
- * neither `..` nor a symlink planted in the tree can take an operation outside
- * it. `join` is the lexical join, for paths that are never followed; `resolve`
- * also resolves the symlinks it meets as though the root were `/` (chroot
- * semantics, as filepath-securejoin does), which needs the FileSystem.
- *
- * Boundary: this module is the API (roots, paths, their decoding); the
- * lexical path algebra is in `internal/hostPath/lexical.ts`, the errors in
- * `errors.ts`, the resolution walk in `resolve.ts`, root decoding in
- * `root.ts` of that directory. It reads the FileSystem's failures by their
- * PlatformError reason tags only: what a `BadResource` was (ENOTDIR or ELOOP)
- * is told from the tree, never from the platform's error code.
+ * Neither `..` nor a symlink planted in the tree can take an operation outside
+ * it: {@link resolve} follows links as though the root were `/` (chroot
+ * semantics, as filepath-securejoin does). Failures of the FileSystem are read
+ * by their PlatformError reason tags only.
  *
  * @since 0.1.0
  */
 import { Context, Effect, FileSystem } from "effect"
-import type { PlatformError } from "effect/PlatformError"
-import { type Gone, type HostPathError, IsHostRoot, OutsideTable, refusal } from "./internal/hostPath/errors.ts"
-import { clean, isRealRoot, join, relative } from "./internal/hostPath/lexical.ts"
+import { type Gone, type HostPathError, Refused } from "./HostPathError.ts"
+import { refusal } from "./internal/hostPath/errors.ts"
+import { whileThere } from "./internal/hostPath/gone.ts"
+import { isRealRoot } from "./internal/hostPath/lexical.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
-import {
-  absoluteProblem,
-  decode,
-  DefaultMountInfo as defaultMountInfo,
-  HostRootTypeId
-} from "./internal/hostPath/root.ts"
+import { checkPath, decode, HostRootTypeId, hostPathOf, isHostRoot, tablePathOf } from "./internal/hostPath/root.ts"
 
-export {
-  /**
-   * The root belongs to a process that has exited (a container's init): a
-   * pid it had may name another process now, so nothing is done there. The
-   * same class is a reason of `DirectoryError` and `SystemdError`, for the
-   * calls made through such a root.
-   *
-   * @since 0.4.0
-   */
-  Gone,
-  /**
-   * A host root, host path or prefix that was refused (see
-   * {@link HostPathErrorReason}). It names the root and, when the refusal is
-   * about a path below it, the path, exactly as they were given, so a person
-   * can see which input was wrong (a refused root has no `path`); operations
-   * decode every root and prefix before they change anything, so this error
-   * always means nothing was changed. Handle it per reason with
-   * `Effect.catchReason("HostPathError", "NotAbsolute", (reason) => ...)`.
-   *
-   * @since 0.1.0
-   */
-  HostPathError,
-  /**
-   * Why a host root, a host path or a prefix was refused, one class per reason, each saying why in `detail`:
-   * - `InvalidPath`: not a path at all (empty where a path is required, a NUL byte).
-   * - `NotAbsolute`: a relative path. The library never guesses what a relative
-   *   path is relative to (a CLI may resolve it against its working directory).
-   * - `NotFound`: the host root does not exist.
-   * - `NotADirectory`: the host root is not a directory.
-   * - `IsHostRoot`: a prefix or path that is `/`, or resolves to the host root
-   *   itself, where the caller did not allow it (`allowRoot`).
-   * - `OutsideTable`: the host root lies outside the root of the mount table
-   *   that is to describe it, so no mount below it can be looked up.
-   * - `SymlinkLoop`, `TooManyLinks`: resolving below the root never ends, or
-   *   meets more than {@link MaxSymlinks} links.
-   * - `Unreadable`: a link or directory on the way could not be read.
-   * - `Gone`: the root is a process's (a container's) and that process has
-   *   exited; nothing is done below what is left of it.
-   *
-   * @since 0.1.0
-   */
-  HostPathErrorReason,
-  /**
-   * Not a path at all: empty where a path is required, a NUL byte, longer than the kernel takes.
-   *
-   * @since 0.3.0
-   */
-  InvalidPath,
-  /**
-   * A prefix or path that is `/`, or resolves to the host root itself, where the caller did not allow it (`allowRoot`).
-   *
-   * @since 0.3.0
-   */
-  IsHostRoot,
-  /**
-   * A relative path: the library never guesses what it is relative to.
-   *
-   * @since 0.3.0
-   */
-  NotAbsolute,
-  /**
-   * The host root (or the mount table's root) is not a directory.
-   *
-   * @since 0.3.0
-   */
-  NotADirectory,
-  /**
-   * The host root (or the mount table's root) does not exist.
-   *
-   * @since 0.3.0
-   */
-  NotFound,
-  /**
-   * The root, or a path, lies outside the root of the mount table that is to describe it.
-   *
-   * @since 0.3.0
-   */
-  OutsideTable,
-  /**
-   * Resolving never ends: a link leads back to itself.
-   *
-   * @since 0.3.0
-   */
-  SymlinkLoop,
-  /**
-   * Resolving meets more than {@link MaxSymlinks} links.
-   *
-   * @since 0.3.0
-   */
-  TooManyLinks,
-  /**
-   * A link or directory on the way could not be read.
-   *
-   * @since 0.3.0
-   */
-  Unreadable
-} from "./internal/hostPath/errors.ts"
-
-export {
-  /**
-   * `name` (one or more components) inside the clean absolute directory `dir`, without a doubled slash below `/`.
-   *
-   * @since 0.1.0
-   */
-  child,
-  /**
-   * The shortest absolute path equivalent to `path`, processed lexically as
-   * Go's `path.Clean` does on a rooted path: repeated slashes, `.` and trailing
-   * slashes go, `..` removes the previous component and never climbs above `/`.
-   *
-   * @since 0.1.0
-   */
-  clean,
-  /**
-   * The non-empty components of a slash-separated path, `.` dropped, `..` kept.
-   *
-   * @since 0.1.0
-   */
-  components,
-  /**
-   * True when the clean absolute `ancestor` is `path` or a directory above it,
-   * on a `/` boundary: `/var/lib/kubelet` covers itself and
-   * `/var/lib/kubelet/pods/x`, not `/var/lib/kubelet2`.
-   *
-   * @since 0.1.0
-   */
-  covers,
-  /**
-   * The directory a clean absolute path is in: `/a` for `/a/b`, `/` for `/a` and for `/`.
-   *
-   * @since 0.1.0
-   */
-  dirname,
-  /**
-   * True when `root` means the real host (`""` or `"/"`), where operations end with host-wide side effects such as a systemd reload.
-   *
-   * @since 0.1.0
-   */
-  isRealRoot,
-  /**
-   * True when `full` is `root` itself or lies below it, on path boundaries.
-   *
-   * @since 0.1.0
-   */
-  isWithin,
-  /**
-   * Joins `path` below `root` lexically: `..` is cleaned against the host path
-   * and can never climb above the root. Symlinks are not looked at, so use this
-   * only for paths that are never followed (the name of a link being removed,
-   * a path that is about to be created by rename).
-   *
-   * @since 0.1.0
-   */
-  join,
-  /**
-   * The root in canonical form: `"/"` for the real host, otherwise a cleaned absolute path without a trailing slash.
-   *
-   * @since 0.1.0
-   */
-  normalizeRoot,
-  /**
-   * `full` as a host path, when `full` is at or below `root`: the inverse of
-   * {@link join}. `undefined` when it lies outside.
-   *
-   * @since 0.1.0
-   */
-  relative
-} from "./internal/hostPath/lexical.ts"
-
-export {
-  /**
-   * Linux follows at most 40 symbolic links in one resolution (MAXSYMLINKS);
-   * resolving past that is ELOOP there and an error here.
-   *
-   * @since 0.1.0
-   */
-  MaxSymlinks
-} from "./internal/hostPath/resolve.ts"
+/**
+ * The errors of this module, defined in the leaf module `HostPathError`.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export * from "./HostPathError.ts"
 
 /**
  * Options of {@link resolve}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ResolveOptions {
   /**
@@ -224,20 +43,8 @@ export interface ResolveOptions {
 }
 
 /**
- * Whether a file system error may mean "nothing is there", by its reason tag
- * alone: `NotFound` (ENOENT), or `BadResource`, which is how the FileSystem
- * names ENOTDIR (a component is a file and more follow, so nothing below it
- * can exist) and also ELOOP and EISDIR. Resolution here tells those apart
- * from the tree (a loop is refused, not missing); a caller for whom a
- * `BadResource` can only be ENOTDIR may use this.
- *
- * @since 0.1.0
- */
-export const isMissing = (e: PlatformError): boolean => e.reason._tag === "NotFound" || e.reason._tag === "BadResource"
-
-/**
- * Resolves `path` below `root`, following every symlink it meets as though
- * `root` were `/`: an absolute target is taken relative to the root and `..`
+ * Resolves `path` below the decoded `root` (see {@link decodeRoot}), following
+ * every symlink it meets as though `root` were `/`: an absolute target is taken relative to the root and `..`
  * never climbs above it, so the result is always `root` or below it. What does
  * not exist is joined lexically. A trailing slash (in the path, or in the
  * target of a link that ends it) follows a link in the last component even
@@ -252,11 +59,39 @@ export const isMissing = (e: PlatformError): boolean => e.reason._tag === "NotFo
  * API avoids). Operations that remove things therefore also refuse to follow
  * links at the point of use.
  *
+ * @example
+ * ```ts
+ * import { HostPath } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Below the root /srv/node: a link /srv/node/etc/x -> /etc/shadow resolves to
+ * // /srv/node/etc/shadow, and "../../etc" never climbs above /srv/node.
+ * const program = Effect.gen(function* () {
+ *   const root = yield* HostPath.decodeRoot("/srv/node")
+ *   const shadow = yield* HostPath.resolve(root, "/etc/x")
+ *   const etc = yield* HostPath.resolve(root, "../../etc")
+ *   return [shadow, etc]
+ * })
+ * ```
+ *
  * @since 0.1.0
+ * @category operations
  */
-export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, path: string, options?: ResolveOptions) {
+export const resolve: (
+  root: HostRoot,
+  path: string,
+  options?: ResolveOptions
+) => Effect.Effect<string, HostPathError, FileSystem.FileSystem> = Effect.fn("HostPath.resolve")(function* (
+  root: HostRoot,
+  path: string,
+  options?: ResolveOptions
+) {
   const fs = yield* FileSystem.FileSystem
-  return yield* walk(fs, root, path, { followFinal: options?.followFinal ?? true }, true)
+  // The root was decoded (absolute, clean, canonical): a raw relative, empty or unclean root never reaches the walk.
+  const walked = walk(fs, root.path, path, { followFinal: options?.followFinal ?? true }, true).pipe(
+    Effect.mapError((e) => refusal(e.reason, root.given, path))
+  )
+  return yield* whileThere(root, walked)
 })
 
 /**
@@ -273,6 +108,7 @@ export const resolve = Effect.fn("HostPath.resolve")(function* (root: string, pa
  * a *table path* is how the mount table names it.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface HostRoot {
   readonly [HostRootTypeId]: typeof HostRootTypeId
@@ -311,16 +147,10 @@ export interface HostRoot {
 }
 
 /**
- * True when `u` is a decoded {@link HostRoot}.
- *
- * @since 0.2.0
- */
-export const isHostRoot = (u: unknown): u is HostRoot => typeof u === "object" && u !== null && HostRootTypeId in u
-
-/**
  * What {@link decodeRoot} takes besides a plain path: the root and, optionally, the table that describes it.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface RootInput {
   /** The host root: `""` or `"/"` for the real host, otherwise an absolute directory. */
@@ -355,6 +185,7 @@ export interface RootInput {
  * How an operation is told its host root: the options every operation that touches host paths takes.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface RootOptions {
   /**
@@ -368,13 +199,6 @@ export interface RootOptions {
 }
 
 /**
- * The mount table of this process's own mount namespace, as the Go contract's empty `mountInfo` means it.
- *
- * @since 0.2.0
- */
-export const DefaultMountInfo = defaultMountInfo
-
-/**
  * Decodes a host root: `""` and `"/"` are the real host; anything else must
  * be an absolute path to an existing directory. The root's own symbolic links
  * are resolved here, once (`realpath`; below `tableRoot` for a root in another
@@ -384,6 +208,7 @@ export const DefaultMountInfo = defaultMountInfo
  * {@link HostPathError} naming the value; nothing has been changed.
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
   Effect.fn("HostPath.decodeRoot")(function* (input: string | RootInput) {
@@ -401,6 +226,7 @@ export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, 
  * container. Unset (the default), the real root is this process's `/`.
  *
  * @since 0.2.0
+ * @category services
  */
 export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core/HostPath/NodeRoot", {
   defaultValue: () => undefined
@@ -414,6 +240,7 @@ export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core
  * `isReal`, and this process's `/` otherwise.
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const rootOf: (options?: RootOptions) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
   Effect.fn("HostPath.rootOf")(function* (options?: RootOptions) {
@@ -433,37 +260,10 @@ export const rootOf: (options?: RootOptions) => Effect.Effect<HostRoot, HostPath
   })
 
 /**
- * Host path `hostPath` (absolute) as a full path of this process, below `root`: lexical, for paths never followed.
- *
- * @since 0.2.0
- */
-export const fullPath = (root: HostRoot, hostPath: string): string => join(root.path, hostPath)
-
-/**
- * A full path of this process as a host path of `root`, or `undefined` when it lies outside the root.
- *
- * @since 0.2.0
- */
-export const hostPathOf = (root: HostRoot, full: string): string | undefined => relative(root.path, full)
-
-/**
- * A full path of this process as `root`'s mount table names it, or `undefined` when the table cannot name it.
- *
- * @since 0.2.0
- */
-export const tablePathOf = (root: HostRoot, full: string): string | undefined => relative(root.tableRoot, full)
-
-/**
- * A path of `root`'s mount table as a full path of this process.
- *
- * @since 0.2.0
- */
-export const fromTablePath = (root: HostRoot, tablePath: string): string => join(root.tableRoot, tablePath)
-
-/**
  * A host path decoded below a root: what was given, what it resolved to, and the names the mount table and this process use.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Resolved {
   /** The path exactly as the caller gave it. */
@@ -480,6 +280,7 @@ export interface Resolved {
  * Options of {@link decodePath}.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface DecodePathOptions {
   /** Allow `/`, or a path that resolves to the host root itself (default false: a typo must not select the whole host). */
@@ -491,47 +292,6 @@ export interface DecodePathOptions {
 }
 
 /**
- * A host path that passed {@link checkPath}: as given, and checked.
- *
- * @since 0.2.0
- */
-export interface Checked {
-  /** The path exactly as the caller gave it (not cleaned: `..` is resolved against what is there). */
-  readonly given: string
-  readonly path: string
-}
-
-/**
- * Checks a host path given by a caller without looking at the tree: it must
- * be non-empty, absolute and free of NUL bytes, and not `/` (unless
- * `allowRoot`). What it resolves to is for the caller to find out, once,
- * through directory handles (`Directory.resolve`).
- *
- * @since 0.2.0
- */
-export const checkPath: (
-  root: HostRoot,
-  path: string,
-  options?: Pick<DecodePathOptions, "allowRoot" | "what">
-) => Effect.Effect<Checked, HostPathError> = Effect.fn("HostPath.checkPath")(function* (
-  root: HostRoot,
-  path: string,
-  options?: Pick<DecodePathOptions, "allowRoot" | "what">
-) {
-  const what = options?.what ?? "path"
-  const problem = absoluteProblem(path, `the ${what}`)
-  if (problem !== undefined) return yield* refusal(problem, root.given, path)
-  if (clean(path) === "/" && !(options?.allowRoot ?? false)) {
-    return yield* refusal(
-      new IsHostRoot({ detail: `the ${what} is the host root itself; pass allowRoot to mean the whole host` }),
-      root.given,
-      path
-    )
-  }
-  return { given: path, path }
-})
-
-/**
  * Decodes a host path given by a caller (a prefix to unmount below, a path
  * to remove): it must be non-empty, absolute and free of NUL bytes; `/`, and
  * any path that resolves to the host root itself, are refused unless
@@ -541,6 +301,7 @@ export const checkPath: (
  * {@link HostPathError} naming the value, before the caller changes anything.
  *
  * @since 0.2.0
+ * @category operations
  */
 export const decodePath: (
   root: HostRoot,
@@ -554,13 +315,12 @@ export const decodePath: (
   const what = options?.what ?? "path"
   const allowRoot = options?.allowRoot ?? false
   yield* checkPath(root, path, options)
-  const full = yield* resolve(root.path, path, { followFinal: options?.followFinal ?? true }).pipe(
-    Effect.mapError((e) => refusal(e.reason, root.given, path))
-  )
+  const full = yield* resolve(root, path, { followFinal: options?.followFinal ?? true })
   const hostPath = hostPathOf(root, full) ?? "/"
   if (hostPath === "/" && !allowRoot) {
     return yield* refusal(
-      new IsHostRoot({
+      new Refused({
+        _tag: "IsHostRoot",
         detail: `the ${what} resolves to the host root itself; pass allowRoot to mean the whole host`
       }),
       root.given,
@@ -570,7 +330,8 @@ export const decodePath: (
   const table = tablePathOf(root, full)
   if (table === undefined) {
     return yield* refusal(
-      new OutsideTable({
+      new Refused({
+        _tag: "OutsideTable",
         detail: `the ${what} resolves to ${full}, which the mount table (root ${root.tableRoot}) cannot name`
       }),
       root.given,

@@ -1,30 +1,20 @@
 /**
- * The kernel's mount table, `/proc/<pid>/mountinfo`: one entry per mount, as a
- * Schema, with a strict parser, the inverse renderer, and a consistent read
- * through the FileSystem. Everything that decides what to unmount starts here,
- * so a table that does not parse is an error for the whole table: a half-read
+ * The kernel's mount table, `/proc/<pid>/mountinfo`: one entry per mount, as
+ * a Schema, with a strict parser, the inverse renderer, and a consistent read
+ * through the FileSystem (proc(5); every escaped string field decoded, an
+ * escape standing for one byte of the name).
+ *
+ * A table that does not parse is an error for the whole table: a half-read
  * table would make a mount invisible, and a directory with an invisible mount
  * below it is one `rm -rf` away from deleting a bind mount's source.
  *
- * Format (proc(5)):
- * `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`
- * mount id, parent id, major:minor, root, mount point, mount options, zero or
- * more optional fields, `-`, fs type, source, super options. The kernel escapes
- * space, tab, newline and backslash as `\040 \011 \012 \134` in the string
- * fields (newer kernels `#` as `\043` too); every string field is decoded here,
- * and an escape stands for one byte of the name (`\303\251` is `é`).
- *
  * @since 0.1.0
  */
-
 import { Effect, FileSystem, Schema } from "effect"
 import * as FileName from "./FileName.ts"
-import { decodeEscapes } from "./internal/mountinfo/escape.ts"
-import { propagated, subtrees } from "./internal/mountinfo/propagation.ts"
+import { escapeField } from "./internal/mountinfo/escape.ts"
 import { scan } from "./internal/mountinfo/table.ts"
 
-// Ids and device numbers: what the kernel prints with %d/%u, as far as a
-// JavaScript number holds them exactly.
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
@@ -34,6 +24,7 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  * never writes empty are non-empty; numbers are non-negative safe integers).
  *
  * @since 0.1.0
+ * @category models
  */
 export const MountEntry = Schema.Struct({
   /** Unique id of the mount (may be reused after an unmount). */
@@ -58,9 +49,10 @@ export const MountEntry = Schema.Struct({
 })
 
 /**
- * One entry of a mountinfo table.
+ * The type of {@link MountEntry}.
  *
  * @since 0.1.0
+ * @category models
  */
 export type MountEntry = typeof MountEntry.Type
 
@@ -68,6 +60,7 @@ export type MountEntry = typeof MountEntry.Type
  * A whole table, in the kernel's order (parents before children, older before newer).
  *
  * @since 0.1.0
+ * @category models
  */
 export type MountTable = ReadonlyArray<MountEntry>
 
@@ -79,6 +72,7 @@ export type MountTable = ReadonlyArray<MountEntry>
  * huge line does not make a huge error); `detail` says what was wrong.
  *
  * @since 0.3.0
+ * @category errors
  */
 export class Malformed extends Schema.TaggedError<Malformed>()("Malformed", {
   line: Schema.Int,
@@ -92,59 +86,34 @@ export class Malformed extends Schema.TaggedError<Malformed>()("Malformed", {
 }
 
 /**
- * Why: the table could not be read; `detail` says what the file system said.
+ * Why, when no line is to blame, with `detail` saying how: `Unreadable` (the
+ * table could not be read; what the file system said), `DoesNotCover` (the
+ * table does not list the mount the host root is on: an empty table, or one
+ * read in another mount namespace).
  *
- * @since 0.3.0
+ * @since 0.4.0
+ * @category errors
  */
-export class Unreadable extends Schema.TaggedError<Unreadable>()("Unreadable", {
+export class Problem extends Schema.Error<Problem>("@hostnode/core/MountInfo/Problem")({
+  _tag: Schema.Literals(["Unreadable", "DoesNotCover"]),
   detail: Schema.String
 }) {
   override get message(): string {
     return this.detail
   }
 }
-
-/**
- * Why: the table does not list the mount the host root is on (an empty
- * table, or one read in another mount namespace); `detail` says which mount.
- *
- * @since 0.3.0
- */
-export class DoesNotCover extends Schema.TaggedError<DoesNotCover>()("DoesNotCover", {
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return this.detail
-  }
-}
-
-/**
- * Why a mount table could not be used: one of {@link Malformed},
- * {@link Unreadable}, {@link DoesNotCover} (the tags were this literal's
- * values before 0.3.0).
- *
- * @since 0.1.0
- */
-export const MountInfoErrorReason = Schema.Union([Malformed, Unreadable, DoesNotCover])
-
-/**
- * Why a mount table could not be used.
- *
- * @since 0.1.0
- */
-export type MountInfoErrorReason = typeof MountInfoErrorReason.Type
 
 /**
  * A mount table at `path` that could not be read or parsed, or that does not
  * list the mount the host root is on. `reason` says which, with the facts of
- * that case (the line, field and text of a malformed line; since 0.3.0 they
- * are fields of the {@link Malformed} reason, not of the error). Nothing of
- * such a table is used.
+ * that case (the line, field and text of a malformed line). Nothing of such
+ * a table is used.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountInfoError", {
-  reason: MountInfoErrorReason,
+  reason: Schema.Union([Malformed, Problem]),
   path: Schema.String
 }) {
   override get message(): string {
@@ -157,44 +126,15 @@ export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountI
   }
 }
 
-const failure = (path: string, reason: MountInfoErrorReason): MountInfoError => new MountInfoError({ reason, path })
+const failure = (path: string, reason: MountInfoError["reason"]): MountInfoError => new MountInfoError({ reason, path })
 
 /**
  * The table of the calling process's mount namespace.
  *
  * @since 0.1.0
+ * @category models
  */
 export const DefaultPath = "/proc/self/mountinfo"
-
-/**
- * Decodes the kernel's `\ooo` escapes. Returns `undefined` for a backslash that
- * does not start a three-digit octal escape of a byte (`\000` to `\377`): the
- * kernel escapes every backslash it writes in the fields it escapes, so a bare
- * one means the text is not a mountinfo table. An escape stands for one byte of
- * the name, so escapes of bytes >= 0x80 decode as {@link FileName.decode}
- * decodes the bytes.
- *
- * @since 0.1.0
- */
-export const unescapeField = (s: string): string | undefined => decodeEscapes(s, false)
-
-const needsEscape = /[ \t\n\r\\]/g
-const escapes: Readonly<Record<string, string>> = {
-  " ": "\\040",
-  "\t": "\\011",
-  "\n": "\\012",
-  "\r": "\\015",
-  "\\": "\\134"
-}
-
-/**
- * Escapes a string field as the kernel does (space, tab, newline, backslash),
- * and a carriage return too (`\015`), so that a CR at the end of the last
- * field is not taken for part of a CRLF line end.
- *
- * @since 0.1.0
- */
-export const escapeField = (s: string): string => s.replace(needsEscape, (ch) => escapes[ch] ?? ch)
 
 /**
  * Parses a whole table. Blank lines are skipped (a table ends with a newline,
@@ -209,14 +149,24 @@ export const escapeField = (s: string): string => s.replace(needsEscape, (ch) =>
  * whole parse with its line number, the field and its text: no entry of a
  * table that is partly garbage is trusted.
  *
- * Since 0.4.0 the whole text is checked in one scan that keeps only where each
- * line's fields are, and an entry is built when it is first read (then kept):
- * a table of 300,000 mounts takes a fraction of the time and memory it did,
- * and a reader that wants a few entries pays for those. The table is an
+ * The whole text is checked in one scan that keeps only where each line's
+ * fields are, and an entry is built when it is first read (then kept): a
+ * reader that wants a few entries of a table of 300,000 mounts pays for those. The table is an
  * array (`Array.isArray` holds; iteration, array methods and JSON work) whose
  * entries are plain objects as before; it keeps the text alive while it is.
  *
+ * @example
+ * ```ts
+ * import { MountInfo } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * const line = "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"
+ * // One entry: mount 36 at /mnt2, a malformed line would fail the whole table.
+ * const mountPoints = MountInfo.parse(line).pipe(Effect.map((table) => table.map((e) => e.mountPoint)))
+ * ```
+ *
  * @since 0.1.0
+ * @category operations
  */
 export const parse: (text: string, path?: string) => Effect.Effect<MountTable, MountInfoError> = Effect.fn(
   "MountInfo.parse"
@@ -237,6 +187,7 @@ const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField
  * {@link MountEntry} Schema accepts.
  *
  * @since 0.1.0
+ * @category operations
  */
 export const render = (entries: MountTable): string => {
   let out = ""
@@ -252,6 +203,7 @@ export const render = (entries: MountTable): string => {
  * Options of {@link read}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ReadOptions {
   /**
@@ -306,7 +258,17 @@ const consistentOn = (fs: FileSystem.FileSystem): Effect.Effect<boolean> => {
  * it is read until two consecutive reads agree; after `attempts` reads the
  * last one is used and a warning is logged.
  *
+ * @example
+ * ```ts
+ * import { MountInfo } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The tmpfs mounts of this process's namespace (a pod's secrets, among others).
+ * const tmpfs = MountInfo.read().pipe(Effect.map((table) => table.filter((e) => e.fsType === "tmpfs")))
+ * ```
+ *
  * @since 0.1.0
+ * @category operations
  */
 export const read = Effect.fn("MountInfo.read")(function* (given: string = DefaultPath, options?: ReadOptions) {
   const fs = yield* FileSystem.FileSystem
@@ -318,7 +280,7 @@ export const read = Effect.fn("MountInfo.read")(function* (given: string = Defau
     // Mount points are bytes: decoded losslessly (FileName), so a name that is
     // not UTF-8 still names the directory it is.
     .pipe(Effect.map(FileName.decode))
-    .pipe(Effect.mapError((e) => failure(path, new Unreadable({ detail: e.message }))))
+    .pipe(Effect.mapError((e) => failure(path, new Problem({ _tag: "Unreadable", detail: e.message }))))
   let previous = yield* readOnce
   if (attempts === 1) return yield* parse(previous, path)
   for (let i = 1; i < attempts; i++) {
@@ -331,39 +293,3 @@ export const read = Effect.fn("MountInfo.read")(function* (given: string = Defau
   )
   return yield* parse(previous, path)
 })
-
-/**
- * A mount the kernel detaches by propagation (see {@link propagatedUnmounts}),
- * and the detached mount it is a copy of.
- *
- * @since 0.4.0
- */
-export interface PropagatedUnmount {
-  readonly entry: MountEntry
-  /** The id of the mount taken out whose detach propagated here (its cognate: the same place of the same file system). */
-  readonly cognateOf: number
-}
-
-/**
- * The mounts of `table` the kernel detaches along with a lazy detach of each
- * of `targets` (mount ids; each goes with every mount below it), by umount
- * propagation, in table order. A mount on a shared mount (`shared:N`) has
- * copies on that mount's peers and slaves (`master:N`, recursively) wherever
- * they are in the namespace, another view of a data disk outside the host
- * root included; detaching it detaches each copy too, unless something not
- * detached is mounted inside the copy (a mount stacked on the copy's root
- * stays, moved onto the copy's place). This is how a dry run predicts them
- * and how an unmount names what left the table this way; the rule was
- * checked against Linux 6.x by the differential tests.
- *
- * @since 0.4.0
- */
-export const propagatedUnmounts = (table: MountTable, targets: Iterable<number>): ReadonlyArray<PropagatedUnmount> => {
-  const taken = propagated(table, subtrees(table, targets))
-  const out: Array<PropagatedUnmount> = []
-  for (const entry of table) {
-    const of = taken.get(entry.id)
-    if (of !== undefined) out.push({ entry, cognateOf: of })
-  }
-  return out
-}

@@ -1,74 +1,28 @@
 /**
  * The `Mounter` service: the one primitive the unmount operations need from
- * the host. The operations (deepest first, re-reading the table, attributing
- * failures to prefixes) live in core; a `Mounter` only unmounts the targets it
- * is given, in the order given, and says what happened to each.
+ * the host. A `Mounter` only unmounts the targets it is given, in the order
+ * given, and says what happened to each; the operations (deepest first,
+ * re-reading the table) are in `Unmount`.
  *
- * A target is a mount the table listed: where it showed it and its mount id.
- * A `Mounter` unmounts it only when that path, resolved below the root handle
- * without following any link, still leads to the mount with that id, and then
- * unmounts it through what it resolved (a link swapped into a parent
- * afterwards cannot redirect it). A target that cannot be verified is
- * reported as such and left mounted.
- *
- * The in-process `Mounter` (system calls through an FFI) is in @hostnode/node;
- * {@link layerCommand}, which runs `umount` through the spawner in context,
- * is here: it needs no more than a spawner, a FileSystem and the
- * `Directories`.
+ * - A target is unmounted only when its path, resolved below the root handle
+ *   without following any link, still leads to the mount with its id, and
+ *   through what was resolved; one that cannot be verified is left mounted.
+ * - The in-process `Mounter` is in `@hostnode/node`; {@link layerCommand}
+ *   (`umount` through the spawner in context) is here.
  *
  * @since 0.1.0
  */
 import { Context, Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import * as Directory from "./Directory.ts"
-import * as FileName from "./FileName.ts"
-import { classify, commandMounter } from "./internal/mounter/command.ts"
-import { verifyMount } from "./internal/programs/verifyMount.ts"
-
-/**
- * Why one target could not be unmounted, in errno terms (`EBUSY`, `EINVAL` for
- * "not a mount point", `ENOENT`, `EPERM`, ...), so the reason survives the trip
- * through a command or an FFI call unchanged.
- *
- * @since 0.1.0
- */
-export const UnmountFailure = Schema.Struct({
-  target: Schema.String,
-  errno: Schema.String,
-  message: Schema.String
-})
-
-/**
- * Why one target could not be unmounted.
- *
- * @since 0.1.0
- */
-export type UnmountFailure = typeof UnmountFailure.Type
-
-/**
- * Why a target was not unmounted because it could not be verified:
- * - `Moved`: the path now leads to another mount than the table listed
- *   (unmounted meanwhile, or something mounted over it);
- * - `LinkInPath`: a symbolic link, or something that is not a directory, is
- *   where the table's path has a directory: it is not followed;
- * - `Gone`: the path no longer exists;
- * - `OutsideRoot`: the path is not below the root handle.
- *
- * @since 0.2.0
- */
-export const UnverifiedReason = Schema.Literals(["Moved", "LinkInPath", "Gone", "OutsideRoot"])
-
-/**
- * Why a target could not be verified.
- *
- * @since 0.2.0
- */
-export type UnverifiedReason = typeof UnverifiedReason.Type
+import type * as Directory from "./Directory.ts"
+import { commandMounter } from "./internal/mounter/command.ts"
+import { verifyTarget } from "./internal/mounter/verify.ts"
 
 /**
  * A mount to unmount, as the table listed it.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Target {
   /** Where the table shows it, as a full path of this process, below the root handle. */
@@ -80,17 +34,35 @@ export interface Target {
 }
 
 /**
- * The outcome for one target: unmounted, refused by the kernel, not verified
- * (left mounted), or hung: a call of its verification or its unmount did not
- * return within its deadline (`call`, `seconds`); it is left as it is and
- * never tried again in the same operation.
+ * The outcome for one target:
+ * - `Unmounted`;
+ * - `Failed`: refused, in errno terms (`EBUSY`, `EINVAL` for "not a mount
+ *   point", `ENOENT`, `EPERM`, ...), so the reason survives the trip through a
+ *   command or an FFI call unchanged;
+ * - `Unverified`, left mounted: `Moved` (the path now leads to another mount
+ *   than the table listed), `LinkInPath` (a link, or something that is not a
+ *   directory, where the table's path has a directory: not followed), `Gone`
+ *   (the path no longer exists), `OutsideRoot` (not below the root handle);
+ * - `Hung`: a call of its verification or its unmount did not return within
+ *   its deadline (`call`, `seconds`); it is left as it is and never tried
+ *   again in the same operation.
  *
  * @since 0.1.0
+ * @category models
  */
 export type UnmountResult =
   | { readonly _tag: "Unmounted"; readonly target: string }
-  | { readonly _tag: "Failed"; readonly target: string; readonly failure: UnmountFailure }
-  | { readonly _tag: "Unverified"; readonly target: string; readonly reason: UnverifiedReason; readonly detail: string }
+  | {
+      readonly _tag: "Failed"
+      readonly target: string
+      readonly failure: { readonly target: string; readonly errno: string; readonly message: string }
+    }
+  | {
+      readonly _tag: "Unverified"
+      readonly target: string
+      readonly reason: "Moved" | "LinkInPath" | "Gone" | "OutsideRoot"
+      readonly detail: string
+    }
   | {
       readonly _tag: "Hung"
       readonly target: string
@@ -103,6 +75,7 @@ export type UnmountResult =
  * Options of {@link Mounter.unmount}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface UnmountOptions {
   /**
@@ -120,6 +93,7 @@ export interface UnmountOptions {
  * path was kept because of a mount, names these.
  *
  * @since 0.4.0
+ * @category models
  */
 export const Holder = Schema.Struct({
   pid: Schema.Int,
@@ -129,9 +103,10 @@ export const Holder = Schema.Struct({
 })
 
 /**
- * Who holds a mount.
+ * The type of {@link Holder}.
  *
- * @since 0.4.0
+ * @since 0.1.0
+ * @category models
  */
 export type Holder = typeof Holder.Type
 
@@ -139,6 +114,7 @@ export type Holder = typeof Holder.Type
  * A mount asked about in {@link Mounter.holders}: its id, and the device and root that tell its copies in other namespaces.
  *
  * @since 0.4.0
+ * @category models
  */
 export interface Held {
   readonly mountId: number
@@ -158,6 +134,7 @@ export interface Held {
  * its own helpers left out).
  *
  * @since 0.1.0
+ * @category services
  */
 export interface Mounter {
   readonly unmount: (
@@ -171,36 +148,12 @@ export interface Mounter {
 }
 
 /**
- * Who holds `mounts` (see {@link Mounter.holders}), through the `Mounter` in
- * context when there is one that can tell; empty otherwise. Never fails: it
- * only explains.
- *
- * @since 0.4.0
- */
-export const holdersOf = (mounts: ReadonlyArray<Held>): Effect.Effect<ReadonlyMap<number, ReadonlyArray<Holder>>> =>
-  Effect.flatMap(Effect.serviceOption(Mounter), (m) =>
-    m._tag === "Some" && m.value.holders !== undefined && mounts.length > 0
-      ? m.value.holders(mounts)
-      : Effect.succeed(new Map<number, ReadonlyArray<Holder>>())
-  )
-
-/**
  * The key of the {@link Mounter} service.
  *
  * @since 0.1.0
+ * @category services
  */
 export const Mounter = Context.Service<Mounter>("@hostnode/core/Mounter")
-
-/**
- * Where `target` (a full path) is below `root` (a handle's full path): the components, or undefined outside.
- *
- * @since 0.2.0
- */
-export const below = (root: string, target: string): string | undefined => {
-  if (root === "/") return target
-  if (target === root) return "/"
-  return target.startsWith(`${root}/`) ? target.slice(root.length) : undefined
-}
 
 /**
  * Verifies `target` below `root` through the `Directories` in context, with
@@ -211,62 +164,19 @@ export const below = (root: string, target: string): string | undefined => {
  * command) and for the simulated and dry-run hosts.
  *
  * @since 0.4.0
+ * @category operations
  */
-export const verify = (
+export const verify: (
   root: Directory.Handle,
   target: Target
-): Effect.Effect<Exclude<UnmountResult, { readonly _tag: "Unmounted" }> | undefined, never, Directory.Directories> =>
-  Effect.gen(function* () {
-    const rel = below(root.path, target.path)
-    if (rel === undefined) {
-      return {
-        _tag: "Unverified" as const,
-        target: target.path,
-        reason: "OutsideRoot" as const,
-        detail: `not below the host root ${root.path}`
-      }
-    }
-    const dirs = yield* Directory.Directories
-    // The driver closes what the program still holds when it ends: the verified handle too.
-    const outcome = yield* dirs.run(
-      verifyMount(root, { components: Directory.components(FileName.encode(rel)), mountId: target.mountId })
-    )
-    switch (outcome._tag) {
-      case "Verified":
-        return undefined
-      case "Unverified":
-        return { _tag: "Unverified" as const, target: target.path, reason: outcome.reason, detail: outcome.detail }
-      case "Failed":
-        return {
-          _tag: "Failed" as const,
-          target: target.path,
-          failure: { target: target.path, errno: outcome.errno, message: outcome.message }
-        }
-      case "Hung":
-        return {
-          _tag: "Hung" as const,
-          target: target.path,
-          call: outcome.call,
-          seconds: outcome.seconds,
-          detail: outcome.detail
-        }
-    }
-  })
-
-/**
- * What util-linux `umount` printed for a target (`umount: <path>: ...`), read
- * into errno terms (`EBUSY`, `EINVAL` for "not mounted", `ENOENT`, `EPERM`,
- * else `EUNKNOWN` with the text): how {@link makeCommand} and
- * `NodeMounter.layerIn`'s helper report a target umount refused.
- *
- * @since 0.3.0
- */
-export const classifyUmount: (text: string) => { readonly errno: string; readonly message: string } = classify
+) => Effect.Effect<Exclude<UnmountResult, { readonly _tag: "Unmounted" }> | undefined, never, Directory.Directories> =
+  verifyTarget
 
 /**
  * Options of {@link layerCommand}.
  *
  * @since 0.3.0
+ * @category models
  */
 export interface CommandOptions {
   /**
@@ -303,9 +213,10 @@ export interface CommandOptions {
  * umount reports failures as text, so which targets were unmounted is
  * decided from the mount table: for a path given k times, as many of its
  * occurrences succeeded as its entries decreased; the others take the reason
- * umount printed for that path (see {@link classifyUmount}).
+ * umount printed for that path .
  *
  * @since 0.3.0
+ * @category constructors
  */
 export const makeCommand: (
   options?: CommandOptions
@@ -323,6 +234,7 @@ export const makeCommand: (
  * spawner. The spawner, a FileSystem and the `Directories` come from context.
  *
  * @since 0.3.0
+ * @category layers
  */
 export const layerCommand = (
   options?: CommandOptions

@@ -11,8 +11,8 @@
  * @since 0.1.0
  */
 import { Effect, Schema } from "effect"
-import * as ConfigFile from "./ConfigFile.ts"
 import { AbsolutePath } from "./internal/agentConfig.ts"
+import * as ConfigDecode from "./internal/configFile/decode.ts"
 import { ListenerAddress } from "./internal/nodeStart.ts"
 
 /**
@@ -165,7 +165,7 @@ const What = "NodeStart"
  * @since 0.1.0
  */
 export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, file = "") {
-  return yield* ConfigFile.decodeUnknown(NodeStart, What, file)(input)
+  return yield* ConfigDecode.decodeUnknown(NodeStart, What, file)(input)
 })
 
 /**
@@ -175,5 +175,5 @@ export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, f
  * @since 0.1.0
  */
 export const decodeJson = Effect.fn("NodeStart.decodeJson")(function* (text: string, file = "") {
-  return yield* ConfigFile.decodeJson(NodeStart, What, file)(text)
+  return yield* ConfigDecode.decodeJson(NodeStart, What, file)(text)
 })

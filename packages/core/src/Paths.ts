@@ -10,6 +10,7 @@
  * prefix every unmount and teardown starts from.
  *
  * @since 0.1.0
+ * @category models
  */
 export const KubeletDir = "/var/lib/kubelet"
 
@@ -18,6 +19,7 @@ export const KubeletDir = "/var/lib/kubelet"
  * directory: a repave removes what is here and keeps the CA.
  *
  * @since 0.1.0
+ * @category models
  */
 export const KubeletClientPkiDir = "/var/lib/kubelet/pki"
 
@@ -26,6 +28,7 @@ export const KubeletClientPkiDir = "/var/lib/kubelet/pki"
  * among it. Stale reservations leak addresses across a repave, so it is removed.
  *
  * @since 0.1.0
+ * @category models
  */
 export const CniStateDir = "/var/lib/cni"
 
@@ -34,6 +37,7 @@ export const CniStateDir = "/var/lib/cni"
  * stays) so containerd does not report the network ready with a stale config.
  *
  * @since 0.1.0
+ * @category models
  */
 export const CniConfDir = "/etc/cni/net.d"
 
@@ -51,5 +55,6 @@ export const CniConfDir = "/etc/cni/net.d"
  * ```
  *
  * @since 0.1.0
+ * @category operations
  */
 export const orDefault = (v: string | undefined, def: string): string => (v === undefined || v === "" ? def : v)

@@ -1,14 +1,13 @@
 /**
- * Programs over directory handles, written once and run by every layer: the
- * removal walk and the verification of a mount before it is detached. Each is
- * a generator that yields one handle operation at a time (`Op`) and is given
- * its outcome; a layer answers with its own driver, so a dry run and a real
- * run take the same decisions.
- *
- * Boundary: what to do next given what an operation said. It loads nothing but
- * `FileName` (no Effect), so a helper process that imports it stays small. It
- * is the `@hostnode/core/Programs` entry, for implementers of a `Directories`
- * layer; agents use the operations built on it.
+ * The `@hostnode/core/Programs` entry, for implementers of a layer (the real
+ * one, the simulated host, the dry run): programs over directory handles,
+ * written once and run by every layer (the removal walk, the verification of
+ * a mount before it is detached), each a generator that yields one handle
+ * operation (`Op`) and is given its outcome; and the pure tools layers share
+ * (name limits, the lexical path algebra, the propagation prediction). A dry
+ * run and a real run therefore take the same decisions. It loads nothing but
+ * `FileName` (no Effect), so a helper process that imports it stays small;
+ * agents use the operations built on it.
  *
  * @since 0.4.0
  */
@@ -19,6 +18,63 @@
  * @since 0.4.0
  */
 export * as FileName from "./FileName.ts"
+export {
+  /**
+   * `name` below the host path `parent` (lossless string forms).
+   *
+   * @since 0.4.0
+   */
+  childPath,
+  /**
+   * The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk.
+   *
+   * @since 0.4.0
+   */
+  components,
+  /**
+   * Linux refuses a component longer than this many bytes (NAME_MAX): `ENAMETOOLONG`.
+   *
+   * @since 0.4.0
+   */
+  NameMax,
+  /**
+   * Why `name` cannot be one component of a directory, as the kernel says it,
+   * or `undefined` when it can: longer than {@link NameMax} bytes is
+   * `ENAMETOOLONG`; empty, `.`, `..`, or with a `/` or a NUL byte is `EINVAL`.
+   *
+   * @since 0.4.0
+   */
+  nameProblem,
+  /**
+   * Linux refuses a path of this many bytes or more (PATH_MAX, with its NUL): `ENAMETOOLONG`.
+   *
+   * @since 0.4.0
+   */
+  PathMax
+} from "./internal/directory/names.ts"
+/**
+ * The lexical algebra of absolute paths (clean, join, relative, covers, ...),
+ * the one the operations use: for layers and fixtures that name places below a root.
+ *
+ * @since 0.4.0
+ */
+export * as Lexical from "./internal/hostPath/lexical.ts"
+export {
+  /**
+   * A mount the kernel detaches by propagation, and the target whose detach reached it.
+   *
+   * @since 0.4.0
+   */
+  type PropagatedUnmount,
+  /**
+   * The mounts of `table` the kernel takes out by propagation when the mounts
+   * `targets` are detached (their peer groups' and slaves' copies of the same
+   * place): how a dry run or a simulated host predicts what a real unmount does.
+   *
+   * @since 0.4.0
+   */
+  propagatedUnmounts
+} from "./internal/mountinfo/propagation.ts"
 export {
   /**
    * An operation that failed, as a value: the reason tag (`Directory`'s

@@ -15,8 +15,11 @@ import { Effect, type FileSystem, Schema } from "effect"
 import * as Deadline from "./Deadline.ts"
 import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
+import * as Lexical from "./internal/hostPath/lexical.ts"
 import * as Track from "./internal/metrics.ts"
 import { usesBootstrapToken } from "./internal/nodeStart.ts"
+import * as Reports from "./internal/safeRemove/walk.ts"
+import * as UnmountPlan from "./internal/unmount/plan.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
 import type * as NodeStart from "./NodeStart.ts"
@@ -189,7 +192,7 @@ export const resetCniState: (
     // A link or file where net.d should be goes, never followed, and an empty directory takes its place.
     const confReport = yield* session.empty(Paths.CniConfDir, { replaceNonDirectory: true })
     const stateReport = yield* session.remove([Paths.CniStateDir])
-    const report = yield* failIfKept("resetCniState", SafeRemove.merge(confReport, stateReport))
+    const report = yield* failIfKept("resetCniState", Reports.merge(confReport, stateReport))
     yield* Effect.logInfo("CNI state reset").pipe(
       Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removedCount })
     )
@@ -231,15 +234,15 @@ export const resetKubeletIdentity: (
       yield* Effect.logInfo(
         `kubelet identity left in place: auth mode ${nodeStart.auth._tag} is rewritten by configuration`
       ).pipe(Effect.annotateLogs({ auth: nodeStart.auth._tag }))
-      return SafeRemove.emptyReport
+      return Reports.emptyReport
     }
-    const bootstrap = HostPath.clean(nodeStart.auth.bootstrapKubeconfig)
+    const bootstrap = Lexical.clean(nodeStart.auth.bootstrapKubeconfig)
     const session = yield* SafeRemove.session(options)
     const certs = yield* session.empty(Paths.KubeletClientPkiDir, {
       // Never the bootstrap kubeconfig, wherever the goal state put it.
       select: (name) => isClientCredential(name) && `${Paths.KubeletClientPkiDir}/${name}` !== bootstrap
     })
-    let kubeconfig = SafeRemove.emptyReport
+    let kubeconfig = Reports.emptyReport
     if (bootstrap === KubeletKubeconfig) {
       yield* Effect.logWarning(`${KubeletKubeconfig} is the bootstrap kubeconfig; left in place`).pipe(
         Effect.annotateLogs({ path: KubeletKubeconfig })
@@ -247,7 +250,7 @@ export const resetKubeletIdentity: (
     } else {
       kubeconfig = yield* session.remove([KubeletKubeconfig])
     }
-    const report = yield* failIfKept("resetKubeletIdentity", SafeRemove.merge(certs, kubeconfig))
+    const report = yield* failIfKept("resetKubeletIdentity", Reports.merge(certs, kubeconfig))
     yield* Effect.logInfo("kubelet identity reset").pipe(
       Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removedCount })
     )
@@ -348,7 +351,7 @@ export const teardownKubeletDir: (
         : { prefixes: options.prefixes, kept: [] }
     // Decoded before anything is unmounted; a pod directory that is a link is
     // not followed (it is removed as a link).
-    const targets = yield* Unmount.decodePrefixes(root, listed.prefixes, { followFinal: false })
+    const targets = yield* UnmountPlan.decodePrefixes(root, listed.prefixes, { followFinal: false })
     const unmount: Pick<Unmount.Report, "failures" | "unmounted" | "propagated"> =
       targets.length === 0
         ? { failures: new Map(), unmounted: [], propagated: [] }
@@ -376,11 +379,11 @@ export const teardownKubeletDir: (
         detail: failure.message
       }
       kept.push(k)
-      yield* SafeRemove.logKept(k)
+      yield* Reports.logKept(k)
     }
     // The table is read again now: the unmounts changed it.
     const removal = yield* Effect.scoped(Effect.flatMap(SafeRemove.open(root), (s) => s.remove(toRemove)))
-    const report = SafeRemove.merge(SafeRemove.keptOnly(kept), removal)
+    const report = Reports.merge(Reports.keptOnly(kept), removal)
     yield* Effect.logInfo("kubelet pod directories torn down").pipe(
       Effect.annotateLogs({
         hostRoot: root.path,

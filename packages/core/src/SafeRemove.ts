@@ -1,45 +1,16 @@
 /**
  * Removing paths below a host root so that nothing is deleted where it must
- * not be: `rm -rf` through a bind mount deletes the mount's source (CSI data
- * has been lost that way), and `rm -rf` through a planted symlink deletes
- * whatever the link points at. Pods' containers keep running after the node
- * stack stops (containerd's unit has `KillMode=process`), so the tree may
- * change between any two system calls of a removal.
+ * not be: not through a bind mount (into its source), not through a planted
+ * symlink, not while a pod's process changes the tree between two calls
+ * (the rules in full: `docs/design/safe-remove.md`).
  *
- * The rules, in the order they are applied:
- * - Containment: each path is resolved once, below a handle on the host
- *   root (`Directory.resolve`, chroot semantics), its last component never
- *   followed. Everything after works on `(directory handle, name)`.
- * - The mount table first: a path with a mount at or below it, or with the
- *   source of a mount (a bind mount's directory, as the table's `root` field
- *   and the mount of the same device show it) at or below it, is kept whole,
- *   never entered, and the report says which mount keeps it. A table that
- *   does not list the mount the root is on (an empty one, one of another
- *   namespace) is refused before anything is removed.
- * - The mount id second: every directory is opened from its parent's handle
- *   with `O_NOFOLLOW` and refused when it is the root of another mount than
- *   its parent (mount ids compared, so a bind mount of the same device made
- *   after the table was read is seen); a top path on another mount is kept.
- *   A file something is mounted on cannot be unlinked (`EBUSY`) and is kept.
- * - No link is followed: a link is unlinked as a link; a directory is listed
- *   by its handle (names as bytes), emptied, and removed by name from its
- *   parent's handle once empty.
- * - Missing is success. Each removal is logged at debug, each kept path at
- *   warning with its reason.
- *
- * The guarantee, precisely: every name this module unlinks is, at the moment
- * of the `unlinkat`, an entry of a directory it opened by name from the
- * directory above it, without following a link and without crossing into
- * another mount, starting from the host root's handle. A directory swapped
- * for a link, renamed, or mounted over while the walk runs is never entered
- * through that change: what a concurrent writer does can make a removal keep
- * more (reported), never reach outside the directories it opened.
- *
- * Boundary: this module decides what may be removed and removes it through
- * `Directory.Directories` (what the mount table says is in
- * `internal/safeRemove/table.ts`, the walk in `walk.ts`, the session's
- * operations in `session.ts`). What to remove on a repave is in `Repave`;
- * unmounting is in `Unmount`.
+ * - Every name unlinked is, at the moment of the `unlinkat`, an entry of a
+ *   directory opened by name from the one above it, without following a link
+ *   and without crossing into another mount, starting from the root's handle.
+ * - A path with a mount, or a mount's source, at or below it is kept whole and
+ *   reported with the mount that keeps it; a concurrent writer can make a
+ *   removal keep more, never reach outside. Missing is success.
+ * The rules in full: `docs/design/safe-remove.md`.
  *
  * @since 0.1.0
  */
@@ -52,57 +23,8 @@ import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Track from "./internal/metrics.ts"
 import * as Sessions from "./internal/safeRemove/session.ts"
 import { indexTable } from "./internal/safeRemove/table.ts"
-import {
-  MaxKeptPaths as MaxKeptPathsValue,
-  MaxRemovedPaths as MaxRemovedPathsValue
-} from "./internal/safeRemove/walk.ts"
 import * as Mounter from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
-
-export {
-  /**
-   * Why the table keeps a path: which mount, and where (a mount point, or where that mount's source shows).
-   *
-   * @since 0.1.0
-   */
-  type Blocker,
-  /**
-   * What in the table keeps `path` (a clean table path): every mount at or below
-   * it, and every mount whose source lies at or below it. A source is found
-   * through the mounts `path` lies in: `path` is, on the device of such a mount,
-   * the directory `root + (path - mountPoint)`, and a mount of the same device
-   * whose root lies at or below that directory shows files of `path`.
-   *
-   * Sources above `path` do not keep it: a bind of `/` (a container's
-   * `/rootfs`) shows every file of the host, and removing anything would be
-   * removing a file reachable through it.
-   *
-   * @since 0.1.0
-   */
-  blockers,
-  /**
-   * Indexes `table` for {@link blockers}: mount points and roots cleaned, entries grouped by device and mount point.
-   *
-   * @since 0.1.0
-   */
-  indexTable,
-  /**
-   * A mount table prepared for {@link blockers}.
-   *
-   * @since 0.1.0
-   */
-  type TableIndex
-} from "./internal/safeRemove/table.ts"
-
-export {
-  /**
-   * Logs a kept path as a warning with its reason (and the mount that kept it):
-   * every keep, here or by the operations built on this module, reads the same.
-   *
-   * @since 0.1.0
-   */
-  logKept
-} from "./internal/safeRemove/walk.ts"
 
 /**
  * Why a path was left in place.
@@ -123,6 +45,7 @@ export {
  *   stalled file system); what is below it was not looked at.
  *
  * @since 0.1.0
+ * @category models
  */
 export const KeptReason = Schema.Literals([
   "MountBelow",
@@ -135,9 +58,10 @@ export const KeptReason = Schema.Literals([
 ])
 
 /**
- * Why a path was left in place.
+ * The type of {@link KeptReason}.
  *
  * @since 0.1.0
+ * @category models
  */
 export type KeptReason = typeof KeptReason.Type
 
@@ -145,6 +69,7 @@ export type KeptReason = typeof KeptReason.Type
  * A path left in place, why, and (for the mount reasons) the mount point as the table shows it.
  *
  * @since 0.1.0
+ * @category models
  */
 export const Kept = Schema.Struct({
   path: Schema.String,
@@ -156,22 +81,24 @@ export const Kept = Schema.Struct({
 })
 
 /**
- * A path left in place.
+ * The type of {@link Kept}.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Kept = typeof Kept.Type
 
 /**
  * What a removal did: how many paths were removed and kept, the removed
  * paths (full paths below the canonical host root, in the order they went,
- * children before their directory) up to {@link MaxRemovedPaths}, and the
- * kept ones up to {@link MaxKeptPaths}: a report stays small whatever the
+ * children before their directory) up to 1,000, and the
+ * kept ones up to 10,000: a report stays small whatever the
  * tree (a million files, a chain of directories 100,000 deep). Each removed
  * path is logged at debug as it goes. A kept path's ancestors stay too and
  * are not listed again.
  *
  * @since 0.1.0
+ * @category models
  */
 export const Report = Schema.Struct({
   removed: Schema.Array(Schema.String),
@@ -181,57 +108,12 @@ export const Report = Schema.Struct({
 })
 
 /**
- * What a removal did.
+ * The type of {@link Report}.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Report = typeof Report.Type
-
-export {
-  /**
-   * Most kept paths a report lists (10,000); its `keptCount` goes on.
-   *
-   * @since 0.4.0
-   */
-  MaxKeptPaths,
-  /**
-   * Most removed paths a report lists (1,000); its `removedCount` goes on.
-   *
-   * @since 0.4.0
-   */
-  MaxRemovedPaths
-} from "./internal/safeRemove/walk.ts"
-
-/**
- * The report of a removal that found nothing to do.
- *
- * @since 0.1.0
- */
-export const emptyReport: Report = { removed: [], kept: [], removedCount: 0, keptCount: 0 }
-
-/**
- * A report of `kept` paths and nothing removed (the paths a caller kept before any removal).
- *
- * @since 0.4.0
- */
-export const keptOnly = (kept: ReadonlyArray<Kept>): Report => ({
-  removed: [],
-  kept,
-  removedCount: 0,
-  keptCount: kept.length
-})
-
-/**
- * The reports of several removals as one, in order, within the bounds.
- *
- * @since 0.1.0
- */
-export const merge = (...reports: ReadonlyArray<Report>): Report => ({
-  removed: reports.flatMap((r) => r.removed).slice(0, MaxRemovedPathsValue),
-  kept: reports.flatMap((r) => r.kept).slice(0, MaxKeptPathsValue),
-  removedCount: reports.reduce((n, r) => n + r.removedCount, 0),
-  keptCount: reports.reduce((n, r) => n + r.keptCount, 0)
-})
 
 /**
  * Options of every removal: the host root the paths are host paths of (the
@@ -240,6 +122,7 @@ export const merge = (...reports: ReadonlyArray<Report>): Report => ({
  * passes, no further call is made and what was not reached is kept `Hung`).
  *
  * @since 0.1.0
+ * @category models
  */
 export type Options = HostPath.RootOptions & Deadline.Options
 
@@ -247,6 +130,7 @@ export type Options = HostPath.RootOptions & Deadline.Options
  * Options of {@link Session.empty}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface EmptyOptions {
   /** Which entries of the directory to remove, by name in the lossless string form of `FileName` (default: all). */
@@ -264,6 +148,7 @@ export interface EmptyOptions {
  * What {@link Session.children} found: the entries' names (lossless strings), or why the directory was kept.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Children {
   readonly names: ReadonlyArray<string>
@@ -276,6 +161,7 @@ export interface Children {
  * unmounted. The handle closes with the scope the session was opened in.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Session {
   /** The canonical host root the reported paths start with. */
@@ -306,6 +192,7 @@ export interface Session {
  * Options of {@link open}.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface OpenOptions {
   /**
@@ -323,6 +210,7 @@ export interface OpenOptions {
  * removed.
  *
  * @since 0.1.0
+ * @category operations
  */
 export const open: (
   root: HostPath.HostRoot,
@@ -336,14 +224,15 @@ export const open: (
   const table = yield* whileThere(root, MountInfo.read(root.mountInfo))
   const unusable = (e: Directory.DirectoryError) =>
     new HostPath.HostPathError({
-      reason: e.reason._tag === "Gone" ? e.reason : new HostPath.Unreadable({ detail: e.message }),
+      reason: e.reason._tag === "Gone" ? e.reason : new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
       root: root.given
     })
   const rootHandle = options?.handle ?? (yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable)))
   const rootStat = yield* dirs.stat(rootHandle).pipe(Effect.mapError(unusable))
   if (!table.some((e) => e.id === rootStat.mountId)) {
     return yield* new MountInfo.MountInfoError({
-      reason: new MountInfo.DoesNotCover({
+      reason: new MountInfo.Problem({
+        _tag: "DoesNotCover",
         detail: `the host root ${root.path} is on mount ${rootStat.mountId}, which the table does not list (${table.length} entries): it describes another mount namespace, or none`
       }),
       path: root.mountInfo
@@ -362,6 +251,7 @@ export const open: (
  * Decodes the host root of `options` and opens a session on it (see `HostPath.rootOf` and {@link open}).
  *
  * @since 0.1.0
+ * @category operations
  */
 export const session: (
   options?: Options
@@ -381,7 +271,20 @@ export const session: (
  * Missing is success. Fails only when the root, a path or the mount table
  * cannot be used, before anything is removed.
  *
+ * @example
+ * ```ts
+ * import { SafeRemove } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A pod's directory, removed without following a link or entering a mount;
+ * // what had to stay (a volume still mounted below it) is in the report.
+ * const program = SafeRemove.remove(["/var/lib/kubelet/pods/0f3c"], { deadline: "1 minute" }).pipe(
+ *   Effect.tap((report) => Effect.forEach(report.kept, (k) => Effect.logWarning(`kept ${k.path}: ${k.reason}`)))
+ * )
+ * ```
+ *
  * @since 0.1.0
+ * @category operations
  */
 export const remove: (
   paths: ReadonlyArray<string>,
@@ -403,6 +306,7 @@ export const remove: (
  * on `dir` keeps it whole.
  *
  * @since 0.1.0
+ * @category operations
  */
 export const empty: (
   dir: string,

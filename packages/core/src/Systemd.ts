@@ -12,7 +12,7 @@
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as HostCommand from "./HostCommand.ts"
-import { Gone } from "./internal/hostPath/errors.ts"
+import { Gone } from "./HostPathError.ts"
 import { describeStatus } from "./internal/systemd/status.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"

@@ -16,16 +16,21 @@ import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
+import * as Lexical from "./internal/hostPath/lexical.ts"
+import * as HostRoots from "./internal/hostPath/root.ts"
 import * as Track from "./internal/metrics.ts"
 import { describeHolders } from "./internal/mounter/describe.ts"
+import { holdersOf } from "./internal/mounter/holders.ts"
 import { cognates, propagated as propagatedBy, subtrees } from "./internal/mountinfo/propagation.ts"
-import { Holder, holdersOf, Mounter, type UnmountResult } from "./Mounter.ts"
+import { coveringPrefixes, decodePrefixes, plan } from "./internal/unmount/plan.ts"
+import { Holder, Mounter, type UnmountResult } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 /**
  * A mount that is still there after the unmount passes, and the last reason its unmount gave.
  *
  * @since 0.1.0
+ * @category models
  */
 export const RemainingMount = Schema.Struct({
   mountPoint: Schema.String,
@@ -38,9 +43,10 @@ export const RemainingMount = Schema.Struct({
 })
 
 /**
- * A mount that could not be unmounted.
+ * The type of {@link RemainingMount}.
  *
  * @since 0.1.0
+ * @category models
  */
 export type RemainingMount = typeof RemainingMount.Type
 
@@ -50,6 +56,7 @@ export type RemainingMount = typeof RemainingMount.Type
  * ...), which is what a person needs to go and look.
  *
  * @since 0.3.0
+ * @category errors
  */
 export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRemain", {
   remaining: Schema.Array(RemainingMount)
@@ -74,6 +81,7 @@ export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRema
  * elsewhere on the machine, such as a second bind of a data disk).
  *
  * @since 0.4.0
+ * @category models
  */
 export const PropagatedMount = Schema.Struct({
   mountPoint: Schema.String,
@@ -84,9 +92,10 @@ export const PropagatedMount = Schema.Struct({
 })
 
 /**
- * A mount detached by propagation.
+ * The type of {@link PropagatedMount}.
  *
- * @since 0.4.0
+ * @since 0.1.0
+ * @category models
  */
 export type PropagatedMount = typeof PropagatedMount.Type
 
@@ -97,6 +106,7 @@ export type PropagatedMount = typeof PropagatedMount.Type
  * detach). Nothing was unmounted.
  *
  * @since 0.4.0
+ * @category errors
  */
 export class PeersOutsideRoot extends Schema.TaggedError<PeersOutsideRoot>()("PeersOutsideRoot", {
   mounts: Schema.Array(PropagatedMount)
@@ -112,29 +122,14 @@ export class PeersOutsideRoot extends Schema.TaggedError<PeersOutsideRoot>()("Pe
 }
 
 /**
- * Why mounts could not be unmounted: {@link MountsRemain}, or (refused
- * before anything changed) {@link PeersOutsideRoot}.
- *
- * @since 0.3.0
- */
-export const UnmountErrorReason = Schema.Union([MountsRemain, PeersOutsideRoot])
-
-/**
- * Why mounts could not be unmounted.
- *
- * @since 0.3.0
- */
-export type UnmountErrorReason = typeof UnmountErrorReason.Type
-
-/**
- * Mounts at or below `prefixes` that could not be unmounted; `reason` holds
- * them (since 0.3.0 `remaining` is a field of the {@link MountsRemain}
- * reason, not of the error).
+ * Mounts at or below `prefixes` that could not be unmounted, or that were not
+ * unmounted: `reason` says why, with its facts.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountError", {
-  reason: UnmountErrorReason,
+  reason: Schema.Union([MountsRemain, PeersOutsideRoot]),
   prefixes: Schema.Array(Schema.String)
 }) {
   override get message(): string {
@@ -153,6 +148,7 @@ const mountsRemain = (prefixes: ReadonlyArray<string>, remaining: ReadonlyArray<
  * (see `HostPath.RootOptions`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options extends HostPath.RootOptions, Deadline.Options {
   /**
@@ -188,6 +184,7 @@ export interface Options extends HostPath.RootOptions, Deadline.Options {
  * A mount that an unmount pass detached: its mount point as the table names it, its fs type and mount id.
  *
  * @since 0.2.0
+ * @category models
  */
 export const UnmountedMount = Schema.Struct({
   mountPoint: Schema.String,
@@ -196,9 +193,10 @@ export const UnmountedMount = Schema.Struct({
 })
 
 /**
- * A mount that was unmounted.
+ * The type of {@link UnmountedMount}.
  *
- * @since 0.2.0
+ * @since 0.1.0
+ * @category models
  */
 export type UnmountedMount = typeof UnmountedMount.Type
 
@@ -211,190 +209,22 @@ export type UnmountedMount = typeof UnmountedMount.Type
  * prefix with mounts that remain, why.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Report {
   readonly prefixes: ReadonlyArray<HostPath.Resolved>
   readonly unmounted: ReadonlyArray<UnmountedMount>
   /**
    * Mounts outside the prefixes the kernel detached by propagation along with
-   * those (since 0.4.0): every mount that left the table during the call, not
+   * those: every mount that left the table during the call, not
    * at or below a prefix, that is a copy of a detached one on a peer or slave
    * of its parent (found from the table before and after each pass).
    */
   readonly propagated: ReadonlyArray<PropagatedMount>
-  /** The prefixes, as given, that name nothing below the host root (mistyped?) (since 0.4.0). */
+  /** The prefixes, as given, that name nothing below the host root (mistyped?). */
   readonly missing: ReadonlyArray<string>
   /** Keyed by the prefix exactly as it was given; only prefixes with a mount that remains are here. */
   readonly failures: ReadonlyMap<string, UnmountError>
-}
-
-/**
- * Decodes `prefixes` below `root`: each non-empty, absolute, without NUL
- * bytes, not `/` or the root itself unless `allowRoot` (`HostPath.checkPath`);
- * then resolved once through a handle on the root (`Directory.resolve`: a
- * link followed below the root, never out of it; not the last one with
- * `followFinal: false`) and named as the mount table names it. The first bad
- * prefix fails the whole call, before anything is unmounted.
- *
- * @since 0.2.0
- */
-export const decodePrefixes: (
-  root: HostPath.HostRoot,
-  prefixes: ReadonlyArray<string>,
-  options?: { readonly allowRoot?: boolean | undefined; readonly followFinal?: boolean | undefined }
-) => Effect.Effect<ReadonlyArray<HostPath.Resolved>, HostPath.HostPathError, Directory.Directories> = Effect.fn(
-  "Unmount.decodePrefixes"
-)(function* (root, prefixes, options) {
-  const dirs = yield* Directory.Directories
-  const allowRoot = options?.allowRoot ?? false
-  const checked = yield* Effect.forEach(prefixes, (p) => HostPath.checkPath(root, p, { allowRoot, what: "prefix" }))
-  const refuse = (given: string, reason: HostPath.HostPathErrorReason) =>
-    new HostPath.HostPathError({ reason, root: root.given, path: given })
-  const rootHandle = yield* dirs
-    .openRoot(root.path)
-    .pipe(
-      Effect.mapError(
-        (e) => new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
-      )
-    )
-  return yield* Effect.forEach(checked, (c) =>
-    Effect.gen(function* () {
-      const r = yield* dirs.resolve(rootHandle, c.path, { followFinal: options?.followFinal ?? true }).pipe(
-        Effect.map((x) => x.path),
-        Effect.catchTag("DirectoryError", (e) =>
-          // A prefix whose parents do not exist names nothing mounted: it is matched as written.
-          e.reason._tag === "NotFound" || e.reason._tag === "NotADirectory"
-            ? Effect.succeed(HostPath.clean(c.path))
-            : Effect.fail(
-                refuse(
-                  c.given,
-                  e.reason._tag === "TooManyLinks"
-                    ? new HostPath.TooManyLinks({ detail: `the prefix: ${e.message}` })
-                    : new HostPath.Unreadable({ detail: `the prefix: ${e.message}` })
-                )
-              )
-        )
-      )
-      if (r === "/" && !allowRoot) {
-        return yield* refuse(
-          c.given,
-          new HostPath.IsHostRoot({
-            detail: "the prefix resolves to the host root itself; pass allowRoot to mean the whole host"
-          })
-        )
-      }
-      const full = HostPath.fullPath(root, r)
-      const table = HostPath.tablePathOf(root, full)
-      if (table === undefined) {
-        return yield* refuse(
-          c.given,
-          new HostPath.OutsideTable({ detail: `the prefix resolves to ${full}, which the mount table cannot name` })
-        )
-      }
-      return { given: c.given, path: r, full, table } satisfies HostPath.Resolved
-    })
-  )
-}, Effect.scoped)
-
-/**
- * True when `prefix` covers `mountPoint` on a path boundary (`HostPath.covers`):
- * `/var/lib/kubelet` covers itself and `/var/lib/kubelet/pods/x`, not
- * `/var/lib/kubelet2`. Both must already be clean.
- *
- * @since 0.1.0
- */
-export const covers: (prefix: string, mountPoint: string) => boolean = HostPath.covers
-
-/**
- * The prefixes of `set` that cover the clean `mountPoint`: the path itself and
- * each ancestor on a `/` boundary, looked up in the set. The cost grows with
- * the path's depth, not with the number of prefixes: a teardown passes one
- * prefix per pod, and the table can hold thousands of mounts.
- */
-const coveringPrefixes = (set: ReadonlySet<string>, mountPoint: string): Array<string> => {
-  const out: Array<string> = []
-  if (set.has(mountPoint)) out.push(mountPoint)
-  for (let i = mountPoint.lastIndexOf("/"); i > 0; i = mountPoint.lastIndexOf("/", i - 1)) {
-    const ancestor = mountPoint.slice(0, i)
-    if (set.has(ancestor)) out.push(ancestor)
-  }
-  if (mountPoint !== "/" && set.has("/")) out.push("/")
-  return out
-}
-
-/** {@link covers} without building a string: thousands of mount points are compared on each pass. */
-const coversAt = (prefix: string, path: string): boolean =>
-  prefix === "/" ||
-  (path.startsWith(prefix) && (path.length === prefix.length || path.charCodeAt(prefix.length) === 47))
-
-const depth = (path: string): number => {
-  let n = 0
-  for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === 47) n++
-  return path === "/" ? 0 : n
-}
-
-/**
- * The entries to unmount, deepest first. One entry per table line: stacked
- * mounts on one path appear once each, since each unmount of a path removes
- * only its top mount. At equal depth a stack is peeled from its top (told by
- * parent ids: a mount's id says nothing of its place, the kernel reuses
- * them), then higher ids first.
- *
- * @since 0.1.0
- */
-export const plan = (
-  table: MountInfo.MountTable,
-  prefixes: ReadonlyArray<string>,
-  strict: boolean
-): Array<MountInfo.MountEntry> => {
-  // Each mount point is cleaned once; on tables of thousands of entries this
-  // runs on every pass.
-  const set = new Set(prefixes)
-  // A few prefixes (the usual call) are compared with each mount point; many (one per pod) looked up by ancestor.
-  const few = prefixes.length <= 8
-  const selected: Array<{ readonly e: MountInfo.MountEntry; readonly mp: string; readonly d: number; h: number }> = []
-  for (const e of table) {
-    const mp = HostPath.clean(e.mountPoint)
-    if (strict && set.has(mp)) continue
-    if (few ? prefixes.some((p) => coversAt(p, mp)) : coveringPrefixes(set, mp).length > 0) {
-      selected.push({ e, mp, d: depth(mp), h: -1 })
-    }
-  }
-  stackHeights(selected)
-  // Deepest first: a parent cannot be detached cleanly while it has children,
-  // and removing children first keeps each failure attributable to one mount.
-  // On one path, the top of the stack first.
-  return selected.sort((a, b) => b.d - a.d || b.h - a.h || b.e.id - a.e.id).map(({ e }) => e)
-}
-
-/**
- * Sets each entry's height in the stack at its mount point: how many mounts
- * of `entries` lie below it there (its parent, mounted at the same path, and
- * so on down). Mount ids say nothing of the order: the kernel gives a new
- * mount the lowest free id, so the top of a stack can have the lowest; and
- * the table's order is not the stack's either once mounts are moved. The
- * parent ids are: a mount stacked on another has it as its parent. Linear:
- * each height is computed once.
- */
-const stackHeights = (entries: Array<{ readonly e: MountInfo.MountEntry; readonly mp: string; h: number }>): void => {
-  const byId = new Map<number, (typeof entries)[number]>()
-  for (const x of entries) byId.set(x.e.id, x)
-  const chain: Array<(typeof entries)[number]> = []
-  for (const x of entries) {
-    let at: (typeof entries)[number] | undefined = x
-    // Down the stack to an entry whose height is known, or its bottom (a table whose parents loop ends there too).
-    while (at !== undefined && at.h < 0 && chain.length <= entries.length) {
-      chain.push(at)
-      const below: (typeof entries)[number] | undefined = byId.get(at.e.parentId)
-      at = below !== undefined && below !== at && below.mp === at.mp ? below : undefined
-    }
-    let h = at !== undefined && at.h >= 0 ? at.h + 1 : 0
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const c = chain[i] as (typeof entries)[number]
-      if (c.h < 0) c.h = h++
-    }
-    chain.length = 0
-  }
 }
 
 /** Most passes over the table in one call. */
@@ -406,12 +236,12 @@ const MaxPasses = 64
  * A lazy detach of each takes what is mounted below it along.
  */
 const topmost = (planned: ReadonlyArray<MountInfo.MountEntry>): Array<MountInfo.MountEntry> => {
-  const points = new Set(planned.map((e) => HostPath.clean(e.mountPoint)))
+  const points = new Set(planned.map((e) => Lexical.clean(e.mountPoint)))
   const covered = (mp: string) => {
     for (let i = mp.lastIndexOf("/"); i > 0; i = mp.lastIndexOf("/", i - 1)) if (points.has(mp.slice(0, i))) return true
     return mp !== "/" && points.has("/")
   }
-  return planned.filter((e) => !covered(HostPath.clean(e.mountPoint)))
+  return planned.filter((e) => !covered(Lexical.clean(e.mountPoint)))
 }
 
 /** True when the host path `path` names something below the root handle (its last component not followed). */
@@ -446,7 +276,7 @@ const run = Effect.fnUntraced(function* (
   let table = yield* whileThere(root, MountInfo.read(path))
   let targets = plan(table, prefixes, strict)
   const outsideRoot = (e: MountInfo.MountEntry) =>
-    HostPath.hostPathOf(root, HostPath.fromTablePath(root, e.mountPoint)) === undefined
+    HostRoots.hostPathOf(root, HostRoots.fromTablePath(root, e.mountPoint)) === undefined
   const asPropagated = (e: MountInfo.MountEntry, cognateOf: number): PropagatedMount => ({
     mountPoint: e.mountPoint,
     fsType: e.fsType,
@@ -477,18 +307,20 @@ const run = Effect.fnUntraced(function* (
   }
   // Every unmount is verified below this handle: the path, resolved without
   // following a link, must still lead to the mount the table listed.
-  const rootHandle = yield* dirs
-    .openRoot(root.path)
-    .pipe(
-      Effect.mapError(
-        (e) => new HostPath.HostPathError({ reason: new HostPath.Unreadable({ detail: e.message }), root: root.given })
-      )
+  const rootHandle = yield* dirs.openRoot(root.path).pipe(
+    Effect.mapError(
+      (e) =>
+        new HostPath.HostPathError({
+          reason: new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
+          root: root.given
+        })
     )
+  )
   // A prefix that names nothing below the root (a typo) is said, not silently matched. One with a mount at or
   // below it is there: only the others are looked up (a teardown's pods with volumes cost nothing).
   const missing: Array<string> = []
   const prefixSet = new Set(prefixes)
-  const mounted = new Set(targets.flatMap((e) => coveringPrefixes(prefixSet, HostPath.clean(e.mountPoint))))
+  const mounted = new Set(targets.flatMap((e) => coveringPrefixes(prefixSet, Lexical.clean(e.mountPoint))))
   for (const r of resolved) {
     if (!mounted.has(r.table) && !(yield* exists(dirs, rootHandle, r.path))) missing.push(r.given)
   }
@@ -519,7 +351,7 @@ const run = Effect.fnUntraced(function* (
     const results: ReadonlyArray<UnmountResult> = yield* mounter.unmount(
       rootHandle,
       todo.map((e) => ({
-        path: HostPath.fromTablePath(root, e.mountPoint),
+        path: HostRoots.fromTablePath(root, e.mountPoint),
         mountId: e.id,
         tablePath: e.mountPoint
       })),
@@ -603,11 +435,11 @@ const run = Effect.fnUntraced(function* (
   const failedAt = new Map<string, { readonly id: number; readonly errno: string; readonly message: string }>()
   for (const e of targets) {
     const f = lastFailure.get(e.id)
-    if (f !== undefined && !failedAt.has(HostPath.clean(e.mountPoint)))
-      failedAt.set(HostPath.clean(e.mountPoint), { id: e.id, ...f })
+    if (f !== undefined && !failedAt.has(Lexical.clean(e.mountPoint)))
+      failedAt.set(Lexical.clean(e.mountPoint), { id: e.id, ...f })
   }
   const above = (mountPoint: string) => {
-    const mp = HostPath.clean(mountPoint)
+    const mp = Lexical.clean(mountPoint)
     for (let i = mp.lastIndexOf("/"); i > 0; i = mp.lastIndexOf("/", i - 1)) {
       const f = failedAt.get(mp.slice(0, i))
       if (f !== undefined) return { at: mp.slice(0, i), ...f }
@@ -645,7 +477,7 @@ const run = Effect.fnUntraced(function* (
   const set = new Set(prefixes)
   const mineOf = new Map<string, Array<RemainingMount>>()
   for (const m of remaining) {
-    const mp = HostPath.clean(m.mountPoint)
+    const mp = Lexical.clean(m.mountPoint)
     for (const p of coveringPrefixes(set, mp)) {
       if (strict && mp === p) continue
       const mine = mineOf.get(p)
@@ -695,26 +527,34 @@ const failIfAny = (r: {
     : Effect.fail(mountsRemain([...r.report.failures.keys()], r.remaining))
 
 /**
- * What the unmount operations can fail with: a mount that remains, an unusable table, a refused root or prefix.
- *
- * @since 0.2.0
- */
-export type Failure = UnmountError | MountInfo.MountInfoError | HostPath.HostPathError
-
-/**
  * Lazily unmounts every mount at or below `prefixes` (host paths below
  * `options.hostRoot`), deepest first, passing over the table until nothing at
  * or below them remains or a pass makes no progress. Fails with the mounts
  * that remain; a bad root or prefix fails before anything is unmounted.
  *
+ * @example
+ * ```ts
+ * import { Unmount } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Every pod volume below the kubelet directory, deepest first; the layers
+ * // (NodeHost.layer, or MemoryHost.layer() in a test) provide the services.
+ * const program = Unmount.unmountBelow(["/var/lib/kubelet/pods"], { deadline: "2 minutes" }).pipe(
+ *   Effect.tap((report) => Effect.log(`${report.unmounted.length} unmounted`))
+ * )
+ * ```
+ *
  * @since 0.1.0
+ * @category operations
  */
 export const unmountBelow: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter | Directory.Directories> = Effect.fn(
-  "Unmount.unmountBelow"
-)(function* (prefixes, options) {
+) => Effect.Effect<
+  Report,
+  UnmountError | MountInfo.MountInfoError | HostPath.HostPathError,
+  FileSystem.FileSystem | Mounter | Directory.Directories
+> = Effect.fn("Unmount.unmountBelow")(function* (prefixes, options) {
   return yield* failIfAny(yield* run(prefixes, false, options).pipe(Deadline.within(options?.deadline)))
 }, Track.unmount("Unmount.unmountBelow"))
 
@@ -729,6 +569,7 @@ export const unmountBelow: (
  * unmounted.
  *
  * @since 0.1.0
+ * @category operations
  */
 export const unmountBelowByPrefix: (
   prefixes: ReadonlyArray<string>,
@@ -749,12 +590,15 @@ export const unmountBelowByPrefix: (
  * propagate; kubeadm regressed on exactly this twice.
  *
  * @since 0.1.0
+ * @category operations
  */
 export const unmountStrictlyBelow: (
   prefixes: ReadonlyArray<string>,
   options?: Options
-) => Effect.Effect<Report, Failure, FileSystem.FileSystem | Mounter | Directory.Directories> = Effect.fn(
-  "Unmount.unmountStrictlyBelow"
-)(function* (prefixes, options) {
+) => Effect.Effect<
+  Report,
+  UnmountError | MountInfo.MountInfoError | HostPath.HostPathError,
+  FileSystem.FileSystem | Mounter | Directory.Directories
+> = Effect.fn("Unmount.unmountStrictlyBelow")(function* (prefixes, options) {
   return yield* failIfAny(yield* run(prefixes, true, options).pipe(Deadline.within(options?.deadline)))
 }, Track.unmount("Unmount.unmountStrictlyBelow"))

@@ -3,12 +3,12 @@ import { AgentConfig, type ConfigFile } from "@hostnode/core"
 import { Duration, Effect, FileSystem, PlatformError } from "effect"
 
 /** The reason of `e`, which must be `tag`. */
-const reasonOf = <T extends ConfigFile.ConfigErrorReason["_tag"]>(
+const reasonOf = <T extends ConfigFile.ConfigError["reason"]["_tag"]>(
   e: ConfigFile.ConfigError,
   tag: T
-): Extract<ConfigFile.ConfigErrorReason, { readonly _tag: T }> => {
+): ConfigFile.ConfigError["reason"] & { readonly _tag: T } => {
   if (e.reason._tag !== tag) return assert.fail(`expected reason ${tag}, got ${e.reason._tag}`)
-  return e.reason as Extract<ConfigFile.ConfigErrorReason, { readonly _tag: T }>
+  return e.reason as ConfigFile.ConfigError["reason"] & { readonly _tag: T }
 }
 
 describe("AgentConfig", () => {

@@ -1,12 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ConfSnap, HostPath } from "@hostnode/core"
+import { ConfSnap } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 
 const isBelow = (a: string, p: string) => p.startsWith(`${a}/`)
 
 describe("ConfSnap", () => {
   it("every default path is a clean absolute host path, listed once, none below another", () => {
     for (const p of ConfSnap.DefaultPaths) {
-      assert.strictEqual(HostPath.clean(p), p)
+      assert.strictEqual(Lexical.clean(p), p)
       assert.notStrictEqual(p, "/")
     }
     assert.strictEqual(new Set(ConfSnap.DefaultPaths).size, ConfSnap.DefaultPaths.length)

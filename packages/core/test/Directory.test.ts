@@ -6,22 +6,22 @@ import { Effect, FileSystem } from "effect"
 describe("Directory.DirectoryError", () => {
   it("reasonOf classifies an errno and keeps it; the message reads as before", () => {
     const e = new Directory.DirectoryError({
-      reason: Directory.reasonOf("ENOENT", "no such file or directory"),
+      reason: Directory.SystemError.fromErrno("ENOENT", "no such file or directory"),
       operation: "statx",
       path: "/r/x"
     })
     assert.strictEqual(e.reason._tag, "NotFound")
-    assert.strictEqual(Directory.errnoOf(e), "ENOENT")
+    assert.strictEqual("errno" in e.reason ? e.reason.errno : undefined, "ENOENT")
     assert.strictEqual(e.message, "statx /r/x: ENOENT no such file or directory")
-    assert.strictEqual(Directory.reasonOf("EPERM", "x")._tag, "PermissionDenied")
-    assert.strictEqual(Directory.reasonOf("E999", "x")._tag, "Other")
+    assert.strictEqual(Directory.SystemError.fromErrno("EPERM", "x")._tag, "PermissionDenied")
+    assert.strictEqual(Directory.SystemError.fromErrno("E999", "x")._tag, "Other")
     // OtherMount is no errno's: a comparison of mount ids.
     const other = new Directory.DirectoryError({
-      reason: new Directory.OtherMount({ detail: "the root of mount 2, not of mount 1 it is in" }),
+      reason: new Directory.SystemError({ _tag: "OtherMount", detail: "the root of mount 2, not of mount 1 it is in" }),
       operation: "openat",
       path: "/r/m"
     })
-    assert.isUndefined(Directory.errnoOf(other))
+    assert.isUndefined("errno" in other.reason ? other.reason.errno : undefined)
     assert.strictEqual(other.message, "openat /r/m: the root of mount 2, not of mount 1 it is in")
   })
 })

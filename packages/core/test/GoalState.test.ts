@@ -23,7 +23,12 @@ describe("GoalStateError", () => {
       const missing = GoalState.makeSource({
         config,
         resolve: (slot) =>
-          Effect.fail(new GoalState.GoalStateError({ slot, reason: new ConfigFile.NotFound({ file: "/x/a.json" }) }))
+          Effect.fail(
+            new GoalState.GoalStateError({
+              slot,
+              reason: new ConfigFile.Unavailable({ _tag: "NotFound", file: "/x/a.json" })
+            })
+          )
       })
       const file = yield* missing.for("a").pipe(
         Effect.as(""),
@@ -60,7 +65,7 @@ describe("GoalStateError", () => {
   it("messages read as before: the slot, the file, the reason and what was wrong", () => {
     const error = (reason: GoalState.GoalStateError["reason"]) => new GoalState.GoalStateError({ slot: "a", reason })
     assert.strictEqual(
-      error(new ConfigFile.Unreadable({ file: "/c/a.json", detail: "EACCES" })).message,
+      error(new ConfigFile.Unavailable({ _tag: "Unreadable", file: "/c/a.json", detail: "EACCES" })).message,
       'cannot read the goal state for slot "a" from /c/a.json: EACCES'
     )
     assert.strictEqual(

@@ -1,22 +1,23 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { HostPath } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 
 describe("HostPath (lexical)", () => {
   it("joins below the root and cleans `..` against the host path", () => {
-    assert.strictEqual(HostPath.join("/r", "/etc/cni/net.d"), "/r/etc/cni/net.d")
-    assert.strictEqual(HostPath.join("/r/", "etc//cni/./net.d/"), "/r/etc/cni/net.d")
-    assert.strictEqual(HostPath.join("/r", "/../../etc"), "/r/etc")
-    assert.strictEqual(HostPath.join("/r", "/a/../../.."), "/r")
-    assert.strictEqual(HostPath.join("", "/etc/x"), "/etc/x")
-    assert.strictEqual(HostPath.join("/", "../etc"), "/etc")
+    assert.strictEqual(Lexical.join("/r", "/etc/cni/net.d"), "/r/etc/cni/net.d")
+    assert.strictEqual(Lexical.join("/r/", "etc//cni/./net.d/"), "/r/etc/cni/net.d")
+    assert.strictEqual(Lexical.join("/r", "/../../etc"), "/r/etc")
+    assert.strictEqual(Lexical.join("/r", "/a/../../.."), "/r")
+    assert.strictEqual(Lexical.join("", "/etc/x"), "/etc/x")
+    assert.strictEqual(Lexical.join("/", "../etc"), "/etc")
   })
   it("clean is Go's path.Clean for rooted paths", () => {
-    assert.strictEqual(HostPath.clean(""), "/")
-    assert.strictEqual(HostPath.clean("/a/b/../c/."), "/a/c")
-    assert.strictEqual(HostPath.clean("/var/lib/kubelet/"), "/var/lib/kubelet")
+    assert.strictEqual(Lexical.clean(""), "/")
+    assert.strictEqual(Lexical.clean("/a/b/../c/."), "/a/c")
+    assert.strictEqual(Lexical.clean("/var/lib/kubelet/"), "/var/lib/kubelet")
   })
   // A reference clean without the fast path, to check the fast path against.
   const referenceClean = (p: string) => {
@@ -33,24 +34,24 @@ describe("HostPath (lexical)", () => {
     [Schema.Array(Schema.Literals(["/", "a", ".", "..", "//", ".a", "..b", "a."]))],
     ([parts]) => {
       const p = parts.join("")
-      assert.strictEqual(HostPath.clean(p), referenceClean(p), JSON.stringify(p))
-      assert.strictEqual(HostPath.clean(HostPath.clean(p)), HostPath.clean(p))
+      assert.strictEqual(Lexical.clean(p), referenceClean(p), JSON.stringify(p))
+      assert.strictEqual(Lexical.clean(Lexical.clean(p)), Lexical.clean(p))
     },
     { arbitrary: { runs: 1000 } }
   )
 
   it("relative and isWithin respect path boundaries", () => {
-    assert.strictEqual(HostPath.relative("/r", "/r/a"), "/a")
-    assert.strictEqual(HostPath.relative("/r", "/r"), "/")
-    assert.isUndefined(HostPath.relative("/r", "/r2/a"))
-    assert.isTrue(HostPath.isWithin("/", "/anything"))
-    assert.isFalse(HostPath.isWithin("/var/lib/kubelet", "/var/lib/kubelet2"))
+    assert.strictEqual(Lexical.relative("/r", "/r/a"), "/a")
+    assert.strictEqual(Lexical.relative("/r", "/r"), "/")
+    assert.isUndefined(Lexical.relative("/r", "/r2/a"))
+    assert.isTrue(Lexical.isWithin("/", "/anything"))
+    assert.isFalse(Lexical.isWithin("/var/lib/kubelet", "/var/lib/kubelet2"))
   })
   it("isRealRoot", () => {
-    assert.isTrue(HostPath.isRealRoot(""))
-    assert.isTrue(HostPath.isRealRoot("/"))
-    assert.isTrue(HostPath.isRealRoot("//"))
-    assert.isFalse(HostPath.isRealRoot("/tmp/x"))
+    assert.isTrue(Lexical.isRealRoot(""))
+    assert.isTrue(Lexical.isRealRoot("/"))
+    assert.isTrue(Lexical.isRealRoot("//"))
+    assert.isFalse(Lexical.isRealRoot("/tmp/x"))
   })
 })
 
@@ -75,42 +76,48 @@ const examples = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
     it.effect("an absolute link target is taken relative to the root", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/up": "/c", "a/b/etc": "/" })
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/up/x"), `${root}/c/x`)
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/b/etc/../../f"), `${root}/f`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/up/x"), `${root}/c/x`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/b/etc/../../f"), `${root}/f`)
       })
     )
     it.effect("relative targets and `..` never climb above the root", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/out": "../../../outside/secret", l: "../../../../.." })
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/out"), `${root}/outside/secret`)
-        assert.strictEqual(yield* HostPath.resolve(root, "/l/a"), `${root}/a`)
-        assert.strictEqual(yield* HostPath.resolve(root, "../../.."), root)
+        assert.strictEqual(
+          yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/out"),
+          `${root}/outside/secret`
+        )
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/l/a"), `${root}/a`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "../../.."), root)
       })
     )
     it.effect("a missing component then `..` still resolves what exists", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/evil": "/c" })
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/missing/../evil"), `${root}/c`)
-        assert.strictEqual(yield* HostPath.resolve(root, "/f/x"), `${root}/f/x`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/missing/../evil"), `${root}/c`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/f/x"), `${root}/f/x`)
       })
     )
     it.effect("followFinal: false keeps a final link unresolved but resolves its parents", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ "a/link": "/c", "a/b/up": "/a" })
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/b/up/link", { followFinal: false }), `${root}/a/link`)
-        assert.strictEqual(yield* HostPath.resolve(root, "/a/b/up/link"), `${root}/c`)
+        assert.strictEqual(
+          yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/b/up/link", { followFinal: false }),
+          `${root}/a/link`
+        )
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/a/b/up/link"), `${root}/c`)
       })
     )
     it.effect("a loop is a HostPathError naming the root and the path", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({ x: "y", y: "x", self: "self" })
-        const e = yield* Effect.flip(HostPath.resolve(root, "/x/z"))
+        const e = yield* Effect.flip(HostPath.resolve(yield* HostPath.decodeRoot(root), "/x/z"))
         assert.strictEqual(e._tag, "HostPathError")
         assert.strictEqual(e.reason._tag, "SymlinkLoop")
         assert.strictEqual(e.root, root)
         assert.strictEqual(e.path, "/x/z")
         assert.include(e.message, root)
-        const s = yield* Effect.flip(HostPath.resolve(root, "/self"))
+        const s = yield* Effect.flip(HostPath.resolve(yield* HostPath.decodeRoot(root), "/self"))
         assert.strictEqual(s.reason._tag, "SymlinkLoop")
       })
     )
@@ -119,15 +126,28 @@ const examples = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         const links: Record<string, string> = {}
         for (let i = 0; i < 45; i++) links[`l${i}`] = `l${i + 1}`
         const { root } = yield* makeLayout(links)
-        const e = yield* Effect.flip(HostPath.resolve(root, "/l0"))
+        const e = yield* Effect.flip(HostPath.resolve(yield* HostPath.decodeRoot(root), "/l0"))
         assert.strictEqual(e.reason._tag, "TooManyLinks")
         // 40 links are fine
-        assert.strictEqual(yield* HostPath.resolve(root, "/l5"), `${root}/l45`)
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/l5"), `${root}/l45`)
+      })
+    )
+    it.effect("the root is a decoded HostRoot: a raw, relative or unclean root never reaches the walk", () =>
+      Effect.gen(function* () {
+        const { root } = yield* makeLayout({})
+        // @ts-expect-error a string is not a HostRoot: only decodeRoot makes one
+        assert.isTrue(Effect.isEffect(HostPath.resolve(root, "/c")))
+        for (const raw of ["foo/..", "../tmp", "a"]) {
+          const e = yield* Effect.flip(HostPath.decodeRoot(raw))
+          assert.strictEqual(e.reason._tag, "NotAbsolute", raw)
+        }
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(`${root}/a/..`), "/c"), `${root}/c`)
       })
     )
     it.effect("a NUL byte is InvalidPath", () =>
       Effect.gen(function* () {
-        const e = yield* Effect.flip(HostPath.resolve("/r", "/a\0b"))
+        const { root } = yield* makeLayout({})
+        const e = yield* Effect.flip(HostPath.resolve(yield* HostPath.decodeRoot(root), "/a\0b"))
         assert.strictEqual(e.reason._tag, "InvalidPath")
       })
     )
@@ -171,18 +191,20 @@ export const hostPathProperty = (name: string, fsLayer: Layer.Layer<FileSystem.F
         Effect.gen(function* () {
           const fs = yield* FileSystem.FileSystem
           const { root } = yield* makeLayout({ l1: layout.l1, "a/l2": layout.l2, "a/b/l3": layout.l3 })
-          const result = yield* Effect.result(HostPath.resolve(root, path.join("/"), { followFinal }))
+          const result = yield* Effect.result(
+            HostPath.resolve(yield* HostPath.decodeRoot(root), path.join("/"), { followFinal })
+          )
           if (result._tag === "Failure") {
             assert.oneOf(result.failure.reason._tag, ["SymlinkLoop", "TooManyLinks"])
             return
           }
           const resolved = result.success
-          assert.isTrue(HostPath.isWithin(root, resolved), `${resolved} escapes ${root}`)
+          assert.isTrue(Lexical.isWithin(root, resolved), `${resolved} escapes ${root}`)
           const checked = followFinal || resolved === root ? resolved : resolved.slice(0, resolved.lastIndexOf("/"))
           const exists = yield* fs.exists(checked).pipe(Effect.orElseSucceed(() => false))
           if (exists) {
             const real = yield* fs.realPath(checked)
-            assert.isTrue(HostPath.isWithin(root, real), `${checked} is really ${real}, outside ${root}`)
+            assert.isTrue(Lexical.isWithin(root, real), `${checked} is really ${real}, outside ${root}`)
             if (followFinal) assert.strictEqual(real, resolved)
           }
         }).pipe(Effect.scoped),
@@ -196,7 +218,7 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
     it.effect("a relative, missing, non-directory or NUL root is refused, naming the value", () =>
       Effect.gen(function* () {
         const { tmp } = yield* makeLayout({})
-        const cases: ReadonlyArray<readonly [string, HostPath.HostPathErrorReason["_tag"]]> = [
+        const cases: ReadonlyArray<readonly [string, HostPath.HostPathError["reason"]["_tag"]]> = [
           [".", "NotAbsolute"],
           ["..", "NotAbsolute"],
           ["host", "NotAbsolute"],
@@ -226,14 +248,14 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
           )
         )
         assert.strictEqual(relative, "the host root is not an absolute path (the root itself)")
-        const loop = yield* HostPath.resolve(root, "/self").pipe(
+        const loop = yield* HostPath.resolve(yield* HostPath.decodeRoot(root), "/self").pipe(
           Effect.catchReason("HostPathError", "SymlinkLoop", (reason, error) =>
             Effect.succeed(`${error.path}: ${reason.detail}`)
           )
         )
         assert.strictEqual(loop, `/self: ${root}/self leads back to itself`)
         const r = yield* HostPath.decodeRoot(root)
-        const refused = HostPath.checkPath(r, "relative")
+        const refused = HostPath.decodePath(r, "relative")
         // @ts-expect-error "Relative" is not a reason of HostPathError
         refused.pipe(Effect.catchReason("HostPathError", "Relative", () => Effect.void))
         const reason = yield* Effect.flip(refused).pipe(Effect.map((e) => e.reason))
@@ -307,8 +329,8 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         assert.strictEqual(r.path, `${root}/c`)
         assert.strictEqual(r.tableRoot, root)
         assert.strictEqual(r.mountInfo, `${root}/mi`)
-        assert.strictEqual(HostPath.tablePathOf(r, `${root}/c/x`), "/c/x")
-        assert.strictEqual(HostPath.fromTablePath(r, "/c/x"), `${root}/c/x`)
+        assert.strictEqual(Lexical.relative(r.tableRoot, `${root}/c/x`), "/c/x")
+        assert.strictEqual(Lexical.join(r.tableRoot, "/c/x"), `${root}/c/x`)
         const outside = yield* Effect.flip(HostPath.decodeRoot({ path: "/etc", tableRoot: root }))
         assert.strictEqual(outside.reason._tag, "OutsideTable")
       }).pipe(Effect.scoped)
@@ -324,7 +346,7 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
             "a/out": `${"../".repeat(8)}outside`
           })
           const r = yield* HostPath.decodeRoot(root)
-          const refused: ReadonlyArray<readonly [string, HostPath.HostPathErrorReason["_tag"]]> = [
+          const refused: ReadonlyArray<readonly [string, HostPath.HostPathError["reason"]["_tag"]]> = [
             ["", "InvalidPath"],
             ["/a\0b", "InvalidPath"],
             ["relative", "NotAbsolute"],
@@ -374,7 +396,7 @@ layer(NodeServices.layer)("HostPath.decodeRoot on /proc/<pid>/root", (it) => {
       assert.strictEqual(r.tableRoot, proc)
       assert.strictEqual(r.mountInfo, `/proc/${process.pid}/mountinfo`)
       assert.isFalse(r.isReal)
-      assert.strictEqual(HostPath.tablePathOf(r, `${proc}/tmp/x`), "/tmp/x")
+      assert.strictEqual(Lexical.relative(r.tableRoot, `${proc}/tmp/x`), "/tmp/x")
     })
   )
 })

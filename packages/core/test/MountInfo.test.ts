@@ -4,6 +4,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { FileName, MountInfo } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Logger, Schema } from "effect"
+import * as Escape from "#internal/mountinfo/escape.ts"
+import { propagatedUnmounts } from "#internal/mountinfo/propagation.ts"
 
 /** The reason of a malformed table's error, with its line, field and text. */
 const malformedReason = (e: MountInfo.MountInfoError): MountInfo.Malformed => {
@@ -548,7 +550,7 @@ describe("MountInfo.parse, peers' cases", () => {
   )
 })
 
-describe("MountInfo.unescapeField", () => {
+describe("Escape.unescapeField", () => {
   // moby/sys's unescape vectors, with this module's answer: a backslash that
   // starts no escape of a byte is no mountinfo text (undefined), and an escape
   // is a byte, decoded as FileName decodes bytes.
@@ -579,7 +581,7 @@ describe("MountInfo.unescapeField", () => {
     ["Это\\040комон\\040какой-то", "Это комон какой-то"]
   ]
   it("decodes escapes as bytes and refuses what is no escape", () => {
-    for (const [input, output] of cases) assert.strictEqual(MountInfo.unescapeField(input), output, input)
+    for (const [input, output] of cases) assert.strictEqual(Escape.unescapeField(input), output, input)
   })
 
   it.effect("an escaped byte >= 0x80 names the same file as the byte read raw", () =>
@@ -593,7 +595,7 @@ describe("MountInfo.unescapeField", () => {
   )
 
   it("escapeField escapes what the kernel escapes, and a CR", () => {
-    assert.strictEqual(MountInfo.escapeField("a b\tc\nd\\e\rf#-"), "a\\040b\\011c\\012d\\134e\\015f#-")
+    assert.strictEqual(Escape.escapeField("a b\tc\nd\\e\rf#-"), "a\\040b\\011c\\012d\\134e\\015f#-")
   })
 })
 
@@ -772,9 +774,9 @@ const peers = [
   ""
 ].join("\n")
 
-describe("MountInfo.propagatedUnmounts", () => {
+describe("propagatedUnmounts", () => {
   const taken = (table: MountInfo.MountTable, targets: ReadonlyArray<number>) =>
-    MountInfo.propagatedUnmounts(table, targets).map((p) => [p.entry.id, p.cognateOf])
+    propagatedUnmounts(table, targets).map((p) => [p.entry.id, p.cognateOf])
 
   it.effect("what the kernel detached with each pod volume, as the table before it showed them", () =>
     Effect.gen(function* () {

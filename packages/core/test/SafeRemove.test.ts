@@ -1,6 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { MountInfo, SafeRemove } from "@hostnode/core"
+import { MountInfo, type SafeRemove } from "@hostnode/core"
 import { Effect } from "effect"
+import { blockers, indexTable } from "#internal/safeRemove/table.ts"
+import { merge } from "#internal/safeRemove/walk.ts"
 
 // Builds a table from short lines: "id parent major:minor root mountPoint fsType".
 const table = (lines: ReadonlyArray<string>) =>
@@ -14,7 +16,7 @@ const table = (lines: ReadonlyArray<string>) =>
   )
 
 const blockedBy = (t: MountInfo.MountTable, path: string) =>
-  SafeRemove.blockers(SafeRemove.indexTable(t), path).map((b) => [b.reason, b.entry.mountPoint, b.at])
+  blockers(indexTable(t), path).map((b) => [b.reason, b.entry.mountPoint, b.at])
 
 const host = [
   "1 0 8:1 / / ext4",
@@ -112,11 +114,11 @@ describe("SafeRemove.blockers (what in the mount table keeps a path)", () => {
       const lines = ["1 0 8:1 / / ext4"]
       for (let i = 0; i < 20_000; i++) lines.push(`${i + 2} 1 8:1 /var/lib/kubelet /var/lib/kubelet ext4`)
       lines.push("20002 1 0:50 / /var/lib/kubelet/pods/p7/volumes/v tmpfs")
-      const index = SafeRemove.indexTable(yield* table(lines))
+      const index = indexTable(yield* table(lines))
       const blocked: Array<string> = []
       for (let p = 0; p < 200; p++) {
         const path = `/var/lib/kubelet/pods/p${p}`
-        if (SafeRemove.blockers(index, path).length > 0) blocked.push(path)
+        if (blockers(index, path).length > 0) blocked.push(path)
       }
       assert.deepStrictEqual(blocked, ["/var/lib/kubelet/pods/p7"])
     })
@@ -127,7 +129,7 @@ describe("SafeRemove reports", () => {
   it("merge keeps order", () => {
     const k: SafeRemove.Kept = { path: "/r/x", reason: "MountBelow", mountPoint: "/r/x", detail: "d" }
     assert.deepStrictEqual(
-      SafeRemove.merge(
+      merge(
         { removed: ["/a"], kept: [], removedCount: 1, keptCount: 0 },
         { removed: ["/b"], kept: [k], removedCount: 1, keptCount: 1 }
       ),

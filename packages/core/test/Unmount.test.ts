@@ -5,9 +5,11 @@
  * paths share names such as `a` and `ab` (so a boundary slip shows).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { HostPath, type MountInfo, Unmount } from "@hostnode/core"
+import { type MountInfo, Unmount } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { FaultyMounter, MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Schema } from "effect"
+import { plan } from "#internal/unmount/plan.ts"
 
 const Segment = Schema.Literals(["a", "ab", "b", "kubelet", "pods"])
 const PathSegments = Schema.Array(Segment).check(Schema.isMaxLength(4))
@@ -18,7 +20,7 @@ const reference = (table: MountInfo.MountTable, prefixes: ReadonlyArray<string>,
     .map((e, i) => ({ e, i }))
     .filter(({ e }) => {
       if (strict && prefixes.includes(e.mountPoint)) return false
-      return prefixes.some((p) => Unmount.covers(p, e.mountPoint))
+      return prefixes.some((p) => Lexical.covers(p, e.mountPoint))
     })
     .sort((x, y) => {
       const depth = (p: string) => (p === "/" ? 0 : p.split("/").length - 1)
@@ -65,9 +67,9 @@ describe("Unmount.plan", () => {
           source: "tmpfs",
           superOptions: "rw"
         }))
-        const ps = [...new Set(prefixes.map(toPath).map(HostPath.clean))]
+        const ps = [...new Set(prefixes.map(toPath).map(Lexical.clean))]
         assert.deepStrictEqual(
-          Unmount.plan(table, ps, strict).map((e) => e.id),
+          plan(table, ps, strict).map((e) => e.id),
           reference(table, ps, strict).map((e) => e.id)
         )
       }),
@@ -94,13 +96,13 @@ describe("Unmount.plan on a stack", () => {
     const table = [at(1, 1, "/"), at(50, 1, "/k/v"), at(40, 50, "/k/v"), at(60, 40, "/k/v"), at(30, 60, "/k/v")]
     const withChild = [...table, at(45, 30, "/k/v/w")]
     assert.deepStrictEqual(
-      Unmount.plan(withChild, ["/k"], false).map((e) => e.id),
+      plan(withChild, ["/k"], false).map((e) => e.id),
       [45, 30, 60, 40, 50]
     )
     // A table whose parents loop still plans every entry, once.
     const looped = [at(1, 1, "/"), at(7, 8, "/k/x"), at(8, 7, "/k/x")]
     assert.sameMembers(
-      Unmount.plan(looped, ["/k"], false).map((e) => e.id),
+      plan(looped, ["/k"], false).map((e) => e.id),
       [7, 8]
     )
   })

@@ -13,7 +13,8 @@
  * test prints its totals on stderr.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { HostCommand, HostPath, MountInfo, Repave, type SafeRemove, Unmount } from "@hostnode/core"
+import { HostCommand, MountInfo, Repave, type SafeRemove, Unmount } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Gate, MountFixture } from "@hostnode/test"
 import { RepaveConformance } from "@hostnode/test/conformance"
 import { Effect, FileSystem } from "effect"
@@ -104,7 +105,7 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
             kept += report.kept.length
             assert.strictEqual(d, 0, `run ${i}: the sentinel changed`)
             yield* keptExist(report.kept)
-            for (const p of report.removed) assert.isTrue(HostPath.isWithin(root, p), `removed ${p}`)
+            for (const p of report.removed) assert.isTrue(Lexical.isWithin(root, p), `removed ${p}`)
             // The writer is stopped: clearing what is left cannot race.
             yield* fs.remove(`${root}/var`, { recursive: true, force: true }).pipe(Effect.orDie)
           }
@@ -251,7 +252,7 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
               yield* fs.rename(`${pod}/evil`, `${pod}/volumes`).pipe(Effect.orDie)
               yield* fs.rename(`${pod}/evil2`, `${pod}/evil`).pipe(Effect.orDie)
             }
-            const left = (yield* MountInfo.read()).filter((e) => HostPath.isWithin(pod, HostPath.clean(e.mountPoint)))
+            const left = (yield* MountInfo.read()).filter((e) => Lexical.isWithin(pod, Lexical.clean(e.mountPoint)))
             for (const e of left.reverse())
               yield* HostCommand.run("umount", ["-l", "--", e.mountPoint]).pipe(Effect.ignore)
             yield* fs.remove(pod, { recursive: true, force: true }).pipe(Effect.orDie)

@@ -100,8 +100,8 @@ for (const [name, directories] of [
             ["/a/x", "//", "//", "/a/x", "/a", "/a/x", "!NotFound", "!SymbolicLink"]
           )
           const hostRoot = yield* HostPath.decodeRoot(rootPath)
-          assert.strictEqual(yield* HostPath.resolve(hostRoot.path, "/proc/self/root/a/x"), `${rootPath}/a/x`)
-          assert.strictEqual(yield* HostPath.resolve(hostRoot.path, `/proc/${process.pid}/root`), rootPath)
+          assert.strictEqual(yield* HostPath.resolve(hostRoot, "/proc/self/root/a/x"), `${rootPath}/a/x`)
+          assert.strictEqual(yield* HostPath.resolve(hostRoot, `/proc/${process.pid}/root`), rootPath)
           assert.strictEqual(
             (yield* Effect.flip(HostPath.decodePath(hostRoot, "/proc/self/root/"))).reason._tag,
             "IsHostRoot"

@@ -128,7 +128,7 @@ export {
    * dry run's file system serves: the mount at the target goes, with every
    * mount below it (what a lazy detach does) and the copies the kernel
    * detaches by propagation (on the peers and slaves of its parent, named by
-   * `shared:N` and `master:N` in the table: `MountInfo.propagatedUnmounts`),
+   * `shared:N` and `master:N` in the table: `Programs.propagatedUnmounts`),
    * each recorded as `detach by propagation (mount N, a copy of mount M)` on
    * its mount point. Each target is verified first with the very
    * verification the real mounters run (`Mounter.verify`, since 0.4.0; a

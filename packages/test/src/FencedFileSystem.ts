@@ -19,7 +19,8 @@
  *
  * @since 0.1.0
  */
-import { HostPath } from "@hostnode/core"
+
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Sink } from "effect"
 
 /**
@@ -76,7 +77,7 @@ export const make: (
       if (!path.startsWith("/")) return yield* violation(method, path, "not an absolute path")
       if (hasDotComponent(path)) return yield* violation(method, path, "has a . or .. component")
       const parent = yield* resolveExisting(dirname(path))
-      if (!fences.some((f) => HostPath.isWithin(f, parent))) {
+      if (!fences.some((f) => Lexical.isWithin(f, parent))) {
         return yield* violation(method, path, `its directory resolves to ${parent}`)
       }
     })

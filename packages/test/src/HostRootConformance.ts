@@ -33,6 +33,7 @@ import {
   Snapshot,
   Unmount
 } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 import * as Fence from "./FencedFileSystem.ts"
 import { peerTree } from "./internal/peerTree.ts"
@@ -221,7 +222,7 @@ export const fencedMounter = (allowed: string) =>
   Effect.map(Effect.service(Mounter.Mounter), (inner) =>
     Mounter.Mounter.of({
       unmount: (root, targets, options) =>
-        targets.every((t) => HostPath.isWithin(allowed, HostPath.clean(t.path)))
+        targets.every((t) => Lexical.isWithin(allowed, Lexical.clean(t.path)))
           ? inner.unmount(root, targets, options)
           : Effect.die(new Fence.FenceViolation(`unmount outside ${allowed}: ${targets.map((t) => t.path).join(", ")}`))
     })
@@ -241,7 +242,7 @@ export const isInputError = (e: { readonly _tag: string; readonly reason?: unkno
     ["InvalidPath", "PathOutsideRoot"].includes(String((e.reason as { readonly _tag?: unknown } | undefined)?._tag)))
 
 const mountsIn = (table: MountInfo.MountTable, dir: string) =>
-  table.filter((e) => HostPath.isWithin(dir, HostPath.clean(e.mountPoint)))
+  table.filter((e) => Lexical.isWithin(dir, Lexical.clean(e.mountPoint)))
 
 /**
  * Registers the suite under `name`. `hostLayer` provides the `FileSystem`,
@@ -293,7 +294,7 @@ export const suite = (
         const inside = (k: string) => isUnder(rel(canonical ?? "/nowhere"), k) || isUnder("snapshots", k)
         assert.deepStrictEqual(differences(treeBefore, treeAfter, inside), [], `${what}: changed outside the root`)
         const outsideIds = (t: MountInfo.MountTable) =>
-          t.filter((e) => !HostPath.isWithin(canonical ?? "/nowhere", HostPath.clean(e.mountPoint))).map((e) => e.id)
+          t.filter((e) => !Lexical.isWithin(canonical ?? "/nowhere", Lexical.clean(e.mountPoint))).map((e) => e.id)
         assert.deepStrictEqual(outsideIds(mountsAfter), outsideIds(mountsBefore), `${what}: unmounted outside the root`)
         return result._tag
       }).pipe(Effect.scoped)
@@ -392,9 +393,9 @@ export const suite = (
           const root = yield* HostPath.decodeRoot(vroot)
           assert.strictEqual(root.path, vroot)
           const at = (path: string, options?: HostPath.ResolveOptions) =>
-            HostPath.resolve(root.path, path, options).pipe(
+            HostPath.resolve(root, path, options).pipe(
               Effect.map((full) => {
-                const rel = HostPath.relative(root.path, full)
+                const rel = Lexical.relative(root.path, full)
                 assert.isDefined(rel, `${JSON.stringify(path)} resolved outside the root: ${full}`)
                 return rel ?? full
               }),

@@ -19,6 +19,7 @@
  * @since 0.2.0
  */
 import { Deadline, Directory, FileName } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
 import { type ErrnoCode, errnoTable } from "./internal/errno.ts"
 import { admit, complete } from "./internal/journal.ts"
@@ -57,7 +58,7 @@ export const mountOf = (h: MemoryHandle): MemoryFileSystem.Mount => h.mount ?? h
 export const frameOf = (h: Directory.Handle): MemoryHandle | undefined =>
   typeof (h as Partial<MemoryHandle>).frame === "object" ? (h as MemoryHandle) : undefined
 
-const childFull = Directory.childPath
+const childFull = Programs.childPath
 
 class Refused {
   readonly code: ErrnoCode
@@ -207,7 +208,7 @@ export const make = (state: HostState): Directory.Directories => {
             const known = (errnoTable as Record<string, readonly [number, string] | undefined>)[code]
             return Effect.fail(
               new Directory.DirectoryError({
-                reason: Directory.reasonOf(code, known?.[1] ?? code),
+                reason: Directory.SystemError.fromErrno(code, known?.[1] ?? code),
                 operation: kind,
                 path
               })
@@ -245,7 +246,7 @@ export const make = (state: HostState): Directory.Directories => {
     })
 
   const key = (name: Uint8Array): string | Refused => {
-    const problem = Directory.nameProblem(name)
+    const problem = Programs.nameProblem(name)
     return problem === undefined ? FileName.decode(name) : no(problem)
   }
 
@@ -309,7 +310,8 @@ export const make = (state: HostState): Directory.Directories => {
           options?.sameMount === true && h.frame.mount !== m.frame.mount
             ? Effect.fail(
                 new Directory.DirectoryError({
-                  reason: new Directory.OtherMount({
+                  reason: new Directory.SystemError({
+                    _tag: "OtherMount",
                     detail: `the root of mount ${h.frame.mount.id}, not of mount ${m.frame.mount.id} it is in`
                   }),
                   operation: "openat",
@@ -741,7 +743,10 @@ export const make = (state: HostState): Directory.Directories => {
             ? Effect.succeed(fileOf(opened.node, opened.path, opened, opened.mount ?? m.frame.mount))
             : Effect.fail(
                 new Directory.DirectoryError({
-                  reason: new Directory.WrongType({ detail: `a ${opened.node.type}, not a regular file` }),
+                  reason: new Directory.SystemError({
+                    _tag: "WrongType",
+                    detail: `a ${opened.node.type}, not a regular file`
+                  }),
                   operation: "openat",
                   path: opened.path
                 })

@@ -14,8 +14,9 @@
  *
  * @since 0.1.0
  */
-import { Directory, FileName, Mounter } from "@hostnode/core"
+import { type Directory, FileName, Mounter } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
+import { Lexical } from "@hostnode/core/Programs"
 import { Clock, Effect, Schema } from "effect"
 import { Errno, type ErrnoCode, errnoTable } from "./internal/errno.ts"
 import { admit, complete } from "./internal/journal.ts"
@@ -178,7 +179,7 @@ const verifyAndUnmount = (
   lazy: boolean
 ): Effect.Effect<Mounter.UnmountResult> =>
   Effect.gen(function* () {
-    const rel = Mounter.below(root.path, target.path)
+    const rel = Lexical.below(root.path, target.path)
     if (rel === undefined) {
       return {
         _tag: "Unverified",
@@ -189,7 +190,7 @@ const verifyAndUnmount = (
     }
     const v = yield* dirs.run(
       Programs.verifyMount<Directory.Handle>(root, {
-        components: Directory.components(FileName.encode(rel)),
+        components: Programs.components(FileName.encode(rel)),
         mountId: target.mountId
       })
     )

@@ -10,7 +10,8 @@
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
-import { Directory, Mounter, MountInfo } from "@hostnode/core"
+import { Directory, Mounter, type MountInfo } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer } from "effect"
 import { omitting } from "./internal/omitting.ts"
 import { MountFixture } from "./MountFixture.ts"
@@ -280,7 +281,7 @@ export const suite = (
           ])
           // The table says so too: the copies were peers (shared:N) and slaves (master:N) of the detached mounts.
           const v1 = before.find((e) => e.mountPoint === `${box}/kubelet/p/v1`)
-          const copies = MountInfo.propagatedUnmounts(before, v1 === undefined ? [] : [v1.id])
+          const copies = Programs.propagatedUnmounts(before, v1 === undefined ? [] : [v1.id])
           assert.deepStrictEqual(copies.map((c) => c.entry.mountPoint.slice(box.length)).sort(), [
             "/disk/kubelet/p/v1",
             "/disk/kubelet/p/v1/inner",

@@ -11,7 +11,8 @@
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
-import { type Directory, HostPath, type Mounter, type MountInfo, Unmount } from "@hostnode/core"
+import { type Directory, type Mounter, type MountInfo, Unmount } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer } from "effect"
 import * as FaultyMounter from "./FaultyMounter.ts"
 import { MountFixture } from "./MountFixture.ts"
@@ -80,7 +81,7 @@ export const buildLayout = Effect.gen(function* () {
 })
 
 const under = (table: MountInfo.MountTable, prefix: string) =>
-  table.filter((e) => Unmount.covers(prefix, HostPath.clean(e.mountPoint)))
+  table.filter((e) => Lexical.covers(prefix, Lexical.clean(e.mountPoint)))
 
 const ids = (table: MountInfo.MountTable) => table.map((e) => e.id).sort((a, b) => a - b)
 
@@ -112,7 +113,7 @@ export const suite = (
         const fs = yield* FileSystem.FileSystem
         const l = yield* buildLayout
         const before = yield* fx.table
-        const others = before.filter((e) => !Unmount.covers(l.kubelet, HostPath.clean(e.mountPoint)))
+        const others = before.filter((e) => !Lexical.covers(l.kubelet, Lexical.clean(e.mountPoint)))
         yield* Unmount.unmountBelow([l.kubelet], { mountInfo: fx.mountInfo })
         const after = yield* fx.table
         assert.deepStrictEqual(under(after, l.kubelet), [])
@@ -138,7 +139,7 @@ export const suite = (
         const fx = yield* MountFixture
         const l = yield* buildLayout
         const before = yield* fx.table
-        const own = before.filter((e) => HostPath.clean(e.mountPoint) === l.kubelet)
+        const own = before.filter((e) => Lexical.clean(e.mountPoint) === l.kubelet)
         assert.strictEqual(own.length, 1)
         yield* Unmount.unmountStrictlyBelow([`${l.kubelet}/`], { mountInfo: fx.mountInfo })
         const after = yield* fx.table
@@ -220,7 +221,7 @@ export const suite = (
         const filler = `${sandbox}/filler`
         yield* fs.makeDirectory(stack, { recursive: true }).pipe(Effect.orDie)
         yield* fs.makeDirectory(filler).pipe(Effect.orDie)
-        const stacked = Effect.map(fx.table, (t) => t.filter((e) => HostPath.clean(e.mountPoint) === stack))
+        const stacked = Effect.map(fx.table, (t) => t.filter((e) => Lexical.clean(e.mountPoint) === stack))
         // The kernel gives a new mount the lowest free id: the filler's, freed, goes to the top of the
         // stack. On a real host another process may take it first; then the stack is cleared and made again.
         let lower = false

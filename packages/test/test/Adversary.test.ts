@@ -10,7 +10,7 @@
  * path reported kept is there.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Repave, SafeRemove } from "@hostnode/core"
+import { Repave, type SafeRemove } from "@hostnode/core"
 import { MemoryAdversary, MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem } from "effect"
 
@@ -68,7 +68,12 @@ const operations = {
               removedCount: r.failure.removed.length,
               keptCount: r.failure.kept.length
             }
-          : SafeRemove.keptOnly([{ path: "/", reason: "Failed", detail: r.failure.message }])
+          : {
+              removed: [],
+              kept: [{ path: "/", reason: "Failed" as const, detail: r.failure.message }],
+              removedCount: 0,
+              keptCount: 1
+            }
   )
 }
 

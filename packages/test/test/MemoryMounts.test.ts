@@ -6,7 +6,8 @@
  * prefixes and random persistent unmount failures.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Directory, HostPath, Mounter, MountInfo, Unmount } from "@hostnode/core"
+import { Directory, Mounter, MountInfo, Unmount } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Layer, Schema, Stream } from "effect"
 import { ChildProcess } from "effect/process"
@@ -17,7 +18,7 @@ const PrefixCandidates = ["/w", ...Dirs, "/w/a/", "/w/e//"] as const
 
 /** The prefixes cleaned, duplicates dropped, order kept: what the operations match the table against. */
 const normalizePrefixes = (prefixes: ReadonlyArray<string>): ReadonlyArray<string> => [
-  ...new Set(prefixes.map(HostPath.clean))
+  ...new Set(prefixes.map(Lexical.clean))
 ]
 
 const index = (n: number) => Schema.Literals(Array.from({ length: n }, (_, i) => i) as [number, ...Array<number>])
@@ -46,7 +47,7 @@ const buildForest = (ops: ReadonlyArray<typeof Op.Type>) =>
     for (const op of ops.slice(0, 10)) {
       const target = Dirs[op.target]!
       const table = yield* host.mountTable
-      if (table.some((e) => e.mountPoint !== target && Unmount.covers(target, e.mountPoint))) continue
+      if (table.some((e) => e.mountPoint !== target && Lexical.covers(target, e.mountPoint))) continue
       yield* fs.makeDirectory(target, { recursive: true }).pipe(Effect.orDie)
       for (let i = 0; i <= op.times; i++) {
         if (op.kind === "tmpfs") yield* host.tmpfs(target).pipe(Effect.orDie)
@@ -81,7 +82,7 @@ const recording = (removed: Array<number>) =>
 
 const ids = (t: MountInfo.MountTable) => t.map((e) => e.id).sort((a, b) => a - b)
 const coveredBy = (prefixes: ReadonlyArray<string>, e: MountInfo.MountEntry) =>
-  prefixes.some((p) => Unmount.covers(p, HostPath.clean(e.mountPoint)))
+  prefixes.some((p) => Lexical.covers(p, Lexical.clean(e.mountPoint)))
 
 /** Mounts detached along with `gone` (their ancestors by parent id), computed from the table alone. */
 const withDescendants = (table: MountInfo.MountTable, gone: ReadonlySet<number>): Set<number> => {
@@ -108,12 +109,12 @@ const assertTopmostFirst = (
   for (const id of removed) {
     const e = selected.find((x) => x.id === id)
     assert.isDefined(e, `mount ${id} was not selected`)
-    const mp = HostPath.clean((e as MountInfo.MountEntry).mountPoint)
+    const mp = Lexical.clean((e as MountInfo.MountEntry).mountPoint)
     for (const f of selected) {
       if (f.id === id || !still.has(f.id)) continue
-      const fp = HostPath.clean(f.mountPoint)
+      const fp = Lexical.clean(f.mountPoint)
       assert.isFalse(
-        fp !== mp && Unmount.covers(fp, mp),
+        fp !== mp && Lexical.covers(fp, mp),
         `${mp} (mount ${id}) was detached while ${fp} was mounted above it`
       )
     }
@@ -307,7 +308,7 @@ describe("MemoryHost mounts", () => {
         const host = yield* MemoryHost.MemoryHost
         const before = yield* buildForest(ops)
         const prefixes = normalizePrefixes(prefixIx.map((i) => PrefixCandidates[i]!))
-        const own = (e: MountInfo.MountEntry) => prefixes.includes(HostPath.clean(e.mountPoint))
+        const own = (e: MountInfo.MountEntry) => prefixes.includes(Lexical.clean(e.mountPoint))
         const selected = before.filter((e) => coveredBy(prefixes, e) && !own(e))
         const removed: Array<number> = []
         yield* Unmount.unmountStrictlyBelow(prefixIx.map((i) => PrefixCandidates[i]!)).pipe(
@@ -343,7 +344,7 @@ describe("MemoryHost mounts", () => {
         const remaining = selected.filter((e) => !gone.has(e.id))
         // Failures are keyed by each prefix exactly as it was given.
         const given = [...new Set(prefixIx.map((i) => PrefixCandidates[i]!))]
-        const expected = given.filter((p) => remaining.some((e) => Unmount.covers(HostPath.clean(p), e.mountPoint)))
+        const expected = given.filter((p) => remaining.some((e) => Lexical.covers(Lexical.clean(p), e.mountPoint)))
         const result = yield* Unmount.unmountBelowByPrefix(prefixIx.map((i) => PrefixCandidates[i]!))
         assert.deepStrictEqual([...result.failures.keys()].sort(), [...expected].sort())
         for (const [p, error] of result.failures) {
@@ -351,7 +352,7 @@ describe("MemoryHost mounts", () => {
           if (error.reason._tag !== "MountsRemain") continue
           assert.deepStrictEqual(
             error.reason.remaining.map((m) => m.mountId).sort((a, b) => a - b),
-            ids(remaining.filter((e) => Unmount.covers(HostPath.clean(p), e.mountPoint)))
+            ids(remaining.filter((e) => Lexical.covers(Lexical.clean(p), e.mountPoint)))
           )
           assert.isTrue(
             error.reason.remaining.every((m) => m.errno === "EBUSY"),

@@ -54,7 +54,8 @@ export const decode = Effect.gen(function* () {
   const root = yield* HostRoot
   if (Option.isSome(root)) {
     return yield* new HostPath.HostPathError({
-      reason: new HostPath.InvalidPath({
+      reason: new HostPath.Refused({
+        _tag: "InvalidPath",
         detail: `--host-root ${JSON.stringify(root.value)} cannot be given with --container: the container's root is its own; leave --host-root out`
       }),
       root: root.value

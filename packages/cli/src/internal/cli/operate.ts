@@ -258,7 +258,8 @@ const rootGiven = Effect.gen(function* () {
   if (Option.isNone(root) || root.value !== "") return
   return yield* Effect.fail(
     new HostPath.HostPathError({
-      reason: new HostPath.InvalidPath({
+      reason: new HostPath.Refused({
+        _tag: "InvalidPath",
         detail:
           "--host-root is empty (an unset variable?): give the directory that is the host's /, or leave the flag out for the real host"
       }),

@@ -3,12 +3,13 @@
  * `MAXSYMLINKS`, what one component may be, a path's components as bytes,
  * and a child's path in the lossless string form.
  *
- * Internal: `Directory` re-exports all of it; the derived resolution and the
- * implementations check names with it.
+ * Internal: the derived resolution checks names with it; `Programs` exports
+ * what the implementations check names with.
  *
  * @since 0.3.0
  */
 import * as FileName from "../../FileName.ts"
+import * as FileNames from "../fileName.ts"
 
 /** Linux follows at most 40 links in one resolution (MAXSYMLINKS). */
 export const MaxSymlinks = 40
@@ -21,7 +22,7 @@ export const NameMax = 255
 
 /** Why `name` cannot be one component of a directory, as the kernel says it, or `undefined` when it can. */
 export const nameProblem = (name: FileName.Bytes): "ENAMETOOLONG" | "EINVAL" | undefined =>
-  name.length > NameMax ? "ENAMETOOLONG" : FileName.isComponent(name) ? undefined : "EINVAL"
+  name.length > NameMax ? "ENAMETOOLONG" : FileNames.isComponent(name) ? undefined : "EINVAL"
 
 const slash = 0x2f
 const dot = 0x2e

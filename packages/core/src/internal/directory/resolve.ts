@@ -23,20 +23,11 @@ import type {
   ResolveOptions,
   Stat
 } from "../../Directory.ts"
+import { type DirectoryError, SystemError } from "../../DirectoryError.ts"
 import * as FileName from "../../FileName.ts"
 import { run as runProgram } from "../programs/effect.ts"
 import * as programs from "../programs/removeTree.ts"
-import {
-  CrossDevice,
-  type DirectoryError,
-  fail,
-  InvalidName,
-  NotADirectory,
-  NotFound,
-  Other,
-  SymbolicLink,
-  TooManyLinks
-} from "./errors.ts"
+import { fail } from "./errors.ts"
 import {
   childPath,
   components,
@@ -61,7 +52,8 @@ const pathProblem = (
   bytes: FileName.Bytes,
   names: ReadonlyArray<FileName.Bytes>
 ): DirectoryError | undefined => {
-  const invalid = (errno: string, detail: string) => fail(new InvalidName({ errno, detail }), "resolve", path)
+  const invalid = (errno: string, detail: string) =>
+    fail(new SystemError({ _tag: "InvalidName", errno, detail }), "resolve", path)
   if (bytes.includes(0)) return invalid("EINVAL", "the path contains a NUL byte")
   if (bytes.length >= PathMax) return invalid("ENAMETOOLONG", `the path is ${bytes.length} bytes, ${PathMax} or more`)
   const long = names.find((c) => c.length > NameMax)
@@ -70,7 +62,7 @@ const pathProblem = (
 }
 
 const notADirectory = (path: string) =>
-  fail(new NotADirectory({ errno: "ENOTDIR", detail: "not a directory" }), "resolve", path)
+  fail(new SystemError({ _tag: "NotADirectory", errno: "ENOTDIR", detail: "not a directory" }), "resolve", path)
 
 /**
  * The walk: one component at a time from the handle before it, every
@@ -122,18 +114,23 @@ const walk = (
       if (st.success.type === "SymbolicLink") {
         const at = childPath(here.path, c)
         if (noSymlinks) {
-          return yield* fail(new SymbolicLink({ errno: "ELOOP", detail: "a link where none may be" }), "resolve", at)
+          return yield* fail(
+            new SystemError({ _tag: "SymbolicLink", errno: "ELOOP", detail: "a link where none may be" }),
+            "resolve",
+            at
+          )
         }
         links++
         if (links > MaxSymlinks) {
           return yield* fail(
-            new TooManyLinks({ errno: "ELOOP", detail: `more than ${MaxSymlinks} links` }),
+            new SystemError({ _tag: "TooManyLinks", errno: "ELOOP", detail: `more than ${MaxSymlinks} links` }),
             "resolve",
             at
           )
         }
         const target = yield* p.readLink(here.handle, c)
-        if (target.length === 0) return yield* fail(new NotFound({ detail: "an empty link" }), "resolve", at)
+        if (target.length === 0)
+          return yield* fail(new SystemError({ _tag: "NotFound", detail: "an empty link" }), "resolve", at)
         // A link that ends the path and whose target ends in a slash: what it leads to must be a directory.
         if (last && endsInSlash(target)) mustDir = true
         if (isAbsolute(target)) stack.length = 1
@@ -243,7 +240,11 @@ const openBeneathWith =
       for (const [i, name] of names.entries()) {
         if (isDot(name) || isDotDot(name)) {
           return yield* fail(
-            new CrossDevice({ errno: "EXDEV", detail: "`.` or `..` in a path resolved beneath its root" }),
+            new SystemError({
+              _tag: "CrossDevice",
+              errno: "EXDEV",
+              detail: "`.` or `..` in a path resolved beneath its root"
+            }),
             "openat2",
             path(i + 1)
           )
@@ -252,13 +253,17 @@ const openBeneathWith =
         identity = yield* identify(next)
         if (identity.type === "SymbolicLink") {
           return yield* fail(
-            new SymbolicLink({ errno: "ELOOP", detail: "a symbolic link on the way" }),
+            new SystemError({ _tag: "SymbolicLink", errno: "ELOOP", detail: "a symbolic link on the way" }),
             "openat2",
             path(i + 1)
           )
         }
         if (i < names.length - 1 && identity.type !== "Directory") {
-          return yield* fail(new NotADirectory({ errno: "ENOTDIR", detail: "not a directory" }), "openat2", path(i + 1))
+          return yield* fail(
+            new SystemError({ _tag: "NotADirectory", errno: "ENOTDIR", detail: "not a directory" }),
+            "openat2",
+            path(i + 1)
+          )
         }
         at = next
       }
@@ -382,7 +387,11 @@ const copyOne = (p: Primitives, from: File, c: CopyFile, buffer: Uint8Array) =>
       const n = yield* from.read(buffer.subarray(0, want), c.offset + at)
       if (n === 0) {
         return yield* fail(
-          new Other({ errno: "EIO", detail: `the source ends at ${c.offset + at}, before the file's ${c.size} bytes` }),
+          new SystemError({
+            _tag: "Other",
+            errno: "EIO",
+            detail: `the source ends at ${c.offset + at}, before the file's ${c.size} bytes`
+          }),
           "pread",
           childPath(c.dir.path, c.name)
         )

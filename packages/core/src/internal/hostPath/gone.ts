@@ -10,7 +10,8 @@
  */
 import { Effect } from "effect"
 import type { HostRoot } from "../../HostPath.ts"
-import { type HostPathError, refusal } from "./errors.ts"
+import type { HostPathError } from "../../HostPathError.ts"
+import { refusal } from "./errors.ts"
 
 /** `effect`, its failure replaced by the root's `Gone` when the root's process has exited. */
 export const whileThere = <A, E, R>(

@@ -3,8 +3,8 @@
  * path), components, joining below a root and back, and the `/`-boundary
  * tests. Nothing here looks at a tree.
  *
- * Internal: `HostPath` re-exports all of it; resolution and root decoding
- * build on it.
+ * Internal: resolution and root decoding build on it; `Programs.Lexical`
+ * exports it for layers and fixtures.
  *
  * @since 0.3.0
  */
@@ -85,3 +85,10 @@ export const relative = (root: string, full: string): string | undefined => {
 
 /** True when `full` is `root` itself or lies below it, on path boundaries. */
 export const isWithin = (root: string, full: string): boolean => relative(root, full) !== undefined
+
+/** Where `target` (a full path) is below `root` (a handle's full path), not cleaned: the components, or undefined outside. */
+export const below = (root: string, target: string): string | undefined => {
+  if (root === "/") return target
+  if (target === root) return "/"
+  return target.startsWith(`${root}/`) ? target.slice(root.length) : undefined
+}

@@ -12,16 +12,9 @@
 import { Effect, type FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import * as FileName from "../../FileName.ts"
+import { type HostPathError, Refused } from "../../HostPathError.ts"
 import { NameMax, PathMax } from "../directory/names.ts"
-import {
-  type HostPathError,
-  type HostPathErrorReason,
-  InvalidPath,
-  refusal,
-  SymlinkLoop,
-  TooManyLinks,
-  Unreadable
-} from "./errors.ts"
+import { refusal } from "./errors.ts"
 import { components, normalizeRoot, under } from "./lexical.ts"
 
 /** Linux follows at most 40 symbolic links in one resolution (MAXSYMLINKS). */
@@ -81,10 +74,10 @@ export const walk = (
   exact: boolean
 ): Effect.Effect<string, HostPathError> =>
   Effect.gen(function* () {
-    const refuse = (reason: HostPathErrorReason) => refusal(reason, root, path)
+    const refuse = (reason: HostPathError["reason"]) => refusal(reason, root, path)
     const base = normalizeRoot(root)
     if (path.includes("\0") || root.includes("\0")) {
-      return yield* refuse(new InvalidPath({ detail: "contains a NUL byte" }))
+      return yield* refuse(new Refused({ _tag: "InvalidPath", detail: "contains a NUL byte" }))
     }
     const current: Array<string> = []
     // What each component of `current` was when it was looked at.
@@ -92,12 +85,15 @@ export const walk = (
     let pending = components(path)
     const size = FileName.encode(path).length
     if (size >= PathMax) {
-      return yield* refuse(new InvalidPath({ detail: `the path is ${size} bytes, ${PathMax} or more (PATH_MAX)` }))
+      return yield* refuse(
+        new Refused({ _tag: "InvalidPath", detail: `the path is ${size} bytes, ${PathMax} or more (PATH_MAX)` })
+      )
     }
     const long = pending.find((c) => FileName.encode(c).length > NameMax)
     if (long !== undefined) {
       return yield* refuse(
-        new InvalidPath({
+        new Refused({
+          _tag: "InvalidPath",
           detail: `a component is ${FileName.encode(long).length} bytes, more than ${NameMax} (NAME_MAX)`
         })
       )
@@ -135,7 +131,7 @@ export const walk = (
           Effect.flatMap(missing(e), (m) =>
             m
               ? Effect.succeed("Missing" as const)
-              : Effect.fail(refuse(new Unreadable({ detail: `lstat ${candidate}: ${e.message}` })))
+              : Effect.fail(refuse(new Refused({ _tag: "Unreadable", detail: `lstat ${candidate}: ${e.message}` })))
           )
         )
       )
@@ -148,15 +144,20 @@ export const walk = (
         continue
       }
       const key = `${candidate}\0${rest.join("/")}`
-      if (seen.has(key)) return yield* refuse(new SymlinkLoop({ detail: `${candidate} leads back to itself` }))
+      if (seen.has(key))
+        return yield* refuse(new Refused({ _tag: "SymlinkLoop", detail: `${candidate} leads back to itself` }))
       seen.add(key)
       links++
       if (links > MaxSymlinks) {
-        return yield* refuse(new TooManyLinks({ detail: `more than ${MaxSymlinks} symbolic links` }))
+        return yield* refuse(new Refused({ _tag: "TooManyLinks", detail: `more than ${MaxSymlinks} symbolic links` }))
       }
       const target = yield* fs
         .readLink(candidate)
-        .pipe(Effect.mapError((e) => refuse(new Unreadable({ detail: `readlink ${candidate}: ${e.message}` }))))
+        .pipe(
+          Effect.mapError((e) =>
+            refuse(new Refused({ _tag: "Unreadable", detail: `readlink ${candidate}: ${e.message}` }))
+          )
+        )
       if (rest.length === 0 && target.endsWith("/")) mustDir = true
       if (target.startsWith("/")) {
         current.length = 0

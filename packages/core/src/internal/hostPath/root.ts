@@ -11,20 +11,10 @@
  */
 import { Effect, type FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
-import type { HostRoot, RootInput } from "../../HostPath.ts"
-import {
-  type HostPathError,
-  type HostPathErrorReason,
-  InvalidPath,
-  NotAbsolute,
-  NotADirectory,
-  NotFound,
-  OutsideTable,
-  refusal,
-  SymlinkLoop,
-  Unreadable
-} from "./errors.ts"
-import { clean, isWithin, relative } from "./lexical.ts"
+import type { DecodePathOptions, HostRoot, RootInput } from "../../HostPath.ts"
+import { type HostPathError, Refused } from "../../HostPathError.ts"
+import { refusal } from "./errors.ts"
+import { clean, isWithin, join, relative } from "./lexical.ts"
 import { outcome, walk } from "./resolve.ts"
 
 /** What marks a decoded `HostRoot`. */
@@ -37,13 +27,13 @@ export const DefaultMountInfo = "/proc/self/mountinfo"
 // resolve it as a link to `/` and lose the namespace.
 const procRoot = /^\/proc\/(\d+)\/root(?=\/|$)/
 
-const rootError = (given: string, reason: HostPathErrorReason) => refusal(reason, given)
+const rootError = (given: string, reason: HostPathError["reason"]) => refusal(reason, given)
 
 /** What is wrong with `path` as an absolute path, or `undefined`. */
-export const absoluteProblem = (path: string, what: string): HostPathErrorReason | undefined => {
-  if (path === "") return new InvalidPath({ detail: `${what} is empty` })
-  if (path.includes("\0")) return new InvalidPath({ detail: `${what} contains a NUL byte` })
-  if (!path.startsWith("/")) return new NotAbsolute({ detail: `${what} is not an absolute path` })
+export const absoluteProblem = (path: string, what: string): HostPathError["reason"] | undefined => {
+  if (path === "") return new Refused({ _tag: "InvalidPath", detail: `${what} is empty` })
+  if (path.includes("\0")) return new Refused({ _tag: "InvalidPath", detail: `${what} contains a NUL byte` })
+  if (!path.startsWith("/")) return new Refused({ _tag: "NotAbsolute", detail: `${what} is not an absolute path` })
   return undefined
 }
 
@@ -69,7 +59,8 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
     if (!isWithin(tableRoot, cleaned)) {
       return yield* rootError(
         given,
-        new OutsideTable({
+        new Refused({
+          _tag: "OutsideTable",
           detail: `the host root is not below the mount table's root ${tableRoot}${proc === null ? "" : ` (it is below ${proc[0]}, another mount namespace)`}`
         })
       )
@@ -81,8 +72,8 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
           rootError(
             given,
             o === "Missing"
-              ? new NotFound({ detail: `${what} does not exist` })
-              : new Unreadable({ detail: `${what}: ${e.message}` })
+              ? new Refused({ _tag: "NotFound", detail: `${what} does not exist` })
+              : new Refused({ _tag: "Unreadable", detail: `${what}: ${e.message}` })
           )
         )
       )
@@ -97,10 +88,10 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
                 given,
                 // realpath's ELOOP is a loop in the root's own links.
                 o === "Loop"
-                  ? new SymlinkLoop({ detail: `the host root's links never end: ${e.message}` })
+                  ? new Refused({ _tag: "SymlinkLoop", detail: `the host root's links never end: ${e.message}` })
                   : o === "Missing"
-                    ? new NotFound({ detail: "the host root does not exist" })
-                    : new Unreadable({ detail: `the host root: ${e.message}` })
+                    ? new Refused({ _tag: "NotFound", detail: "the host root does not exist" })
+                    : new Refused({ _tag: "Unreadable", detail: `the host root: ${e.message}` })
               )
             )
           )
@@ -113,7 +104,7 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
       if (tableInfo.type !== "Directory") {
         return yield* rootError(
           given,
-          new NotADirectory({ detail: `the mount table's root ${tableRoot} is not a directory` })
+          new Refused({ _tag: "NotADirectory", detail: `the mount table's root ${tableRoot} is not a directory` })
         )
       }
       path = yield* walk(fs, tableRoot, relative(tableRoot, cleaned) ?? "/", { followFinal: true }, true).pipe(
@@ -124,7 +115,7 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
     if (info.type !== "Directory") {
       return yield* rootError(
         given,
-        new NotADirectory({ detail: `the host root ${path} is a ${info.type}, not a directory` })
+        new Refused({ _tag: "NotADirectory", detail: `the host root ${path} is a ${info.type}, not a directory` })
       )
     }
     const mountInfo = typeof input === "string" ? undefined : input.mountInfo
@@ -144,3 +135,68 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
       ...(typeof input !== "string" && input.gone !== undefined ? { gone: input.gone } : {})
     } satisfies HostRoot
   })
+
+/**
+ * True when `u` is a decoded {@link HostRoot}.
+ */
+export const isHostRoot = (u: unknown): u is HostRoot => typeof u === "object" && u !== null && HostRootTypeId in u
+
+/**
+ * Host path `hostPath` (absolute) as a full path of this process, below `root`: lexical, for paths never followed.
+ */
+export const fullPath = (root: HostRoot, hostPath: string): string => join(root.path, hostPath)
+
+/**
+ * A full path of this process as a host path of `root`, or `undefined` when it lies outside the root.
+ */
+export const hostPathOf = (root: HostRoot, full: string): string | undefined => relative(root.path, full)
+
+/**
+ * A full path of this process as `root`'s mount table names it, or `undefined` when the table cannot name it.
+ */
+export const tablePathOf = (root: HostRoot, full: string): string | undefined => relative(root.tableRoot, full)
+
+/**
+ * A path of `root`'s mount table as a full path of this process.
+ */
+export const fromTablePath = (root: HostRoot, tablePath: string): string => join(root.tableRoot, tablePath)
+
+/**
+ * A host path that passed {@link checkPath}: as given, and checked.
+ */
+export interface Checked {
+  /** The path exactly as the caller gave it (not cleaned: `..` is resolved against what is there). */
+  readonly given: string
+  readonly path: string
+}
+
+/**
+ * Checks a host path given by a caller without looking at the tree: it must
+ * be non-empty, absolute and free of NUL bytes, and not `/` (unless
+ * `allowRoot`). What it resolves to is for the caller to find out, once,
+ * through directory handles (`Directory.resolve`).
+ */
+export const checkPath: (
+  root: HostRoot,
+  path: string,
+  options?: Pick<DecodePathOptions, "allowRoot" | "what">
+) => Effect.Effect<Checked, HostPathError> = Effect.fn("HostRoots.checkPath")(function* (
+  root: HostRoot,
+  path: string,
+  options?: Pick<DecodePathOptions, "allowRoot" | "what">
+) {
+  const what = options?.what ?? "path"
+  const problem = absoluteProblem(path, `the ${what}`)
+  if (problem !== undefined) return yield* refusal(problem, root.given, path)
+  if (clean(path) === "/" && !(options?.allowRoot ?? false)) {
+    return yield* refusal(
+      new Refused({
+        _tag: "IsHostRoot",
+        detail: `the ${what} is the host root itself; pass allowRoot to mean the whole host`
+      }),
+      root.given,
+      path
+    )
+  }
+  return { given: path, path }
+})

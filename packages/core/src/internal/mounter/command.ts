@@ -3,7 +3,7 @@
  * verified through the `Directories` in context, then `umount [-l] -c --
  * targets...` through the spawner in context, many targets per process, and
  * which went decided from the mount table. Also the reading of util-linux's
- * messages (`classify`, public as `Mounter.classifyUmount`), which
+ * messages (`classify`), which
  * `NodeMounter.layerIn`'s helper shares. Internal: the public constructor and
  * its guarantees are in `Mounter`.
  *
@@ -13,8 +13,9 @@ import { Effect, type FileSystem } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type * as Directory from "../../Directory.ts"
 import * as HostCommand from "../../HostCommand.ts"
-import * as Mounter from "../../Mounter.ts"
+import type * as Mounter from "../../Mounter.ts"
 import * as MountInfo from "../../MountInfo.ts"
+import { verifyTarget } from "./verify.ts"
 
 // util-linux umount's messages for the failures a teardown meets.
 export const classify = (text: string): { readonly errno: string; readonly message: string } => {
@@ -73,7 +74,7 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
     if (targets.length === 0) return []
     // A stack is verified at its top: the first target of each path, with the program every Mounter runs.
     const checked = new Map<string, Exclude<Mounter.UnmountResult, { readonly _tag: "Unmounted" }> | undefined>()
-    for (const t of targets) if (!checked.has(t.tablePath)) checked.set(t.tablePath, yield* Mounter.verify(root, t))
+    for (const t of targets) if (!checked.has(t.tablePath)) checked.set(t.tablePath, yield* verifyTarget(root, t))
     const verified = targets.filter((t) => checked.get(t.tablePath) === undefined).map((t) => t.tablePath)
     const before = yield* countNow
     const messages = new Map<string, string>()
@@ -111,7 +112,8 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
       return { _tag: "Failed", target: t.path, failure: { target: t.path, ...why } }
     })
   })
-  return Mounter.Mounter.of({
+  const mounter: Mounter.Mounter = {
     unmount: (root, targets, opts) => unmount(root, targets, opts).pipe(Effect.provide(context))
-  })
+  }
+  return mounter
 })

@@ -70,3 +70,29 @@ export const decodeEscapes = (s: string, lenient: boolean): string | undefined =
   }
   return high ? unescapeBytes(s) : out + s.slice(from)
 }
+
+/**
+ * Decodes the kernel's `\ooo` escapes. Returns `undefined` for a backslash that
+ * does not start a three-digit octal escape of a byte (`\000` to `\377`): the
+ * kernel escapes every backslash it writes in the fields it escapes, so a bare
+ * one means the text is not a mountinfo table. An escape stands for one byte of
+ * the name, so escapes of bytes >= 0x80 decode as {@link FileName.decode}
+ * decodes the bytes.
+ */
+export const unescapeField = (s: string): string | undefined => decodeEscapes(s, false)
+
+const needsEscape = /[ \t\n\r\\]/g
+const escapes: Readonly<Record<string, string>> = {
+  " ": "\\040",
+  "\t": "\\011",
+  "\n": "\\012",
+  "\r": "\\015",
+  "\\": "\\134"
+}
+
+/**
+ * Escapes a string field as the kernel does (space, tab, newline, backslash),
+ * and a carriage return too (`\015`), so that a CR at the end of the last
+ * field is not taken for part of a CRLF line end.
+ */
+export const escapeField = (s: string): string => s.replace(needsEscape, (ch) => escapes[ch] ?? ch)

@@ -1,8 +1,6 @@
 /**
- * Umount propagation, read off a mount table: which mounts the kernel
- * detaches along with a set of mounts a lazy unmount takes out. Pure: the
- * real unmount reads the table before and after and names what left this
- * way, the dry run predicts it with the same function.
+ * Which mounts the kernel detaches along with those a lazy unmount takes out,
+ * read off a mount table (pure; the dry run predicts with it).
  *
  * The kernel's rule (`propagate_umount`, as Linux 6.x applies it): for each
  * mount X taken out, on parent P, every mount that receives propagation from
@@ -12,9 +10,6 @@
  * something is mounted inside it (not on its root) that is not taken out as
  * well; a mount stacked on a cognate's root stays, moved down onto the
  * cognate's place. Checked against the kernel by the differential tests.
- *
- * Internal: `MountInfo.propagatedUnmounts` exports the prediction; `Unmount`
- * uses the cognates to name what left the table by propagation.
  *
  * @since 0.4.0
  */
@@ -175,6 +170,38 @@ export const subtrees = (table: MountTable, ids: Iterable<number>): Set<number> 
     if (out.has(id)) continue
     out.add(id)
     for (const c of index.children.get(id) ?? []) stack.push(c.id)
+  }
+  return out
+}
+
+/**
+ * A mount the kernel detaches by propagation (see {@link propagatedUnmounts}),
+ * and the detached mount it is a copy of.
+ */
+export interface PropagatedUnmount {
+  readonly entry: MountEntry
+  /** The id of the mount taken out whose detach propagated here (its cognate: the same place of the same file system). */
+  readonly cognateOf: number
+}
+
+/**
+ * The mounts of `table` the kernel detaches along with a lazy detach of each
+ * of `targets` (mount ids; each goes with every mount below it), by umount
+ * propagation, in table order. A mount on a shared mount (`shared:N`) has
+ * copies on that mount's peers and slaves (`master:N`, recursively) wherever
+ * they are in the namespace, another view of a data disk outside the host
+ * root included; detaching it detaches each copy too, unless something not
+ * detached is mounted inside the copy (a mount stacked on the copy's root
+ * stays, moved onto the copy's place). This is how a dry run predicts them
+ * and how an unmount names what left the table this way; the rule was
+ * checked against Linux 6.x by the differential tests.
+ */
+export const propagatedUnmounts = (table: MountTable, targets: Iterable<number>): ReadonlyArray<PropagatedUnmount> => {
+  const taken = propagated(table, subtrees(table, targets))
+  const out: Array<PropagatedUnmount> = []
+  for (const entry of table) {
+    const of = taken.get(entry.id)
+    if (of !== undefined) out.push({ entry, cognateOf: of })
   }
   return out
 }

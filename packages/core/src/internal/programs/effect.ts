@@ -13,7 +13,7 @@
  */
 import { Effect, Exit, Scope } from "effect"
 import type { Directories, Handle } from "../../Directory.ts"
-import type { DirectoryError } from "../directory/errors.ts"
+import type { DirectoryError } from "../../DirectoryError.ts"
 import { type Failure, failure, type Identity, type Op, type Program } from "./ops.ts"
 
 /** What the driver needs of a service. */

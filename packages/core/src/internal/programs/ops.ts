@@ -12,7 +12,7 @@
 import type * as Directory from "../../Directory.ts"
 import type * as FileName from "../../FileName.ts"
 
-/** The reason tags a failed operation carries: `Directory.DirectoryErrorReason`'s, plus `Hung`. */
+/** The reason tags a failed operation carries: `Directory.SystemError`'s, plus `Hung` and `Gone`. */
 export type ReasonTag =
   | "NotFound"
   | "NotADirectory"

@@ -37,6 +37,7 @@
  */
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
+import * as FileNames from "../fileName.ts"
 import { type Failure, type Identity, isFailure, type Listing, type Op, type Opened, sameNode } from "./ops.ts"
 
 /** Why the walk left a path in place (the `SafeRemove` reasons a walk can give). */
@@ -464,7 +465,7 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
         f.keptNames === undefined
           ? [...l.entries]
           : l.entries.filter((e) => !(f.keptNames as Set<string>).has(latin1(e.name)))
-      fresh.sort((a, b) => FileName.compare(a.name, b.name))
+      fresh.sort((a, b) => FileNames.compare(a.name, b.name))
       // What the listing says is not a directory goes in one batch of unlinks.
       const plain = fresh.filter((e) => e.type !== "Directory" && e.type !== "Unknown")
       const rest: Array<Directory.Entry> = []

@@ -17,7 +17,7 @@
  * @since 0.4.0
  */
 import type * as FileName from "../../FileName.ts"
-import type { UnverifiedReason } from "../../Mounter.ts"
+import type { UnmountResult } from "../../Mounter.ts"
 import { type Failure, isFailure, type Op, type Opened } from "./ops.ts"
 
 /** A mount to verify: its path below the root, as components, and the mount id the table gave it. */
@@ -31,7 +31,11 @@ export type VerifyOutcome<H> =
   /** The path leads to the mount: `handle` holds its root (the caller closes it). */
   | { readonly _tag: "Verified"; readonly handle: H }
   /** The path no longer leads to the mount, or not without a link: it is left mounted. */
-  | { readonly _tag: "Unverified"; readonly reason: UnverifiedReason; readonly detail: string }
+  | {
+      readonly _tag: "Unverified"
+      readonly reason: Extract<UnmountResult, { readonly _tag: "Unverified" }>["reason"]
+      readonly detail: string
+    }
   /** The verification's own call failed. */
   | { readonly _tag: "Failed"; readonly errno: string; readonly message: string }
   /** The verification's own call did not return. */

@@ -13,6 +13,8 @@ import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import type { EmptyOptions, Kept, Report, Session } from "../../SafeRemove.ts"
+import * as FileNames from "../fileName.ts"
+import * as HostRoots from "../hostPath/root.ts"
 import { type Acc, emptyAcc, failed, fullChild, keep, otherMount, type Removal, removeTop } from "./walk.ts"
 
 /** A resolved path: where it is, its full path, and the (directory, name) the removal acts on. */
@@ -42,7 +44,7 @@ const run = <E>(body: (acc: Acc) => Effect.Effect<void, E, Scope.Scope>): Effect
   }).pipe(Effect.scoped)
 
 /** A `HostPathError` about the path `given` below the session's root. */
-const refused = (r: Removal, given: string, reason: HostPath.HostPathErrorReason) =>
+const refused = (r: Removal, given: string, reason: HostPath.HostPathError["reason"]) =>
   new HostPath.HostPathError({ reason, root: r.root.given, path: given })
 
 /**
@@ -52,10 +54,10 @@ const refused = (r: Removal, given: string, reason: HostPath.HostPathErrorReason
 const resolveTarget = (
   r: Removal,
   given: string,
-  checked: HostPath.Checked | undefined = undefined
+  checked: HostRoots.Checked | undefined = undefined
 ): Effect.Effect<Target | Stalled | undefined, HostPath.HostPathError, Scope.Scope> =>
   Effect.gen(function* () {
-    const decoded = checked ?? (yield* HostPath.checkPath(r.root, given))
+    const decoded = checked ?? (yield* HostRoots.checkPath(r.root, given))
     const resolved = yield* Effect.result(r.dirs.resolve(r.rootHandle, decoded.path, { followFinal: false }))
     if (resolved._tag === "Failure") {
       const e = resolved.failure
@@ -63,18 +65,23 @@ const resolveTarget = (
       if (tag === "NotFound" || tag === "NotADirectory") return undefined
       if (e.reason._tag === "Hung") {
         const kept: Kept = {
-          path: HostPath.fullPath(r.root, decoded.path),
+          path: HostRoots.fullPath(r.root, decoded.path),
           reason: "Hung",
           detail: `resolving it: ${e.reason.message}`
         }
         return { _tag: "Stalled", kept } satisfies Stalled
       }
-      if (tag === "TooManyLinks") return yield* refused(r, given, new HostPath.TooManyLinks({ detail: e.message }))
-      return yield* refused(r, given, new HostPath.Unreadable({ detail: e.message }))
+      if (tag === "TooManyLinks")
+        return yield* refused(r, given, new HostPath.Refused({ _tag: "TooManyLinks", detail: e.message }))
+      return yield* refused(r, given, new HostPath.Refused({ _tag: "Unreadable", detail: e.message }))
     }
-    const full = HostPath.fullPath(r.root, resolved.success.path)
+    const full = HostRoots.fullPath(r.root, resolved.success.path)
     if (resolved.success.name === undefined || full === r.root.path) {
-      return yield* refused(r, given, new HostPath.IsHostRoot({ detail: "the path resolves to the host root itself" }))
+      return yield* refused(
+        r,
+        given,
+        new HostPath.Refused({ _tag: "IsHostRoot", detail: "the path resolves to the host root itself" })
+      )
     }
     return { full, dir: resolved.success.parent, name: resolved.success.name } satisfies Target
   })
@@ -92,7 +99,7 @@ const openDir = (
 ): Effect.Effect<Directory.Handle | undefined, never, Scope.Scope> =>
   Effect.gen(function* () {
     const name = t.name as FileName.Bytes
-    const tablePath = HostPath.tablePathOf(r.root, t.full)
+    const tablePath = HostRoots.tablePathOf(r.root, t.full)
     const at = tablePath === undefined ? undefined : r.index.entries.find((e) => e.mountPoint === tablePath)
     if (tablePath === undefined || at !== undefined) {
       yield* keep(acc, {
@@ -155,7 +162,7 @@ const sortedEntries = (
   Effect.flatMap(Effect.result(r.dirs.list(h)), (l) =>
     l._tag === "Failure"
       ? Effect.as(failed(acc, full, "list", l.failure), undefined)
-      : Effect.succeed([...l.success].sort((a, b) => FileName.compare(a.name, b.name)))
+      : Effect.succeed([...l.success].sort((a, b) => FileNames.compare(a.name, b.name)))
   )
 
 /** `Session.remove`: every path checked before the first removal, then each resolved and removed. */
@@ -165,7 +172,7 @@ const remove =
     run((acc) =>
       Effect.gen(function* () {
         // Every path is checked before the first removal.
-        const checked = yield* Effect.forEach(paths, (p) => HostPath.checkPath(r.root, p))
+        const checked = yield* Effect.forEach(paths, (p) => HostRoots.checkPath(r.root, p))
         for (const [i, p] of paths.entries()) {
           const t = yield* resolveTarget(r, p, checked[i])
           if (t === undefined) continue

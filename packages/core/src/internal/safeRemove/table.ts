@@ -9,8 +9,8 @@
  *
  * @since 0.3.0
  */
-import * as HostPath from "../../HostPath.ts"
 import type * as MountInfo from "../../MountInfo.ts"
+import * as Lexical from "../hostPath/lexical.ts"
 
 /** A table entry, its mount point and root cleaned once. */
 export interface Indexed {
@@ -38,7 +38,7 @@ export const indexTable = (table: MountInfo.MountTable): TableIndex => {
   const byDevice = new Map<string, Array<Indexed>>()
   const byMountPoint = new Map<string, Array<{ readonly device: string; readonly root: string }>>()
   for (const entry of table) {
-    const e = { entry, mountPoint: HostPath.clean(entry.mountPoint), root: HostPath.clean(entry.root) }
+    const e = { entry, mountPoint: Lexical.clean(entry.mountPoint), root: Lexical.clean(entry.root) }
     entries.push(e)
     const device = `${entry.major}:${entry.minor}`
     const group = byDevice.get(device)
@@ -85,7 +85,7 @@ export const blockers = (index: TableIndex, path: string): Array<Blocker> => {
   const out: Array<Blocker> = []
   const seen = new Set<MountInfo.MountEntry>()
   for (const e of index.entries) {
-    if (!HostPath.covers(path, e.mountPoint)) continue
+    if (!Lexical.covers(path, e.mountPoint)) continue
     out.push({ reason: "MountBelow", entry: e.entry, at: e.mountPoint })
     seen.add(e.entry)
   }
@@ -101,7 +101,7 @@ export const blockers = (index: TableIndex, path: string): Array<Blocker> => {
       if (looked.has(key)) continue
       looked.add(key)
       for (const e of index.byDevice.get(device) ?? []) {
-        if (seen.has(e.entry) || !HostPath.covers(onDevice, e.root)) continue
+        if (seen.has(e.entry) || !Lexical.covers(onDevice, e.root)) continue
         seen.add(e.entry)
         out.push({ reason: "MountSourceBelow", entry: e.entry, at: append(path, suffix(onDevice, e.root)) })
       }

@@ -14,12 +14,15 @@
  */
 
 import { Effect } from "effect"
-import * as Directory from "../../Directory.ts"
+import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
-import * as HostPath from "../../HostPath.ts"
-import * as Mounter from "../../Mounter.ts"
-import type { Kept } from "../../SafeRemove.ts"
+import type * as HostPath from "../../HostPath.ts"
+import type { Kept, Report } from "../../SafeRemove.ts"
+import * as DirectoryErrors from "../directory/errors.ts"
+import * as Names from "../directory/names.ts"
+import * as HostRoots from "../hostPath/root.ts"
 import { describeHolders } from "../mounter/describe.ts"
+import * as Holders from "../mounter/holders.ts"
 import { blockers, type TableIndex } from "./table.ts"
 
 /** What every step of a session's removals shares: the service, the root, its handle and the table. */
@@ -66,7 +69,7 @@ export const logKept = (kept: Kept): Effect.Effect<void> =>
   )
 
 /** `name` below the full path `dir` (lossless string forms). */
-export const fullChild = Directory.childPath
+export const fullChild = Names.childPath
 
 /** Records and logs a kept path; false: it is not gone. */
 export const keep = (acc: Acc, kept: Kept): Effect.Effect<boolean> =>
@@ -78,7 +81,7 @@ export const failed = (acc: Acc, path: string, what: string, e: Directory.Direct
     acc,
     e.reason._tag === "Hung"
       ? { path, reason: "Hung", detail: `${what}: ${e.reason.message}` }
-      : { path, reason: "Failed", detail: `${what}: ${Directory.errnoOf(e) ?? e.reason._tag} ${e.reason.detail}` }
+      : { path, reason: "Failed", detail: `${what}: ${DirectoryErrors.errnoOf(e) ?? e.reason._tag} ${e.reason.detail}` }
   )
 
 /** A path kept because it is on another mount than the one being removed from. */
@@ -90,7 +93,7 @@ export const otherMount = (path: string, detail: string): Kept => ({
 
 /** Why the table keeps the full path `path`, or `undefined` when it does not. */
 const blockedBy = (r: Removal, path: string): Kept | undefined => {
-  const t = HostPath.tablePathOf(r.root, path)
+  const t = HostRoots.tablePathOf(r.root, path)
   // A path the table cannot show is not removed: nothing is known about its mounts.
   if (t === undefined) return { path, reason: "Failed", detail: "outside the mount table's root" }
   const b = blockers(r.index, t)[0]
@@ -128,7 +131,7 @@ export const removeTop = (
       const held =
         entry === undefined
           ? undefined
-          : (yield* Mounter.holdersOf([
+          : (yield* Holders.holdersOf([
               { mountId: entry.id, device: `${entry.major}:${entry.minor}`, root: entry.root }
             ])).get(entry.id)
       return yield* keep(
@@ -146,3 +149,28 @@ export const removeTop = (
     acc.keptCount += walked.keptCount - walked.kept.length
     return walked.gone
   })
+
+/**
+ * The report of a removal that found nothing to do.
+ */
+export const emptyReport: Report = { removed: [], kept: [], removedCount: 0, keptCount: 0 }
+
+/**
+ * A report of `kept` paths and nothing removed (the paths a caller kept before any removal).
+ */
+export const keptOnly = (kept: ReadonlyArray<Kept>): Report => ({
+  removed: [],
+  kept,
+  removedCount: 0,
+  keptCount: kept.length
+})
+
+/**
+ * The reports of several removals as one, in order, within the bounds.
+ */
+export const merge = (...reports: ReadonlyArray<Report>): Report => ({
+  removed: reports.flatMap((r) => r.removed).slice(0, MaxRemovedPaths),
+  kept: reports.flatMap((r) => r.kept).slice(0, MaxKeptPaths),
+  removedCount: reports.reduce((n, r) => n + r.removedCount, 0),
+  keptCount: reports.reduce((n, r) => n + r.keptCount, 0)
+})

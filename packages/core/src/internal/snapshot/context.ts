@@ -7,11 +7,14 @@
  * @since 0.2.0
  */
 import { Duration, Effect, type FileSystem } from "effect"
-import * as Directory from "../../Directory.ts"
+import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as Hashing from "../../Hashing.ts"
-import * as HostPath from "../../HostPath.ts"
+import type * as HostPath from "../../HostPath.ts"
 import { Failure, SnapshotError } from "../../SnapshotError.ts"
+import * as DirectoryErrors from "../directory/errors.ts"
+import * as Names from "../directory/names.ts"
+import * as Lexical from "../hostPath/lexical.ts"
 
 type SnapshotErrorReason = SnapshotError["reason"]
 
@@ -51,7 +54,7 @@ export const fail = (ctx: Label, reason: SnapshotErrorReason) => Effect.fail(err
 
 /** The errno a refused handle operation names, as the optional field of a reason (none when it names none). */
 const errnoOf = (e: Directory.DirectoryError): { readonly errno?: string } => {
-  const errno = Directory.errnoOf(e)
+  const errno = DirectoryErrors.errnoOf(e)
   return errno === undefined || errno === "" ? {} : { errno }
 }
 
@@ -81,7 +84,7 @@ export const prefixed = (reason: SnapshotErrorReason, prefix: string): SnapshotE
 
 /** True when a clean absolute path `p` is a host path a manifest may hold: absolute, not `/`, clean, no NUL. */
 export const isHostPath = (p: string): boolean =>
-  p.startsWith("/") && p !== "/" && !p.includes("\0") && HostPath.clean(p) === p
+  p.startsWith("/") && p !== "/" && !p.includes("\0") && Lexical.clean(p) === p
 
 /** The last component of a clean absolute path. */
 export const baseOf = (p: string): string => p.slice(p.lastIndexOf("/") + 1)
@@ -90,7 +93,7 @@ export const baseOf = (p: string): string => p.slice(p.lastIndexOf("/") + 1)
 export const nameOf = (p: string): FileName.Bytes => FileName.encode(baseOf(p))
 
 /** `name` below the host path `parent`, in the lossless string form. */
-export const childOf = (parent: string, name: FileName.Bytes): string => Directory.childPath(parent, name)
+export const childOf = (parent: string, name: FileName.Bytes): string => Names.childPath(parent, name)
 
 /** True when `ancestor` is strictly above `p`. */
-export const isBelow = (ancestor: string, p: string): boolean => ancestor !== p && HostPath.covers(ancestor, p)
+export const isBelow = (ancestor: string, p: string): boolean => ancestor !== p && Lexical.covers(ancestor, p)

@@ -12,10 +12,10 @@
 import { type Cause, Effect, Option, Ref, Semaphore } from "effect"
 import * as ConfSnap from "../../ConfSnap.ts"
 import type * as Directory from "../../Directory.ts"
-import * as HostPath from "../../HostPath.ts"
 import type { Snapshot, TakeOfOptions, TakeOptions } from "../../Snapshot.ts"
 import { Failure, RollbackFailed, type SnapshotError } from "../../SnapshotError.ts"
 import { Systemd, type SystemdError } from "../../Systemd.ts"
+import * as Lexical from "../hostPath/lexical.ts"
 import * as Track from "../metrics.ts"
 import { type Ctx, error, fail, fromDirectory, isHostPath, prefixed } from "./context.ts"
 import { checkTakeInput, makeCtx, normalizePaths } from "./input.ts"
@@ -211,7 +211,7 @@ export const makeHandle = (ctx: Ctx, manifest: Manifest, held: boolean) =>
 /** Takes the snapshot in `parent` (the lock held) and makes its handle. */
 export const takeIn = (ctx: Ctx, parent: Directory.Handle, options: TakeOfOptions, held: boolean) =>
   Effect.gen(function* () {
-    const exclude = (options.exclude ?? ConfSnap.Exclude).map(HostPath.clean)
+    const exclude = (options.exclude ?? ConfSnap.Exclude).map(Lexical.clean)
     for (const x of exclude) {
       if (!isHostPath(x))
         return yield* fail(

@@ -13,11 +13,13 @@ import * as Directory from "../../Directory.ts"
 import * as Hashing from "../../Hashing.ts"
 import * as HostPath from "../../HostPath.ts"
 import { Failure } from "../../SnapshotError.ts"
+import * as Lexical from "../hostPath/lexical.ts"
+import * as HostRoots from "../hostPath/root.ts"
 import { type Ctx, DefaultLockTimeout, fail, isBelow, isHostPath } from "./context.ts"
 
 /** The host root of an operation's options, for log annotations before it is decoded. */
 export const rootLabel = (hostRoot: string | HostPath.HostRoot): string =>
-  HostPath.isHostRoot(hostRoot) ? hostRoot.path : hostRoot === "" ? "/" : hostRoot
+  HostRoots.isHostRoot(hostRoot) ? hostRoot.path : hostRoot === "" ? "/" : hostRoot
 
 /**
  * The context of one operation: the host root decoded, the snapshot
@@ -35,7 +37,7 @@ export const makeCtx = (options: {
     const fs = yield* FileSystem.FileSystem
     const hashing = yield* Hashing.Hashing
     const root = yield* HostPath.rootOf({ hostRoot: options.hostRoot })
-    const dir = options.dir.startsWith("/") ? HostPath.clean(options.dir) : options.dir
+    const dir = options.dir.startsWith("/") ? Lexical.clean(options.dir) : options.dir
     const label = { dir: options.dir, hostRoot: root.path }
     if (!options.dir.startsWith("/") || !isHostPath(dir)) {
       return yield* fail(
@@ -62,7 +64,7 @@ export const makeCtx = (options: {
       hashing,
       credentials: yield* dirs.credentials,
       dir,
-      parentPath: HostPath.dirname(dir),
+      parentPath: Lexical.dirname(dir),
       base: dir.slice(dir.lastIndexOf("/") + 1),
       root,
       hostRoot: root.path,
@@ -93,7 +95,7 @@ export const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
           })
         )
       }
-      const c = HostPath.clean(p)
+      const c = Lexical.clean(p)
       if (c === "/")
         return yield* fail(
           ctx,
@@ -110,8 +112,8 @@ export const normalizePaths = (ctx: Ctx, paths: ReadonlyArray<string>) =>
     }
     const kept = [...new Set(cleaned)].filter((p) => !covered.has(p))
     for (const p of kept) {
-      const full = HostPath.fullPath(ctx.root, p)
-      if (HostPath.covers(full, ctx.dir) || HostPath.covers(ctx.dir, full)) {
+      const full = HostRoots.fullPath(ctx.root, p)
+      if (Lexical.covers(full, ctx.dir) || Lexical.covers(ctx.dir, full)) {
         return yield* fail(
           ctx,
           new Failure({
@@ -132,7 +134,7 @@ export const checkTakeInput = (
 ) =>
   Effect.gen(function* () {
     for (const x of options.exclude ?? []) {
-      if (!x.startsWith("/") || !isHostPath(HostPath.clean(x))) {
+      if (!x.startsWith("/") || !isHostPath(Lexical.clean(x))) {
         return yield* fail(
           ctx,
           new Failure({

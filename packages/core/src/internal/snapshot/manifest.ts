@@ -12,8 +12,8 @@
  */
 import { Effect, Schema } from "effect"
 import * as FileName from "../../FileName.ts"
-import * as HostPath from "../../HostPath.ts"
 import { Failure } from "../../SnapshotError.ts"
+import * as Lexical from "../hostPath/lexical.ts"
 import { baseOf, type Ctx, error, fail, isBelow, isHostPath } from "./context.ts"
 import { DataName, type Entry, FormatVersion, Manifest, ManifestName, ReadableVersions } from "./model.ts"
 
@@ -144,7 +144,7 @@ export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
     for (const e of manifest.entries) {
       if (!topLevel.has(e.path)) {
         if (!isValidPath(e.path)) return yield* outside(e.path)
-        const parent = HostPath.dirname(e.path)
+        const parent = Lexical.dirname(e.path)
         if (types.get(parent) !== "Directory") {
           return yield* invalid(e.path, "neither a listed path nor below a directory recorded before it")
         }

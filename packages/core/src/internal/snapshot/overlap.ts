@@ -13,8 +13,8 @@
  */
 import { Effect } from "effect"
 import * as Directory from "../../Directory.ts"
-import * as HostPath from "../../HostPath.ts"
 import { Failure } from "../../SnapshotError.ts"
+import * as Lexical from "../hostPath/lexical.ts"
 import { type Ctx, fail, fromDirectory, unresolvable } from "./context.ts"
 
 /**
@@ -24,7 +24,7 @@ import { type Ctx, fail, fromDirectory, unresolvable } from "./context.ts"
  */
 const locate = (ctx: Ctx, root: Directory.Handle, path: string, nearest: boolean) =>
   Effect.gen(function* () {
-    for (let p = path; ; p = HostPath.dirname(p)) {
+    for (let p = path; ; p = Lexical.dirname(p)) {
       if (p === "/") return { parent: root, entry: undefined }
       const r = yield* Effect.result(ctx.dirs.resolve(root, p, { followFinal: p !== path }))
       if (r._tag === "Failure") {
@@ -142,7 +142,7 @@ export const checkBeforeMaking = (ctx: Ctx, paths: ReadonlyArray<string>) =>
         const tag = r.failure.reason._tag
         if ((tag !== "NotFound" && tag !== "NotADirectory") || at === "/") return yield* fromDirectory(ctx)(r.failure)
         missing.unshift(at.slice(at.lastIndexOf("/") + 1))
-        at = HostPath.dirname(at)
+        at = Lexical.dirname(at)
       }
       const chain = yield* dirs.ancestors(nearest).pipe(Effect.mapError(fromDirectory(ctx)))
       const root = yield* dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx)))
@@ -180,7 +180,7 @@ export const checkBeforeMaking = (ctx: Ctx, paths: ReadonlyArray<string>) =>
           }
           if (gaveUp) break
           rest.unshift(q.slice(q.lastIndexOf("/") + 1))
-          q = HostPath.dirname(q)
+          q = Lexical.dirname(q)
         }
         if (found === undefined || rest.length === 0 || Directory.identity(found) !== self) continue
         if (rest.length <= missing.length && rest.every((name, i) => name === missing[i])) {

@@ -33,9 +33,10 @@
 import { Effect } from "effect"
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
-import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
 import { Failure, type SnapshotError } from "../../SnapshotError.ts"
+import * as Lexical from "../hostPath/lexical.ts"
+import * as HostRoots from "../hostPath/root.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
 import type { Checked } from "./manifest.ts"
 import type { FileEntry, SymlinkEntry } from "./model.ts"
@@ -175,7 +176,7 @@ interface State {
   changes: number
 }
 
-const full = (s: State, below: string) => HostPath.fullPath(s.ctx.root, below)
+const full = (s: State, below: string) => HostRoots.fullPath(s.ctx.root, below)
 
 /** Notes the file system `h` is on, for the batch syncs. */
 const onDevice = (s: State, h: Directory.Handle) =>
@@ -240,7 +241,7 @@ const parentOf = (s: State, path: string) =>
     if (r.name === undefined)
       return yield* fail(ctx, new Failure({ _tag: "InvalidPath", path, detail: "it resolves to the host root itself" }))
     s.changes++
-    return { parent: { handle: r.parent, below: HostPath.dirname(r.path) } satisfies Place, name: r.name }
+    return { parent: { handle: r.parent, below: Lexical.dirname(r.path) } satisfies Place, name: r.name }
   })
 
 /** Stat of `name` in `dir`, `undefined` when there is nothing there. */
@@ -270,7 +271,7 @@ const structure = (s: State) =>
               new Failure({ _tag: "InvalidPath", path: e.path, detail: "it resolves to the host root itself" })
             )
           }
-          parent = { handle: r.success.parent, below: HostPath.dirname(r.success.path) }
+          parent = { handle: r.success.parent, below: Lexical.dirname(r.success.path) }
           name = r.success.name
         } else if (r.failure.reason._tag === "NotFound" || r.failure.reason._tag === "NotADirectory") {
           // A parent is missing: nothing to remove for an absent path; made for anything else.
@@ -283,7 +284,7 @@ const structure = (s: State) =>
         }
         yield* onDevice(s, parent.handle)
       } else {
-        const p = s.places.get(HostPath.dirname(e.path))
+        const p = s.places.get(Lexical.dirname(e.path))
         if (p === undefined)
           return yield* fail(
             ctx,
@@ -465,12 +466,12 @@ const stage = (s: State, r: Reader) =>
       } else if (same.equal.has(leaf) || (!same.decided.has(leaf) && (yield* unchanged(s, r, compare, leaf, e))))
         continue
       const tmp = FileName.encode(
-        tempName(leaf.index, leaf.top ? undefined : checked.children.get(HostPath.dirname(e.path)))
+        tempName(leaf.index, leaf.top ? undefined : checked.children.get(Lexical.dirname(e.path)))
       )
       // A crash may have left this leaf's temporary file: below a recorded
       // directory step 2 removed it, beside a listed path it goes here.
       if (leaf.top && (yield* statOf(ctx, leaf.parent, tmp, e.path)) !== undefined) {
-        const at = (p: string) => childOf(HostPath.dirname(p), tmp)
+        const at = (p: string) => childOf(Lexical.dirname(p), tmp)
         yield* removeTree(s, leaf.parent, tmp, at(e.path), at(leaf.below))
       }
       if (e.type === "SymbolicLink") {

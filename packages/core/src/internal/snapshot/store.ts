@@ -17,6 +17,8 @@ import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
 import { Busy, Failure } from "../../SnapshotError.ts"
+import * as Names from "../directory/names.ts"
+import * as Lexical from "../hostPath/lexical.ts"
 import { type Ctx, error, fail, fromDirectory } from "./context.ts"
 import { DataName, ManifestName } from "./model.ts"
 
@@ -51,7 +53,7 @@ const openOrMake = (
     if (opened.failure.reason._tag !== "NotFound" || !make || path === "/") {
       return opened.failure.reason._tag === "NotFound" && !make ? undefined : yield* opened.failure
     }
-    const parent = yield* openOrMake(ctx, HostPath.dirname(path), true, made)
+    const parent = yield* openOrMake(ctx, Lexical.dirname(path), true, made)
     if (parent === undefined) return undefined
     const name = bytes(path.slice(path.lastIndexOf("/") + 1))
     const result = yield* Effect.result(ctx.dirs.makeDirectory(parent, name, 0o755))
@@ -82,7 +84,7 @@ export const unmake = (ctx: Ctx, made: ReadonlyArray<Made>) =>
         .unlink(m.parent, m.name, { directory: true })
         .pipe(
           Effect.catch((e) =>
-            Effect.logDebug(`left ${FileName.display(Directory.childPath(m.parent.path, m.name))}: ${e.message}`)
+            Effect.logDebug(`left ${FileName.display(Names.childPath(m.parent.path, m.name))}: ${e.message}`)
           )
         ),
     { discard: true }
@@ -254,7 +256,7 @@ const removeNames = (ctx: Ctx, parent: Directory.Handle, names: ReadonlyArray<st
     if (names.length === 0) return
     const session = yield* parentSession(ctx, parent)
     for (const name of names) {
-      const report = yield* session.removeAt(parent, bytes(name), HostPath.child(session.root.path, name))
+      const report = yield* session.removeAt(parent, bytes(name), Lexical.child(session.root.path, name))
       const kept = report.kept[0]
       if (kept !== undefined) {
         return yield* fail(

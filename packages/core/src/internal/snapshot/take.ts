@@ -19,6 +19,7 @@ import { Effect, Random } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import { Failure, type SnapshotError } from "../../SnapshotError.ts"
+import * as FileNames from "../fileName.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
 import * as ManifestCodec from "./manifest.ts"
 import { DataName, type Entry, FormatVersion, type Manifest, ManifestName } from "./model.ts"
@@ -183,7 +184,7 @@ const record = (
         walk.entries.push({ type: "Directory", path, mode: own.mode, uid: own.uid, gid: own.gid })
         const listed = yield* ctx.dirs.list(h).pipe(Effect.mapError(fromDirectory(ctx, path)))
         const names = [...listed]
-          .sort((a, b) => FileName.compare(a.name, b.name))
+          .sort((a, b) => FileNames.compare(a.name, b.name))
           .filter((e) => !walk.isExcluded(childOf(path, e.name)))
         // Every child's stat in one call, and the small files' bytes in batches: a call each would
         // cost a round trip to the real layer's helper process per file.

@@ -11,6 +11,7 @@
  */
 import { Directory, FileName, HostPath } from "@hostnode/core"
 import type { Failure, Identity, RemoveResult } from "@hostnode/core/Programs"
+import * as Programs from "@hostnode/core/Programs"
 import { Effect, type Scope } from "effect"
 import type * as Io from "./client.ts"
 
@@ -23,28 +24,33 @@ const toDirectoryError = (f: Failure, operation: string, path: string): Director
         : f.reason === "Gone"
           ? new HostPath.Gone({ detail: f.detail })
           : f.reason === "OtherMount"
-            ? new Directory.OtherMount({ detail: f.detail })
+            ? new Directory.SystemError({ _tag: "OtherMount", detail: f.detail })
             : f.reason === "WrongType"
-              ? new Directory.WrongType({ ...(f.errno === undefined ? {} : { errno: f.errno }), detail: f.detail })
+              ? new Directory.SystemError({
+                  _tag: "WrongType",
+                  ...(f.errno === undefined ? {} : { errno: f.errno }),
+                  detail: f.detail
+                })
               : f.errno === undefined
                 ? f.reason === "NotFound"
-                  ? new Directory.NotFound({ detail: f.detail })
-                  : new Directory.Other({ errno: "EIO", detail: f.detail })
-                : Directory.reasonOf(f.errno, f.detail),
+                  ? new Directory.SystemError({ _tag: "NotFound", detail: f.detail })
+                  : new Directory.SystemError({ _tag: "Other", errno: "EIO", detail: f.detail })
+                : Directory.SystemError.fromErrno(f.errno, f.detail),
     operation,
     path
   })
 
 /** A name that is not one component, refused before the call, as the simulated host refuses it. */
 const badName = (operation: string, path: string, name: Uint8Array): Directory.DirectoryError | undefined => {
-  const errno = Directory.nameProblem(name)
+  const errno = Programs.nameProblem(name)
   if (errno === undefined) return undefined
   return new Directory.DirectoryError({
-    reason: new Directory.InvalidName({
+    reason: new Directory.SystemError({
+      _tag: "InvalidName",
       errno,
       detail:
         errno === "ENAMETOOLONG"
-          ? `a name of ${name.length} bytes, more than ${Directory.NameMax}`
+          ? `a name of ${name.length} bytes, more than ${Programs.NameMax}`
           : "not a single path component (empty, `.`, `..`, or with a `/` or NUL byte)"
     }),
     operation,
@@ -144,7 +150,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     )
 
   const openDirectory: Directory.Primitives["openDirectory"] = (dir, name, opts) => {
-    const path = Directory.childPath(dir.path, name)
+    const path = Programs.childPath(dir.path, name)
     return named("openat", [[path, name]], () =>
       own(
         callIn("openDirectory", [dir], ([fd]) => [fd, name, opts?.sameMount === true], "openat", path),
@@ -176,7 +182,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   )
 
   const openPath: Directory.Primitives["openPath"] = (dir, name) => {
-    const path = Directory.childPath(dir.path, name)
+    const path = Programs.childPath(dir.path, name)
     return named("openat", [[path, name]], () =>
       own(
         callIn("openPath", [dir], ([fd]) => [fd, name], "openat", path),
@@ -194,7 +200,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     >
 
   const stat: Directory.Primitives["stat"] = (dir, name) => {
-    const path = name === undefined ? dir.path : Directory.childPath(dir.path, name)
+    const path = name === undefined ? dir.path : Programs.childPath(dir.path, name)
     const bad = name === undefined ? undefined : badName("statx", path, name)
     if (bad !== undefined) return Effect.fail(bad)
     return call("stat", [dir], ([fd]) => [fd, name ?? null], "statx", path) as Effect.Effect<
@@ -204,7 +210,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   }
 
   const identify: NonNullable<Directory.Primitives["identify"]> = (dir, name) => {
-    const path = name === undefined ? dir.path : Directory.childPath(dir.path, name)
+    const path = name === undefined ? dir.path : Programs.childPath(dir.path, name)
     const bad = name === undefined ? undefined : badName("statx", path, name)
     if (bad !== undefined) return Effect.fail(bad)
     return call("identify", [dir], ([fd]) => [fd, name ?? null], "statx", path) as Effect.Effect<
@@ -214,7 +220,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   }
 
   const openBeneath: NonNullable<Directory.Primitives["openBeneath"]> = (root, components) => {
-    const path = components.reduce((here: string, n) => Directory.childPath(here, n), root.path)
+    const path = components.reduce((here: string, n) => Programs.childPath(here, n), root.path)
     return own(
       callIn("openBeneath", [root], ([fd]) => [fd, components], "openat2", path),
       at(path),
@@ -227,7 +233,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   }
 
   const readLink: Directory.Primitives["readLink"] = (dir, name) => {
-    const path = Directory.childPath(dir.path, name)
+    const path = Programs.childPath(dir.path, name)
     return named(
       "readlinkat",
       [[path, name]],
@@ -242,7 +248,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   const unit = (e: Effect.Effect<unknown, Directory.DirectoryError>) => Effect.asVoid(e)
 
   const unlink: Directory.Primitives["unlink"] = (dir, name, opts) => {
-    const path = Directory.childPath(dir.path, name)
+    const path = Programs.childPath(dir.path, name)
     const directory = opts?.directory === true
     return named("unlinkat", [[path, name]], () =>
       unit(call("unlink", [dir], ([fd]) => [fd, name, directory], directory ? "rmdir" : "unlinkat", path))
@@ -252,7 +258,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   const unlinkAll: NonNullable<Directory.Primitives["unlinkAll"]> = (dir, names) =>
     Effect.gen(function* () {
       const out: Array<Directory.DirectoryError | undefined> = names.map((name) =>
-        badName("unlinkat", Directory.childPath(dir.path, name), name)
+        badName("unlinkat", Programs.childPath(dir.path, name), name)
       )
       const good = names.filter((_, i) => out[i] === undefined)
       if (good.length === 0) return out
@@ -260,7 +266,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       let k = 0
       for (let i = 0; i < names.length; i++) {
         if (out[i] !== undefined) continue
-        const path = Directory.childPath(dir.path, names[i] as Uint8Array)
+        const path = Programs.childPath(dir.path, names[i] as Uint8Array)
         if (r._tag === "Failure") {
           out[i] = new Directory.DirectoryError({ reason: r.failure.reason, operation: r.failure.operation, path })
         } else {
@@ -273,20 +279,24 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     })
 
   const makeDirectory: Directory.Primitives["makeDirectory"] = (dir, name, permissions) => {
-    const path = Directory.childPath(dir.path, name)
+    const path = Programs.childPath(dir.path, name)
     return named("mkdirat", [[path, name]], () =>
       unit(call("mkdir", [dir], ([fd]) => [fd, name, permissions], "mkdirat", path))
     )
   }
 
   const symlink: Directory.Primitives["symlink"] = (dir, name, target) => {
-    const path = Directory.childPath(dir.path, name)
+    const path = Programs.childPath(dir.path, name)
     return named("symlinkat", [[path, name]], () =>
       // A NUL in the target would end it early: the link would lead somewhere else than asked.
       target.includes(0)
         ? Effect.fail(
             new Directory.DirectoryError({
-              reason: new Directory.InvalidName({ errno: "EINVAL", detail: "the link's target contains a NUL byte" }),
+              reason: new Directory.SystemError({
+                _tag: "InvalidName",
+                errno: "EINVAL",
+                detail: "the link's target contains a NUL byte"
+              }),
               operation: "symlinkat",
               path
             })
@@ -296,8 +306,8 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   }
 
   const rename: Directory.Primitives["rename"] = (from, fromName, to, toName, opts) => {
-    const fromPath = Directory.childPath(from.path, fromName)
-    const toPath = Directory.childPath(to.path, toName)
+    const fromPath = Programs.childPath(from.path, fromName)
+    const toPath = Programs.childPath(to.path, toName)
     return named(
       "renameat2",
       [
@@ -318,7 +328,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   }
 
   const chown: Directory.Primitives["chown"] = (dir, name, uid, gid) => {
-    const path = name === undefined ? dir.path : Directory.childPath(dir.path, name)
+    const path = name === undefined ? dir.path : Programs.childPath(dir.path, name)
     return named("fchownat", name === undefined ? [] : [[path, name]], () =>
       unit(call("chown", [dir], ([fd]) => [fd, name ?? null, uid, gid], "fchownat", path))
     )
@@ -349,7 +359,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
         [root],
         ([fd]) => [fd, path, opts.noSymlinks],
         "openat2",
-        Directory.childPath(root.path, path)
+        Programs.childPath(root.path, path)
       ),
       (r) => {
         if (r === null) return undefined
@@ -364,7 +374,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   }
 
   const openFile: Directory.Primitives["openFile"] = (dir, name, opts) => {
-    const path = Directory.childPath(dir.path, name)
+    const path = Programs.childPath(dir.path, name)
     return named("openat", [[path, name]], () =>
       own(
         callIn(
@@ -483,7 +493,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
 
   const statAll: NonNullable<Directory.Primitives["statAll"]> = (dir, names) =>
     Effect.gen(function* () {
-      const paths = names.map((n) => Directory.childPath(dir.path, n))
+      const paths = names.map((n) => Programs.childPath(dir.path, n))
       const bad = names.map((n, i) => badName("statx", paths[i] as string, n))
       const asked = names.filter((_, i) => bad[i] === undefined)
       const r = yield* Effect.result(call("statAll", [dir], ([fd]) => [fd, asked], "statx", dir.path))
@@ -500,7 +510,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
 
   const readFiles: NonNullable<Directory.Primitives["readFiles"]> = (dir, names, maxBytes) =>
     Effect.gen(function* () {
-      const paths = names.map((n) => Directory.childPath(dir.path, n))
+      const paths = names.map((n) => Programs.childPath(dir.path, n))
       const firstBad = names.findIndex((n, i) => badName("openat", paths[i] as string, n) !== undefined)
       const asked = firstBad < 0 ? names : names.slice(0, firstBad)
       const r = yield* Effect.result(call("readFiles", [dir], ([fd]) => [fd, asked, maxBytes], "openat", dir.path))
@@ -523,7 +533,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       const source = fileHandles.get(from)
       if (source === undefined || files.length === 0) return yield* derived.copyFiles(from, files)
       const firstBad = files.findIndex(
-        (c) => badName("openat", Directory.childPath(c.dir.path, c.name), c.name) !== undefined
+        (c) => badName("openat", Programs.childPath(c.dir.path, c.name), c.name) !== undefined
       )
       const asked = firstBad < 0 ? files : files.slice(0, firstBad)
       const dirs: Array<Directory.Handle> = []
@@ -562,12 +572,12 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
         const c = asked[a.done] as Directory.CopyFile
         return {
           done: a.done,
-          failure: toDirectoryError(a.failure, a.failure.call ?? "openat", Directory.childPath(c.dir.path, c.name))
+          failure: toDirectoryError(a.failure, a.failure.call ?? "openat", Programs.childPath(c.dir.path, c.name))
         }
       }
       if (firstBad >= 0) {
         const c = files[firstBad] as Directory.CopyFile
-        const path = Directory.childPath(c.dir.path, c.name)
+        const path = Programs.childPath(c.dir.path, c.name)
         return { done: firstBad, failure: badName("openat", path, c.name) }
       }
       return { done: files.length }
@@ -578,8 +588,8 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       if (moves.length === 0) return { done: 0 }
       const firstBad = moves.findIndex(
         (m) =>
-          badName("renameat2", Directory.childPath(m.from.path, m.fromName), m.fromName) !== undefined ||
-          badName("renameat2", Directory.childPath(m.to.path, m.toName), m.toName) !== undefined
+          badName("renameat2", Programs.childPath(m.from.path, m.fromName), m.fromName) !== undefined ||
+          badName("renameat2", Programs.childPath(m.to.path, m.toName), m.toName) !== undefined
       )
       const asked = firstBad < 0 ? moves : moves.slice(0, firstBad)
       const dirs: Array<Directory.Handle> = []
@@ -609,14 +619,14 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
         const m = asked[a.done] as Directory.Move
         return {
           done: a.done,
-          failure: toDirectoryError(a.failure, "renameat2", Directory.childPath(m.from.path, m.fromName))
+          failure: toDirectoryError(a.failure, "renameat2", Programs.childPath(m.from.path, m.fromName))
         }
       }
       if (firstBad >= 0) {
         const m = moves[firstBad] as Directory.Move
         const failure =
-          badName("renameat2", Directory.childPath(m.from.path, m.fromName), m.fromName) ??
-          badName("renameat2", Directory.childPath(m.to.path, m.toName), m.toName)
+          badName("renameat2", Programs.childPath(m.from.path, m.fromName), m.fromName) ??
+          badName("renameat2", Programs.childPath(m.to.path, m.toName), m.toName)
         return { done: firstBad, failure }
       }
       return { done: moves.length }
@@ -627,7 +637,11 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     if (h === undefined) {
       return Effect.fail(
         new Directory.DirectoryError({
-          reason: new Directory.Unsupported({ errno: "EBADF", detail: "not a file of this layer" }),
+          reason: new Directory.SystemError({
+            _tag: "Unsupported",
+            errno: "EBADF",
+            detail: "not a file of this layer"
+          }),
           operation: "pread",
           path: file.path
         })
@@ -644,12 +658,16 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       const h = fileHandles.get(to)
       if (h === undefined) {
         return yield* new Directory.DirectoryError({
-          reason: new Directory.Unsupported({ errno: "EBADF", detail: "not a file of this layer" }),
+          reason: new Directory.SystemError({
+            _tag: "Unsupported",
+            errno: "EBADF",
+            detail: "not a file of this layer"
+          }),
           operation: "pwrite",
           path: to.path
         })
       }
-      const paths = names.map((n) => Directory.childPath(dir.path, n))
+      const paths = names.map((n) => Programs.childPath(dir.path, n))
       const firstBad = names.findIndex((n, i) => badName("openat", paths[i] as string, n) !== undefined)
       const asked = firstBad < 0 ? names : names.slice(0, firstBad)
       const answers = (yield* call(

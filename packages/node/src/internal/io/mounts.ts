@@ -54,7 +54,7 @@ export const encodeTargets = (
   return { paths, ends, mountIds }
 }
 
-/** Target `i` of `targets`: its components are views of `paths` (empty ones dropped, as `Directory.components` does). */
+/** Target `i` of `targets`: its components are views of `paths` (empty ones dropped, as `Programs.components` does). */
 export const targetAt = (targets: Targets, i: number): Target => {
   const from = i === 0 ? 0 : (targets.ends[i - 1] as number)
   const to = targets.ends[i] as number

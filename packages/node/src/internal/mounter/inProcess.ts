@@ -12,6 +12,7 @@
  * @since 0.3.0
  */
 import { type Directory, FileName, Mounter } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect } from "effect"
 import type * as Io from "../io/client.ts"
 import { ioHandleOf } from "../io/client.ts"
@@ -132,7 +133,7 @@ export const inProcessMounter = (client: Io.Client): Mounter.Mounter =>
         const below = new Map<Mounter.Target, Uint8Array>()
         const sent: Array<number> = []
         for (const [i, t] of targets.entries()) {
-          const rel = Mounter.below(root.path, t.path)
+          const rel = Lexical.below(root.path, t.path)
           if (rel === undefined) {
             results[i] = {
               _tag: "Unverified",

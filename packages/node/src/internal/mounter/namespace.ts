@@ -13,6 +13,7 @@
  * @since 0.3.0
  */
 import { FileName, Mounter } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect } from "effect"
 import type { InOptions } from "../../NodeMounter.ts"
 import type { Pinned } from "../container/pin.ts"
@@ -50,7 +51,7 @@ export const namespaceMounter = Effect.fnUntraced(function* (target: Target, opt
       const sent: Array<number> = []
       for (const [i, t] of targets.entries()) {
         // The caller's contract still holds: a target is below the root it passed.
-        if (Mounter.below(root.path, t.path) === undefined) {
+        if (Lexical.below(root.path, t.path) === undefined) {
           results[i] = {
             _tag: "Unverified",
             target: t.path,

@@ -5,7 +5,7 @@
  * `writes.ts`.
  */
 import { posix } from "node:path"
-import { HostPath } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, type FileSystem, Option } from "effect"
 import type * as PlatformError from "effect/PlatformError"
 import { fsError } from "./overlay.ts"
@@ -108,8 +108,8 @@ export const makeCopy = (view: View, writes: Writes) => {
       }
       if (destInfo === undefined) yield* makeDirectory(dest)
       for (const name of yield* readDirectory(src)) {
-        const from = HostPath.child(src, name)
-        const to = HostPath.child(dest, name)
+        const from = Lexical.child(src, name)
+        const to = Lexical.child(dest, name)
         yield* cpEntry(yield* cpCheckPaths(from, to), from, to, options)
       }
       // A directory the copy made gets the source's mode once its entries are done, as Node does.

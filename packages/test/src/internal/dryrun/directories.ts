@@ -13,7 +13,9 @@
  * Boundary: routing between the real layer and the overlay; the overlay
  * itself is `view.ts`, the recording `writes.ts`.
  */
-import { Directory, FileName, HostPath, MountInfo } from "@hostnode/core"
+import { Directory, FileName, MountInfo } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Layer, Option, type Scope } from "effect"
 import type * as PlatformError from "effect/PlatformError"
 import { longestPrefix, withoutDetached } from "./overlay.ts"
@@ -54,7 +56,7 @@ export const layerDirectoriesWith = (
       const real = yield* Directory.Directories
       const view: View | undefined = viewOf(fs)
       const tableRoot = options?.tableRoot ?? "/"
-      const child = Directory.childPath
+      const child = Programs.childPath
 
       /** Where `full`'s truth lies; without the dry run's overlay (another FileSystem), the host's. */
       const placeOf = (full: string) => view?.place(full) ?? ({ _tag: "Host", path: full } as const)
@@ -86,10 +88,14 @@ export const layerDirectoriesWith = (
               : e.reason._tag === "AlreadyExists"
                 ? "EEXIST"
                 : "EIO"
-        return new Directory.DirectoryError({ reason: Directory.reasonOf(errno, e.message), operation, path })
+        return new Directory.DirectoryError({
+          reason: Directory.SystemError.fromErrno(errno, e.message),
+          operation,
+          path
+        })
       }
       const refuse = (operation: string, path: string, errno: string, detail: string) =>
-        new Directory.DirectoryError({ reason: Directory.reasonOf(errno, detail), operation, path })
+        new Directory.DirectoryError({ reason: Directory.SystemError.fromErrno(errno, detail), operation, path })
 
       // The mount table, read once (when a path of the overlay first needs a mount id); what the
       // dry run detached since is taken out of it each time.
@@ -113,9 +119,9 @@ export const layerDirectoriesWith = (
       /** The mount a path of the overlay is in: the deepest mount containing it, as the dry run's table shows it. */
       const mountIdOf = (full: string) =>
         Effect.map(readTable, (t) => {
-          const path = HostPath.relative(tableRoot, full)
+          const path = Lexical.relative(tableRoot, full)
           if (path === undefined) return -1
-          return longestPrefix(t.filter((e) => HostPath.covers(HostPath.clean(e.mountPoint), path)))?.id ?? -1
+          return longestPrefix(t.filter((e) => Lexical.covers(Lexical.clean(e.mountPoint), path)))?.id ?? -1
         })
 
       // Nodes of the overlay have no inode on the host: each path gets one of its own, stable for the run.
@@ -209,7 +215,7 @@ export const layerDirectoriesWith = (
               : Effect.gen(function* () {
                   // Renamed in the dry run: the host's node under its old name, checked as openat would.
                   const st = yield* real.stat(
-                    yield* real.openRoot(HostPath.dirname(hostPath)),
+                    yield* real.openRoot(Lexical.dirname(hostPath)),
                     FileName.encode(hostPath.slice(hostPath.lastIndexOf("/") + 1))
                   )
                   if (st.type !== "Directory")
@@ -230,7 +236,8 @@ export const layerDirectoriesWith = (
                 const parentMount = yield* identify(dir)
                 if (st.mountId !== parentMount.mountId) {
                   return yield* new Directory.DirectoryError({
-                    reason: new Directory.OtherMount({
+                    reason: new Directory.SystemError({
+                      _tag: "OtherMount",
                       detail: `the root of mount ${st.mountId}, not of mount ${parentMount.mountId} it is in (dry run)`
                     }),
                     operation: "openat",
@@ -251,7 +258,7 @@ export const layerDirectoriesWith = (
           (up, hostPath) =>
             up !== undefined
               ? real.openPath(up, name)
-              : Effect.flatMap(real.openRoot(HostPath.dirname(hostPath)), (d) =>
+              : Effect.flatMap(real.openRoot(Lexical.dirname(hostPath)), (d) =>
                   real.openPath(d, FileName.encode(hostPath.slice(hostPath.lastIndexOf("/") + 1)))
                 ),
           dir,
@@ -261,7 +268,7 @@ export const layerDirectoriesWith = (
 
       const openParent: Directory.Primitives["openParent"] = (dirIn) => {
         const dir = asDry(dirIn)
-        const path = HostPath.dirname(dir.path)
+        const path = Lexical.dirname(dir.path)
         const up = realOf(dir)
         return up !== undefined && onHost(path) ? Effect.map(real.openParent(up), (h) => dry(path, h)) : openRoot(path)
       }
@@ -392,7 +399,7 @@ export const layerDirectoriesWith = (
               return yield* refuse("openat", path, "EISDIR", "a directory")
             if (st.type !== "File") {
               return yield* new Directory.DirectoryError({
-                reason: new Directory.WrongType({ detail: `a ${st.type}, not a regular file` }),
+                reason: new Directory.SystemError({ _tag: "WrongType", detail: `a ${st.type}, not a regular file` }),
                 operation: "openat",
                 path
               })

@@ -3,7 +3,8 @@
  * `copy.ts` assembled with `FileSystem.make`, so the methods Effect derives
  * see the overlay too. Boundary: assembly only.
  */
-import { HostPath } from "@hostnode/core"
+
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Layer } from "effect"
 import { makeCopy } from "./copy.ts"
 import { DryRunPlan } from "./plan.ts"
@@ -42,7 +43,7 @@ export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSyst
           makeTempFile: writes.makeTempFileAs("makeTempFile"),
           makeTempFileScoped: (options) =>
             Effect.acquireRelease(writes.makeTempFileAs("makeTempFileScoped")(options), (file) =>
-              writes.removeScoped(HostPath.dirname(file))
+              writes.removeScoped(Lexical.dirname(file))
             ),
           truncate: writes.truncate,
           copyFile: writes.copyFile,

@@ -3,12 +3,14 @@
  * real mounter runs (`Mounter.verify`, over the dry run's `Directories`:
  * one decision, one code path), then records the unmount and hides the
  * mount, with those below it and the copies the kernel would detach by
- * propagation (`MountInfo.propagatedUnmounts`, the same rule the real
+ * propagation (`Programs.propagatedUnmounts`, the same rule the real
  * unmount names them by), from the table the dry run's file system serves.
  * Boundary: the detached mounts and the uncovered mount points are kept in
  * the plan, where the file system reads them.
  */
-import { Directory, HostPath, Mounter, MountInfo } from "@hostnode/core"
+import { Directory, Mounter, MountInfo } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Layer } from "effect"
 import type { TableOptions } from "./directories.ts"
 import { deviceNumber, longestPrefix, mountIdentity, withoutDetached } from "./overlay.ts"
@@ -32,7 +34,7 @@ export const layerMounterWith = (
         Effect.orElseSucceed((): MountInfo.MountTable => [])
       )
       /** The full path (this process's) of a table path. */
-      const fullOf = (tablePath: string) => HostPath.join(tableRoot, tablePath)
+      const fullOf = (tablePath: string) => Lexical.join(tableRoot, tablePath)
       /**
        * Records what shows at `tablePath` once the mounts `gone` left: the next
        * mount of a stack, else the directory (or file) of the mount it sits in,
@@ -41,11 +43,11 @@ export const layerMounterWith = (
       const uncover = (entries: MountInfo.MountTable, gone: ReadonlySet<number>, tablePath: string, file: boolean) => {
         const full = fullOf(tablePath)
         for (const point of plan.uncovered.keys())
-          if (point !== full && HostPath.covers(full, point)) {
+          if (point !== full && Lexical.covers(full, point)) {
             plan.uncovered.delete(point)
             plan.uncoveredFiles.delete(point)
           }
-        const covering = entries.filter((e) => HostPath.covers(HostPath.clean(e.mountPoint), tablePath))
+        const covering = entries.filter((e) => Lexical.covers(Lexical.clean(e.mountPoint), tablePath))
         const shown = longestPrefix(covering)
         if (shown !== undefined && !gone.has(shown.id)) {
           // What the host shows there stays (a mount stacked on a departing copy, moved down onto its place).
@@ -76,7 +78,7 @@ export const layerMounterWith = (
                   if (refused !== undefined) return refused
                   const top = entries.find((e) => e.id === t.mountId)
                   // umount2 of a path inside a mount, not at its root, is EINVAL: the path is not a mount point.
-                  if (top === undefined || HostPath.clean(top.mountPoint) !== HostPath.clean(t.tablePath)) {
+                  if (top === undefined || Lexical.clean(top.mountPoint) !== Lexical.clean(t.tablePath)) {
                     return {
                       _tag: "Failed" as const,
                       target: t.path,
@@ -100,7 +102,7 @@ export const layerMounterWith = (
                       }
                     }
                   }
-                  const copies = MountInfo.propagatedUnmounts(entries, [top.id])
+                  const copies = Programs.propagatedUnmounts(entries, [top.id])
                   for (const c of copies) gone.add(c.entry.id)
                   // What each was: the kernel gives a freed id to the next mount, which is another one.
                   for (const e of entries) {
@@ -108,7 +110,7 @@ export const layerMounterWith = (
                     plan.detached.add(e.id)
                     plan.detachedAs?.set(e.id, mountIdentity(e))
                   }
-                  uncover(entries, gone, HostPath.clean(t.tablePath), file)
+                  uncover(entries, gone, Lexical.clean(t.tablePath), file)
                   const left = entries.filter((e) => !gone.has(e.id))
                   yield* plan.record({
                     service: "Mounter",
@@ -120,7 +122,7 @@ export const layerMounterWith = (
                       Effect.map((info) => info.type !== "Directory"),
                       Effect.orElseSucceed(() => false)
                     )
-                    uncover(entries, gone, HostPath.clean(c.entry.mountPoint), copyIsFile)
+                    uncover(entries, gone, Lexical.clean(c.entry.mountPoint), copyIsFile)
                     yield* plan.record({
                       service: "Mounter",
                       action: `detach by propagation (mount ${c.entry.id}, a copy of mount ${c.cognateOf})`,

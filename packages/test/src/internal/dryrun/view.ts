@@ -5,7 +5,8 @@
  * mount table as the dry run left it. Boundary: nothing here changes the
  * overlay but `detach`; the changes are `writes.ts`.
  */
-import { FileName, HostPath, MountInfo } from "@hostnode/core"
+import { FileName, MountInfo } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, type FileSystem, Option } from "effect"
 import type * as PlatformError from "effect/PlatformError"
 import {
@@ -81,7 +82,7 @@ export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
   const detach = (path: string) => {
     const taken: Array<readonly [string, Node]> = []
     for (const [p, node] of overlay) {
-      if (HostPath.covers(path, p)) {
+      if (Lexical.covers(path, p)) {
         taken.push([p.slice(path.length), node])
         overlay.delete(p)
       }
@@ -210,7 +211,7 @@ export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
           : Effect.fail(fsError(method, "scandir", path, "ENOTDIR"))
       }
       return Effect.map(real.readDirectory(at.path), (names) => {
-        const shown = names.filter((name) => place(HostPath.child(dir, name))._tag !== "Absent")
+        const shown = names.filter((name) => place(Lexical.child(dir, name))._tag !== "Absent")
         const added = overlayChildren(dir).filter((name) => !shown.includes(name))
         return [...shown, ...added]
       })
@@ -222,10 +223,10 @@ export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
           ? Effect.succeed(names)
           : Effect.map(
               Effect.forEach(names, (name) =>
-                stat(HostPath.child(dir, name)).pipe(
+                stat(Lexical.child(dir, name)).pipe(
                   Effect.flatMap((info) =>
                     info.type === "Directory"
-                      ? Effect.map(readDirectory(HostPath.child(dir, name), options), (below) => [
+                      ? Effect.map(readDirectory(Lexical.child(dir, name), options), (below) => [
                           name,
                           ...below.map((b) => `${name}/${b}`)
                         ])
@@ -244,7 +245,7 @@ export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
     Effect.flatMap(readDirectory(path, undefined, "readDirectoryEntries"), (names) =>
       Effect.forEach(names, (name) =>
         Effect.map(
-          lstat(HostPath.child(normalize(path), name)),
+          lstat(Lexical.child(normalize(path), name)),
           (info): FileSystem.DirectoryEntry => ({ name, type: info.type })
         )
       )

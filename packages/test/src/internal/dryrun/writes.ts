@@ -5,7 +5,7 @@
  * reads they check against are `view.ts`; `copy` is `copy.ts`.
  */
 import { tmpdir } from "node:os"
-import { HostPath } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, type FileSystem, Option, Random } from "effect"
 import * as PlatformError from "effect/PlatformError"
 import {
@@ -213,7 +213,7 @@ export const makeWrites = (view: View) => {
           fsError("rename", "rename", from, e.reason._tag === "BadResource" ? "ENOTDIR" : "ENOENT")
         )
       )
-      if (source !== target && HostPath.covers(source, target)) {
+      if (source !== target && Lexical.covers(source, target)) {
         return yield* fsError("rename", "rename", from, "EINVAL")
       }
       yield* parentIsDirectory(target, "rename", "rename")

@@ -7,7 +7,8 @@
  * @since 0.3.0
  */
 import { assert, type Vitest } from "@effect/vitest"
-import { Directory, HostPath, Metrics, type Mounter, MountInfo, Repave, SafeRemove, Unmount } from "@hostnode/core"
+import { Directory, HostPath, Metrics, type Mounter, MountInfo, Repave, SafeRemove } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Metric } from "effect"
 import * as FaultyMounter from "../../FaultyMounter.ts"
 import * as Fence from "../../FencedFileSystem.ts"
@@ -279,7 +280,7 @@ export const mountTests = (
       // The table as a namespace that sees the root elsewhere would show it.
       const table = yield* fx.table
       const moved = table.map((e) =>
-        Unmount.covers(l.root, HostPath.clean(e.mountPoint)) ? { ...e, mountPoint: `/elsewhere${e.mountPoint}` } : e
+        Lexical.covers(l.root, Lexical.clean(e.mountPoint)) ? { ...e, mountPoint: `/elsewhere${e.mountPoint}` } : e
       )
       const fake = `${l.sandbox}/moved-mountinfo`
       yield* fs.writeFileString(fake, MountInfo.render(moved))
@@ -316,10 +317,10 @@ export const mountTests = (
       const l = yield* buildKubeletLayout
       // The table of a namespace whose `/` is the host root: its paths lack the root's prefix.
       const table = yield* fx.table
-      const own = table.filter((e) => Unmount.covers(l.root, HostPath.clean(e.mountPoint)))
+      const own = table.filter((e) => Lexical.covers(l.root, Lexical.clean(e.mountPoint)))
       // Their `/` is the mount the root is on (the sandbox's), under the id it really has.
       const rootMount = table
-        .filter((e) => Unmount.covers(HostPath.clean(e.mountPoint), l.root))
+        .filter((e) => Lexical.covers(Lexical.clean(e.mountPoint), l.root))
         .sort((a, b) => b.mountPoint.length - a.mountPoint.length || b.id - a.id)[0] as MountInfo.MountEntry
       const theirs = [
         { ...rootMount, parentId: 0, root: "/", mountPoint: "/" },

@@ -8,7 +8,8 @@
  * @since 0.3.0
  */
 import { assert, type Vitest } from "@effect/vitest"
-import { type Directory, HostPath, type Mounter, type MountInfo, Repave } from "@hostnode/core"
+import { type Directory, type Mounter, type MountInfo, Repave } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Schema } from "effect"
 import * as FaultyMounter from "../../FaultyMounter.ts"
 import * as Fence from "../../FencedFileSystem.ts"
@@ -74,7 +75,7 @@ export const Plan = Schema.Struct({
  */
 export type Plan = typeof Plan.Type
 
-const depth = (hostPath: string): number => HostPath.components(hostPath).length
+const depth = (hostPath: string): number => Lexical.components(hostPath).length
 
 const linkedHostPath = { cni: slotPaths.cni, pki: slotPaths.pki, p2: "/var/lib/kubelet/pods/p2", netd: slotPaths.netd }
 
@@ -96,7 +97,7 @@ export const buildPlan = (plan: Plan) =>
     const s = yield* makeSandbox
     const linked = new Set(plan.linked)
     const isLinked = (hostPath: string) =>
-      [...linked].some((l) => HostPath.isWithin(linkedHostPath[l], hostPath) && hostPath !== linkedHostPath[l]) ||
+      [...linked].some((l) => Lexical.isWithin(linkedHostPath[l], hostPath) && hostPath !== linkedHostPath[l]) ||
       [...linked].some((l) => linkedHostPath[l] === hostPath)
     const full = (hostPath: string) => `${s.root}${hostPath}`
     yield* plant(s.sandbox, {

@@ -266,7 +266,8 @@ export const resetTests = (
       const once = yield* snapshot(s.sandbox)
       const again = [yield* runReset("resetCniState", s), yield* runReset("resetKubeletIdentity", s)]
       assert.deepStrictEqual(differences(once, yield* snapshot(s.sandbox)), [])
-      for (const o of again) assert.deepStrictEqual(o, { _tag: "Report", report: SafeRemove.emptyReport })
+      for (const o of again)
+        assert.deepStrictEqual(o, { _tag: "Report", report: { removed: [], kept: [], removedCount: 0, keptCount: 0 } })
       const bare = yield* makeSandbox
       yield* fs.makeDirectory(bare.root)
       const r1 = yield* runReset("resetCniState", bare)
@@ -274,8 +275,8 @@ export const resetTests = (
       assert.deepStrictEqual(
         [r1, r2],
         [
-          { _tag: "Report", report: SafeRemove.emptyReport },
-          { _tag: "Report", report: SafeRemove.emptyReport }
+          { _tag: "Report", report: { removed: [], kept: [], removedCount: 0, keptCount: 0 } },
+          { _tag: "Report", report: { removed: [], kept: [], removedCount: 0, keptCount: 0 } }
         ]
       )
       assert.deepStrictEqual(yield* fs.readDirectory(bare.root), [])

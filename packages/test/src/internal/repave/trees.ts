@@ -7,7 +7,8 @@
  * @since 0.3.0
  */
 import { createHash } from "node:crypto"
-import { HostPath, type MountInfo, Unmount } from "@hostnode/core"
+import type { MountInfo } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem } from "effect"
 import * as TreeWalk from "../../TreeWalk.ts"
 
@@ -81,6 +82,6 @@ export const relativeTo = (base: string, full: string): string => (full === base
 
 export const mountsBelow = (table: MountInfo.MountTable, dir: string) =>
   table.filter((e) => {
-    const mp = HostPath.clean(e.mountPoint)
-    return mp !== dir && Unmount.covers(dir, mp)
+    const mp = Lexical.clean(e.mountPoint)
+    return mp !== dir && Lexical.covers(dir, mp)
   })

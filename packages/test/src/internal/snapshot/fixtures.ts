@@ -9,6 +9,7 @@
  * @since 0.3.0
  */
 import { Directory, type HostPath, Snapshot, Systemd } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer, type PlatformError, Ref, type Scope } from "effect"
 import * as RefusingSystemd from "../../RefusingSystemd.ts"
 import * as Format from "./format.ts"
@@ -67,9 +68,13 @@ export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boo
         f
           ? Effect.fail(
               new Directory.DirectoryError({
-                reason: new Directory.PermissionDenied({ errno: "EACCES", detail: "injected failure" }),
+                reason: new Directory.SystemError({
+                  _tag: "PermissionDenied",
+                  errno: "EACCES",
+                  detail: "injected failure"
+                }),
                 operation: "renameat2",
-                path: Directory.childPath(from.path, fromName)
+                path: Programs.childPath(from.path, fromName)
               })
             )
           : dirs.rename(from, fromName, to, toName, options)

@@ -3,13 +3,14 @@
  * Boundary: the operation and its output; the flags are declared in
  * `commands.ts`.
  */
-import { HostPath, Unmount } from "@hostnode/core"
+import { type HostPath, Unmount } from "@hostnode/core"
+import { Lexical } from "@hostnode/core/Programs"
 import { Effect } from "effect"
 import { plural } from "../../text.ts"
 import { operate, type Work, withRoot } from "../operate.ts"
 
 /** A prefix as given, and what it resolved to when that differs. */
-const prefixText = (p: HostPath.Resolved) => (p.path === HostPath.clean(p.given) ? p.path : `${p.given} (-> ${p.path})`)
+const prefixText = (p: HostPath.Resolved) => (p.path === Lexical.clean(p.given) ? p.path : `${p.given} (-> ${p.path})`)
 
 /** Unmounts every mount at (strictly: below) the prefixes, below the host root. */
 export const unmountBelow = ({
