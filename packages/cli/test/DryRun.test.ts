@@ -14,7 +14,7 @@ import { type Cli, DryRun } from "@hostnode/cli"
 import { DnsResolvers, HostCommand, IsolationBackend, Mounter, Systemd } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture, RefusingSystemd } from "@hostnode/test"
-import { RepaveConformance } from "@hostnode/test/conformance"
+import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { cliEnvironment, runCli, runJson } from "./harness.ts"
@@ -98,7 +98,7 @@ type Services =
   | ChildProcessSpawner.ChildProcessSpawner
   | Layer.Success<typeof cliEnvironment>
 
-const { differences, plant, snapshot } = RepaveConformance
+const { differences, plant, snapshot } = RepaveTrees
 
 const podA = "root/var/lib/kubelet/pods/11111111-aaaa"
 const podB = "root/var/lib/kubelet/pods/22222222-bbbb"

@@ -17,8 +17,8 @@ import { assert, layer } from "@effect/vitest"
 import { Directory, FileName } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, type Scope } from "effect"
 import { peerTree } from "./internal/peerTree.ts"
+import { plant } from "./internal/repave/trees.ts"
 import { MountFixture } from "./MountFixture.ts"
-import { plant } from "./RepaveConformance.ts"
 
 const enc = (s: string) => FileName.encode(s)
 /** `café` in Latin-1: not valid UTF-8. */

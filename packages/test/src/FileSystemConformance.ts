@@ -27,23 +27,6 @@ import type * as Harness from "./internal/fileSystemConformance/harness.ts"
 import { lookup } from "./internal/fileSystemConformance/lookup.ts"
 import { tree } from "./internal/fileSystemConformance/tree.ts"
 
-export {
-  /**
-   * Runs `effect`, which must fail with a `PlatformError` matching `expected`,
-   * and returns the error for further checks. Exported for users' own tests.
-   *
-   * @since 0.1.0
-   */
-  expectError
-} from "./internal/fileSystemConformance/harness.ts"
-
-/**
- * What a failed call must look like: `reason._tag` and the errno `code` of the cause, optionally more.
- *
- * @since 0.1.0
- */
-export type ExpectedError = Harness.ExpectedError
-
 /**
  * How the suite gets its per-test root directory.
  *

@@ -36,16 +36,17 @@ import {
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 import * as Fence from "./FencedFileSystem.ts"
 import { peerTree } from "./internal/peerTree.ts"
+import { nodeStarts } from "./internal/repave/fixtures.ts"
+import { differences, isUnder, plant, snapshot } from "./internal/repave/trees.ts"
 import { MountFixture } from "./MountFixture.ts"
 import * as RefusingSystemd from "./RefusingSystemd.ts"
-import { differences, isUnder, nodeStarts, plant, snapshot } from "./RepaveConformance.ts"
 
 /**
  * The sandbox of one run: the node's root, what lies beside it, and where snapshots go.
  *
  * @since 0.2.0
  */
-export interface Sandbox {
+interface Sandbox {
   readonly sandbox: string
   readonly root: string
   readonly outside: string
@@ -59,7 +60,7 @@ export interface Sandbox {
  *
  * @since 0.2.0
  */
-export const buildSandbox = Effect.gen(function* () {
+const buildSandbox = Effect.gen(function* () {
   const fx = yield* MountFixture
   const fs = yield* FileSystem.FileSystem
   const sandbox = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
@@ -97,7 +98,7 @@ export const buildSandbox = Effect.gen(function* () {
  *
  * @since 0.2.0
  */
-export const RootCandidates = [
+const RootCandidates = [
   "@/root",
   "@/root/",
   "@//root//",
@@ -118,7 +119,7 @@ export const RootCandidates = [
  *
  * @since 0.2.0
  */
-export const PrefixCandidates = [
+const PrefixCandidates = [
   "",
   "/",
   "//",
@@ -143,7 +144,7 @@ export const PrefixCandidates = [
  *
  * @since 0.2.0
  */
-export const Operations = [
+const Operations = [
   "unmountBelow",
   "unmountStrictlyBelow",
   "teardownKubeletDir",
@@ -160,7 +161,7 @@ export const Operations = [
  *
  * @since 0.2.0
  */
-export type Operation = (typeof Operations)[number]
+type Operation = (typeof Operations)[number]
 
 const rootOf = (s: Sandbox, candidate: string): string =>
   candidate.startsWith("@") ? s.sandbox + candidate.slice(1) : candidate
@@ -171,7 +172,7 @@ const rootOf = (s: Sandbox, candidate: string): string =>
  *
  * @since 0.2.0
  */
-export const runOperation = (
+const runOperation = (
   s: Sandbox,
   operation: Operation,
   hostRoot: string,
@@ -217,7 +218,7 @@ export const runOperation = (
  *
  * @since 0.2.0
  */
-export const fencedMounter = (allowed: string) =>
+const fencedMounter = (allowed: string) =>
   Effect.map(Effect.service(Mounter.Mounter), (inner) =>
     Mounter.Mounter.of({
       unmount: (root, targets, options) =>
@@ -232,7 +233,7 @@ export const fencedMounter = (allowed: string) =>
  *
  * @since 0.2.0
  */
-export const isInputError = (e: { readonly _tag: string; readonly reason?: unknown }): boolean =>
+const isInputError = (e: { readonly _tag: string; readonly reason?: unknown }): boolean =>
   (e._tag === "HostPathError" &&
     ["InvalidPath", "NotAbsolute", "NotFound", "NotADirectory", "IsHostRoot", "OutsideTable"].includes(
       String((e.reason as { readonly _tag?: unknown } | undefined)?._tag)

@@ -49,7 +49,7 @@ import { full, NodeFixture, Units } from "./NodeFixture.ts"
  *
  * @since 0.2.0
  */
-export type Composition =
+type Composition =
   | FileSystem.FileSystem
   | ChildProcessSpawner.ChildProcessSpawner
   | Directory.Directories

@@ -29,29 +29,9 @@
 import { assert, layer } from "@effect/vitest"
 import { IsolationBackend, RestartChanged, Systemd } from "@hostnode/core"
 import { Duration, Effect, FileSystem, type Layer, Option } from "effect"
+import { machineObservers, memoryObservers, Units } from "./internal/systemdObservers.ts"
 import { MemorySystemd } from "./MemorySystemd.ts"
 import { SystemdMachine } from "./SystemdMachine.ts"
-
-/**
- * Unit file texts the suite uses. The simulated host understands these ExecStart lines.
- *
- * @since 0.1.0
- */
-export const Units = {
-  sleeper: (description = "sleeper") =>
-    `[Unit]\nDescription=${description}\n\n[Service]\nExecStart=/bin/sleep infinity\n`,
-  failingOneshot: "[Unit]\nDescription=fails\n\n[Service]\nType=oneshot\nExecStart=/bin/false\n",
-  /** A `Type=simple` unit whose program exits 3 right after it was started. */
-  diesAtOnce: '[Unit]\nDescription=dies at once\n\n[Service]\nType=simple\nExecStart=/bin/sh -c "exit 3"\n',
-  /**
-   * A sleeper whose environment has `HN_FLAG=<flag>`: what a restart ran is in
-   * its main process's environment. `Type=exec`: its start job ends once the
-   * program was executed (a `Type=simple` job ends at the fork, when the
-   * child still has the manager's environment).
-   */
-  withFlag: (flag: string) =>
-    `[Unit]\nDescription=flag ${flag}\n\n[Service]\nType=exec\nEnvironment=HN_FLAG=${flag}\nExecStart=/bin/sleep infinity\n`
-} as const
 
 /**
  * What the suite reads from the machine besides the `Systemd` under test: the
@@ -66,58 +46,6 @@ export interface Observers<R> {
   readonly daemonReloads: Effect.Effect<number, never, R>
 }
 
-// A generator systemd runs at every daemon-reload (and nothing else), appending a line to a file of its /run.
-const reloadCounter = "/etc/systemd/system-generators/hostnode-count-reloads"
-const reloadCount = "/run/hostnode-daemon-reloads"
-
-/**
- * The {@link Observers} of a `SystemdMachine`: a process's environment read
- * from the machine's `/proc`, and the reloads counted by a generator the
- * first reading installs in the machine (systemd runs every generator once
- * per daemon-reload; a reading before it ran is 0).
- *
- * @since 0.4.0
- */
-export const machineObservers: Observers<SystemdMachine | FileSystem.FileSystem> = {
-  environmentOf: (pid) =>
-    Effect.gen(function* () {
-      const m = yield* SystemdMachine
-      const fs = yield* FileSystem.FileSystem
-      const bytes = yield* fs.readFile(`${m.hostRoot}/proc/${pid}/environ`).pipe(Effect.orDie)
-      return new TextDecoder()
-        .decode(bytes)
-        .split("\0")
-        .filter((e) => e !== "")
-    }),
-  daemonReloads: Effect.gen(function* () {
-    const m = yield* SystemdMachine
-    const fs = yield* FileSystem.FileSystem
-    const generator = `${m.hostRoot}${reloadCounter}`
-    if (!(yield* fs.exists(generator).pipe(Effect.orDie))) {
-      yield* fs.makeDirectory(`${m.hostRoot}/etc/systemd/system-generators`, { recursive: true }).pipe(Effect.orDie)
-      yield* fs.writeFileString(generator, `#!/bin/sh\necho reload >> ${reloadCount}\n`).pipe(Effect.orDie)
-      yield* fs.chmod(generator, 0o755).pipe(Effect.orDie)
-    }
-    const text = yield* fs.readFileString(`${m.hostRoot}${reloadCount}`).pipe(Effect.orElseSucceed(() => ""))
-    return text.split("\n").filter((l) => l !== "").length
-  })
-}
-
-/**
- * The {@link Observers} of the simulated systemd (`MemoryNode`): the
- * environment its main processes were started with, and its reload counter.
- *
- * @since 0.4.0
- */
-export const memoryObservers: Observers<MemorySystemd> = {
-  environmentOf: (pid) =>
-    Effect.map(
-      Effect.flatMap(Effect.service(MemorySystemd), (s) => s.processEnvironment(pid)),
-      (env) => env ?? []
-    ),
-  daemonReloads: Effect.flatMap(Effect.service(MemorySystemd), (s) => s.daemonReloads)
-}
-
 let counter = 0
 // Each test gets its own unit names, so tests sharing one machine never meet.
 const fresh = (stem: string) => `hn-${stem}-${process.pid}-${++counter}.service`
@@ -127,8 +55,7 @@ const fresh = (stem: string) => `hn-${stem}-${process.pid}-${++counter}.service`
  * test and the `FileSystem` through which its unit files are written;
  * `hostRoot` is where that systemd's root file system is (for the real test
  * machine `/proc/<pid>/root`, for the simulated host `/`); `observers` read
- * what the restarts really ran ({@link machineObservers},
- * {@link memoryObservers}, since 0.4.0; without them, those of a `SystemdMachine`
+ * what the restarts really ran ({@link Observers}; without them, those of a `SystemdMachine`
  * or a `MemorySystemd` in `hostLayer` are used, and with neither, a restart's
  * environment is read from `Environment=` as systemd shows it and the
  * reloads are not counted).

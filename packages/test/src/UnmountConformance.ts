@@ -21,7 +21,7 @@ import { MountFixture } from "./MountFixture.ts"
  *
  * @since 0.1.0
  */
-export interface Layout {
+interface Layout {
   readonly sandbox: string
   readonly kubelet: string
   readonly csiData: string
@@ -37,7 +37,7 @@ export interface Layout {
  *
  * @since 0.1.0
  */
-export const buildLayout = Effect.gen(function* () {
+const buildLayout = Effect.gen(function* () {
   const fx = yield* MountFixture
   const fs = yield* FileSystem.FileSystem
   const sandbox = yield* fx.sandbox

@@ -17,7 +17,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { HostCommand, LocalDns } from "@hostnode/core"
 import { Gate, MemoryNetwork } from "@hostnode/test"
-import { LocalDnsConformance } from "@hostnode/test/conformance"
+import * as LocalDnsRules from "@hostnode/test/internal/localDnsRules"
 import { Effect, FileSystem, Schema } from "effect"
 
 const gate = Gate.check("real ip and iptables in fresh network namespaces", [
@@ -50,7 +50,7 @@ const chains = ["OUTPUT", "PREROUTING", "OUTPUT", "INPUT", "NOPE"]
 const ours = LocalDns.rules(["169.254.10.10", "169.254.10.11", "169.254.10.12"]).map((r) => r.spec)
 const specs: ReadonlyArray<ReadonlyArray<string>> = [
   ...ours,
-  ...LocalDnsConformance.foreignRules.map((r) => r.spec),
+  ...LocalDnsRules.foreignRules.map((r) => r.spec),
   [
     "-d",
     "169.254.10.10",

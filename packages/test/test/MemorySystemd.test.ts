@@ -11,6 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { IsolationBackend, RestartChanged, Systemd } from "@hostnode/core"
 import { MemoryHost, MemoryNode, MemorySystemd } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
+import * as SystemdObservers from "@hostnode/test/internal/systemdObservers"
 import { Cause, Context, Effect, Exit, Fiber, FileSystem, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 
@@ -18,11 +19,11 @@ SystemdConformance.suite(
   "MemoryNode (systemctl over the systemctl interpreter)",
   MemoryNode.layer(),
   Effect.succeed("/"),
-  SystemdConformance.memoryObservers
+  SystemdObservers.memoryObservers
 )
 
 const Units = {
-  ...SystemdConformance.Units,
+  ...SystemdObservers.Units,
   oneshotTrue: "[Unit]\nDescription=once\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n",
   reloadable:
     "[Unit]\nDescription=reloadable\n\n[Service]\nExecStart=/usr/bin/mydaemon --foreground\nExecReload=/bin/kill -HUP $MAINPID\n",
