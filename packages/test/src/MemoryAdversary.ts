@@ -19,7 +19,7 @@
 import { Effect } from "effect"
 import { Errno } from "./internal/errno.ts"
 import type { Upcoming } from "./internal/journal.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
 import type { HostState } from "./MemoryHost.ts"
 import { MemoryHost } from "./MemoryHost.ts"
 

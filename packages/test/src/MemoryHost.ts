@@ -17,10 +17,10 @@ import { Clock, Context, Deferred, Effect, FileSystem, Layer, Path, Schema } fro
 import type { ChildProcessSpawner } from "effect/process"
 import type * as Errno from "./internal/errno.ts"
 import * as Journal_ from "./internal/journal.ts"
-import * as MemoryCommands from "./MemoryCommands.ts"
-import * as MemoryDirectories from "./MemoryDirectories.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
-import * as MemoryMounts from "./MemoryMounts.ts"
+import * as MemoryCommands from "./internal/memoryCommands.ts"
+import * as MemoryDirectories from "./internal/memoryDirectories.ts"
+import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
+import * as MemoryMounts from "./internal/memoryMounts.ts"
 import * as RecordingSystemd from "./RecordingSystemd.ts"
 
 /**

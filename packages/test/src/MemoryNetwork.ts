@@ -43,12 +43,12 @@
 import { type DnsResolvers, LocalDns } from "@hostnode/core"
 import { Context, Deferred, Duration, Effect, Layer, Schema, type Scope } from "effect"
 import type { Dns } from "effect/net"
+import * as MemoryCommands from "./internal/memoryCommands.ts"
 import { classify, normalizeName, resolverFor } from "./internal/network/dns.ts"
 import { ipInterpreter } from "./internal/network/ip.ts"
 import { chainOrder, iptablesInterpreter, ruleLine, saveString } from "./internal/network/iptables.ts"
 import { isLocal, makeState, type ServerState, type State, sortedLinks, viewOf } from "./internal/network/state.ts"
 import * as LocalDnsFixture from "./LocalDnsFixture.ts"
-import * as MemoryCommands from "./MemoryCommands.ts"
 
 export {
   /**

@@ -61,6 +61,8 @@
 import type { Systemd } from "@hostnode/core"
 import { Clock, Context, Effect, type FileSystem, Semaphore } from "effect"
 import { makeJournal } from "./internal/journal.ts"
+import type * as MemoryCommands from "./internal/memoryCommands.ts"
+import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
 import { mainExited, settleAll } from "./internal/memorySystemd/lifecycle.ts"
 import { collect, getOrLoad, loadFromDisk, needsReload, refreshPathCache } from "./internal/memorySystemd/loading.ts"
 import { props } from "./internal/memorySystemd/properties.ts"
@@ -77,8 +79,6 @@ import {
   waitFor
 } from "./internal/memorySystemd/systemctl.ts"
 import * as Time from "./internal/memorySystemd/time.ts"
-import type * as MemoryCommands from "./MemoryCommands.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
 import { MemoryHost } from "./MemoryHost.ts"
 
 // ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 import { HostCommand, MountInfo } from "@hostnode/core"
 import { Context, Effect, FileSystem, Layer, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
 import { MemoryHost } from "./MemoryHost.ts"
 
 /**

@@ -7,8 +7,8 @@
 import { HostCommand, LocalDns, Systemd } from "@hostnode/core"
 import { Effect, Layer, Option, Sink, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
-import * as MemoryCommands from "../../MemoryCommands.ts"
 import * as MemoryNetwork from "../../MemoryNetwork.ts"
+import * as MemoryCommands from "../memoryCommands.ts"
 import { DryRunPlan } from "./plan.ts"
 
 /** Documented where `DryRun.ts` exports it. */

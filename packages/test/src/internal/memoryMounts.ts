@@ -17,12 +17,12 @@
 import { Directory, FileName, Mounter } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
 import { Clock, Effect, Schema } from "effect"
-import { Errno, type ErrnoCode, errnoTable } from "./internal/errno.ts"
-import { admit, complete } from "./internal/journal.ts"
-import type * as MemoryCommands from "./MemoryCommands.ts"
-import * as MemoryDirectories from "./MemoryDirectories.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
-import type { HostState } from "./MemoryHost.ts"
+import type { HostState } from "../MemoryHost.ts"
+import { Errno, type ErrnoCode, errnoTable } from "./errno.ts"
+import { admit, complete } from "./journal.ts"
+import type * as MemoryCommands from "./memoryCommands.ts"
+import * as MemoryDirectories from "./memoryDirectories.ts"
+import * as MemoryFileSystem from "./memoryFileSystem.ts"
 
 /** strerror(3) for the codes an unmount meets; libuv's description otherwise. */
 const strerror = (code: string): string =>

@@ -27,7 +27,7 @@
  * @since 0.1.0
  */
 import type { PlatformError } from "effect"
-import { Errno, type ErrnoCode, errno, type NodeErrorCode, toPlatformError } from "./internal/errno.ts"
+import { Errno, type ErrnoCode, errno, type NodeErrorCode, toPlatformError } from "./errno.ts"
 import {
   addEntry,
   createDirectory,
@@ -39,10 +39,10 @@ import {
   touchRead,
   unlinkInode,
   writeAt
-} from "./internal/memoryFileSystem/inode.ts"
-import type * as Model from "./internal/memoryFileSystem/model.ts"
-import { S_ISGID, S_ISUID, S_IXGRP } from "./internal/memoryFileSystem/model.ts"
-import type * as Resolve from "./internal/memoryFileSystem/resolve.ts"
+} from "./memoryFileSystem/inode.ts"
+import type * as Model from "./memoryFileSystem/model.ts"
+import { S_ISGID, S_ISUID, S_IXGRP } from "./memoryFileSystem/model.ts"
+import type * as Resolve from "./memoryFileSystem/resolve.ts"
 import {
   chainHas,
   crossFile,
@@ -53,9 +53,9 @@ import {
   lookup,
   rootFrame,
   walkFinal
-} from "./internal/memoryFileSystem/resolve.ts"
-import type * as Seed from "./internal/memoryFileSystem/seed.ts"
-import { sysExchange, sysMkdir, sysRename, sysSymlink, sysUnlink } from "./internal/memoryFileSystem/syscalls.ts"
+} from "./memoryFileSystem/resolve.ts"
+import type * as Seed from "./memoryFileSystem/seed.ts"
+import { sysExchange, sysMkdir, sysRename, sysSymlink, sysUnlink } from "./memoryFileSystem/syscalls.ts"
 
 export {
   /**
@@ -64,7 +64,7 @@ export {
    * @since 0.1.0
    */
   info
-} from "./internal/memoryFileSystem/inode.ts"
+} from "./memoryFileSystem/inode.ts"
 export {
   /**
    * Major and minor of a device number made by the kernel's `new_encode_dev` (`new_decode_dev`).
@@ -78,7 +78,7 @@ export {
    * @since 0.1.0
    */
   makeFilesystem
-} from "./internal/memoryFileSystem/model.ts"
+} from "./memoryFileSystem/model.ts"
 export {
   /**
    * `mount --bind source target` (not recursive): both paths then reach the
@@ -142,7 +142,7 @@ export {
    * @since 0.2.0
    */
   unmountMount
-} from "./internal/memoryFileSystem/mounts.ts"
+} from "./memoryFileSystem/mounts.ts"
 export {
   /**
    * `path` made absolute against the working directory, `.` and `..` removed lexically.
@@ -162,7 +162,7 @@ export {
    * @since 0.2.0
    */
   wellFormed
-} from "./internal/memoryFileSystem/resolve.ts"
+} from "./memoryFileSystem/resolve.ts"
 export {
   /**
    * The tree at `root` as a flat record keyed by absolute path, in depth-first name order.
@@ -194,7 +194,7 @@ export {
    * @since 0.1.0
    */
   seed
-} from "./internal/memoryFileSystem/seed.ts"
+} from "./memoryFileSystem/seed.ts"
 export {
   /**
    * `FileSystem` over `host`'s in-memory tree, with NodeFileSystem's behaviour for a root process.
@@ -202,7 +202,7 @@ export {
    * @since 0.1.0
    */
   make
-} from "./internal/memoryFileSystem/service.ts"
+} from "./memoryFileSystem/service.ts"
 export {
   /**
    * The `open(2)` flags NodeFileSystem passes for each `OpenFlag`.
@@ -210,7 +210,7 @@ export {
    * @since 0.1.0
    */
   openFlags
-} from "./internal/memoryFileSystem/syscalls.ts"
+} from "./memoryFileSystem/syscalls.ts"
 
 /**
  * A directory; `entries` never holds "." or "..".

@@ -20,10 +20,10 @@
  */
 import { Deadline, Directory, FileName } from "@hostnode/core"
 import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
-import { type ErrnoCode, errnoTable } from "./internal/errno.ts"
-import { admit, complete } from "./internal/journal.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
-import type { HostState } from "./MemoryHost.ts"
+import type { HostState } from "../MemoryHost.ts"
+import { type ErrnoCode, errnoTable } from "./errno.ts"
+import { admit, complete } from "./journal.ts"
+import * as MemoryFileSystem from "./memoryFileSystem.ts"
 
 const I = MemoryFileSystem.internals
 
