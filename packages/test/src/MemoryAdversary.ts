@@ -18,9 +18,9 @@
  */
 import { Effect } from "effect"
 import { Errno } from "./internal/errno.ts"
+import type { HostState } from "./internal/hostState.ts"
 import type { Upcoming } from "./internal/journal.ts"
 import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
-import type { HostState } from "./MemoryHost.ts"
 import { MemoryHost } from "./MemoryHost.ts"
 
 /**

@@ -125,11 +125,16 @@ export interface DnsServer {
 }
 
 /**
- * An address to listen on is not on any link of the host (dnsmasq's "Cannot assign requested address").
+ * Why `DnsServerError`: an address to listen on is not on any link of the host
+ * (dnsmasq's "Cannot assign requested address").
  *
+ * @category errors
  * @since 0.3.0
  */
-export class AddressNotAvailable extends Schema.TaggedError<AddressNotAvailable>()("AddressNotAvailable", {
+export class AddressNotAvailable extends Schema.Error<AddressNotAvailable>(
+  "@hostnode/test/MemoryNetwork/AddressNotAvailable"
+)({
+  _tag: Schema.tag("AddressNotAvailable"),
   address: Schema.String
 }) {
   override get message(): string {
@@ -138,26 +143,13 @@ export class AddressNotAvailable extends Schema.TaggedError<AddressNotAvailable>
 }
 
 /**
- * Why a DNS server could not start.
- *
- * @since 0.3.0
- */
-export const DnsServerErrorReason = Schema.Union([AddressNotAvailable])
-
-/**
- * Why a DNS server could not start.
- *
- * @since 0.3.0
- */
-export type DnsServerErrorReason = typeof DnsServerErrorReason.Type
-
-/**
  * A DNS server could not listen; `reason` says why (an address the host does not have).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class DnsServerError extends Schema.TaggedError<DnsServerError>()("MemoryDnsServerError", {
-  reason: DnsServerErrorReason
+  reason: AddressNotAvailable
 }) {
   override get message(): string {
     return `failed to create listening socket for ${this.reason.message}`

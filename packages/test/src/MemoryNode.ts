@@ -24,6 +24,7 @@ import { ChildProcessSpawner } from "effect/process"
 import { reasonTag } from "./internal/errno.ts"
 import { admit, complete, type Journal } from "./internal/journal.ts"
 import * as MemoryCommands from "./internal/memoryCommands.ts"
+import * as MemoryMounts from "./internal/memoryMounts.ts"
 import type { LocalDnsFixture } from "./LocalDnsFixture.ts"
 import * as MemoryHost from "./MemoryHost.ts"
 import * as MemoryNetwork from "./MemoryNetwork.ts"
@@ -148,7 +149,7 @@ export const layer = (options: Options = {}): Layer.Layer<Services> => {
       const network = yield* MemoryNetwork.make(options.network)
       const invocations: Array<Invocation> = []
       const interpreters = new Map<string, MemoryCommands.Interpreter>([
-        ...MemoryHost.interpreters(host.state),
+        ...MemoryMounts.interpreters(host.state),
         ["systemctl", systemd.systemctl],
         ["ip", network.ip],
         ["iptables", network.iptables]

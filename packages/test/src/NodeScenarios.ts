@@ -39,7 +39,7 @@ import {
   Systemd,
   Unmount
 } from "@hostnode/core"
-import { Effect, FileSystem, type Layer, Redacted, Schema } from "effect"
+import { Data, Effect, FileSystem, type Layer, Redacted } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { full, NodeFixture, Units } from "./NodeFixture.ts"
 
@@ -60,7 +60,9 @@ type Composition =
   | NodeFixture
 
 /** The upgrade's own failure, which a rollback must not hide. */
-class UpgradeFailed extends Schema.TaggedError<UpgradeFailed>()("UpgradeFailed", { reason: Schema.String }) {}
+class UpgradeFailed extends Data.Error<{ readonly reason: string }> {
+  readonly _tag = "UpgradeFailed"
+}
 
 const node: NodeStart.NodeStart = {
   nodeName: "node-a",

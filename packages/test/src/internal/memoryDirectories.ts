@@ -20,8 +20,8 @@
  */
 import { Deadline, Directory, FileName } from "@hostnode/core"
 import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
-import type { HostState } from "../MemoryHost.ts"
 import { type ErrnoCode, errnoTable } from "./errno.ts"
+import type { HostState } from "./hostState.ts"
 import { admit, complete } from "./journal.ts"
 import * as MemoryFileSystem from "./memoryFileSystem.ts"
 

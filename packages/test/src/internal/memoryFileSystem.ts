@@ -297,27 +297,6 @@ export type SymlinkNode = Model.SymlinkNode
 export type Frame = Resolve.Frame
 
 /**
- * One path of a dump: files with mode, owner and UTF-8 content; directories with mode and owner; symlinks.
- *
- * @since 0.1.0
- */
-export type DumpEntry = Seed.DumpEntry
-
-/**
- * A tree as a flat record of absolute paths; missing parents are 0755 root directories.
- *
- * @since 0.1.0
- */
-export type Fixture = Seed.Fixture
-
-/**
- * What a fixture path holds: text, bytes, a file with mode and owner, a symlink, or a directory.
- *
- * @since 0.1.0
- */
-export type FixtureEntry = Seed.FixtureEntry
-
-/**
  * Why a fixture entry could not be created.
  *
  * @since 0.1.0
