@@ -25,6 +25,7 @@ import { reasonTag } from "./internal/errno.ts"
 import { admit, complete, type Journal } from "./internal/journal.ts"
 import * as MemoryCommands from "./internal/memoryCommands.ts"
 import * as MemoryMounts from "./internal/memoryMounts.ts"
+import * as SystemdSimulation from "./internal/memorySystemd/simulation.ts"
 import type { LocalDnsFixture } from "./LocalDnsFixture.ts"
 import * as MemoryHost from "./MemoryHost.ts"
 import * as MemoryNetwork from "./MemoryNetwork.ts"
@@ -145,7 +146,7 @@ export const layer = (options: Options = {}): Layer.Layer<Services> => {
   const simulations = Layer.effectContext(
     Effect.gen(function* () {
       const host = yield* MemoryHost.MemoryHost
-      const systemd = yield* MemorySystemd.makeOnHost(options.systemd)
+      const systemd = yield* SystemdSimulation.makeOnHost(options.systemd)
       const network = yield* MemoryNetwork.make(options.network)
       const invocations: Array<Invocation> = []
       const interpreters = new Map<string, MemoryCommands.Interpreter>([

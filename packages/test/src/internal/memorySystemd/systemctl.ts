@@ -8,7 +8,6 @@
 
 import type { Systemd } from "@hostnode/core"
 import { Clock, Deferred, Effect } from "effect"
-import type { JobVerb, ServiceResult } from "../../MemorySystemd.ts"
 import * as MemoryCommands from "../memoryCommands.ts"
 import {
   endJob,
@@ -34,6 +33,7 @@ import {
   transition,
   type UnitState
 } from "./state.ts"
+import type { JobVerb, ServiceResult } from "./vocabulary.ts"
 
 const UnitTypes = [
   "service",
