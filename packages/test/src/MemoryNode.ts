@@ -26,6 +26,7 @@ import { admit, complete, type Journal } from "./internal/journal.ts"
 import * as MemoryCommands from "./internal/memoryCommands.ts"
 import * as MemoryMounts from "./internal/memoryMounts.ts"
 import * as SystemdSimulation from "./internal/memorySystemd/simulation.ts"
+import * as NetworkSimulation from "./internal/network/simulation.ts"
 import type { LocalDnsFixture } from "./LocalDnsFixture.ts"
 import * as MemoryHost from "./MemoryHost.ts"
 import * as MemoryNetwork from "./MemoryNetwork.ts"
@@ -147,7 +148,7 @@ export const layer = (options: Options = {}): Layer.Layer<Services> => {
     Effect.gen(function* () {
       const host = yield* MemoryHost.MemoryHost
       const systemd = yield* SystemdSimulation.makeOnHost(options.systemd)
-      const network = yield* MemoryNetwork.make(options.network)
+      const network = yield* NetworkSimulation.make(options.network)
       const invocations: Array<Invocation> = []
       const interpreters = new Map<string, MemoryCommands.Interpreter>([
         ...MemoryMounts.interpreters(host.state),

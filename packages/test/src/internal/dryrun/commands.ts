@@ -7,8 +7,8 @@
 import { HostCommand, LocalDns, Systemd } from "@hostnode/core"
 import { Effect, Layer, Option, Sink, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
-import * as MemoryNetwork from "../../MemoryNetwork.ts"
 import * as MemoryCommands from "../memoryCommands.ts"
+import * as NetworkSimulation from "../network/simulation.ts"
 import { DryRunPlan } from "./plan.ts"
 
 /** Documented where `DryRun.ts` exports it. */
@@ -81,7 +81,7 @@ const seedNetwork = (real: ChildProcessSpawner.ChildProcessSpawner["Service"]) =
       )
     const rules = yield* query("iptables", ["-w", "-t", LocalDns.Table, "-S"])
     const noTable = Option.isSome(rules) && rules.value.exitCode !== 0 && /does not exist/.test(rules.value.stderr)
-    const simulation = yield* MemoryNetwork.make(noTable ? { missingTables: [LocalDns.Table] } : {})
+    const simulation = yield* NetworkSimulation.make(noTable ? { missingTables: [LocalDns.Table] } : {})
     const admin = (command: "ip" | "iptables", args: ReadonlyArray<string>) =>
       Effect.asVoid(simulation.service.admin(command, args))
     const links = yield* query("ip", ["-j", "-d", "addr", "show"])
