@@ -10,10 +10,11 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { type Cli, DryRun } from "@hostnode/cli"
+import type { Cli, DryRun } from "@hostnode/cli"
 import { DnsResolvers, HostCommand, IsolationBackend, Mounter, Systemd } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture, RefusingSystemd } from "@hostnode/test"
+import * as DryRunCommands from "@hostnode/test/internal/dryrun/commands"
 import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
@@ -60,7 +61,7 @@ const recording = Layer.mergeAll(
       const inner = yield* ChildProcessSpawner.ChildProcessSpawner
       const performed = yield* Performed
       return ChildProcessSpawner.make((command) =>
-        ChildProcess.isStandardCommand(command) && !DryRun.isReadOnly(command.command, command.args.map(String))
+        ChildProcess.isStandardCommand(command) && !DryRunCommands.isReadOnly(command.command, command.args.map(String))
           ? Ref.update(performed.commands, (c) => [...c, [command.command, ...command.args].join(" ")]).pipe(
               Effect.andThen(inner.spawn(command))
             )

@@ -5,17 +5,35 @@
  */
 import { Context, Effect, Layer, Ref, Schema } from "effect"
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * One recorded step: which service was asked, what for, on which target.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export const PlanStep = Schema.Struct({
   service: Schema.Literals(["FileSystem", "Mounter", "ChildProcessSpawner", "Systemd"]),
   action: Schema.String,
   target: Schema.String
 })
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * The type of {@link PlanStep}.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type PlanStep = typeof PlanStep.Type
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * The plan a dry run builds, shared by every wrapping layer so that the steps
+ * of all services come out in the order they were asked for. It also holds
+ * the mounts the dry run pretended to detach, which the file system layer
+ * hides from the mount table.
+ *
+ * @category services
+ * @since 0.1.0
+ */
 export interface DryRunPlan {
   readonly steps: Ref.Ref<ReadonlyArray<PlanStep>>
   readonly record: (step: PlanStep) => Effect.Effect<void>
@@ -24,7 +42,7 @@ export interface DryRunPlan {
   /**
    * What each detached mount was (its device and root, `major:minor root`):
    * the kernel gives a freed id to the next mount, so a mount made later
-   * with the same id is another one, and is not hidden (since 0.4.0).
+   * with the same id is another one, and is not hidden.
    */
   readonly detachedAs?: Map<number, string> | undefined
   /**
@@ -39,7 +57,12 @@ export interface DryRunPlan {
 
 const key = Context.Service<DryRunPlan>("@hostnode/test/DryRun/DryRunPlan")
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * The key of {@link DryRunPlan}, with `layer`: an empty plan.
+ *
+ * @category services
+ * @since 0.1.0
+ */
 export const DryRunPlan: Context.Service<DryRunPlan, DryRunPlan> & {
   /** An empty plan. */
   readonly layer: Layer.Layer<DryRunPlan>
@@ -60,12 +83,22 @@ export const DryRunPlan: Context.Service<DryRunPlan, DryRunPlan> & {
   )
 })
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * The recorded steps so far, oldest first.
+ *
+ * @category operations
+ * @since 0.1.0
+ */
 export const steps: Effect.Effect<ReadonlyArray<PlanStep>, never, DryRunPlan> = Effect.flatMap(
   Effect.service(DryRunPlan),
   (plan) => Ref.get(plan.steps)
 )
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * Renders one step for a person: `FileSystem remove /etc/cni/net.d/10-x.conf`.
+ *
+ * @category operations
+ * @since 0.1.0
+ */
 export const renderStep = (step: PlanStep): string =>
   step.target === "" ? `${step.service} ${step.action}` : `${step.service} ${step.action} ${step.target}`
