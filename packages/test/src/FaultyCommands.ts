@@ -16,7 +16,7 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
  *
  * @since 0.2.0
  */
-export interface Refusal {
+interface Refusal {
   readonly exitCode: number
   readonly stderr: string
 }
@@ -52,7 +52,7 @@ const failed = (pid: number, refusal: Refusal): ChildProcessSpawner.ChildProcess
  *
  * @since 0.2.0
  */
-export const wrap = (
+const wrap = (
   inner: ChildProcessSpawner.ChildProcessSpawner["Service"],
   refuse: Refuse
 ): ChildProcessSpawner.ChildProcessSpawner["Service"] => {

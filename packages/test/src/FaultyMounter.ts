@@ -14,7 +14,7 @@ import { Effect, Layer } from "effect"
  *
  * @since 0.1.0
  */
-export const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno = "EBUSY"): Mounter.Mounter =>
+const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno = "EBUSY"): Mounter.Mounter =>
   Mounter.Mounter.of({
     unmount: (root, targets, options) =>
       Effect.gen(function* () {

@@ -21,20 +21,7 @@
  */
 import { HostPath } from "@hostnode/core"
 import { Effect, FileSystem, Sink } from "effect"
-
-/**
- * A mutating call the fence refused: the method, the path, and where it resolved. The test fails with it as a defect.
- *
- * @since 0.1.0
- */
-export class FenceViolation extends Error {
-  /**
-   * The error's name in stack traces and logs.
-   *
-   * @since 0.1.0
-   */
-  override readonly name = "FenceViolation"
-}
+import { FenceViolation } from "./internal/fenceViolation.ts"
 
 const dirname = (path: string): string => {
   const i = path.lastIndexOf("/")

@@ -16,7 +16,7 @@ import { spawnSync } from "node:child_process"
  *
  * @since 0.1.0
  */
-export type Need =
+type Need =
   | "root"
   | "mount-namespace"
   | "net-namespace"
@@ -52,7 +52,7 @@ const cache = new Map<string, string | undefined>()
  *
  * @since 0.1.0
  */
-export const missing = (need: Need): string | undefined => {
+const missing = (need: Need): string | undefined => {
   const key = typeof need === "string" ? need : `command:${need.command}`
   if (cache.has(key)) return cache.get(key)
   let why: string | undefined
@@ -88,7 +88,7 @@ export const missing = (need: Need): string | undefined => {
  *
  * @since 0.1.0
  */
-export const isCi = (): boolean => {
+const isCi = (): boolean => {
   const v = process.env.CI
   return v !== undefined && v !== "" && v !== "0" && v !== "false"
 }

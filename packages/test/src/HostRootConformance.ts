@@ -35,6 +35,7 @@ import {
 } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 import * as Fence from "./FencedFileSystem.ts"
+import { FenceViolation } from "./internal/fenceViolation.ts"
 import { peerTree } from "./internal/peerTree.ts"
 import { nodeStarts } from "./internal/repave/fixtures.ts"
 import { differences, isUnder, plant, snapshot } from "./internal/repave/trees.ts"
@@ -224,7 +225,7 @@ const fencedMounter = (allowed: string) =>
       unmount: (root, targets, options) =>
         targets.every((t) => HostPath.isWithin(allowed, HostPath.clean(t.path)))
           ? inner.unmount(root, targets, options)
-          : Effect.die(new Fence.FenceViolation(`unmount outside ${allowed}: ${targets.map((t) => t.path).join(", ")}`))
+          : Effect.die(new FenceViolation(`unmount outside ${allowed}: ${targets.map((t) => t.path).join(", ")}`))
     })
   )
 

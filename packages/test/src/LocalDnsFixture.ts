@@ -37,7 +37,7 @@ export class LocalDnsFixtureError extends Error {
  *
  * @since 0.1.0
  */
-export interface LinkView {
+interface LinkView {
   readonly index: number
   readonly kind: string
   readonly up: boolean
@@ -50,7 +50,7 @@ export interface LinkView {
  *
  * @since 0.1.0
  */
-export interface DnsServer {
+interface DnsServer {
   /** The process id on the real host (a made-up one on a simulated host). */
   readonly pid: number
   /** Whether it still runs. On the real host: the child has not exited, or a `dnsmasq` still has its pid. */
@@ -104,7 +104,7 @@ export const LocalDnsFixture = Context.Service<LocalDnsFixture>("@hostnode/test/
  *
  * @since 0.1.0
  */
-export interface RealOptions {
+interface RealOptions {
   /** The kind to create the interface as (default `bridge`: this project's test kernels lack `dummy`). */
   readonly interfaceKind?: "dummy" | "bridge" | undefined
 }

@@ -103,7 +103,7 @@ export const sequence =
  *
  * @since 0.2.0
  */
-export interface Record {
+interface Record {
   readonly seen: number
   readonly acted: ReadonlyArray<{ readonly seq: number; readonly kind: string; readonly outcome: string }>
 }

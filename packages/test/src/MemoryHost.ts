@@ -17,6 +17,7 @@ import type { HostState } from "./internal/hostState.ts"
 import * as Journal_ from "./internal/journal.ts"
 import * as MemoryCommands from "./internal/memoryCommands.ts"
 import * as MemoryDirectories from "./internal/memoryDirectories.ts"
+import type { DumpEntry, FixtureEntry } from "./internal/memoryFileSystem/seed.ts"
 import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
 import * as MemoryMounts from "./internal/memoryMounts.ts"
 import * as RecordingSystemd from "./RecordingSystemd.ts"
@@ -59,55 +60,12 @@ export interface Operation {
 }
 
 /**
- * What a fixture path holds: text (a 0644 root file), bytes, a file with
- * explicit mode and owner, a symlink, or a directory. Modes are taken
- * literally (no umask), because a fixture describes a tree as it already is.
- *
- * @category models
- * @since 0.1.0
- */
-export type FixtureEntry =
-  | string
-  | Uint8Array
-  | {
-      readonly content: string | Uint8Array
-      readonly mode?: number | undefined
-      readonly uid?: number | undefined
-      readonly gid?: number | undefined
-    }
-  | { readonly symlink: string; readonly uid?: number | undefined; readonly gid?: number | undefined }
-  | {
-      readonly directory: true
-      readonly mode?: number | undefined
-      readonly uid?: number | undefined
-      readonly gid?: number | undefined
-    }
-
-/**
  * A tree as a flat record of absolute paths; missing parents are 0755 root directories.
  *
  * @category models
  * @since 0.1.0
  */
 export type Fixture = Readonly<Record<string, FixtureEntry>>
-
-/**
- * One path of `dump`: files with permission bits, owner and UTF-8 content;
- * directories with permission bits and owner; symlinks with their target.
- *
- * @category models
- * @since 0.1.0
- */
-export type DumpEntry =
-  | {
-      readonly type: "File"
-      readonly mode: number
-      readonly uid: number
-      readonly gid: number
-      readonly content: string
-    }
-  | { readonly type: "Directory"; readonly mode: number; readonly uid: number; readonly gid: number }
-  | { readonly type: "SymbolicLink"; readonly target: string }
 
 /**
  * How to build a host. Every field is optional: `MemoryHost.layer()` is an empty Linux root.

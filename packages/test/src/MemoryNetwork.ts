@@ -109,7 +109,7 @@ export interface Options {
  *
  * @since 0.1.0
  */
-export interface FixtureOptions {
+interface FixtureOptions {
   /** The kind the suite creates the LocalDNS interface as (default `dummy`, what production uses). */
   readonly interfaceKind?: "dummy" | "bridge" | undefined
 }
@@ -178,7 +178,7 @@ export const layerLocalDnsFixture = (
         },
         dnsServer: (addresses) =>
           network.startDnsServer(addresses).pipe(
-            Effect.map((s): LocalDnsFixture.DnsServer => ({ pid: s.pid, running: s.running, stop: s.stop })),
+            Effect.map((s) => ({ pid: s.pid, running: s.running, stop: s.stop })),
             Effect.catchTag("MemoryDnsServerError", (e) =>
               Effect.die(new LocalDnsFixture.LocalDnsFixtureError(`dns server exited: ${e.message}`))
             )

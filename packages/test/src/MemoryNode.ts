@@ -37,7 +37,7 @@ import * as MemorySystemd from "./MemorySystemd.ts"
  *
  * @since 0.1.0
  */
-export type Invocation = MemoryCommands.Invocation
+type Invocation = MemoryCommands.Invocation
 
 /**
  * How to build a node. Every field is optional: `MemoryNode.layer()` is an empty host with only `lo`.
@@ -75,13 +75,6 @@ export interface MemoryNode {
  * @since 0.1.0
  */
 export const MemoryNode = Context.Service<MemoryNode>("@hostnode/test/MemoryNode")
-
-/**
- * The command-line inspection service: the same as {@link MemoryNode}.
- *
- * @since 0.1.0
- */
-export type MemoryNodeService = MemoryNode
 
 /**
  * Everything {@link layer} provides.

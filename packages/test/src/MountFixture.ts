@@ -21,7 +21,7 @@ import { MemoryHost } from "./MemoryHost.ts"
  *
  * @since 0.1.0
  */
-export class MountFixtureError extends Error {
+class MountFixtureError extends Error {
   /**
    * The error's name in stack traces and logs.
    *

@@ -80,7 +80,7 @@ export const NodeFixture = Context.Service<NodeFixture>("@hostnode/test/NodeFixt
  *
  * @since 0.2.0
  */
-export class NodeFixtureError extends Error {
+class NodeFixtureError extends Error {
   /**
    * The error's name in stack traces and logs.
    *
@@ -240,11 +240,3 @@ export const layerMemory: Layer.Layer<
     })
   })
 )
-
-/**
- * `path` (a host path) as this process sees it on `fixture`'s node.
- *
- * @since 0.2.0
- */
-export const full = (fixture: NodeFixture, path: string): string =>
-  fixture.view === "/" ? path : `${fixture.view}${path}`

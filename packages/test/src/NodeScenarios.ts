@@ -41,7 +41,10 @@ import {
 } from "@hostnode/core"
 import { Data, Effect, FileSystem, type Layer, Redacted } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import { full, NodeFixture, Units } from "./NodeFixture.ts"
+import { NodeFixture, Units } from "./NodeFixture.ts"
+
+/** `path` (a host path) as this process sees it on `fixture`'s node. */
+const full = (fixture: NodeFixture, path: string): string => (fixture.view === "/" ? path : `${fixture.view}${path}`)
 
 /**
  * What a composition must provide for the scenarios: the services of

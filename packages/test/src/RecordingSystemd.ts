@@ -30,7 +30,7 @@ import { Context, Effect, Layer, Ref } from "effect"
  *
  * @since 0.2.0
  */
-export type Call =
+type Call =
   | { readonly verb: "start" | "stop" | "restart" | "reload"; readonly unit: string }
   | { readonly verb: "daemon-reload" }
   | { readonly verb: "show"; readonly unit: string; readonly properties: ReadonlyArray<string> }
@@ -40,7 +40,7 @@ export type Call =
  *
  * @since 0.2.0
  */
-export interface Service {
+export interface RecordingSystemd {
   /** Every call so far, oldest first. */
   readonly calls: Effect.Effect<ReadonlyArray<Call>>
   /** Forgets the calls so far (the units' states stay). */
@@ -57,18 +57,11 @@ export interface Service {
 export const RecordingSystemd = Context.Service<RecordingSystemd>("@hostnode/test/RecordingSystemd")
 
 /**
- * The recorder, as the key {@link RecordingSystemd} holds it.
- *
- * @since 0.2.0
- */
-export interface RecordingSystemd extends Service {}
-
-/**
  * A new recorder and the `Systemd` that feeds it, sharing one state; each run of `make` is independent.
  *
  * @since 0.2.0
  */
-export const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly recorder: Service }> = Effect.gen(
+const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly recorder: RecordingSystemd }> = Effect.gen(
   function* () {
     const calls = yield* Ref.make<ReadonlyArray<Call>>([])
     const active = yield* Ref.make<ReadonlySet<string>>(new Set())
@@ -93,7 +86,7 @@ export const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly r
           return Object.fromEntries(properties.map((p) => [p, p === "ActiveState" ? state : ""]))
         })
     })
-    const recorder: Service = {
+    const recorder: RecordingSystemd = {
       calls: Ref.get(calls),
       clearCalls: Ref.set(calls, []),
       activeUnits: Effect.map(Ref.get(active), (units) => [...units].sort())

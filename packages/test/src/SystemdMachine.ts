@@ -60,7 +60,7 @@ export const BootTarget = "hostnode-test.target"
  *
  * @since 0.1.0
  */
-export class SystemdMachineError extends Error {
+class SystemdMachineError extends Error {
   /**
    * The error's name in stack traces and logs.
    *
@@ -291,7 +291,7 @@ export const bootWith: (
  *
  * @since 0.2.0
  */
-export const boot: Effect.Effect<
+const boot: Effect.Effect<
   SystemdMachine,
   SystemdMachineError,
   Scope.Scope | ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem

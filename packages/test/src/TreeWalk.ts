@@ -31,7 +31,7 @@ export type Visited =
  *
  * @since 0.1.0
  */
-export interface Options {
+interface Options {
   /** Paths below the top not to enter or report (the top itself is always walked). */
   readonly skip?: ((path: string) => boolean) | undefined
   /** How many directory entries are visited at once (default 16). */

@@ -9,7 +9,7 @@
  * `service.ts`.
  */
 import { posix } from "node:path"
-import type { DumpEntry, Fixture } from "../../MemoryHost.ts"
+import type { Fixture } from "../../MemoryHost.ts"
 import { createDirectory, createFile, createSymlink, fileBytes, writeAt } from "./inode.ts"
 import {
   type DirectoryNode,
@@ -84,6 +84,43 @@ export const mkdirAllFrame = (st: FsState, path: string, mode: number, now: numb
   }
   return frame
 }
+
+/**
+ * What a fixture path holds: text (a 0644 root file), bytes, a file with
+ * explicit mode and owner, a symlink, or a directory. Modes are taken
+ * literally (no umask), because a fixture describes a tree as it already is.
+ */
+export type FixtureEntry =
+  | string
+  | Uint8Array
+  | {
+      readonly content: string | Uint8Array
+      readonly mode?: number | undefined
+      readonly uid?: number | undefined
+      readonly gid?: number | undefined
+    }
+  | { readonly symlink: string; readonly uid?: number | undefined; readonly gid?: number | undefined }
+  | {
+      readonly directory: true
+      readonly mode?: number | undefined
+      readonly uid?: number | undefined
+      readonly gid?: number | undefined
+    }
+
+/**
+ * One path of `dump`: files with permission bits, owner and UTF-8 content;
+ * directories with permission bits and owner; symlinks with their target.
+ */
+export type DumpEntry =
+  | {
+      readonly type: "File"
+      readonly mode: number
+      readonly uid: number
+      readonly gid: number
+      readonly content: string
+    }
+  | { readonly type: "Directory"; readonly mode: number; readonly uid: number; readonly gid: number }
+  | { readonly type: "SymbolicLink"; readonly target: string }
 
 const encoder = new TextEncoder()
 
