@@ -19,6 +19,7 @@ import { MountFixture } from "./MountFixture.ts"
 /**
  * Options of {@link suite}.
  *
+ * @category conformance
  * @since 0.4.0
  */
 export interface Options<R> {
@@ -55,6 +56,7 @@ const mountPointsBelow = (table: ReadonlyArray<{ readonly mountPoint: string }>,
  * Registers the suite on `host` (which provides the operations' services and
  * a `MountFixture`), run with the real clock: deadlines are seconds.
  *
+ * @category conformance
  * @since 0.4.0
  */
 export const suite = <R, E>(

@@ -2,15 +2,12 @@
  * Dry runs as layers (the CLI's `--dry-run`, and any program's): each wraps a
  * real service already in context (FileSystem, Directories, Mounter,
  * ChildProcessSpawner, Systemd) so that reads go to the host while every
- * write, removal, unmount, command and unit job is appended to the shared
- * {@link DryRunPlan} instead of being performed. What the run pretended to do
- * is visible to what it reads next (an overlay: a removed path is gone, a
- * written file reads back, an unmounted mount leaves the table); the host
- * underneath is never changed. The overlay takes paths literally: a path
- * that reaches a recorded change only through a symbolic link on the host
- * does not see it. An agent wraps its program in {@link layer} over its real
- * layers, provides `DryRunPlan.layer`, and reads the plan with {@link steps}.
- * Design: docs/design/dry-run.md.
+ * change is appended to the shared {@link DryRunPlan} instead of being made.
+ * What the run pretended to do is visible to what it reads next (an overlay:
+ * a removed path is gone, a written file reads back, an unmounted mount leaves
+ * the table); the host is never changed. Wrap a program in {@link layer} over
+ * the real layers, provide `DryRunPlan.layer`, read the plan with {@link steps}.
+ * Design and limits: docs/design/dry-run.md.
  *
  * @since 0.1.0
  */

@@ -47,6 +47,7 @@ const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno
 /**
  * A layer that wraps the `Mounter` in context so it refuses the targets `refuse` selects.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (

@@ -98,6 +98,7 @@ const isCi = (): boolean => {
  * all are available and `{ skip: true, reason }` otherwise; under `CI=true` a
  * missing need throws instead, so the test file fails with the reason.
  *
+ * @category fixtures
  * @since 0.1.0
  */
 export const check = (
@@ -124,6 +125,7 @@ export const check = (
  * Unset, it is `full` under `CI=true` and `quick` elsewhere, so a local run
  * stays fast and CI runs every count it claims.
  *
+ * @category fixtures
  * @since 0.2.0
  */
 export const loops = (full: number): number => {

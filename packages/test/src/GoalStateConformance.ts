@@ -30,6 +30,7 @@ const hostRoot = Effect.gen(function* () {
 /**
  * Registers the suite under `name`. `hostLayer` provides the `FileSystem` (with scoped temporary directories).
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem>): void =>

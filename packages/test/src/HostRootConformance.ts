@@ -1,24 +1,13 @@
 /**
  * The conformance suite of the host root and of the paths callers give: every
  * operation that works below a host root (`Unmount`, `Repave`, `SafeRemove`,
- * `Snapshot`) decodes its root and its prefixes before it changes anything,
- * and then changes nothing outside the root. An operator's mistakes are the
- * inputs: a relative, mistyped or symlinked `--host-root`, a root that is a
- * file, an empty prefix, `/`, `..` that climbs, a prefix that is a link out
- * of the root.
- *
- * Each run builds a sandbox (from the `MountFixture`): `root/` is a node with
- * a tmpfs pod volume, CNI state and kubelet credentials, and links that the
- * kernel would follow out of it; `outside/` beside it holds files and a mount
- * of its own; `rootlink` links to `root/`; `afile` is a file. For a random
- * root and random prefixes, one operation runs, and the whole sandbox (files,
- * links, modes, bytes, and the mounts below it) is compared before and after:
- * either the operation failed with a typed error and nothing at all changed,
- * or only paths inside the canonical root (and the snapshot directory) did.
- *
- * Every operation runs with the `FileSystem` fenced to the sandbox and the
- * `Mounter` refusing (as a defect) any target outside it, so a wrong
- * implementation fails the test instead of touching the machine.
+ * `Snapshot`) decodes its root and prefixes before it changes anything, and
+ * then changes nothing outside the root. The inputs are an operator's mistakes
+ * (a relative, mistyped or symlinked root, a file, an empty prefix, `/`, `..`
+ * that climbs, a link out of the root); the whole sandbox is compared before
+ * and after each run. The `FileSystem` is fenced to the sandbox and the
+ * `Mounter` refuses targets outside it, so a wrong implementation fails the
+ * test instead of touching the machine. Details: docs/design/simulated-host.md.
  *
  * @since 0.1.0
  */
@@ -249,6 +238,7 @@ const mountsIn = (table: MountInfo.MountTable, dir: string) =>
  * Registers the suite under `name`. `hostLayer` provides the `FileSystem`,
  * the `Mounter` under test and a `MountFixture` in the same mount namespace.
  *
+ * @category conformance
  * @since 0.2.0
  */
 export const suite = (

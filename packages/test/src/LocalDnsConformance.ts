@@ -67,6 +67,7 @@ const countingRounds = (counter: { n: number }) =>
  * phases run `ip` and `iptables` through, the `DnsResolvers` the wait asks
  * with, and a `LocalDnsFixture` on the same host.
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = (

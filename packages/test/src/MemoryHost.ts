@@ -70,6 +70,7 @@ export type Fixture = Readonly<Record<string, FixtureEntry>>
 /**
  * How to build a host. Every field is optional: `MemoryHost.layer()` is an empty Linux root.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -92,6 +93,7 @@ export interface Options {
  * Inspection and fault injection for a simulated host. None of these count
  * as operations of the simulated process, and they work after a crash.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface MemoryHost {
@@ -377,6 +379,7 @@ const fsAt = (state: HostState, path: string): MemoryFileSystem.Filesystem | und
  * so the command-based `Mounter` (`NodeMounter.layerCommand`) runs against
  * the simulated host. `record` sees every invocation.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const mountCommands = (
@@ -421,6 +424,7 @@ const makeState: (options?: Options) => Effect.Effect<HostState> = Effect.fn("Me
  * `MemoryHost` service. Each build of the layer is
  * a new, independent host.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (

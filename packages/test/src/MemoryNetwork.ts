@@ -59,6 +59,7 @@ export class DnsServerError extends Schema.TaggedError<DnsServerError>()("Memory
 /**
  * Inspection and fault injection of the simulated network.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface MemoryNetwork {
@@ -88,6 +89,7 @@ export interface MemoryNetwork {
 /**
  * The key of the inspection service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const MemoryNetwork = Context.Service<MemoryNetwork>("@hostnode/test/MemoryNetwork")
@@ -95,6 +97,7 @@ export const MemoryNetwork = Context.Service<MemoryNetwork>("@hostnode/test/Memo
 /**
  * Options of {@link make}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -123,6 +126,7 @@ const fixtureDie = (what: string, out: MemoryCommands.Result) =>
  * and rules, and runs simulated DNS servers. Everything planted is undone
  * when the scope that made it closes, as in the real fixture.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerLocalDnsFixture = (

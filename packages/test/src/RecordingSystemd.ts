@@ -1,23 +1,13 @@
 /**
  * A `Systemd` that records every call and asks nothing of a service manager:
- * the one `MemoryHost.layer` provides, so a program that takes a snapshot
- * (`Snapshot.scoped` needs `Systemd`, for the daemon-reload after a restore on
- * the real root) runs on the simulated host with no extra layer, and its test
- * can say which calls it made.
- *
- * What it does: every job (`start`, `stop`, `restart`, `reload`) and every
- * `daemonReload` succeeds and is recorded, in order; unit names are decoded
- * as by every `Systemd` (`Systemd.make`), so an invalid one still fails with
- * `UnitNameError` and is not recorded. It keeps one fact per unit: `start` and
- * `restart` make it `active`, `stop` makes it `inactive`; `isActive` and
- * `show` answer from that (a unit never started is `inactive`, as systemd
- * reports a unit it does not know), and `show` gives `""` for any property
- * other than `ActiveState`.
- *
- * Boundary: no unit files, no processes, no failures. For a simulated
- * systemd that reads unit files, runs `ExecStart` and fails as systemd does,
- * use `MemoryNode.layer` (its `Systemd` replaces this one); for code that must
- * never reach systemd, `RefusingSystemd`.
+ * the one `MemoryHost.layer` provides, so a program that takes a snapshot runs
+ * on the simulated host with no extra layer and its test can say which calls it
+ * made. Every job and `daemonReload` succeeds and is recorded in order; unit
+ * names are decoded as by every `Systemd`, so an invalid one still fails with
+ * `UnitNameError`. It keeps one fact per unit (`start`/`restart` make it
+ * active, `stop` inactive) for `isActive` and `show`. No unit files, processes
+ * or failures: for those use `MemoryNode.layer`; for code that must never reach
+ * systemd, `RefusingSystemd`.
  *
  * @since 0.2.0
  */
@@ -38,6 +28,7 @@ type Call =
 /**
  * What a test reads back: the calls so far and the units the recorder holds active.
  *
+ * @category services
  * @since 0.2.0
  */
 export interface RecordingSystemd {
@@ -52,6 +43,7 @@ export interface RecordingSystemd {
 /**
  * The key of the recorder, provided next to `Systemd.Systemd` by {@link layer} (and so by `MemoryHost.layer`).
  *
+ * @category services
  * @since 0.2.0
  */
 export const RecordingSystemd = Context.Service<RecordingSystemd>("@hostnode/test/RecordingSystemd")
@@ -112,6 +104,7 @@ const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly recorder
  * }).pipe(Effect.provide(RecordingSystemd.layer))
  * ```
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layer: Layer.Layer<Systemd.Systemd | RecordingSystemd> = Layer.effectContext(

@@ -1,28 +1,12 @@
 /**
  * The conformance suite for `Systemd` implementations and the operations on
  * top of it (`restartChanged`, the host backend's `running`): what a real
- * systemd does, which the simulated host's systemd must do the same way. Unit
+ * systemd 252 does, which the simulated systemd must do the same way. Unit
  * files are written through the FileSystem below a host root and loaded with
- * `daemonReload`, as an agent does after an upgrade.
- *
- * Notes on real systemd that the suite pins down: a manual restart changes the
- * MainPID but not `NRestarts` (which counts only automatic `Restart=` restarts);
- * a `Type=oneshot` unit whose ExecStart fails makes its job fail and leaves the
- * unit `failed`; asking about a unit systemd does not know gives `inactive`;
- * a `Type=simple` unit's start job is done once its program was forked, so a
- * program that exits at once is restarted as far as the job goes and only the
- * settle check (`RestartChanged.awaitSettled`) sees it fail.
- *
- * And on reloads (measured on systemd 252): a running unit keeps the
- * definition systemd loaded, so a restart after an upgrade rewrote its unit
- * file or drop-ins runs the old one until a daemon-reload; `NeedDaemonReload`
- * says `yes` for a changed unit file and a drop-in added to a drop-in
- * directory systemd knows, but `no` for a drop-in in a directory created
- * after systemd last read its unit directories (until it loads some unit
- * afresh), for a file whose modification time was set back, and for a unit
- * file added in a directory of higher precedence. The process environment a
- * restart gives is the evidence (`Observers.environmentOf`), and the
- * reloads systemd made are counted on its side (`Observers.daemonReloads`).
+ * `daemonReload`, as an agent does after an upgrade. The process environment a
+ * restart gives is the evidence (`Observers.environmentOf`), and the reloads
+ * are counted on systemd's side (`Observers.daemonReloads`). What it pins down
+ * about real systemd: docs/design/systemd.md and docs/design/simulated-host.md.
  *
  * @since 0.1.0
  */
@@ -37,6 +21,7 @@ import { SystemdMachine } from "./SystemdMachine.ts"
  * What the suite reads from the machine besides the `Systemd` under test: the
  * evidence of what a restart really ran and how many reloads systemd made.
  *
+ * @category conformance
  * @since 0.4.0
  */
 export interface Observers<R> {
@@ -60,6 +45,7 @@ const fresh = (stem: string) => `hn-${stem}-${process.pid}-${++counter}.service`
  * environment is read from `Environment=` as systemd shows it and the
  * reloads are not counted).
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = <R>(

@@ -13,6 +13,7 @@ import type { PlatformError } from "effect/PlatformError"
 /**
  * One path met by a walk.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Visited =
@@ -45,6 +46,7 @@ const child = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}
  * in name order, depth first. A missing `top` gives none; any other failure
  * fails the walk.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const walk = (

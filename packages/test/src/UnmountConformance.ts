@@ -88,6 +88,7 @@ const ids = (table: MountInfo.MountTable) => table.map((e) => e.id).sort((a, b) 
  * Registers the suite under `name`. `hostLayer` provides the `Mounter` under
  * test, a `MountFixture` in the same mount namespace, and the `FileSystem`.
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = (

@@ -82,7 +82,7 @@ export {
 export {
   /**
    * `mount --bind source target` (not recursive): both paths then reach the
-   * same inodes. Since 0.4.0 a regular file binds onto a regular file too,
+   * same inodes. A regular file binds onto a regular file too,
    * and a mount made on a shared mount is propagated to its peers and slaves.
    *
    * @since 0.1.0
