@@ -20,8 +20,50 @@ import { layerFileSystem } from "./internal/dryrun/fileSystem.ts"
 import { layerMounterWith } from "./internal/dryrun/mounter.ts"
 import type { DryRunPlan } from "./internal/dryrun/plan.ts"
 
-export type { TableOptions } from "./internal/dryrun/directories.ts"
-export { DryRunPlan, PlanStep, renderStep, steps } from "./internal/dryrun/plan.ts"
+export type {
+  /**
+   * Which mount table a dry run reads to decide what is mounted where, and
+   * where that table's `/` is in this process (default: this process's own,
+   * `/proc/self/mountinfo` and `/`).
+   *
+   * @category models
+   * @since 0.2.0
+   */
+  TableOptions
+} from "./internal/dryrun/directories.ts"
+export {
+  /**
+   * The plan a dry run builds, shared by every wrapping layer so that the steps
+   * of all services come out in the order they were asked for. It also holds
+   * the mounts the dry run pretended to detach, which the file system layer
+   * hides from the mount table.
+   *
+   * @category services
+   * @since 0.1.0
+   */
+  DryRunPlan,
+  /**
+   * One recorded step: which service was asked, what for, on which target.
+   *
+   * @category models
+   * @since 0.1.0
+   */
+  PlanStep,
+  /**
+   * Renders one step for a person: `FileSystem remove /etc/cni/net.d/10-x.conf`.
+   *
+   * @category operations
+   * @since 0.1.0
+   */
+  renderStep,
+  /**
+   * The recorded steps so far, oldest first.
+   *
+   * @category operations
+   * @since 0.1.0
+   */
+  steps
+} from "./internal/dryrun/plan.ts"
 
 /**
  * All four wrappers over the real services in context, sharing the

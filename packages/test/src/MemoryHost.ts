@@ -424,6 +424,21 @@ const makeState: (options?: Options) => Effect.Effect<HostState> = Effect.fn("Me
  * `MemoryHost` service. Each build of the layer is
  * a new, independent host.
  *
+ * @example
+ * ```ts
+ * import { MemoryHost } from "@hostnode/test"
+ * import { Effect, FileSystem } from "effect"
+ *
+ * // A host with one file; the program changes it; the dump is the tree after it:
+ * // { "/etc/kubernetes/kubelet.conf": { type: "File", mode: 0o644, uid: 0, gid: 0, content: "new" }, ... }
+ * export const tree = Effect.gen(function* () {
+ *   const fs = yield* FileSystem.FileSystem
+ *   yield* fs.writeFileString("/etc/kubernetes/kubelet.conf", "new")
+ *   const host = yield* MemoryHost.MemoryHost
+ *   return yield* host.dump("/etc/kubernetes")
+ * }).pipe(Effect.provide(MemoryHost.layer({ files: { "/etc/kubernetes/kubelet.conf": "old" } })))
+ * ```
+ *
  * @category layers
  * @since 0.1.0
  */

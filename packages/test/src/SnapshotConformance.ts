@@ -42,6 +42,15 @@ export interface SuiteOptions {
  * Registers the suite under `name`. `host` provides the `FileSystem`; it is
  * built afresh for every test and every property case.
  *
+ * @example
+ * ```ts
+ * import { MemoryHost } from "@hostnode/test"
+ * import { SnapshotConformance } from "@hostnode/test/conformance"
+ *
+ * // Called at the top of a test file: the simulated host passes the suite, the tests on its root `/` included.
+ * export const register = () => SnapshotConformance.suite("MemoryHost", MemoryHost.layer(), { realRootIsSafe: true })
+ * ```
+ *
  * @category conformance
  * @since 0.1.0
  */

@@ -27,14 +27,7 @@ const devNumbers = (dev: number): string => {
   return `${major}:${minor}`
 }
 
-/**
- * Which mount table a dry run reads to decide what is mounted where, and
- * where that table's `/` is in this process (default: this process's own,
- * `/proc/self/mountinfo` and `/`).
- *
- * @category models
- * @since 0.2.0
- */
+/** Documented where `DryRun.ts` exports it. */
 export interface TableOptions {
   readonly mountInfo?: string | undefined
   readonly tableRoot?: string | undefined

@@ -5,35 +5,17 @@
  */
 import { Context, Effect, Layer, Ref, Schema } from "effect"
 
-/**
- * One recorded step: which service was asked, what for, on which target.
- *
- * @category models
- * @since 0.1.0
- */
+/** Documented where `DryRun.ts` exports it. */
 export const PlanStep = Schema.Struct({
   service: Schema.Literals(["FileSystem", "Mounter", "ChildProcessSpawner", "Systemd"]),
   action: Schema.String,
   target: Schema.String
 })
 
-/**
- * The type of {@link PlanStep}.
- *
- * @category models
- * @since 0.1.0
- */
+/** Documented where `DryRun.ts` exports it. */
 export type PlanStep = typeof PlanStep.Type
 
-/**
- * The plan a dry run builds, shared by every wrapping layer so that the steps
- * of all services come out in the order they were asked for. It also holds
- * the mounts the dry run pretended to detach, which the file system layer
- * hides from the mount table.
- *
- * @category services
- * @since 0.1.0
- */
+/** Documented where `DryRun.ts` exports it. */
 export interface DryRunPlan {
   readonly steps: Ref.Ref<ReadonlyArray<PlanStep>>
   readonly record: (step: PlanStep) => Effect.Effect<void>
@@ -57,12 +39,7 @@ export interface DryRunPlan {
 
 const key = Context.Service<DryRunPlan>("@hostnode/test/DryRun/DryRunPlan")
 
-/**
- * The key of {@link DryRunPlan}, with `layer`: an empty plan.
- *
- * @category services
- * @since 0.1.0
- */
+/** Documented where `DryRun.ts` exports it. */
 export const DryRunPlan: Context.Service<DryRunPlan, DryRunPlan> & {
   /** An empty plan. */
   readonly layer: Layer.Layer<DryRunPlan>
@@ -83,22 +60,12 @@ export const DryRunPlan: Context.Service<DryRunPlan, DryRunPlan> & {
   )
 })
 
-/**
- * The recorded steps so far, oldest first.
- *
- * @category operations
- * @since 0.1.0
- */
+/** Documented where `DryRun.ts` exports it. */
 export const steps: Effect.Effect<ReadonlyArray<PlanStep>, never, DryRunPlan> = Effect.flatMap(
   Effect.service(DryRunPlan),
   (plan) => Ref.get(plan.steps)
 )
 
-/**
- * Renders one step for a person: `FileSystem remove /etc/cni/net.d/10-x.conf`.
- *
- * @category operations
- * @since 0.1.0
- */
+/** Documented where `DryRun.ts` exports it. */
 export const renderStep = (step: PlanStep): string =>
   step.target === "" ? `${step.service} ${step.action}` : `${step.service} ${step.action} ${step.target}`
