@@ -1,9 +1,8 @@
 /**
  * A walk of a directory tree through the FileSystem in context, never
  * following a link: each path with what `lstat` said of it, a file's bytes
- * and a link's target. The tests' tree images (RepaveConformance.snapshot,
- * SnapshotConformance.treeOf) and the demo's byte-for-byte checks are each a
- * description of this walk.
+ * and a link's target. The tests' tree images and the demo's byte-for-byte
+ * checks are each a description of this walk.
  *
  * @since 0.1.0
  */

@@ -1,28 +1,12 @@
 /**
- * The in-memory Linux file system of `MemoryHost`: an inode tree (directories,
- * regular files, symbolic links), one path resolver, the simulated syscalls
- * over them, and Effect's `FileSystem` service implemented on top with the
- * semantics of `@effect/platform-node`'s `NodeFileSystem` for a root process
- * with umask 022, down to Node's own quirks (`fs.rm`, `fs.cp`, `fs.realpath`,
- * recursive `mkdir` and `readdir`).
- *
- * Boundary: this module owns file-system state only. The operation log, fault
- * injection and the crash seam live in the host's journal, which every
- * operation here passes through; `MemoryHost` owns both and is what tests use.
- * Mounts: the resolver walks (mount, directory) frames and crosses mount
- * points in one place (`crossMounts`); rename and link refuse to cross mounts
- * (EXDEV) and rmdir/rename refuse mount points (EBUSY). `mountTmpfs`,
- * `bindMount` and `unmount` change the mount tree with the kernel's rules
- * (stacking, EINVAL/ENOENT/EBUSY, MNT_DETACH taking the subtree), and
- * `mountEntries` is the table `/proc/<pid>/mountinfo` serves.
- *
- * The implementation is in `internal/memoryFileSystem/`, one file per seam:
- * the data model (`model.ts`), the path resolver (`resolve.ts`), inode
- * bookkeeping (`inode.ts`), the simulated syscalls (`syscalls.ts`), Node's
- * compound functions (`nodeFs.ts`, `copy.ts`), the journal gate
- * (`operate.ts`), the `FileSystem` methods (`service.ts`), open files
- * (`file.ts`), mounts (`mounts.ts`) and the test's own seeding and dumping
- * (`seed.ts`). This module is their public face.
+ * The in-memory Linux file system of `MemoryHost`: an inode tree, one path
+ * resolver, the simulated syscalls, and Effect's `FileSystem` on top with the
+ * semantics of `NodeFileSystem` for a root process with umask 022, Node's
+ * quirks included. It owns file-system state only; every operation passes
+ * through the host's journal. Mounts follow the kernel's rules (stacking,
+ * EXDEV, EBUSY, MNT_DETACH taking the subtree) and `mountEntries` is the table
+ * `/proc/<pid>/mountinfo` serves. The parts are in `memoryFileSystem/`, one
+ * file per seam; this module is their face for the rest of the package.
  *
  * @since 0.1.0
  */

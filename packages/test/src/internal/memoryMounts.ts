@@ -1,16 +1,10 @@
 /**
- * Mounts on the simulated host: the in-memory `Mounter` (what
- * `NodeMounter.layer`'s `umount2` does on the real host), the `umount` and
- * `mount` interpreters for `MemoryCommands`' spawner (what util-linux prints
- * and how it exits), and the setup calls fixtures use. The mount tree itself
- * and its table (`/proc/<pid>/mountinfo`) live in `MemoryFileSystem`.
- *
- * Boundary: the `Mounter` is the simulated process unmounting: each target is
- * one operation of the host journal (kind `unmount`, so it is logged, a
- * `failNth({ kind: "unmount" })` fault fails it once, a crash stops it). The
- * interpreters are other processes (`umount`, `mount`): not journalled, as
- * the spawn itself is. Faults armed with `MemoryHost.failUnmount` refuse a
- * target on every unmount path, the interpreter's included, until cleared.
+ * Mounts on the simulated host: the in-memory `Mounter` (what `umount2` does
+ * on the real host) and the `umount`/`mount` interpreters (what util-linux
+ * prints and how it exits). Each `Mounter` target is one operation of the
+ * host journal (kind `unmount`); the interpreters are other processes, not
+ * journalled. Faults armed with `MemoryHost.failUnmount` refuse a target on
+ * every unmount path until cleared.
  *
  * @since 0.1.0
  */
