@@ -21,7 +21,7 @@ import { median, table } from "./Bench.ts"
 
 const Main = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
-  const machine = yield* SystemdMachine.boot
+  const machine = yield* SystemdMachine.bootWith()
   yield* Console.log(`test systemd booted in ${machine.bootMillis} ms`)
   const all = Array.from({ length: 100 }, (_, i) => `hn-bench-${i}.service`)
   for (const u of all) {

@@ -13,8 +13,17 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import type { Cli } from "@hostnode/cli"
 import { DnsResolvers, HostCommand, IsolationBackend, Mounter, Systemd } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
-import { DryRun, Gate, MemoryNetwork, MemoryNode, MemorySystemd, MountFixture, RefusingSystemd } from "@hostnode/test"
-import { RepaveConformance } from "@hostnode/test/conformance"
+import {
+  type DryRun,
+  Gate,
+  MemoryNetwork,
+  MemoryNode,
+  MemorySystemd,
+  MountFixture,
+  RefusingSystemd
+} from "@hostnode/test"
+import * as DryRunCommands from "@hostnode/test/internal/dryrun/commands"
+import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { cliEnvironment, runCli, runJson } from "./harness.ts"
@@ -60,7 +69,7 @@ const recording = Layer.mergeAll(
       const inner = yield* ChildProcessSpawner.ChildProcessSpawner
       const performed = yield* Performed
       return ChildProcessSpawner.make((command) =>
-        ChildProcess.isStandardCommand(command) && !DryRun.isReadOnly(command.command, command.args.map(String))
+        ChildProcess.isStandardCommand(command) && !DryRunCommands.isReadOnly(command.command, command.args.map(String))
           ? Ref.update(performed.commands, (c) => [...c, [command.command, ...command.args].join(" ")]).pipe(
               Effect.andThen(inner.spawn(command))
             )
@@ -98,7 +107,7 @@ type Services =
   | ChildProcessSpawner.ChildProcessSpawner
   | Layer.Success<typeof cliEnvironment>
 
-const { differences, plant, snapshot } = RepaveConformance
+const { differences, plant, snapshot } = RepaveTrees
 
 const podA = "root/var/lib/kubelet/pods/11111111-aaaa"
 const podB = "root/var/lib/kubelet/pods/22222222-bbbb"

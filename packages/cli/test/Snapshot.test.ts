@@ -16,7 +16,7 @@ import type { Cli } from "@hostnode/cli"
 import { Directory, DnsResolvers, IsolationBackend } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, MemoryNode, MountFixture, RefusingSystemd } from "@hostnode/test"
-import { RepaveConformance } from "@hostnode/test/conformance"
+import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import { Effect, FileSystem, Layer } from "effect"
 import { cliEnvironment, runJson } from "./harness.ts"
 
@@ -27,7 +27,7 @@ const sandboxed = Effect.gen(function* () {
   const fx = yield* MountFixture.MountFixture
   const fs = yield* FileSystem.FileSystem
   const sandbox = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
-  yield* RepaveConformance.plant(sandbox, {
+  yield* RepaveTrees.plant(sandbox, {
     "root/etc/kubernetes/admin.conf": "admin v1\n",
     "root/etc/kubernetes/kubelet.conf": "kubelet v1\n",
     "root/etc/hostname": "node-a\n",

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { AgentConfig, ConfigFile, GoalState } from "@hostnode/core"
-import { GoalStateConformance } from "@hostnode/test/conformance"
+import * as GoalStateDocument from "@hostnode/test/internal/goalStateDocument"
 import { Effect, FileSystem } from "effect"
 
 describe("GoalStateError", () => {
@@ -38,7 +38,7 @@ describe("GoalStateError", () => {
       )
       assert.strictEqual(file, 'a /x/a.json: no goal state for slot "a": /x/a.json does not exist')
 
-      const given = yield* GoalState.decodeMachineGoalState(GoalStateConformance.goalStateDocument("b"))
+      const given = yield* GoalState.decodeMachineGoalState(GoalStateDocument.goalStateDocument("b"))
       const mismatch = yield* GoalState.makeSource({ config, goalState: given })
         .for("a")
         .pipe(

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DnsResolvers, LocalDns, type NodeStart } from "@hostnode/core"
-import { LocalDnsConformance } from "@hostnode/test/conformance"
+import * as LocalDnsRules from "@hostnode/test/internal/localDnsRules"
 import { Effect, Fiber, Layer, Logger, PlatformError, References, Schema, Sink, Stream } from "effect"
 import { Dns, NetAddress } from "effect/net"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
@@ -8,7 +8,7 @@ import { TestClock } from "effect/testing"
 import * as Listeners from "../src/internal/localdns/listeners.ts"
 import * as Rules from "../src/internal/localdns/rules.ts"
 
-const nodeStart: NodeStart.NodeStart = LocalDnsConformance.nodeStart
+const nodeStart: NodeStart.NodeStart = LocalDnsRules.nodeStart
 
 // A spawner that answers from a script and records every argv it was given.
 const scripted = (
@@ -56,7 +56,7 @@ describe("LocalDns rules", () => {
   it("are our 8 rules, rendered exactly as iptables -S lists them", () => {
     const rules = LocalDns.rules(["169.254.10.10", "169.254.10.11"])
     assert.strictEqual(rules.length, 8)
-    assert.deepStrictEqual(rules.map(Rules.renderRule).sort(), [...LocalDnsConformance.ourRules].sort())
+    assert.deepStrictEqual(rules.map(Rules.renderRule).sort(), [...LocalDnsRules.ourRules].sort())
   })
 
   it("listed lines parse back into the argv words, quotes and escapes removed", () => {

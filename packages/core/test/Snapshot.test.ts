@@ -7,7 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ConfSnap, Snapshot, Systemd } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
-import { SnapshotConformance } from "@hostnode/test/conformance"
+import * as SnapshotFixtures from "@hostnode/test/internal/snapshot/fixtures"
+import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
 import { Cause, Effect, Exit, FileSystem, Ref, Schema } from "effect"
 import * as Model from "../src/internal/snapshot/model.ts"
 
@@ -26,9 +27,9 @@ describe("Snapshot on the default paths", () => {
   it.effect("an upgrade that fails inside Snapshot.scoped is rolled back, PKI aside, and systemd reloaded", () =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
-      const { systemd, calls } = yield* SnapshotConformance.recordingSystemd
+      const { systemd, calls } = yield* SnapshotFixtures.recordingSystemd
       const dir = "/etc/hostnode/snapshots/upgrade"
-      const before = yield* SnapshotConformance.treeOf("/", "/etc")
+      const before = yield* SnapshotTrees.treeOf("/", "/etc")
       const exit = yield* Effect.exit(
         Effect.scoped(
           Effect.gen(function* () {
@@ -51,12 +52,12 @@ describe("Snapshot on the default paths", () => {
         ).pipe(Effect.provideService(Systemd.Systemd, systemd))
       )
       assert.deepStrictEqual(exit, Exit.fail("kubelet did not come up" as const))
-      const after = yield* SnapshotConformance.treeOf("/", "/etc")
+      const after = yield* SnapshotTrees.treeOf("/", "/etc")
       const pki = (k: string) => k.startsWith("/etc/kubernetes/pki")
       const unrecorded = (k: string) => k === "/etc/hostname" || k === "/etc/sysctl.d" || pki(k)
       assert.deepStrictEqual(
-        SnapshotConformance.pick(after, (k) => !unrecorded(k) && !k.startsWith("/etc/hostnode")),
-        SnapshotConformance.pick(before, (k) => !unrecorded(k))
+        SnapshotTrees.pick(after, (k) => !unrecorded(k) && !k.startsWith("/etc/hostnode")),
+        SnapshotTrees.pick(before, (k) => !unrecorded(k))
       )
       // Outside the snapshot and in the PKI, the new state stays.
       assert.strictEqual(yield* fs.readFileString("/etc/kubernetes/pki/kubelet.key"), "ROTATED KEY")

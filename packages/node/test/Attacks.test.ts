@@ -16,7 +16,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { HostCommand, MountInfo, Repave, type SafeRemove, Unmount } from "@hostnode/core"
 import { Lexical } from "@hostnode/core/Programs"
 import { Gate, MountFixture } from "@hostnode/test"
-import { RepaveConformance } from "@hostnode/test/conformance"
+import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import { Effect, FileSystem } from "effect"
 import * as Racer from "./racer.ts"
 import { realHost } from "./realHost.ts"
@@ -42,26 +42,23 @@ const sandbox = Effect.gen(function* () {
   const fx = yield* MountFixture.MountFixture
   const fs = yield* FileSystem.FileSystem
   const box = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
-  const tree: Record<string, RepaveConformance.Plant> = {}
+  const tree: Record<string, RepaveTrees.Plant> = {}
   for (const n of names) tree[`outside/sentinel/${n}`] = `sentinel ${n}`
-  yield* RepaveConformance.plant(box, tree)
+  yield* RepaveTrees.plant(box, tree)
   yield* fs.makeDirectory(`${box}/root`).pipe(Effect.orDie)
   return box
 })
 
 /** Plants a raced directory `dir/d` (the sentinel's names, ours) and `dir/l`, a link to the sentinel. */
 const plantRaced = (box: string, dir: string) => {
-  const tree: Record<string, RepaveConformance.Plant> = { [`${dir}/l`]: { link: `${box}/outside/sentinel` } }
+  const tree: Record<string, RepaveTrees.Plant> = { [`${dir}/l`]: { link: `${box}/outside/sentinel` } }
   for (const n of names) tree[`${dir}/d/${n}`] = `ours ${n}`
-  return RepaveConformance.plant(box, tree)
+  return RepaveTrees.plant(box, tree)
 }
 
 /** How many of the sentinel's paths differ from `before`. */
 const damage = (box: string, before: Readonly<Record<string, string>>) =>
-  Effect.map(
-    RepaveConformance.snapshot(`${box}/outside`),
-    (after) => RepaveConformance.differences(before, after).length
-  )
+  Effect.map(RepaveTrees.snapshot(`${box}/outside`), (after) => RepaveTrees.differences(before, after).length)
 
 /** Every kept path is still there: the report is true about what stayed. */
 const keptExist = (kept: ReadonlyArray<SafeRemove.Kept>) =>
@@ -82,7 +79,7 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
           const fs = yield* FileSystem.FileSystem
           const racer = yield* Racer.build
           const box = yield* sandbox
-          const before = yield* RepaveConformance.snapshot(`${box}/outside`)
+          const before = yield* RepaveTrees.snapshot(`${box}/outside`)
           const root = `${box}/root`
           const data = "root/var/lib/kubelet/pods/p1/volumes/kubernetes.io~empty-dir/data"
           const runs = Gate.loops(200)
@@ -91,7 +88,7 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
           let kept = 0
           for (let i = 0; i < runs; i++) {
             yield* plantRaced(box, data)
-            yield* RepaveConformance.plant(box, { "root/var/lib/kubelet/pods/p1/etc-hosts": "hosts" })
+            yield* RepaveTrees.plant(box, { "root/var/lib/kubelet/pods/p1/etc-hosts": "hosts" })
             const report = yield* Effect.scoped(
               Effect.gen(function* () {
                 const r = yield* Racer.start(racer, "exchange", `${box}/${data}/d`, `${box}/${data}/l`)
@@ -124,7 +121,7 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
           const fs = yield* FileSystem.FileSystem
           const racer = yield* Racer.build
           const box = yield* sandbox
-          const before = yield* RepaveConformance.snapshot(`${box}/outside`)
+          const before = yield* RepaveTrees.snapshot(`${box}/outside`)
           const root = `${box}/root`
           const dir = "root/var/lib/cni/networks/k8s-pod-network"
           const runs = Gate.loops(200)
@@ -133,7 +130,7 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
           let kept = 0
           for (let i = 0; i < runs; i++) {
             yield* plantRaced(box, dir)
-            yield* RepaveConformance.plant(box, { "root/etc/cni/net.d/10-calico.conflist": "{}" })
+            yield* RepaveTrees.plant(box, { "root/etc/cni/net.d/10-calico.conflist": "{}" })
             const outcome = yield* Effect.scoped(
               Effect.gen(function* () {
                 const r = yield* Racer.start(racer, "exchange", `${box}/${dir}/d`, `${box}/${dir}/l`)
@@ -171,7 +168,7 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
           const fs = yield* FileSystem.FileSystem
           const racer = yield* Racer.build
           const box = yield* sandbox
-          const before = yield* RepaveConformance.snapshot(`${box}/outside`)
+          const before = yield* RepaveTrees.snapshot(`${box}/outside`)
           const root = `${box}/root`
           const data = "root/var/lib/kubelet/pods/p1/volumes/kubernetes.io~empty-dir/data"
           const runs = Gate.loops(50)

@@ -395,7 +395,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
           const fs = yield* FileSystem.FileSystem
           // "The host": the container runs in its pid namespace, so its systemd sees (and
           // accepts) a connection from the container's processes, as a real host's does.
-          const other = yield* SystemdMachine.boot
+          const other = yield* SystemdMachine.bootWith()
           const ct = yield* SystemdMachine.bootWith({ inPidNamespaceOf: other.pid })
           const box = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-socket-" })
           const run = (m: SystemdMachine.SystemdMachine, args: ReadonlyArray<string>) =>
@@ -548,7 +548,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
             })
           )
           // Another container: refused, its files untouched.
-          const other = yield* SystemdMachine.boot
+          const other = yield* SystemdMachine.bootWith()
           yield* fs.makeDirectory(`${other.hostRoot}/etc/cni/net.d`, { recursive: true })
           yield* fs.writeFileString(`${other.hostRoot}${conf}`, "another container\n")
           const refused = yield* Effect.flip(

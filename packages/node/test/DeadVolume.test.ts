@@ -27,7 +27,7 @@ const gate = Gate.check("dead storage (a real FUSE daemon that never answers)", 
 const fuse =
   (
     mode: "dead" | number
-  ): DeadVolumeConformance.DeadVolume<FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner> =>
+  ): DeadVolumeConformance.Options<FileSystem.FileSystem | ChildProcessSpawner.ChildProcessSpawner>["deadVolume"] =>
   (mountPoint) =>
     Effect.flatMap(DeadFs.build, (binary) => DeadFs.mount(binary, mountPoint, mode))
 

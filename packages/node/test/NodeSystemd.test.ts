@@ -5,6 +5,7 @@ import { HostCommand, Systemd } from "@hostnode/core"
 import { NodeSystemd } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
+import * as SystemdObservers from "@hostnode/test/internal/systemdObservers"
 import { Clock, Context, Duration, Effect, Fiber, FileSystem, Layer, Schedule } from "effect"
 
 const fixture = fileURLToPath(new URL("./fixtures/restore-in-machine.ts", import.meta.url))
@@ -77,7 +78,7 @@ describe.skipIf(busGate.skip)("NodeSystemd over the system bus", () => {
     "NodeSystemd.layerDbusIn (D-Bus through the machine's system bus: Hello, AddMatch, Subscribe)",
     busHost,
     Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
-    SystemdConformance.machineObservers
+    SystemdObservers.machineObservers
   )
 })
 
@@ -86,21 +87,21 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
     "NodeSystemd.layerDbusIn (D-Bus on the machine's private socket)",
     dbusHost,
     Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
-    SystemdConformance.machineObservers
+    SystemdObservers.machineObservers
   )
 
   SystemdConformance.suite(
     "NodeSystemd.layer({ pid }) (systemctl through nsenter)",
     host,
     Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
-    SystemdConformance.machineObservers
+    SystemdObservers.machineObservers
   )
 
   SystemdConformance.suite(
     "NodeSystemd.layer({ pid, session }) (systemctl in one shell entered with nsenter)",
     sessionHost,
     Effect.map(Effect.service(SystemdMachine.SystemdMachine), (m) => m.hostRoot),
-    SystemdConformance.machineObservers
+    SystemdObservers.machineObservers
   )
 
   layer(host, { timeout: "60 seconds", excludeTestServices: true })("the test machine", (it) => {

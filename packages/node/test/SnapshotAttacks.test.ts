@@ -20,7 +20,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Snapshot, Systemd } from "@hostnode/core"
 import { Gate, MountFixture, RefusingSystemd } from "@hostnode/test"
-import { RepaveConformance, SnapshotConformance } from "@hostnode/test/conformance"
+import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
+import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
 import { Effect, FileSystem } from "effect"
 import * as Racer from "./racer.ts"
 import { realHost } from "./realHost.ts"
@@ -45,8 +46,8 @@ const names = [
 ]
 
 /** The recorded tree, with the raced directory `manifests` holding the sentinel's names. */
-const tree = (box: string): Record<string, RepaveConformance.Plant> => {
-  const t: Record<string, RepaveConformance.Plant> = {
+const tree = (box: string): Record<string, RepaveTrees.Plant> => {
+  const t: Record<string, RepaveTrees.Plant> = {
     "root/etc/kubernetes/kubelet.conf": "apiVersion: v1\n",
     "root/etc/kubernetes/admin.conf": "admin\n",
     "root/etc/kubernetes/empty": { dir: true },
@@ -82,10 +83,10 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
           const fx = yield* MountFixture.MountFixture
           const racer = yield* Racer.build
           const box = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
-          const sentinel: Record<string, RepaveConformance.Plant> = {}
+          const sentinel: Record<string, RepaveTrees.Plant> = {}
           for (const n of names) sentinel[`outside/sentinel/${n}`] = `sentinel ${n}\n`
-          yield* RepaveConformance.plant(box, sentinel)
-          const before = yield* RepaveConformance.snapshot(`${box}/outside`)
+          yield* RepaveTrees.plant(box, sentinel)
+          const before = yield* RepaveTrees.snapshot(`${box}/outside`)
           const root = `${box}/root`
           const dir = `${box}/snaps/s`
           const runs = Gate.loops(200)
@@ -93,7 +94,7 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
           let changed = 0
           let restored = 0
           for (let i = 0; i < runs; i++) {
-            yield* RepaveConformance.plant(box, tree(box))
+            yield* RepaveTrees.plant(box, tree(box))
             const snapshot = yield* Snapshot.takeOf({ dir, hostRoot: root, paths: ["/etc/kubernetes"] })
             yield* upgrade(root)
             const [a, b] =
@@ -111,7 +112,7 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
               })
             ).pipe(Effect.provideService(Systemd.Systemd, noSystemd))
             if (outcome._tag === "Success") restored++
-            const d = RepaveConformance.differences(before, yield* RepaveConformance.snapshot(`${box}/outside`))
+            const d = RepaveTrees.differences(before, yield* RepaveTrees.snapshot(`${box}/outside`))
             changed += d.length
             assert.deepStrictEqual(d, [], `run ${i}: paths outside the root changed`)
             // The writer is stopped: clearing up cannot race.
@@ -135,8 +136,8 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
           const box = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
           const root = `${box}/root`
           const dir = `${box}/snaps/s`
-          yield* RepaveConformance.plant(box, tree(box))
-          const original = yield* SnapshotConformance.treeOf(root, "/etc")
+          yield* RepaveTrees.plant(box, tree(box))
+          const original = yield* SnapshotTrees.treeOf(root, "/etc")
           // Taken once; each trial recovers a fresh copy of it.
           const pristine = `${box}/snaps/pristine`
           yield* Snapshot.takeOf({ dir: pristine, hostRoot: root, paths: ["/etc/kubernetes"] })
@@ -163,10 +164,10 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
             const answers = [...both].sort()
             assert.deepStrictEqual(answers, ["recovered false", "recovered true"], `trial ${i}`)
             waited++
-            assert.deepStrictEqual(yield* SnapshotConformance.treeOf(root, "/etc"), original, `trial ${i}`)
+            assert.deepStrictEqual(yield* SnapshotTrees.treeOf(root, "/etc"), original, `trial ${i}`)
             const left = (yield* fs.readDirectory(`${box}/snaps`)).filter((n) => n !== "pristine")
             assert.deepStrictEqual(left, [], `trial ${i}: something left beside the snapshot`)
-            const temps = Object.keys(yield* SnapshotConformance.treeOf(root, "/")).filter((k) =>
+            const temps = Object.keys(yield* SnapshotTrees.treeOf(root, "/")).filter((k) =>
               k.includes(".hostnode-restore-")
             )
             assert.deepStrictEqual(temps, [], `trial ${i}: temporary files left in the tree`)

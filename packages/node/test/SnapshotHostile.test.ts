@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, layer } from "@effect/vitest"
 import { HostCommand, Snapshot, Systemd } from "@hostnode/core"
 import { Gate, RefusingSystemd } from "@hostnode/test"
-import { SnapshotConformance } from "@hostnode/test/conformance"
+import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
 import { Effect, FileSystem } from "effect"
 import { realHost } from "./realHost.ts"
 import { DataName, ManifestName } from "./snapshotChild.ts"
@@ -34,7 +34,7 @@ const taken = Effect.gen(function* () {
   yield* fs.writeFileString(`${root}/etc/kubernetes/admin.conf`, "admin\n")
   yield* Snapshot.takeOf({ dir, hostRoot: root, paths: ["/etc/kubernetes"] })
   yield* fs.writeFileString(`${root}/etc/kubernetes/kubelet.conf`, "apiVersion: v2\n")
-  const before = yield* SnapshotConformance.treeOf(root, "/")
+  const before = yield* SnapshotTrees.treeOf(root, "/")
   return { box, root, dir, before }
 })
 
@@ -86,7 +86,7 @@ describe.skipIf(gate.skip)("hostile snapshot files on the real disk", () => {
             ]) {
               const e = yield* Effect.flip(attempt.pipe(Effect.provideService(Systemd.Systemd, noSystemd)))
               assert.strictEqual(e._tag === "SnapshotError" ? e.reason._tag : e._tag, c.reason, e.message)
-              assert.deepStrictEqual(yield* SnapshotConformance.treeOf(t.root, "/"), t.before)
+              assert.deepStrictEqual(yield* SnapshotTrees.treeOf(t.root, "/"), t.before)
             }
             const cli = yield* HostCommand.run(process.execPath, [
               "--conditions=@hostnode/source",
@@ -105,7 +105,7 @@ describe.skipIf(gate.skip)("hostile snapshot files on the real disk", () => {
             const doc = JSON.parse(lines[0] ?? "") as { ok: boolean; error: { reason: { _tag: string } } }
             assert.isFalse(doc.ok)
             assert.strictEqual(doc.error.reason._tag, c.reason)
-            assert.deepStrictEqual(yield* SnapshotConformance.treeOf(t.root, "/"), t.before)
+            assert.deepStrictEqual(yield* SnapshotTrees.treeOf(t.root, "/"), t.before)
           }).pipe(Effect.scoped),
         // A bound on a hang, not a speed measurement: each case used to hang or crash.
         { timeout: 30_000 }

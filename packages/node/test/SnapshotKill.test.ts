@@ -18,7 +18,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Snapshot } from "@hostnode/core"
 import { NodeDirectory, NodeHashing } from "@hostnode/node"
 import { Gate } from "@hostnode/test"
-import { SnapshotConformance } from "@hostnode/test/conformance"
+import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
 import { Clock, Effect, Fiber, FileSystem, Layer, Random } from "effect"
 import { type Child, cmd, DataName, ManifestName, spawnChild } from "./snapshotChild.ts"
 
@@ -128,9 +128,9 @@ describe.skipIf(gate.skip)("Snapshot killed mid-restore on the real disk", () =>
           const dir = `${box}/snaps/s`
           yield* fs.makeDirectory(`${box}/snaps`)
           yield* buildTree(root)
-          const original = yield* SnapshotConformance.treeOf(root, "/etc")
+          const original = yield* SnapshotTrees.treeOf(root, "/etc")
           const files = Object.entries(original)
-            .filter(([k, v]) => v.type === "File" && Paths.some((p) => SnapshotConformance.atOrBelow(p, k)))
+            .filter(([k, v]) => v.type === "File" && Paths.some((p) => SnapshotTrees.atOrBelow(p, k)))
             .map(([k]) => k)
           const links = Object.entries(original)
             .filter(([, v]) => v.type === "SymbolicLink")
@@ -152,7 +152,7 @@ describe.skipIf(gate.skip)("Snapshot killed mid-restore on the real disk", () =>
 
           // Trees compared as canonical JSON (key order fixed), which is much
           // cheaper than a deep comparison; a mismatch shows the full diff.
-          const canonical = (t: Record<string, SnapshotConformance.Node>) =>
+          const canonical = (t: Record<string, SnapshotTrees.Node>) =>
             JSON.stringify(
               Object.keys(t)
                 .sort()
@@ -160,7 +160,7 @@ describe.skipIf(gate.skip)("Snapshot killed mid-restore on the real disk", () =>
             )
           const expected = canonical(original)
           const assertOriginal = Effect.gen(function* () {
-            const now = yield* SnapshotConformance.treeOf(root, "/etc")
+            const now = yield* SnapshotTrees.treeOf(root, "/etc")
             if (canonical(now) !== expected) assert.deepStrictEqual(now, original)
             // Nothing at all beside it: no snapshot, staging or half-discarded copy, and no lock file.
             assert.deepStrictEqual(yield* fs.readDirectory(`${box}/snaps`), [])

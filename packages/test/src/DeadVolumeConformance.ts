@@ -17,23 +17,20 @@ import { Clock, Effect, FileSystem, type Layer, type Scope } from "effect"
 import { MountFixture } from "./MountFixture.ts"
 
 /**
- * How a host makes a dead volume: mounts a file system at `mountPoint` (an
- * existing directory) that holds a directory `sub`, and answers until
- * `stall`; from then on it does not answer (or answers late).
- *
- * @since 0.4.0
- */
-export type DeadVolume<R> = (
-  mountPoint: string
-) => Effect.Effect<{ readonly stall: Effect.Effect<void> }, never, R | Scope.Scope>
-
-/**
  * Options of {@link suite}.
  *
+ * @category conformance
  * @since 0.4.0
  */
 export interface Options<R> {
-  readonly deadVolume: DeadVolume<R>
+  /**
+   * How the host makes a dead volume: mounts a file system at `mountPoint` (an
+   * existing directory) that holds a directory `sub`, and answers until
+   * `stall`; from then on it does not answer (or answers late).
+   */
+  readonly deadVolume: (
+    mountPoint: string
+  ) => Effect.Effect<{ readonly stall: Effect.Effect<void> }, never, R | Scope.Scope>
   /** The file system answers late rather than never: a call may end, late, instead of `Hung`. */
   readonly late?: boolean | undefined
 }
@@ -59,6 +56,7 @@ const mountPointsBelow = (table: ReadonlyArray<{ readonly mountPoint: string }>,
  * Registers the suite on `host` (which provides the operations' services and
  * a `MountFixture`), run with the real clock: deadlines are seconds.
  *
+ * @category conformance
  * @since 0.4.0
  */
 export const suite = <R, E>(

@@ -17,8 +17,8 @@ import { assert, layer } from "@effect/vitest"
 import { Directory, FileName } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, type Scope } from "effect"
 import { peerTree } from "./internal/peerTree.ts"
+import { plant } from "./internal/repave/trees.ts"
 import { MountFixture } from "./MountFixture.ts"
-import { plant } from "./RepaveConformance.ts"
 
 const enc = (s: string) => FileName.encode(s)
 /** `café` in Latin-1: not valid UTF-8. */
@@ -27,6 +27,7 @@ const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9])
 /**
  * What a host can do for the suite beyond the services (each test that needs one says so).
  *
+ * @category conformance
  * @since 0.2.0
  */
 export interface Options<R = never> {
@@ -62,6 +63,7 @@ const reasonOf = <A, R>(effect: Effect.Effect<A, Directory.DirectoryError, R>) =
  * under test, a `MountFixture` in the same mount namespace, and the
  * `FileSystem` that sees the same tree.
  *
+ * @category conformance
  * @since 0.2.0
  */
 export const suite = <R = never>(

@@ -16,7 +16,7 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
  *
  * @since 0.2.0
  */
-export interface Refusal {
+interface Refusal {
   readonly exitCode: number
   readonly stderr: string
 }
@@ -24,6 +24,7 @@ export interface Refusal {
 /**
  * Decides, from the command's name and arguments, whether it fails (and how).
  *
+ * @category models
  * @since 0.2.0
  */
 export type Refuse = (command: string, args: ReadonlyArray<string>) => Refusal | undefined
@@ -52,7 +53,7 @@ const failed = (pid: number, refusal: Refusal): ChildProcessSpawner.ChildProcess
  *
  * @since 0.2.0
  */
-export const wrap = (
+const wrap = (
   inner: ChildProcessSpawner.ChildProcessSpawner["Service"],
   refuse: Refuse
 ): ChildProcessSpawner.ChildProcessSpawner["Service"] => {
@@ -70,6 +71,7 @@ export const wrap = (
 /**
  * A layer that wraps the spawner in context so that the commands `refuse` selects fail.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layer = (
@@ -84,6 +86,7 @@ export const layer = (
  * A {@link Refuse} that fails the `nth` (1-based) command `matches` selects,
  * and only that one: the step after which a failure is most telling.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const nth = (

@@ -14,7 +14,7 @@ import { Effect, Layer } from "effect"
  *
  * @since 0.1.0
  */
-export const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno = "EBUSY"): Mounter.Mounter =>
+const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno = "EBUSY"): Mounter.Mounter =>
   Mounter.Mounter.of({
     unmount: (root, targets, options) =>
       Effect.gen(function* () {
@@ -47,6 +47,7 @@ export const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean
 /**
  * A layer that wraps the `Mounter` in context so it refuses the targets `refuse` selects.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (

@@ -1,41 +1,20 @@
 /**
  * A `FileSystem` that refuses to change anything outside chosen directories,
- * for running code that deletes things against a real host in a test. A test
- * that plants `evil -> /` below a temporary host root and runs a reset must
- * not be able to delete the machine's own files even when the code under test
- * is wrong: every mutating call is checked first, the directory it acts in
- * resolved with `realPath` (symlinks followed, as the kernel will), and a call
- * that would act outside the fence dies with a {@link FenceViolation} before
- * anything happens. Reads pass through.
- *
- * It also holds the code under test to the rule that a directory is only ever
- * removed recursively when it is empty: a recursive `remove` of a directory
- * that has entries dies too.
- *
- * Boundary: a guard for tests, not a sandbox. The check and the call are two
- * steps (a test tree does not change between them), and paths given with `.`
- * or `..` components are refused outright, since the kernel resolves `..`
- * after following links and a lexical check could not.
+ * so a test that runs deleting code against a real host (say, with `evil -> /`
+ * planted below a temporary host root) cannot delete the machine's own files
+ * even when the code under test is wrong. Every mutating call is checked first
+ * (the directory it acts in resolved with `realPath`, as the kernel will), and
+ * a call outside the fence, a path with `.` or `..` components, or a recursive
+ * `remove` of a directory that has entries dies before anything happens.
+ * Reads pass through. A guard for tests, not a sandbox: the check and the call
+ * are two steps.
  *
  * @since 0.1.0
  */
 
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Sink } from "effect"
-
-/**
- * A mutating call the fence refused: the method, the path, and where it resolved. The test fails with it as a defect.
- *
- * @since 0.1.0
- */
-export class FenceViolation extends Error {
-  /**
-   * The error's name in stack traces and logs.
-   *
-   * @since 0.1.0
-   */
-  override readonly name = "FenceViolation"
-}
+import { FenceViolation } from "./internal/fenceViolation.ts"
 
 const dirname = (path: string): string => {
   const i = path.lastIndexOf("/")
@@ -49,6 +28,7 @@ const hasDotComponent = (path: string): boolean => path.split("/").some((c) => c
  * {@link FenceViolation} unless the directory it acts in resolves (following
  * symlinks) to one of `allowed` or below. `allowed` are resolved once here.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (
@@ -150,6 +130,7 @@ export const make: (
  * Runs `effect` with the `FileSystem` in context fenced to `allowed` (see
  * {@link make}): the way a test runs code under test that removes things.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const within =

@@ -1,19 +1,11 @@
 /**
  * The conformance suite for `FileSystem` implementations: what
- * `@effect/platform-node`'s NodeFileSystem does on Linux for a root process
- * with umask 022, as @effect/vitest tests. The real file system passes it by
- * definition (it is run against it in this package); `MemoryHost` passes it;
- * a user's own file system (a wrapper that chroots, one that records, a
- * fake) can run the very same tests to show it can stand in for the real one.
- *
- * Boundary: everything happens inside one fresh root directory per test, so
- * running the suite against the real file system touches nothing else.
- * Directory sizes, device and inode numbers and times other than those set by
- * `utimes` are file-system specific and not asserted.
- *
- * The tests are in `internal/fileSystemConformance/`, one part per theme
- * (lookup, contents, the tree, copies, open files); `suite` registers them
- * in that order.
+ * `@effect/platform-node`'s NodeFileSystem does on Linux for a root process with
+ * umask 022. The real file system and `MemoryHost` pass it; a user's own file
+ * system (a wrapper that chroots, one that records, a fake) can run the same
+ * tests to show it can stand in for the real one. Everything happens inside one
+ * fresh root directory per test; directory sizes, device and inode numbers and
+ * times other than those set by `utimes` are not asserted.
  *
  * @since 0.1.0
  */
@@ -27,26 +19,10 @@ import type * as Harness from "./internal/fileSystemConformance/harness.ts"
 import { lookup } from "./internal/fileSystemConformance/lookup.ts"
 import { tree } from "./internal/fileSystemConformance/tree.ts"
 
-export {
-  /**
-   * Runs `effect`, which must fail with a `PlatformError` matching `expected`,
-   * and returns the error for further checks. Exported for users' own tests.
-   *
-   * @since 0.1.0
-   */
-  expectError
-} from "./internal/fileSystemConformance/harness.ts"
-
-/**
- * What a failed call must look like: `reason._tag` and the errno `code` of the cause, optionally more.
- *
- * @since 0.1.0
- */
-export type ExpectedError = Harness.ExpectedError
-
 /**
  * How the suite gets its per-test root directory.
  *
+ * @category conformance
  * @since 0.1.0
  */
 export interface Options {
@@ -62,6 +38,7 @@ export interface Options {
  * provides. The layer is built once for the whole suite; every test works in
  * its own fresh root (see `Options.root`).
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = <E>(name: string, fsLayer: Layer.Layer<FileSystem.FileSystem, E>, options: Options = {}): void =>

@@ -16,7 +16,7 @@ import { spawnSync } from "node:child_process"
  *
  * @since 0.1.0
  */
-export type Need =
+type Need =
   | "root"
   | "mount-namespace"
   | "net-namespace"
@@ -52,7 +52,7 @@ const cache = new Map<string, string | undefined>()
  *
  * @since 0.1.0
  */
-export const missing = (need: Need): string | undefined => {
+const missing = (need: Need): string | undefined => {
   const key = typeof need === "string" ? need : `command:${need.command}`
   if (cache.has(key)) return cache.get(key)
   let why: string | undefined
@@ -88,7 +88,7 @@ export const missing = (need: Need): string | undefined => {
  *
  * @since 0.1.0
  */
-export const isCi = (): boolean => {
+const isCi = (): boolean => {
   const v = process.env.CI
   return v !== undefined && v !== "" && v !== "0" && v !== "false"
 }
@@ -98,6 +98,7 @@ export const isCi = (): boolean => {
  * all are available and `{ skip: true, reason }` otherwise; under `CI=true` a
  * missing need throws instead, so the test file fails with the reason.
  *
+ * @category fixtures
  * @since 0.1.0
  */
 export const check = (
@@ -124,6 +125,7 @@ export const check = (
  * Unset, it is `full` under `CI=true` and `quick` elsewhere, so a local run
  * stays fast and CI runs every count it claims.
  *
+ * @category fixtures
  * @since 0.2.0
  */
 export const loops = (full: number): number => {

@@ -13,30 +13,7 @@
 import { assert, layer } from "@effect/vitest"
 import { AgentConfig, GoalState, Hooks } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, Redacted } from "effect"
-
-const token = "abcdef.0123456789abcdef"
-const sha = (c: string) => c.repeat(64)
-
-/**
- * A goal state file for `slot`, as JSON-ready data; `patch` replaces top-level fields.
- *
- * @since 0.1.0
- */
-export const goalStateDocument = (slot: string, patch: Record<string, unknown> = {}): Record<string, unknown> => ({
-  slot,
-  kubernetesVersion: "1.31.2",
-  artifacts: {
-    kubelet: { url: "https://artifacts.example/kubelet", sha256: sha("a") },
-    containerd: { url: "https://artifacts.example/containerd", sha256: sha("b") }
-  },
-  nodeStart: {
-    nodeName: "node-a",
-    apiServer: "https://10.0.0.1:6443",
-    auth: { _tag: "BootstrapToken", token },
-    localDns: {}
-  },
-  ...patch
-})
+import { goalStateDocument, sha, token } from "./internal/goalStateDocument.ts"
 
 /** A fresh host root with the default agent configuration directory in it. */
 const hostRoot = Effect.gen(function* () {
@@ -53,6 +30,7 @@ const hostRoot = Effect.gen(function* () {
 /**
  * Registers the suite under `name`. `hostLayer` provides the `FileSystem` (with scoped temporary directories).
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem>): void =>

@@ -1,24 +1,13 @@
 /**
  * The conformance suite of the host root and of the paths callers give: every
  * operation that works below a host root (`Unmount`, `Repave`, `SafeRemove`,
- * `Snapshot`) decodes its root and its prefixes before it changes anything,
- * and then changes nothing outside the root. An operator's mistakes are the
- * inputs: a relative, mistyped or symlinked `--host-root`, a root that is a
- * file, an empty prefix, `/`, `..` that climbs, a prefix that is a link out
- * of the root.
- *
- * Each run builds a sandbox (from the `MountFixture`): `root/` is a node with
- * a tmpfs pod volume, CNI state and kubelet credentials, and links that the
- * kernel would follow out of it; `outside/` beside it holds files and a mount
- * of its own; `rootlink` links to `root/`; `afile` is a file. For a random
- * root and random prefixes, one operation runs, and the whole sandbox (files,
- * links, modes, bytes, and the mounts below it) is compared before and after:
- * either the operation failed with a typed error and nothing at all changed,
- * or only paths inside the canonical root (and the snapshot directory) did.
- *
- * Every operation runs with the `FileSystem` fenced to the sandbox and the
- * `Mounter` refusing (as a defect) any target outside it, so a wrong
- * implementation fails the test instead of touching the machine.
+ * `Snapshot`) decodes its root and prefixes before it changes anything, and
+ * then changes nothing outside the root. The inputs are an operator's mistakes
+ * (a relative, mistyped or symlinked root, a file, an empty prefix, `/`, `..`
+ * that climbs, a link out of the root); the whole sandbox is compared before
+ * and after each run. The `FileSystem` is fenced to the sandbox and the
+ * `Mounter` refuses targets outside it, so a wrong implementation fails the
+ * test instead of touching the machine. Details: docs/design/simulated-host.md.
  *
  * @since 0.1.0
  */
@@ -36,17 +25,19 @@ import {
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
 import * as Fence from "./FencedFileSystem.ts"
+import { FenceViolation } from "./internal/fenceViolation.ts"
 import { peerTree } from "./internal/peerTree.ts"
+import { nodeStarts } from "./internal/repave/fixtures.ts"
+import { differences, isUnder, plant, snapshot } from "./internal/repave/trees.ts"
 import { MountFixture } from "./MountFixture.ts"
 import * as RefusingSystemd from "./RefusingSystemd.ts"
-import { differences, isUnder, nodeStarts, plant, snapshot } from "./RepaveConformance.ts"
 
 /**
  * The sandbox of one run: the node's root, what lies beside it, and where snapshots go.
  *
  * @since 0.2.0
  */
-export interface Sandbox {
+interface Sandbox {
   readonly sandbox: string
   readonly root: string
   readonly outside: string
@@ -60,7 +51,7 @@ export interface Sandbox {
  *
  * @since 0.2.0
  */
-export const buildSandbox = Effect.gen(function* () {
+const buildSandbox = Effect.gen(function* () {
   const fx = yield* MountFixture
   const fs = yield* FileSystem.FileSystem
   const sandbox = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
@@ -98,7 +89,7 @@ export const buildSandbox = Effect.gen(function* () {
  *
  * @since 0.2.0
  */
-export const RootCandidates = [
+const RootCandidates = [
   "@/root",
   "@/root/",
   "@//root//",
@@ -119,7 +110,7 @@ export const RootCandidates = [
  *
  * @since 0.2.0
  */
-export const PrefixCandidates = [
+const PrefixCandidates = [
   "",
   "/",
   "//",
@@ -144,7 +135,7 @@ export const PrefixCandidates = [
  *
  * @since 0.2.0
  */
-export const Operations = [
+const Operations = [
   "unmountBelow",
   "unmountStrictlyBelow",
   "teardownKubeletDir",
@@ -161,7 +152,7 @@ export const Operations = [
  *
  * @since 0.2.0
  */
-export type Operation = (typeof Operations)[number]
+type Operation = (typeof Operations)[number]
 
 const rootOf = (s: Sandbox, candidate: string): string =>
   candidate.startsWith("@") ? s.sandbox + candidate.slice(1) : candidate
@@ -172,7 +163,7 @@ const rootOf = (s: Sandbox, candidate: string): string =>
  *
  * @since 0.2.0
  */
-export const runOperation = (
+const runOperation = (
   s: Sandbox,
   operation: Operation,
   hostRoot: string,
@@ -218,13 +209,13 @@ export const runOperation = (
  *
  * @since 0.2.0
  */
-export const fencedMounter = (allowed: string) =>
+const fencedMounter = (allowed: string) =>
   Effect.map(Effect.service(Mounter.Mounter), (inner) =>
     Mounter.Mounter.of({
       unmount: (root, targets, options) =>
         targets.every((t) => Lexical.isWithin(allowed, Lexical.clean(t.path)))
           ? inner.unmount(root, targets, options)
-          : Effect.die(new Fence.FenceViolation(`unmount outside ${allowed}: ${targets.map((t) => t.path).join(", ")}`))
+          : Effect.die(new FenceViolation(`unmount outside ${allowed}: ${targets.map((t) => t.path).join(", ")}`))
     })
   )
 
@@ -233,7 +224,7 @@ export const fencedMounter = (allowed: string) =>
  *
  * @since 0.2.0
  */
-export const isInputError = (e: { readonly _tag: string; readonly reason?: unknown }): boolean =>
+const isInputError = (e: { readonly _tag: string; readonly reason?: unknown }): boolean =>
   (e._tag === "HostPathError" &&
     ["InvalidPath", "NotAbsolute", "NotFound", "NotADirectory", "IsHostRoot", "OutsideTable"].includes(
       String((e.reason as { readonly _tag?: unknown } | undefined)?._tag)
@@ -248,6 +239,7 @@ const mountsIn = (table: MountInfo.MountTable, dir: string) =>
  * Registers the suite under `name`. `hostLayer` provides the `FileSystem`,
  * the `Mounter` under test and a `MountFixture` in the same mount namespace.
  *
+ * @category conformance
  * @since 0.2.0
  */
 export const suite = (

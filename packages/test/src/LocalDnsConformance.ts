@@ -13,102 +13,14 @@
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
-import { AgentConfig, type DnsResolvers, Hooks, LocalDns, type NodeStart } from "@hostnode/core"
+import { AgentConfig, type DnsResolvers, Hooks, LocalDns } from "@hostnode/core"
 import { Effect, Fiber, type Layer, Logger, References, Schedule } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as FaultyCommands from "./FaultyCommands.ts"
+import { clusterListener, foreignRules, nodeListener, nodeStart, ourRules } from "./internal/localDnsRules.ts"
 import { LocalDnsFixture } from "./LocalDnsFixture.ts"
 
-const nodeListener = "169.254.10.10"
-const clusterListener = "169.254.10.11"
 const iface = "localdns"
-
-/**
- * A node start using LocalDNS on the AKS listener addresses.
- *
- * @since 0.1.0
- */
-export const nodeStart: NodeStart.NodeStart = {
-  nodeName: "node-a",
-  apiServer: "https://10.0.0.1:6443",
-  auth: { _tag: "Kubeconfig", path: "/var/lib/kubelet/kubeconfig" },
-  localDns: { nodeListener, clusterListener }
-}
-
-/**
- * Our 8 rules exactly as `iptables -t raw -S` prints them.
- *
- * @since 0.1.0
- */
-export const ourRules: ReadonlyArray<string> = [
-  `-A PREROUTING -d ${nodeListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
-  `-A PREROUTING -d ${nodeListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
-  `-A PREROUTING -d ${clusterListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
-  `-A PREROUTING -d ${clusterListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
-  `-A OUTPUT -d ${nodeListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
-  `-A OUTPUT -d ${nodeListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
-  `-A OUTPUT -d ${clusterListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`,
-  `-A OUTPUT -d ${clusterListener}/32 -p udp -m udp --dport 53 -m comment --comment "hostnode:localdns" -j NOTRACK`
-]
-
-/**
- * Rules of someone else in our chains, each as planted (chain, words) and as
- * listed: one matching exactly what ours match with another comment, one
- * without a comment, one whose comment only extends ours.
- *
- * @since 0.1.0
- */
-export const foreignRules: ReadonlyArray<{
-  readonly chain: string
-  readonly spec: ReadonlyArray<string>
-  readonly line: string
-}> = [
-  {
-    chain: "OUTPUT",
-    spec: [
-      "-d",
-      `${nodeListener}/32`,
-      "-p",
-      "udp",
-      "-m",
-      "udp",
-      "--dport",
-      "53",
-      "-m",
-      "comment",
-      "--comment",
-      "someone else",
-      "-j",
-      "NOTRACK"
-    ],
-    line: `-A OUTPUT -d ${nodeListener}/32 -p udp -m udp --dport 53 -m comment --comment "someone else" -j NOTRACK`
-  },
-  {
-    chain: "PREROUTING",
-    spec: ["-p", "tcp", "-m", "tcp", "--dport", "53", "-j", "NOTRACK"],
-    line: "-A PREROUTING -p tcp -m tcp --dport 53 -j NOTRACK"
-  },
-  {
-    chain: "OUTPUT",
-    spec: [
-      "-d",
-      `${clusterListener}/32`,
-      "-p",
-      "tcp",
-      "-m",
-      "tcp",
-      "--dport",
-      "53",
-      "-m",
-      "comment",
-      "--comment",
-      "hostnode:localdns-v0",
-      "-j",
-      "NOTRACK"
-    ],
-    line: `-A OUTPUT -d ${clusterListener}/32 -p tcp -m tcp --dport 53 -m comment --comment "hostnode:localdns-v0" -j NOTRACK`
-  }
-]
 
 const sorted = (xs: ReadonlyArray<string>): Array<string> => [...xs].sort()
 
@@ -155,6 +67,7 @@ const countingRounds = (counter: { n: number }) =>
  * phases run `ip` and `iptables` through, the `DnsResolvers` the wait asks
  * with, and a `LocalDnsFixture` on the same host.
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = (

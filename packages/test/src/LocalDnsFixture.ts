@@ -1,16 +1,12 @@
 /**
- * What the LocalDNS conformance suite needs from a host besides the code
- * under test: looking at links and at the `raw` table the way a person would
- * (`ip -j addr`, `iptables -t raw -S`), planting links and rules of someone
- * else, and running a DNS server on chosen addresses. Behind one interface,
- * so the very same suite runs on the real host and on the simulated one.
- *
- * The real implementation (`layerReal`) runs `ip`, `iptables` and `dnsmasq`
- * through the spawner in context and must run in a private network namespace
- * (see `Gate`): it changes the namespace's links and firewall. It reads what
- * it checks with its own parsing, never with the code under test. Everything
- * it starts or plants is undone when the scope that made it closes: dnsmasq is
- * killed by its own pid, planted rules are deleted, the interface removed.
+ * What the LocalDNS conformance suite needs from a host besides the code under
+ * test: looking at links and at the `raw` table as a person would (`ip -j
+ * addr`, `iptables -t raw -S`), planting links and rules of someone else, and
+ * running a DNS server on chosen addresses. `layerReal` runs `ip`, `iptables`
+ * and `dnsmasq` through the spawner in context, in a private network namespace
+ * only (see `Gate`), parses what it checks itself, and undoes everything it
+ * started or planted when its scope closes; `MemoryNetwork.layerLocalDnsFixture`
+ * is the simulated one.
  *
  * @since 0.1.0
  */
@@ -21,6 +17,7 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
 /**
  * A fixture step that could not be done. Tests treat it as a defect of the setup, not of the code under test.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class LocalDnsFixtureError extends Error {
@@ -37,7 +34,7 @@ export class LocalDnsFixtureError extends Error {
  *
  * @since 0.1.0
  */
-export interface LinkView {
+interface LinkView {
   readonly index: number
   readonly kind: string
   readonly up: boolean
@@ -50,7 +47,7 @@ export interface LinkView {
  *
  * @since 0.1.0
  */
-export interface DnsServer {
+interface DnsServer {
   /** The process id on the real host (a made-up one on a simulated host). */
   readonly pid: number
   /** Whether it still runs. On the real host: the child has not exited, or a `dnsmasq` still has its pid. */
@@ -62,6 +59,7 @@ export interface DnsServer {
 /**
  * Makes and inspects the host state around the LocalDNS phases.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface LocalDnsFixture {
@@ -95,6 +93,7 @@ export interface LocalDnsFixture {
 /**
  * The key of the {@link LocalDnsFixture} service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const LocalDnsFixture = Context.Service<LocalDnsFixture>("@hostnode/test/LocalDnsFixture")
@@ -104,7 +103,7 @@ export const LocalDnsFixture = Context.Service<LocalDnsFixture>("@hostnode/test/
  *
  * @since 0.1.0
  */
-export interface RealOptions {
+interface RealOptions {
   /** The kind to create the interface as (default `bridge`: this project's test kernels lack `dummy`). */
   readonly interfaceKind?: "dummy" | "bridge" | undefined
 }
@@ -183,6 +182,7 @@ const procComm = (fs: FileSystem.FileSystem, pid: number) =>
  * (which must be private: the test runner's `unshare --net`), and `dnsmasq`
  * as the DNS server, run in the foreground as a child of this process.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerReal = (

@@ -1,31 +1,26 @@
 /**
  * Concurrent writers for the simulated host's adversary seam
- * (`MemoryHost.adversary`): what a pod's container that keeps running after
- * the node stack stopped can do between two system calls of the code under
- * test. Each action acts on the host state directly, as another process
- * would, and never through the journal: it is not an operation of the
- * process under test.
- *
- * `at(n, action)` makes an action happen once, right before the `n`-th
- * operation (1-based) after it is installed, so a property can try every
- * index of a run; `every(action)` makes it happen before every operation, the
- * way a tight loop in another process races everything.
- *
- * Boundary: actions on paths (strings), through `MemoryFileSystem`'s foreign
- * calls; what they do to the code under test is for its tests to check.
+ * (`MemoryHost.adversary`): what a pod's container that keeps running after the
+ * node stack stopped can do between two system calls of the code under test.
+ * Each action changes the host state directly, as another process would, never
+ * through the journal. `at(n, action)` acts once, right before the `n`-th
+ * operation (1-based) after it is installed, so a property can try every index
+ * of a run; `every(action)` acts before every operation, as a tight loop in
+ * another process would.
  *
  * @since 0.2.0
  */
 import { Effect } from "effect"
 import { Errno } from "./internal/errno.ts"
+import type { HostState } from "./internal/hostState.ts"
 import type { Upcoming } from "./internal/journal.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
-import type { HostState } from "./MemoryHost.ts"
+import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
 import { MemoryHost } from "./MemoryHost.ts"
 
 /**
  * One thing a concurrent writer does; `undefined` when it worked, the errno code when it did not (then nothing changed).
  *
+ * @category models
  * @since 0.2.0
  */
 export type Action = (state: HostState, upcoming: Upcoming) => string | undefined
@@ -33,6 +28,7 @@ export type Action = (state: HostState, upcoming: Upcoming) => string | undefine
 /**
  * Exchanges two entries (`renameat2(RENAME_EXCHANGE)`): a directory and a link to somewhere else swap names.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const exchange =
@@ -43,6 +39,7 @@ export const exchange =
 /**
  * Renames `from` to `to` (a parent moved away mid-walk).
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const rename =
@@ -53,6 +50,7 @@ export const rename =
 /**
  * Bind-mounts the directory `source` at the directory `target` (a mount made after the table was read).
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const bind =
@@ -65,6 +63,7 @@ export const bind =
 /**
  * Unmounts the top mount at `target` (a mount that goes away again).
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const unbind =
@@ -75,6 +74,7 @@ export const unbind =
 /**
  * Replaces the entry at `path` by a symbolic link to `target` (the entry moved to `aside`).
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const swapForLink =
@@ -86,6 +86,7 @@ export const swapForLink =
 /**
  * Several actions in order; the first that fails stops the rest.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const sequence =
@@ -103,7 +104,7 @@ export const sequence =
  *
  * @since 0.2.0
  */
-export interface Record {
+interface Record {
   readonly seen: number
   readonly acted: ReadonlyArray<{ readonly seq: number; readonly kind: string; readonly outcome: string }>
 }
@@ -112,6 +113,7 @@ export interface Record {
  * Installs `action` to run once, right before the `n`-th operation (1-based)
  * from now; returns the record, read after the run.
  *
+ * @category operations
  * @since 0.2.0
  */
 export const at = Effect.fn("MemoryAdversary.at")(function* (n: number, action: Action) {
@@ -121,6 +123,7 @@ export const at = Effect.fn("MemoryAdversary.at")(function* (n: number, action: 
 /**
  * Installs `action` to run before every operation from now (its failures are recorded, not raised).
  *
+ * @category operations
  * @since 0.2.0
  */
 export const every = Effect.fn("MemoryAdversary.every")(function* (action: Action) {

@@ -1,150 +1,76 @@
 /**
- * The simulated host that node agents are property-tested against: one
- * layer providing `FileSystem`, `Path` and the `MemoryHost` service for
- * inspection and fault injection, all over a single in-memory host state.
- *
- * Boundary: the host state is the file system with its mount tree (see
- * `MemoryFileSystem`; `/proc/<pid>/mountinfo` serves the table), the journal
+ * The simulated host that node agents are property-tested against: one layer
+ * providing `FileSystem`, `Path`, `Directory.Directories`, the in-memory
+ * `Mounter`, a recording `Systemd` and the `MemoryHost` service for inspection
+ * and fault injection, all over a single in-memory host state: the file system
+ * with its mount tree (`/proc/<pid>/mountinfo` serves the table), the journal
  * every simulated operation passes through (operation log, injected faults,
- * the crash seam) and the unmount faults. The layer also provides the
- * in-memory `Mounter` (`MemoryMounts`); the `umount`/`mount` interpreters for
- * a command line are `interpreters(state)`.
+ * the crash seam) and the unmount faults.
  *
  * @since 0.1.0
  */
 import { Directory, Mounter, type MountInfo, type Systemd } from "@hostnode/core"
 import { Clock, Context, Deferred, Effect, FileSystem, Layer, Path, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import type * as Errno from "./internal/errno.ts"
+import { Errno, type ErrnoCode } from "./internal/errno.ts"
+import type { HostState } from "./internal/hostState.ts"
 import * as Journal_ from "./internal/journal.ts"
-import * as MemoryCommands from "./MemoryCommands.ts"
-import * as MemoryDirectories from "./MemoryDirectories.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
-import * as MemoryMounts from "./MemoryMounts.ts"
+import * as MemoryCommands from "./internal/memoryCommands.ts"
+import * as MemoryDirectories from "./internal/memoryDirectories.ts"
+import type { DumpEntry, FixtureEntry } from "./internal/memoryFileSystem/seed.ts"
+import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
+import * as MemoryMounts from "./internal/memoryMounts.ts"
 import * as RecordingSystemd from "./RecordingSystemd.ts"
 
 /**
- * An errno name (`ENOENT`, `EBUSY`, ...) a simulated call fails with.
+ * Fail the `nth` (1-based, default 1) operation of `kind` started after the
+ * fault is installed, optionally only counting operations that touch `path`,
+ * with errno `code`. The failing operation changes nothing. A fault fires once.
  *
+ * @category models
  * @since 0.1.0
  */
-export type ErrnoCode = Errno.ErrnoCode
-
-/**
- * A fault to inject: which kind of operation, on which path, fails with which errno.
- *
- * @since 0.1.0
- */
-export type Fault = Journal_.Fault
-
-/**
- * One operation of the simulated process, as the journal logged it.
- *
- * @since 0.1.0
- */
-export type Operation = Journal_.Operation
-
-/**
- * The operation about to run, as the adversary seam shows it.
- *
- * @since 0.2.0
- */
-export type Upcoming = Journal_.Upcoming
-
-/**
- * The defect of a crashed simulated process; see `crashAfter` and `isCrash`.
- *
- * @since 0.1.0
- */
-export const MemoryHostCrashed = Journal_.MemoryHostCrashed
-
-/**
- * The defect of a crashed simulated process.
- *
- * @since 0.1.0
- */
-export type MemoryHostCrashed = Journal_.MemoryHostCrashed
-
-/**
- * Why `MemoryHostCrashed`: the simulated process had crashed when the operation was asked for.
- *
- * @since 0.3.0
- */
-export const ProcessCrashed = Journal_.ProcessCrashed
-
-/**
- * Why `MemoryHostCrashed`: the simulated process had crashed when the operation was asked for.
- *
- * @since 0.3.0
- */
-export type ProcessCrashed = Journal_.ProcessCrashed
-
-/**
- * Why `MemoryHostCrashed`: an open file of a crashed process was used after `restart` (`fd` is its descriptor).
- *
- * @since 0.3.0
- */
-export const StaleHandle = Journal_.StaleHandle
-
-/**
- * Why `MemoryHostCrashed`: an open file of a crashed process was used after `restart` (`fd` is its descriptor).
- *
- * @since 0.3.0
- */
-export type StaleHandle = Journal_.StaleHandle
-
-/**
- * Why a simulated operation died with `MemoryHostCrashed`: `ProcessCrashed` or `StaleHandle`.
- *
- * @since 0.3.0
- */
-export const MemoryHostCrashedReason = Journal_.MemoryHostCrashedReason
-
-/**
- * Why a simulated operation died with `MemoryHostCrashed`: `ProcessCrashed` or `StaleHandle`.
- *
- * @since 0.3.0
- */
-export type MemoryHostCrashedReason = Journal_.MemoryHostCrashedReason
-
-/**
- * Re-exported so a fixture can be written without importing MemoryFileSystem.
- *
- * @since 0.1.0
- */
-export type Fixture = MemoryFileSystem.Fixture
-/**
- * Re-exported so a fixture can be written without importing MemoryFileSystem.
- *
- * @since 0.1.0
- */
-export type FixtureEntry = MemoryFileSystem.FixtureEntry
-/**
- * One path of `dump`; re-exported for assertions.
- *
- * @since 0.1.0
- */
-export type DumpEntry = MemoryFileSystem.DumpEntry
-
-/**
- * The single state object of a simulated host. Every simulation (files
- * today; mounts, units, links later) keeps its state here so inspection,
- * faults and crashes see one consistent host.
- *
- * @since 0.1.0
- */
-export interface HostState {
-  readonly fs: MemoryFileSystem.FsState
-  readonly journal: Journal_.Journal
-  /** Targets (absolute, normalised) every unmount refuses with the errno, until cleared; see `failUnmount`. */
-  readonly unmountFaults: Map<string, ErrnoCode>
-  /** File systems that do not answer, each with what its waiters wait for; see `hang`. */
-  readonly hangs: Map<MemoryFileSystem.Filesystem, Deferred.Deferred<void>>
+export interface Fault {
+  readonly kind: string
+  readonly code: ErrnoCode
+  readonly nth?: number | undefined
+  readonly path?: string | undefined
+  /** The syscall the error names; defaults to the one Node reports for `kind`. */
+  readonly syscall?: string | undefined
 }
+
+/**
+ * One operation of the simulated process, in the order it happened.
+ * `kind` is the `FileSystem` method (`"rename"`) or, for an open file,
+ * `"File.<method>"` (`"File.writeAll"`); `paths` are the absolute, normalised
+ * paths it touched; `outcome` is `"ok"`, the errno code it failed with
+ * (`"ENOENT"`, also `"ERR_FS_EISDIR"` and friends), `"BadArgument"`, or
+ * `"crashed"` when it was refused because the process had crashed.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Operation {
+  readonly seq: number
+  readonly kind: string
+  readonly paths: ReadonlyArray<string>
+  readonly outcome: string
+  /** True when the failure was injected by a fault rather than simulated. */
+  readonly injected: boolean
+}
+
+/**
+ * A tree as a flat record of absolute paths; missing parents are 0755 root directories.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type Fixture = Readonly<Record<string, FixtureEntry>>
 
 /**
  * How to build a host. Every field is optional: `MemoryHost.layer()` is an empty Linux root.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -167,6 +93,7 @@ export interface Options {
  * Inspection and fault injection for a simulated host. None of these count
  * as operations of the simulated process, and they work after a crash.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface MemoryHost {
@@ -200,25 +127,22 @@ export interface MemoryHost {
    */
   readonly restart: Effect.Effect<void>
   /** Mounts a new empty tmpfs (its own device 0:N) on top of whatever is mounted at directory `target`. */
-  readonly tmpfs: (target: string) => Effect.Effect<void, MemoryMounts.MountError>
+  readonly tmpfs: (target: string) => Effect.Effect<void, MountError>
   /**
    * Bind-mounts `source` at `target` (not recursive): a directory on a
-   * directory, or (since 0.4.0) a regular file on a regular file, as the
+   * directory, or a regular file on a regular file, as the
    * kubelet does for a `subPath` of a file; both then show the same inodes. On
    * a shared mount it is propagated to that mount's peers and slaves.
    */
-  readonly bind: (source: string, target: string) => Effect.Effect<void, MemoryMounts.MountError>
+  readonly bind: (source: string, target: string) => Effect.Effect<void, MountError>
   /**
    * How the mount whose root `target` is takes part in mount propagation, as
-   * `mount --make-shared|--make-slave|--make-private` sets it (since 0.4.0):
+   * `mount --make-shared|--make-slave|--make-private` sets it:
    * a mount made on a shared mount is copied onto its peers (`shared:N` in
    * the table) and slaves (`master:N`), and detaching one detaches its
    * copies, as the kernel does.
    */
-  readonly propagation: (
-    target: string,
-    kind: "shared" | "slave" | "private"
-  ) => Effect.Effect<void, MemoryMounts.MountError>
+  readonly propagation: (target: string, kind: "shared" | "slave" | "private") => Effect.Effect<void, MountError>
   /** The current mount table, what `/proc/self/mountinfo` renders. */
   readonly mountTable: Effect.Effect<MountInfo.MountTable>
   /**
@@ -251,98 +175,57 @@ export interface MemoryHost {
    * pod's process writing concurrently would between two system calls.
    * `undefined` removes it. Its own changes are not operations of the process.
    */
-  readonly adversary: (act: ((upcoming: Upcoming) => void) | undefined) => Effect.Effect<void>
+  readonly adversary: (act: ((upcoming: Journal_.Upcoming) => void) | undefined) => Effect.Effect<void>
 }
 
 /**
  * The key of the inspection service, provided by `layer`.
  *
+ * @category services
  * @since 0.1.0
  */
 export const MemoryHost = Context.Service<MemoryHost>("@hostnode/test/MemoryHost")
 
 /**
- * The inspection service's shape, the same as {@link MemoryHost}; kept for code written against the former name.
+ * True when `u` is the defect a crashed simulated process dies with: a
+ * `MemoryHostCrashed` (its `operation` and `paths` name what was refused;
+ * reason `ProcessCrashed`, or `StaleHandle` with the `fd` of a file the
+ * crashed process opened).
  *
+ * @category errors
  * @since 0.1.0
  */
-export type Service = MemoryHost
+export const isCrash = (u: unknown): u is Journal_.MemoryHostCrashed => u instanceof Journal_.MemoryHostCrashed
 
-/**
- * True when `u` is the defect a crashed simulated process dies with.
- *
- * @since 0.1.0
- */
-export const isCrash = (u: unknown): u is MemoryHostCrashed => u instanceof MemoryHostCrashed
+const problemMessages = {
+  NotAbsolute: "is not absolute",
+  ParentNotDirectory: "has a parent that is not a directory",
+  AlreadyExists: "already exists (or is listed twice)",
+  EmptySymlinkTarget: "is a symlink with an empty target"
+} as const
 
-/**
- * Why `FixtureError`: a fixture path (or `cwd`) is relative.
- *
- * @since 0.3.0
- */
-export class NotAbsolute extends Schema.TaggedError<NotAbsolute>()("NotAbsolute", {}) {
+/** Why `FixtureError`: one reason, its tag says which. */
+class FixtureProblem extends Schema.Error<FixtureProblem>("@hostnode/test/MemoryHost/FixtureProblem")({
+  _tag: Schema.Literals(["NotAbsolute", "ParentNotDirectory", "AlreadyExists", "EmptySymlinkTarget"])
+}) {
   override get message(): string {
-    return "is not absolute"
+    return problemMessages[this._tag]
   }
 }
-
-/**
- * Why `FixtureError`: a parent of the path is not a directory (a file or a symlink is in the way).
- *
- * @since 0.3.0
- */
-export class ParentNotDirectory extends Schema.TaggedError<ParentNotDirectory>()("ParentNotDirectory", {}) {
-  override get message(): string {
-    return "has a parent that is not a directory"
-  }
-}
-
-/**
- * Why `FixtureError`: the path exists already, or the fixture lists it twice.
- *
- * @since 0.3.0
- */
-export class AlreadyExists extends Schema.TaggedError<AlreadyExists>()("AlreadyExists", {}) {
-  override get message(): string {
-    return "already exists (or is listed twice)"
-  }
-}
-
-/**
- * Why `FixtureError`: a symlink entry has an empty target, which `symlink(2)` refuses.
- *
- * @since 0.3.0
- */
-export class EmptySymlinkTarget extends Schema.TaggedError<EmptySymlinkTarget>()("EmptySymlinkTarget", {}) {
-  override get message(): string {
-    return "is a symlink with an empty target"
-  }
-}
-
-/**
- * Why a fixture could not be created.
- *
- * @since 0.3.0
- */
-export const FixtureErrorReason = Schema.Union([NotAbsolute, ParentNotDirectory, AlreadyExists, EmptySymlinkTarget])
-
-/**
- * Why a fixture could not be created.
- *
- * @since 0.3.0
- */
-export type FixtureErrorReason = typeof FixtureErrorReason.Type
 
 /**
  * Raised (as a defect, while building the layer) when `options.files` or
  * `options.cwd` cannot be created: a bad fixture is a bug in the test, not a
  * runtime condition the code under test should handle. `path` is the
- * fixture key (or `cwd`), `reason` says why.
+ * fixture key (or `cwd`); `reason._tag` says why: `NotAbsolute`,
+ * `ParentNotDirectory` (a file or a symlink is in the way), `AlreadyExists`
+ * (or listed twice), `EmptySymlinkTarget` (which `symlink(2)` refuses).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class FixtureError extends Schema.TaggedError<FixtureError>()("MemoryHostFixtureError", {
-  reason: FixtureErrorReason,
+  reason: FixtureProblem,
   path: Schema.String
 }) {
   override get message(): string {
@@ -350,16 +233,83 @@ export class FixtureError extends Schema.TaggedError<FixtureError>()("MemoryHost
   }
 }
 
-const fixtureReasons: Record<MemoryFileSystem.SeedProblem["reason"], () => FixtureErrorReason> = {
-  NotAbsolute: () => new NotAbsolute(),
-  ParentNotDirectory: () => new ParentNotDirectory(),
-  AlreadyExists: () => new AlreadyExists(),
-  EmptySymlinkTarget: () => new EmptySymlinkTarget()
-}
-
 /** The defect for a fixture entry that cannot be created. */
 const fixtureError = (problem: MemoryFileSystem.SeedProblem): FixtureError =>
-  new FixtureError({ reason: fixtureReasons[problem.reason](), path: problem.path })
+  new FixtureError({ reason: new FixtureProblem({ _tag: problem.reason }), path: problem.path })
+
+/** Why `MountError`: a tmpfs could not be mounted at the target; `errno` says why. */
+class Tmpfs extends Schema.Error<Tmpfs>("@hostnode/test/MemoryHost/Tmpfs")({
+  _tag: Schema.tag("Tmpfs"),
+  errno: Schema.String
+}) {
+  override get message(): string {
+    return this.errno
+  }
+}
+
+/** Why `MountError`: `source` (a directory, or a regular file) could not be bind-mounted at the target. */
+class Bind extends Schema.Error<Bind>("@hostnode/test/MemoryHost/Bind")({
+  _tag: Schema.tag("Bind"),
+  source: Schema.String,
+  errno: Schema.String
+}) {
+  override get message(): string {
+    return this.errno
+  }
+}
+
+/** Why `MountError`: the propagation of the mount at the target could not be changed (it is no mount's root). */
+class Propagation extends Schema.Error<Propagation>("@hostnode/test/MemoryHost/Propagation")({
+  _tag: Schema.tag("Propagation"),
+  kind: Schema.Literals(["shared", "slave", "private"]),
+  errno: Schema.String
+}) {
+  override get message(): string {
+    return `make-${this.kind}: ${this.errno}`
+  }
+}
+
+/**
+ * A mount a fixture asked for (`tmpfs`, `bind`, `propagation`) could not be
+ * made at `target`; `reason` says which kind (`Tmpfs`, `Bind` with its
+ * `source`, `Propagation` with its `kind`), with the `errno`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMountError", {
+  reason: Schema.Union([Tmpfs, Bind, Propagation]),
+  target: Schema.String
+}) {
+  override get message(): string {
+    const r = this.reason
+    return r._tag === "Tmpfs"
+      ? `MemoryHost: cannot mount a tmpfs at ${JSON.stringify(this.target)}: ${r.message}`
+      : r._tag === "Bind"
+        ? `MemoryHost: cannot bind ${JSON.stringify(r.source)} at ${JSON.stringify(this.target)}: ${r.message}`
+        : `MemoryHost: cannot change the propagation of ${JSON.stringify(this.target)}: ${r.message}`
+  }
+}
+
+const tmpfs = Effect.fn("MemoryHost.tmpfs")(function* (state: HostState, target: string) {
+  const now = yield* Clock.currentTimeMillis
+  const r = MemoryFileSystem.mountTmpfs(state.fs, target, now)
+  if (r instanceof Errno) return yield* new MountError({ reason: new Tmpfs({ errno: r.code }), target })
+})
+
+const bind = Effect.fn("MemoryHost.bind")(function* (state: HostState, source: string, target: string) {
+  const r = MemoryFileSystem.bindMount(state.fs, source, target)
+  if (r instanceof Errno) return yield* new MountError({ reason: new Bind({ source, errno: r.code }), target })
+})
+
+const propagation = Effect.fn("MemoryHost.propagation")(function* (
+  state: HostState,
+  target: string,
+  kind: "shared" | "slave" | "private"
+) {
+  const r = MemoryFileSystem.setPropagation(state.fs, target, kind)
+  if (r instanceof Errno) return yield* new MountError({ reason: new Propagation({ kind, errno: r.code }), target })
+})
 
 const makeService = (state: HostState): MemoryHost => ({
   state,
@@ -388,9 +338,9 @@ const makeService = (state: HostState): MemoryHost => ({
     state.journal.crashCountdown = undefined
     state.journal.generation += 1
   }),
-  tmpfs: (target) => MemoryMounts.tmpfs(state, target),
-  bind: (source, target) => MemoryMounts.bind(state, source, target),
-  propagation: (target, kind) => MemoryMounts.propagation(state, target, kind),
+  tmpfs: (target) => tmpfs(state, target),
+  bind: (source, target) => bind(state, source, target),
+  propagation: (target, kind) => propagation(state, target, kind),
   mountTable: Effect.sync(() => MemoryFileSystem.mountEntries(state.fs)),
   failUnmount: (target, errno) =>
     Effect.sync(() => {
@@ -425,38 +375,23 @@ const fsAt = (state: HostState, path: string): MemoryFileSystem.Filesystem | und
 }
 
 /**
- * The `umount` and `mount` interpreters over `state`, for a `MemoryCommands`
- * spawner (a node composition adds them next to `systemctl`, `ip`, ...).
- *
- * @since 0.1.0
- */
-export const interpreters = (state: HostState): ReadonlyMap<string, MemoryCommands.Interpreter> =>
-  new Map([
-    ["umount", MemoryMounts.umountInterpreter(state)],
-    ["mount", MemoryMounts.mountInterpreter(state)]
-  ])
-
-/**
  * A spawner with only `umount` and `mount` over `state` (see `interpreters`),
  * so the command-based `Mounter` (`NodeMounter.layerCommand`) runs against
  * the simulated host. `record` sees every invocation.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const mountCommands = (
   state: HostState,
   record?: (invocation: MemoryCommands.Invocation) => void
-): ChildProcessSpawner.ChildProcessSpawner["Service"] => MemoryCommands.makeSpawner(interpreters(state), record)
+): ChildProcessSpawner.ChildProcessSpawner["Service"] =>
+  MemoryCommands.makeSpawner(MemoryMounts.interpreters(state), record)
 
 const resolvePath = (state: HostState, path: string): string => MemoryFileSystem.absolute(state.fs, path)
 
-/**
- * Builds a host state: an ext4-like root with `/tmp`, the fixture, and the
- * working directory. Exposed for simulations that compose their own layer.
- *
- * @since 0.1.0
- */
-export const makeState: (options?: Options) => Effect.Effect<HostState> = Effect.fn("MemoryHost.makeState")(function* (
+/** Builds a host state: an ext4-like root with `/tmp`, the fixture, and the working directory. */
+const makeState: (options?: Options) => Effect.Effect<HostState> = Effect.fn("MemoryHost.makeState")(function* (
   options: Options = {}
 ) {
   const now = yield* Clock.currentTimeMillis
@@ -489,6 +424,22 @@ export const makeState: (options?: Options) => Effect.Effect<HostState> = Effect
  * `MemoryHost` service. Each build of the layer is
  * a new, independent host.
  *
+ * @example
+ * ```ts
+ * import { MemoryHost } from "@hostnode/test"
+ * import { Effect, FileSystem } from "effect"
+ *
+ * // A host with one file; the program changes it; the dump is the tree after it:
+ * // { "/etc/kubernetes/kubelet.conf": { type: "File", mode: 0o644, uid: 0, gid: 0, content: "new" }, ... }
+ * export const tree = Effect.gen(function* () {
+ *   const fs = yield* FileSystem.FileSystem
+ *   yield* fs.writeFileString("/etc/kubernetes/kubelet.conf", "new")
+ *   const host = yield* MemoryHost.MemoryHost
+ *   return yield* host.dump("/etc/kubernetes")
+ * }).pipe(Effect.provide(MemoryHost.layer({ files: { "/etc/kubernetes/kubelet.conf": "old" } })))
+ * ```
+ *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (

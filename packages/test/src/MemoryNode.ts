@@ -1,19 +1,13 @@
 /**
- * A whole simulated node host in one layer: the `MemoryHost` file system and
- * mounts, the simulated systemd and network, the command line that reaches
- * them (`MemoryCommands` with the `systemctl`, `ip`, `iptables`, `mount` and
- * `umount` interpreters),
- * and the library's own services running over that command line:
- * `systemctl` as `Systemd.layerCommand` runs it, `IsolationBackend.layerHost`, plus the simulated
- * `DnsResolvers` and the in-memory `LocalDnsFixture`. Code that runs against
- * `NodeHost.layer` in production runs unchanged against `MemoryNode.layer`.
- *
- * Boundary: composition only. Spawning a command is an operation of the
- * simulated process: it goes through `MemoryHost`'s journal (kind `spawn`),
- * so it is logged, a `failNth({ kind: "spawn", ... })` fault fails it to
- * spawn, and once the process has crashed it dies with `MemoryHostCrashed`.
- * The simulated systemd and network are other processes of the host: what
- * they do is not the process's operations and a crash does not stop them.
+ * A whole simulated node in one layer: the `MemoryHost` file system and
+ * mounts, the simulated systemd and network, the command line that reaches them
+ * (`systemctl`, `ip`, `iptables`, `mount`, `umount`), and the library's own
+ * services over that command line (`Systemd.layerCommand`,
+ * `IsolationBackend.layerHost`, `DnsResolvers`, the in-memory
+ * `LocalDnsFixture`). Code that runs against `NodeHost.layer` runs unchanged
+ * against it. Spawning is an operation of the simulated process (journal kind
+ * `spawn`: logged, faulted by `failNth`, stopped by a crash); systemd and the
+ * network are other processes, which a crash does not stop.
  *
  * @since 0.1.0
  */
@@ -23,8 +17,11 @@ import * as PlatformError from "effect/PlatformError"
 import { ChildProcessSpawner } from "effect/process"
 import { reasonTag } from "./internal/errno.ts"
 import { admit, complete, type Journal } from "./internal/journal.ts"
+import * as MemoryCommands from "./internal/memoryCommands.ts"
+import * as MemoryMounts from "./internal/memoryMounts.ts"
+import * as SystemdSimulation from "./internal/memorySystemd/simulation.ts"
+import * as NetworkSimulation from "./internal/network/simulation.ts"
 import type { LocalDnsFixture } from "./LocalDnsFixture.ts"
-import * as MemoryCommands from "./MemoryCommands.ts"
 import * as MemoryHost from "./MemoryHost.ts"
 import * as MemoryNetwork from "./MemoryNetwork.ts"
 import * as MemorySystemd from "./MemorySystemd.ts"
@@ -34,11 +31,12 @@ import * as MemorySystemd from "./MemorySystemd.ts"
  *
  * @since 0.1.0
  */
-export type Invocation = MemoryCommands.Invocation
+type Invocation = MemoryCommands.Invocation
 
 /**
  * How to build a node. Every field is optional: `MemoryNode.layer()` is an empty host with only `lo`.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options extends MemoryHost.Options {
@@ -57,6 +55,7 @@ export interface Options extends MemoryHost.Options {
 /**
  * Inspection of the simulated command line.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface MemoryNode {
@@ -69,20 +68,15 @@ export interface MemoryNode {
 /**
  * The key of the command-line inspection service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const MemoryNode = Context.Service<MemoryNode>("@hostnode/test/MemoryNode")
 
 /**
- * The command-line inspection service: the same as {@link MemoryNode}.
- *
- * @since 0.1.0
- */
-export type MemoryNodeService = MemoryNode
-
-/**
  * Everything {@link layer} provides.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Services =
@@ -138,17 +132,18 @@ const journaled = (
  * A fresh simulated node (see the module comment). Each build of the layer
  * is a new, independent host.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: Options = {}): Layer.Layer<Services> => {
   const simulations = Layer.effectContext(
     Effect.gen(function* () {
       const host = yield* MemoryHost.MemoryHost
-      const systemd = yield* MemorySystemd.makeOnHost(options.systemd)
-      const network = yield* MemoryNetwork.make(options.network)
+      const systemd = yield* SystemdSimulation.makeOnHost(options.systemd)
+      const network = yield* NetworkSimulation.make(options.network)
       const invocations: Array<Invocation> = []
       const interpreters = new Map<string, MemoryCommands.Interpreter>([
-        ...MemoryHost.interpreters(host.state),
+        ...MemoryMounts.interpreters(host.state),
         ["systemctl", systemd.systemctl],
         ["ip", network.ip],
         ["iptables", network.iptables]

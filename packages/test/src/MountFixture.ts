@@ -13,7 +13,7 @@
 import { HostCommand, MountInfo } from "@hostnode/core"
 import { Context, Effect, FileSystem, Layer, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
+import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
 import { MemoryHost } from "./MemoryHost.ts"
 
 /**
@@ -21,7 +21,7 @@ import { MemoryHost } from "./MemoryHost.ts"
  *
  * @since 0.1.0
  */
-export class MountFixtureError extends Error {
+class MountFixtureError extends Error {
   /**
    * The error's name in stack traces and logs.
    *
@@ -33,6 +33,7 @@ export class MountFixtureError extends Error {
 /**
  * Makes mounts for a test.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface MountFixture {
@@ -40,7 +41,7 @@ export interface MountFixture {
   readonly sandbox: Effect.Effect<string, never, Scope.Scope>
   /** Mounts a new empty tmpfs at `target` (which must be a directory). */
   readonly tmpfs: (target: string) => Effect.Effect<void>
-  /** Bind-mounts `source` at `target`: a directory on a directory, or (since 0.4.0) a regular file on a regular file. */
+  /** Bind-mounts `source` at `target`: a directory on a directory, or a regular file on a regular file. */
   readonly bind: (source: string, target: string) => Effect.Effect<void>
   /**
    * Unmounts the top mount at `target` (not lazily): setup, e.g. to free a
@@ -53,7 +54,7 @@ export interface MountFixture {
   /**
    * Makes the mount whose root `target` is shared, a slave of its peer group,
    * or private (`mount --make-shared|--make-slave|--make-private`), so a test
-   * can build peers and slaves (since 0.4.0).
+   * can build peers and slaves.
    */
   readonly propagation: (target: string, kind: "shared" | "slave" | "private") => Effect.Effect<void>
   /** The path of the mount table the code under test reads. */
@@ -65,6 +66,7 @@ export interface MountFixture {
 /**
  * The key of the {@link MountFixture} service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const MountFixture = Context.Service<MountFixture>("@hostnode/test/MountFixture")
@@ -83,6 +85,7 @@ const mountCommand = (args: ReadonlyArray<string>) =>
  * The real fixture: `mount -t tmpfs` and `mount --bind` in this process's
  * mount namespace, which must be private (the test runner's `unshare`).
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerReal: Layer.Layer<
@@ -131,6 +134,7 @@ export const layerReal: Layer.Layer<
  * when the scope closes), tmpfs and bind mounts made directly on the host's
  * mount tree, and the table `/proc/self/mountinfo` serves.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerMemory: Layer.Layer<MountFixture, never, MemoryHost | FileSystem.FileSystem> = Layer.effect(

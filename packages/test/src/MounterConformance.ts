@@ -38,6 +38,7 @@ const setup = Effect.gen(function* () {
 /**
  * Options of {@link suite}.
  *
+ * @category conformance
  * @since 0.3.0
  */
 export interface Options {
@@ -54,6 +55,7 @@ export interface Options {
  * test, a `MountFixture` that makes mounts in the same mount namespace, the
  * `FileSystem` that sees them and the `Directories` the root handle comes from.
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = (

@@ -1,27 +1,13 @@
 /**
- * What the scenarios every composition shares (`NodeScenarios` in
- * `@hostnode/test/conformance`) need from a node besides the composition
- * under test: planting and reading its files where this process sees them,
- * mounting a tmpfs in its mount namespace, reading its mount table, its
- * LocalDNS fixture in its network namespace, and the host root a program is
- * given. Three of them, one per composition:
- *
- * - {@link layerHostRoot}: the host composition on a temporary host root (a
- *   fresh tmpfs below the system temporary directory) in this process's
- *   mount namespace, which must be private (the test runner's `unshare`);
- *   the program is given that root. Units and links are the
- *   `SystemdMachine`'s in context: this host's systemd is never one a test
- *   drives, and a network namespace of the machine's own keeps the LocalDNS
- *   scenario away from every other LocalDNS suite of the run.
- * - {@link layerContainer}: a container, the `SystemdMachine` in context
- *   (booted with a network of its own): its root is `/proc/<pid>/root`, its
- *   mounts are made with `nsenter -t <pid> -m`, its links and rules with
- *   `nsenter -t <pid> -n`, and the program is given no host root at all, as
- *   one written for the host would be.
- * - {@link layerMemory}: the simulated node (`MemoryNode`) in context.
- *
- * Everything a fixture makes is undone when its scope closes, or lives only
- * in a namespace or a simulated host that ends with it.
+ * What the scenarios every composition shares (`NodeScenarios`) need from a
+ * node besides the composition under test: planting and reading its files where
+ * this process sees them, a tmpfs in its mount namespace, its mount table, its
+ * LocalDNS fixture, and the host root a program is given. One layer per
+ * composition: {@link layerHostRoot} (a temporary host root in this process's
+ * private mount namespace, units and links of the `SystemdMachine` in
+ * context), {@link layerContainer} (the `SystemdMachine` as a container, reached
+ * with `nsenter`, no host root given) and {@link layerMemory} (`MemoryNode`).
+ * Everything a fixture makes is undone when its scope closes.
  *
  * @since 0.2.0
  */
@@ -37,6 +23,7 @@ import { SystemdMachine } from "./SystemdMachine.ts"
  * composition under test is built to watch these (its `IsolationBackend`).
  * Fresh names, so the scenarios never touch a unit of anyone else's.
  *
+ * @category fixtures
  * @since 0.2.0
  */
 export const Units: readonly [string, string] = [
@@ -47,6 +34,7 @@ export const Units: readonly [string, string] = [
 /**
  * A node for the shared scenarios.
  *
+ * @category services
  * @since 0.2.0
  */
 export interface NodeFixture {
@@ -71,6 +59,7 @@ export interface NodeFixture {
 /**
  * The key of the {@link NodeFixture} service.
  *
+ * @category services
  * @since 0.2.0
  */
 export const NodeFixture = Context.Service<NodeFixture>("@hostnode/test/NodeFixture")
@@ -80,7 +69,7 @@ export const NodeFixture = Context.Service<NodeFixture>("@hostnode/test/NodeFixt
  *
  * @since 0.2.0
  */
-export class NodeFixtureError extends Error {
+class NodeFixtureError extends Error {
   /**
    * The error's name in stack traces and logs.
    *
@@ -124,6 +113,7 @@ const inNetworkOf = (pid: number) =>
  * `SystemdMachine` in context (booted with a network of its own), whose
  * systemd and network the test points the host composition at.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerHostRoot: Layer.Layer<
@@ -168,6 +158,7 @@ export const layerHostRoot: Layer.Layer<
  * fixture's `ip`, `iptables` and `dnsmasq` are this host's binaries run in
  * its network namespace (`nsenter -n`).
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerContainer: Layer.Layer<
@@ -216,6 +207,7 @@ export const layerContainer: Layer.Layer<
  * The simulated node's fixture: `MemoryNode` (or any `MemoryHost` with a
  * `LocalDnsFixture`) in context; its `/` is the simulated host's.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerMemory: Layer.Layer<
@@ -240,11 +232,3 @@ export const layerMemory: Layer.Layer<
     })
   })
 )
-
-/**
- * `path` (a host path) as this process sees it on `fixture`'s node.
- *
- * @since 0.2.0
- */
-export const full = (fixture: NodeFixture, path: string): string =>
-  fixture.view === "/" ? path : `${fixture.view}${path}`

@@ -1,25 +1,12 @@
 /**
- * The scenarios every composition shares: an agent's programs written once
- * and run, unchanged, on each composition of the node's services (the host
- * composition, the container composition, the simulated node). A scenario
- * that passes on one composition and fails on another is a bug in one of
- * them. Each is a function of the composition's Layer, which must also
- * provide the `NodeFixture` of the node it drives (how the test plants files
- * and mounts and looks at the result; the program itself only uses the
- * operations and the host root the fixture says to give them, none for a
- * composition whose real root is the node's).
- *
- * - the upgrade: `Snapshot.scoped` around a rewrite of the node's
- *   configuration that then fails: the tree is restored and the upgrade's
- *   own error is what the caller sees; one that succeeds keeps its changes;
- * - the repave: every mount strictly below the kubelet's directory goes
- *   (its own mount stays), the pods' directories are torn down, the CNI
- *   state and the kubelet's client identity reset;
- * - LocalDNS: setup (interface, listeners, NOTRACK rules), a DNS server on
- *   the listeners awaited until both answer, cleanup, and the timeout naming
- *   the listeners once nothing answers;
- * - `restartChanged` and `running`: the node's units, started, restarted
- *   only where changed, and the backend's answer before, during and after.
+ * The scenarios every composition shares: an agent's programs written once and
+ * run unchanged on each composition of the node's services (host, container,
+ * simulated node); one that passes on one composition and fails on another is
+ * a bug in one of them. The composition's Layer also provides the
+ * `NodeFixture` of the node it drives. Scenarios: the upgrade rolled back by
+ * `Snapshot.scoped` (and kept when it succeeds); the repave (mounts below the
+ * kubelet's directory, pods torn down, CNI state and identity reset); LocalDNS
+ * setup, await and cleanup; `restartChanged` and `running` on the node's units.
  *
  * @since 0.2.0
  */
@@ -39,9 +26,12 @@ import {
   Systemd,
   Unmount
 } from "@hostnode/core"
-import { Effect, FileSystem, type Layer, Redacted, Schema } from "effect"
+import { Data, Effect, FileSystem, type Layer, Redacted } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import { full, NodeFixture, Units } from "./NodeFixture.ts"
+import { NodeFixture, Units } from "./NodeFixture.ts"
+
+/** `path` (a host path) as this process sees it on `fixture`'s node. */
+const full = (fixture: NodeFixture, path: string): string => (fixture.view === "/" ? path : `${fixture.view}${path}`)
 
 /**
  * What a composition must provide for the scenarios: the services of
@@ -49,7 +39,7 @@ import { full, NodeFixture, Units } from "./NodeFixture.ts"
  *
  * @since 0.2.0
  */
-export type Composition =
+type Composition =
   | FileSystem.FileSystem
   | ChildProcessSpawner.ChildProcessSpawner
   | Directory.Directories
@@ -60,7 +50,9 @@ export type Composition =
   | NodeFixture
 
 /** The upgrade's own failure, which a rollback must not hide. */
-class UpgradeFailed extends Schema.TaggedError<UpgradeFailed>()("UpgradeFailed", { reason: Schema.String }) {}
+class UpgradeFailed extends Data.Error<{ readonly reason: string }> {
+  readonly _tag = "UpgradeFailed"
+}
 
 const node: NodeStart.NodeStart = {
   nodeName: "node-a",
@@ -107,6 +99,7 @@ let snapshots = 0
  * same node, so one machine boot serves them all. The scenarios run one
  * after another and each leaves the node as the next expects it.
  *
+ * @category conformance
  * @since 0.2.0
  */
 export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
@@ -294,6 +287,7 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
  * Registers the scenarios under `name` on `composition`, built once for the
  * block (see {@link register}).
  *
+ * @category conformance
  * @since 0.2.0
  */
 export const suite = (name: string, composition: Layer.Layer<Composition>): void =>

@@ -1,23 +1,13 @@
 /**
  * A `Systemd` that records every call and asks nothing of a service manager:
- * the one `MemoryHost.layer` provides, so a program that takes a snapshot
- * (`Snapshot.scoped` needs `Systemd`, for the daemon-reload after a restore on
- * the real root) runs on the simulated host with no extra layer, and its test
- * can say which calls it made.
- *
- * What it does: every job (`start`, `stop`, `restart`, `reload`) and every
- * `daemonReload` succeeds and is recorded, in order; unit names are decoded
- * as by every `Systemd` (`Systemd.make`), so an invalid one still fails with
- * `UnitNameError` and is not recorded. It keeps one fact per unit: `start` and
- * `restart` make it `active`, `stop` makes it `inactive`; `isActive` and
- * `show` answer from that (a unit never started is `inactive`, as systemd
- * reports a unit it does not know), and `show` gives `""` for any property
- * other than `ActiveState`.
- *
- * Boundary: no unit files, no processes, no failures. For a simulated
- * systemd that reads unit files, runs `ExecStart` and fails as systemd does,
- * use `MemoryNode.layer` (its `Systemd` replaces this one); for code that must
- * never reach systemd, `RefusingSystemd`.
+ * the one `MemoryHost.layer` provides, so a program that takes a snapshot runs
+ * on the simulated host with no extra layer and its test can say which calls it
+ * made. Every job and `daemonReload` succeeds and is recorded in order; unit
+ * names are decoded as by every `Systemd`, so an invalid one still fails with
+ * `UnitNameError`. It keeps one fact per unit (`start`/`restart` make it
+ * active, `stop` inactive) for `isActive` and `show`. No unit files, processes
+ * or failures: for those use `MemoryNode.layer`; for code that must never reach
+ * systemd, `RefusingSystemd`.
  *
  * @since 0.2.0
  */
@@ -30,7 +20,7 @@ import { Context, Effect, Layer, Ref } from "effect"
  *
  * @since 0.2.0
  */
-export type Call =
+type Call =
   | { readonly verb: "start" | "stop" | "restart" | "reload"; readonly unit: string }
   | { readonly verb: "daemon-reload" }
   | { readonly verb: "show"; readonly unit: string; readonly properties: ReadonlyArray<string> }
@@ -38,9 +28,10 @@ export type Call =
 /**
  * What a test reads back: the calls so far and the units the recorder holds active.
  *
+ * @category services
  * @since 0.2.0
  */
-export interface Service {
+export interface RecordingSystemd {
   /** Every call so far, oldest first. */
   readonly calls: Effect.Effect<ReadonlyArray<Call>>
   /** Forgets the calls so far (the units' states stay). */
@@ -52,23 +43,17 @@ export interface Service {
 /**
  * The key of the recorder, provided next to `Systemd.Systemd` by {@link layer} (and so by `MemoryHost.layer`).
  *
+ * @category services
  * @since 0.2.0
  */
 export const RecordingSystemd = Context.Service<RecordingSystemd>("@hostnode/test/RecordingSystemd")
-
-/**
- * The recorder, as the key {@link RecordingSystemd} holds it.
- *
- * @since 0.2.0
- */
-export interface RecordingSystemd extends Service {}
 
 /**
  * A new recorder and the `Systemd` that feeds it, sharing one state; each run of `make` is independent.
  *
  * @since 0.2.0
  */
-export const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly recorder: Service }> = Effect.gen(
+const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly recorder: RecordingSystemd }> = Effect.gen(
   function* () {
     const calls = yield* Ref.make<ReadonlyArray<Call>>([])
     const active = yield* Ref.make<ReadonlySet<string>>(new Set())
@@ -93,7 +78,7 @@ export const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly r
           return Object.fromEntries(properties.map((p) => [p, p === "ActiveState" ? state : ""]))
         })
     })
-    const recorder: Service = {
+    const recorder: RecordingSystemd = {
       calls: Ref.get(calls),
       clearCalls: Ref.set(calls, []),
       activeUnits: Effect.map(Ref.get(active), (units) => [...units].sort())
@@ -119,6 +104,7 @@ export const make: Effect.Effect<{ readonly systemd: Systemd.Systemd; readonly r
  * }).pipe(Effect.provide(RecordingSystemd.layer))
  * ```
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layer: Layer.Layer<Systemd.Systemd | RecordingSystemd> = Layer.effectContext(

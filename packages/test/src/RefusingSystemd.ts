@@ -13,6 +13,7 @@ import { Effect, Layer } from "effect"
 /**
  * The refusing service; `why` ends each defect's message.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (why: string): Systemd.Systemd => {
@@ -27,6 +28,7 @@ export const make = (why: string): Systemd.Systemd => {
 /**
  * {@link make} as a layer.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (why: string): Layer.Layer<Systemd.Systemd> => Layer.succeed(Systemd.Systemd, make(why))

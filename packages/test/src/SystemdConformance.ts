@@ -1,62 +1,27 @@
 /**
  * The conformance suite for `Systemd` implementations and the operations on
  * top of it (`restartChanged`, the host backend's `running`): what a real
- * systemd does, which the simulated host's systemd must do the same way. Unit
+ * systemd 252 does, which the simulated systemd must do the same way. Unit
  * files are written through the FileSystem below a host root and loaded with
- * `daemonReload`, as an agent does after an upgrade.
- *
- * Notes on real systemd that the suite pins down: a manual restart changes the
- * MainPID but not `NRestarts` (which counts only automatic `Restart=` restarts);
- * a `Type=oneshot` unit whose ExecStart fails makes its job fail and leaves the
- * unit `failed`; asking about a unit systemd does not know gives `inactive`;
- * a `Type=simple` unit's start job is done once its program was forked, so a
- * program that exits at once is restarted as far as the job goes and only the
- * settle check (`RestartChanged.awaitSettled`) sees it fail.
- *
- * And on reloads (measured on systemd 252): a running unit keeps the
- * definition systemd loaded, so a restart after an upgrade rewrote its unit
- * file or drop-ins runs the old one until a daemon-reload; `NeedDaemonReload`
- * says `yes` for a changed unit file and a drop-in added to a drop-in
- * directory systemd knows, but `no` for a drop-in in a directory created
- * after systemd last read its unit directories (until it loads some unit
- * afresh), for a file whose modification time was set back, and for a unit
- * file added in a directory of higher precedence. The process environment a
- * restart gives is the evidence (`Observers.environmentOf`), and the
- * reloads systemd made are counted on its side (`Observers.daemonReloads`).
+ * `daemonReload`, as an agent does after an upgrade. The process environment a
+ * restart gives is the evidence (`Observers.environmentOf`), and the reloads
+ * are counted on systemd's side (`Observers.daemonReloads`). What it pins down
+ * about real systemd: docs/design/systemd.md and docs/design/simulated-host.md.
  *
  * @since 0.1.0
  */
 import { assert, layer } from "@effect/vitest"
 import { IsolationBackend, RestartChanged, Systemd } from "@hostnode/core"
 import { Duration, Effect, FileSystem, type Layer, Option } from "effect"
+import { machineObservers, memoryObservers, Units } from "./internal/systemdObservers.ts"
 import { MemorySystemd } from "./MemorySystemd.ts"
 import { SystemdMachine } from "./SystemdMachine.ts"
-
-/**
- * Unit file texts the suite uses. The simulated host understands these ExecStart lines.
- *
- * @since 0.1.0
- */
-export const Units = {
-  sleeper: (description = "sleeper") =>
-    `[Unit]\nDescription=${description}\n\n[Service]\nExecStart=/bin/sleep infinity\n`,
-  failingOneshot: "[Unit]\nDescription=fails\n\n[Service]\nType=oneshot\nExecStart=/bin/false\n",
-  /** A `Type=simple` unit whose program exits 3 right after it was started. */
-  diesAtOnce: '[Unit]\nDescription=dies at once\n\n[Service]\nType=simple\nExecStart=/bin/sh -c "exit 3"\n',
-  /**
-   * A sleeper whose environment has `HN_FLAG=<flag>`: what a restart ran is in
-   * its main process's environment. `Type=exec`: its start job ends once the
-   * program was executed (a `Type=simple` job ends at the fork, when the
-   * child still has the manager's environment).
-   */
-  withFlag: (flag: string) =>
-    `[Unit]\nDescription=flag ${flag}\n\n[Service]\nType=exec\nEnvironment=HN_FLAG=${flag}\nExecStart=/bin/sleep infinity\n`
-} as const
 
 /**
  * What the suite reads from the machine besides the `Systemd` under test: the
  * evidence of what a restart really ran and how many reloads systemd made.
  *
+ * @category conformance
  * @since 0.4.0
  */
 export interface Observers<R> {
@@ -64,58 +29,6 @@ export interface Observers<R> {
   readonly environmentOf: (pid: number) => Effect.Effect<ReadonlyArray<string>, never, R>
   /** How many daemon-reloads systemd has made so far, counted on systemd's side (the suite compares two readings). */
   readonly daemonReloads: Effect.Effect<number, never, R>
-}
-
-// A generator systemd runs at every daemon-reload (and nothing else), appending a line to a file of its /run.
-const reloadCounter = "/etc/systemd/system-generators/hostnode-count-reloads"
-const reloadCount = "/run/hostnode-daemon-reloads"
-
-/**
- * The {@link Observers} of a `SystemdMachine`: a process's environment read
- * from the machine's `/proc`, and the reloads counted by a generator the
- * first reading installs in the machine (systemd runs every generator once
- * per daemon-reload; a reading before it ran is 0).
- *
- * @since 0.4.0
- */
-export const machineObservers: Observers<SystemdMachine | FileSystem.FileSystem> = {
-  environmentOf: (pid) =>
-    Effect.gen(function* () {
-      const m = yield* SystemdMachine
-      const fs = yield* FileSystem.FileSystem
-      const bytes = yield* fs.readFile(`${m.hostRoot}/proc/${pid}/environ`).pipe(Effect.orDie)
-      return new TextDecoder()
-        .decode(bytes)
-        .split("\0")
-        .filter((e) => e !== "")
-    }),
-  daemonReloads: Effect.gen(function* () {
-    const m = yield* SystemdMachine
-    const fs = yield* FileSystem.FileSystem
-    const generator = `${m.hostRoot}${reloadCounter}`
-    if (!(yield* fs.exists(generator).pipe(Effect.orDie))) {
-      yield* fs.makeDirectory(`${m.hostRoot}/etc/systemd/system-generators`, { recursive: true }).pipe(Effect.orDie)
-      yield* fs.writeFileString(generator, `#!/bin/sh\necho reload >> ${reloadCount}\n`).pipe(Effect.orDie)
-      yield* fs.chmod(generator, 0o755).pipe(Effect.orDie)
-    }
-    const text = yield* fs.readFileString(`${m.hostRoot}${reloadCount}`).pipe(Effect.orElseSucceed(() => ""))
-    return text.split("\n").filter((l) => l !== "").length
-  })
-}
-
-/**
- * The {@link Observers} of the simulated systemd (`MemoryNode`): the
- * environment its main processes were started with, and its reload counter.
- *
- * @since 0.4.0
- */
-export const memoryObservers: Observers<MemorySystemd> = {
-  environmentOf: (pid) =>
-    Effect.map(
-      Effect.flatMap(Effect.service(MemorySystemd), (s) => s.processEnvironment(pid)),
-      (env) => env ?? []
-    ),
-  daemonReloads: Effect.flatMap(Effect.service(MemorySystemd), (s) => s.daemonReloads)
 }
 
 let counter = 0
@@ -127,12 +40,12 @@ const fresh = (stem: string) => `hn-${stem}-${process.pid}-${++counter}.service`
  * test and the `FileSystem` through which its unit files are written;
  * `hostRoot` is where that systemd's root file system is (for the real test
  * machine `/proc/<pid>/root`, for the simulated host `/`); `observers` read
- * what the restarts really ran ({@link machineObservers},
- * {@link memoryObservers}, since 0.4.0; without them, those of a `SystemdMachine`
+ * what the restarts really ran ({@link Observers}; without them, those of a `SystemdMachine`
  * or a `MemorySystemd` in `hostLayer` are used, and with neither, a restart's
  * environment is read from `Environment=` as systemd shows it and the
  * reloads are not counted).
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = <R>(

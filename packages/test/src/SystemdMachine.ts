@@ -1,22 +1,12 @@
 /**
  * A real systemd for tests: systemd 252 booted as PID 1 of its own pid, mount
- * and cgroup namespaces, on a throwaway root, driven through `nsenter` and
- * killed by its pid when the scope closes.
- *
- * The throwaway root is not optional. The new mount namespace shares the real
- * file system, and a normal boot runs systemd-tmpfiles, which empties `/tmp`
- * for the whole machine. So the boot script first makes every mount private,
- * builds an overlay whose lower layer is `/` and whose upper and work layers
- * live on a fresh tmpfs (so every write systemd or a test makes lands in
- * memory), mounts fresh `proc`, `sysfs`, `/run` and `/tmp` (binding back a
- * checkout that lives below the host's `/tmp`), mounts cgroup
- * hierarchies that, thanks to the cgroup namespace, show only a cgroup made
- * for this machine, pivots into the overlay, detaches the old root and only
- * then execs systemd with an empty target of ours as its default unit.
- *
- * The test reaches the machine's files at `/proc/<pid>/root` (a real host
- * root for the library's operations) and runs commands in it with a spawner
- * wrapped in `nsenter -t <pid> -m -p`.
+ * and cgroup namespaces, driven through `nsenter` and killed by its pid when
+ * the scope closes. Its root is a throwaway overlay (lower layer `/`, upper on
+ * a fresh tmpfs), never the real file system: a normal boot runs
+ * systemd-tmpfiles, which would empty `/tmp` for the whole machine. The test
+ * reaches the machine's files at `/proc/<pid>/root` and runs commands in it
+ * with a spawner wrapped in `nsenter -t <pid> -m -p`. How the boot is built:
+ * docs/design/simulated-host.md.
  *
  * @since 0.1.0
  */
@@ -28,6 +18,7 @@ import { ChildProcess } from "effect/process"
 /**
  * A booted test systemd.
  *
+ * @category services
  * @since 0.1.0
  */
 export interface SystemdMachine {
@@ -44,6 +35,7 @@ export interface SystemdMachine {
 /**
  * The key of the {@link SystemdMachine} service.
  *
+ * @category services
  * @since 0.1.0
  */
 export const SystemdMachine = Context.Service<SystemdMachine>("@hostnode/test/SystemdMachine")
@@ -51,6 +43,7 @@ export const SystemdMachine = Context.Service<SystemdMachine>("@hostnode/test/Sy
 /**
  * The empty target the machine boots into: nothing but systemd itself starts.
  *
+ * @category models
  * @since 0.1.0
  */
 export const BootTarget = "hostnode-test.target"
@@ -60,7 +53,7 @@ export const BootTarget = "hostnode-test.target"
  *
  * @since 0.1.0
  */
-export class SystemdMachineError extends Error {
+class SystemdMachineError extends Error {
   /**
    * The error's name in stack traces and logs.
    *
@@ -128,6 +121,7 @@ const retrying = Schedule.spaced(Duration.millis(50))
 /**
  * Options of {@link bootWith}.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface BootOptions {
@@ -165,6 +159,7 @@ export interface BootOptions {
  * process of its pid namespace and with them its mounts) and removes its
  * cgroups, also when the boot itself failed.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const bootWith: (
@@ -291,7 +286,7 @@ export const bootWith: (
  *
  * @since 0.2.0
  */
-export const boot: Effect.Effect<
+const boot: Effect.Effect<
   SystemdMachine,
   SystemdMachineError,
   Scope.Scope | ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem
@@ -300,6 +295,7 @@ export const boot: Effect.Effect<
 /**
  * A layer with one booted machine for the whole scope of the layer (one test file).
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<
@@ -312,6 +308,7 @@ export const layer: Layer.Layer<
  * {@link layer} for a machine booted with `options`: `{ network: "private" }`
  * for one with a network namespace of its own.
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerWith = (

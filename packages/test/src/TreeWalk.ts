@@ -1,9 +1,8 @@
 /**
  * A walk of a directory tree through the FileSystem in context, never
  * following a link: each path with what `lstat` said of it, a file's bytes
- * and a link's target. The tests' tree images (RepaveConformance.snapshot,
- * SnapshotConformance.treeOf) and the demo's byte-for-byte checks are each a
- * description of this walk.
+ * and a link's target. The tests' tree images and the demo's byte-for-byte
+ * checks are each a description of this walk.
  *
  * @since 0.1.0
  */
@@ -13,6 +12,7 @@ import type { PlatformError } from "effect/PlatformError"
 /**
  * One path met by a walk.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Visited =
@@ -31,7 +31,7 @@ export type Visited =
  *
  * @since 0.1.0
  */
-export interface Options {
+interface Options {
   /** Paths below the top not to enter or report (the top itself is always walked). */
   readonly skip?: ((path: string) => boolean) | undefined
   /** How many directory entries are visited at once (default 16). */
@@ -45,6 +45,7 @@ const child = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}
  * in name order, depth first. A missing `top` gives none; any other failure
  * fails the walk.
  *
+ * @category operations
  * @since 0.1.0
  */
 export const walk = (

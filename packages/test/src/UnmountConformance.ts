@@ -22,7 +22,7 @@ import { MountFixture } from "./MountFixture.ts"
  *
  * @since 0.1.0
  */
-export interface Layout {
+interface Layout {
   readonly sandbox: string
   readonly kubelet: string
   readonly csiData: string
@@ -38,7 +38,7 @@ export interface Layout {
  *
  * @since 0.1.0
  */
-export const buildLayout = Effect.gen(function* () {
+const buildLayout = Effect.gen(function* () {
   const fx = yield* MountFixture
   const fs = yield* FileSystem.FileSystem
   const sandbox = yield* fx.sandbox
@@ -89,6 +89,7 @@ const ids = (table: MountInfo.MountTable) => table.map((e) => e.id).sort((a, b) 
  * Registers the suite under `name`. `hostLayer` provides the `Mounter` under
  * test, a `MountFixture` in the same mount namespace, and the `FileSystem`.
  *
+ * @category conformance
  * @since 0.1.0
  */
 export const suite = (

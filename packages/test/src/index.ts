@@ -50,35 +50,11 @@ export * as LocalDnsFixture from "./LocalDnsFixture.ts"
  */
 export * as MemoryAdversary from "./MemoryAdversary.ts"
 /**
- * The simulated host's command line: a spawner that hands commands to interpreters.
- *
- * @since 0.1.0
- */
-export * as MemoryCommands from "./MemoryCommands.ts"
-/**
- * Directory handles on the simulated host: the same inodes and rules as its FileSystem, with the adversary seam.
- *
- * @since 0.2.0
- */
-export * as MemoryDirectories from "./MemoryDirectories.ts"
-/**
- * The in-memory Linux file system behind `MemoryHost` (inode tree, resolver, `FileSystem` implementation).
- *
- * @since 0.1.0
- */
-export * as MemoryFileSystem from "./MemoryFileSystem.ts"
-/**
  * The simulated host: `FileSystem`, `Path` and inspection/fault injection over one in-memory state.
  *
  * @since 0.1.0
  */
 export * as MemoryHost from "./MemoryHost.ts"
-/**
- * Mounts on the simulated host: its `Mounter` and the `mount`/`umount` interpreters.
- *
- * @since 0.1.0
- */
-export * as MemoryMounts from "./MemoryMounts.ts"
 /**
  * The simulated host's network: links, iptables, DNS servers, the `ip`/`iptables` interpreters and `DnsResolvers`.
  *

@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Directory, Mounter, MountInfo } from "@hostnode/core"
 import { DryRun, MemoryNode, MountFixture } from "@hostnode/test"
+import * as DryRunFiles from "@hostnode/test/internal/dryrun/fileSystem"
 import { Effect, FileSystem, Layer, Ref } from "effect"
 
 /** The top mount at `path` as a `Mounter` target. */
@@ -31,7 +32,7 @@ describe("the dry-run overlay", () => {
           moved: yield* dry.readFileString("/a/d/new"),
           kept: yield* dry.readFileString("/a/d/old")
         }
-      }).pipe(Effect.provide(DryRun.layerFileSystem))
+      }).pipe(Effect.provide(DryRunFiles.layerFileSystem))
       const seen = yield* viewed.pipe(Effect.provide(DryRun.DryRunPlan.layer))
       assert.deepStrictEqual(seen, { a: ["d"], b: false, moved: "x", kept: "o" })
       assert.deepStrictEqual([...(yield* fs.readDirectory("/a"))].sort(), ["b", "c"])

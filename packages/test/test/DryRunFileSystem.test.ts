@@ -8,10 +8,11 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { DryRun } from "@hostnode/test"
 import { FileSystemConformance } from "@hostnode/test/conformance"
+import * as DryRunFiles from "@hostnode/test/internal/dryrun/fileSystem"
 import { Effect, FileSystem, Layer, Option, Stream } from "effect"
 
 /** The dry-run file system over the real one, with a plan of its own. */
-const dryRunLayer = DryRun.layerFileSystem.pipe(
+const dryRunLayer = DryRunFiles.layerFileSystem.pipe(
   Layer.provideMerge(Layer.merge(NodeFileSystem.layer, DryRun.DryRunPlan.layer))
 )
 

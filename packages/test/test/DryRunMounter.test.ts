@@ -13,6 +13,9 @@
 import { Directory, Mounter, MountInfo } from "@hostnode/core"
 import { DryRun, MemoryHost, MountFixture } from "@hostnode/test"
 import { MounterConformance } from "@hostnode/test/conformance"
+import * as DryRunDirectories from "@hostnode/test/internal/dryrun/directories"
+import * as DryRunFiles from "@hostnode/test/internal/dryrun/fileSystem"
+import * as DryRunMounter from "@hostnode/test/internal/dryrun/mounter"
 import { Context, Effect, FileSystem, Layer } from "effect"
 
 /** The simulated host: its FileSystem, directory handles and mount fixture. */
@@ -26,14 +29,14 @@ const dryRun = Layer.effectContext(
   Effect.gen(function* () {
     const real = yield* FileSystem.FileSystem
     const fx = yield* MountFixture.MountFixture
-    const viewed = yield* Effect.provide(FileSystem.FileSystem, DryRun.layerFileSystem)
+    const viewed = yield* Effect.provide(FileSystem.FileSystem, DryRunFiles.layerFileSystem)
     const dirs = yield* Effect.provide(
       Directory.Directories,
-      DryRun.layerDirectories.pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, viewed)))
+      DryRunDirectories.layerDirectories.pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, viewed)))
     )
     const mounter = yield* Effect.provide(
       Mounter.Mounter,
-      DryRun.layerMounter.pipe(
+      DryRunMounter.layerMounter.pipe(
         Layer.provide(Layer.succeed(FileSystem.FileSystem, viewed)),
         Layer.provide(Layer.succeed(Directory.Directories, dirs))
       )

@@ -5,8 +5,9 @@
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { MemoryFileSystem, MemoryHost } from "@hostnode/test"
+import { MemoryHost } from "@hostnode/test"
 import { FileSystemConformance } from "@hostnode/test/conformance"
+import * as MemoryFileSystem from "@hostnode/test/internal/memoryFileSystem"
 import { Effect, FileSystem } from "effect"
 
 FileSystemConformance.suite("NodeFileSystem (real, in a temporary directory)", NodeFileSystem.layer)

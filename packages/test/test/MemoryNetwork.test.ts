@@ -11,6 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { DnsResolvers, LocalDns } from "@hostnode/core"
 import { LocalDnsFixture, MemoryNetwork, MemoryNode } from "@hostnode/test"
 import { GoalStateConformance, LocalDnsConformance } from "@hostnode/test/conformance"
+import * as LocalDnsRules from "@hostnode/test/internal/localDnsRules"
 import { Cause, Effect, Exit, Fiber, Scope } from "effect"
 import { Dns, NetAddress } from "effect/net"
 import { TestClock } from "effect/testing"
@@ -18,7 +19,7 @@ import { TestClock } from "effect/testing"
 LocalDnsConformance.suite("MemoryNode", MemoryNode.layer())
 GoalStateConformance.suite("MemoryNode", MemoryNode.layer())
 
-const { nodeStart } = LocalDnsConformance
+const { nodeStart } = LocalDnsRules
 const onNode = <A, E>(effect: Effect.Effect<A, E, MemoryNode.Services | Scope.Scope>, options?: MemoryNode.Options) =>
   Effect.provide(effect, MemoryNode.layer(options))
 
@@ -183,7 +184,7 @@ describe("what a real host can make the LocalDNS phases meet", () => {
         if (e.reason._tag !== "PermissionDenied") return assert.fail(`reason ${e.reason._tag}`)
         assert.strictEqual(e.reason.exitCode, 4)
         yield* LocalDns.setupLocalDnsNetwork(nodeStart)
-        assert.deepStrictEqual([...(yield* network.rules("raw"))].sort(), [...LocalDnsConformance.ourRules].sort())
+        assert.deepStrictEqual([...(yield* network.rules("raw"))].sort(), [...LocalDnsRules.ourRules].sort())
         // the phases ran their commands through the node's command line, nsenter-free
         const commands = (yield* (yield* MemoryNode.MemoryNode).invocations).map((i) => i.command)
         assert.includeMembers(commands, ["ip", "iptables"])

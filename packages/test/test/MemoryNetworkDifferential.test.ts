@@ -16,8 +16,9 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { HostCommand, LocalDns } from "@hostnode/core"
-import { Gate, MemoryNetwork } from "@hostnode/test"
-import { LocalDnsConformance } from "@hostnode/test/conformance"
+import { Gate } from "@hostnode/test"
+import * as LocalDnsRules from "@hostnode/test/internal/localDnsRules"
+import * as NetworkSimulation from "@hostnode/test/internal/network/simulation"
 import { Effect, FileSystem, Schema } from "effect"
 
 const gate = Gate.check("real ip and iptables in fresh network namespaces", [
@@ -50,7 +51,7 @@ const chains = ["OUTPUT", "PREROUTING", "OUTPUT", "INPUT", "NOPE"]
 const ours = LocalDns.rules(["169.254.10.10", "169.254.10.11", "169.254.10.12"]).map((r) => r.spec)
 const specs: ReadonlyArray<ReadonlyArray<string>> = [
   ...ours,
-  ...LocalDnsConformance.foreignRules.map((r) => r.spec),
+  ...LocalDnsRules.foreignRules.map((r) => r.spec),
   [
     "-d",
     "169.254.10.10",
@@ -205,7 +206,7 @@ const runReal = (commands: ReadonlyArray<ReadonlyArray<string>>) =>
 
 const runSimulated = (commands: ReadonlyArray<ReadonlyArray<string>>, dummy: boolean) =>
   Effect.gen(function* () {
-    const sim = yield* MemoryNetwork.make({ unsupportedKinds: dummy ? [] : ["dummy"] })
+    const sim = yield* NetworkSimulation.make({ unsupportedKinds: dummy ? [] : ["dummy"] })
     return yield* Effect.forEach(commands, (argv) =>
       Effect.map(
         (argv[0] === "ip" ? sim.ip : sim.iptables)(argv.slice(1), ""),

@@ -11,6 +11,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { IsolationBackend, RestartChanged, Systemd } from "@hostnode/core"
 import { MemoryHost, MemoryNode, MemorySystemd } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
+import * as SystemdSimulation from "@hostnode/test/internal/memorySystemd/simulation"
+import * as SystemdObservers from "@hostnode/test/internal/systemdObservers"
 import { Cause, Context, Effect, Exit, Fiber, FileSystem, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 
@@ -18,11 +20,11 @@ SystemdConformance.suite(
   "MemoryNode (systemctl over the systemctl interpreter)",
   MemoryNode.layer(),
   Effect.succeed("/"),
-  SystemdConformance.memoryObservers
+  SystemdObservers.memoryObservers
 )
 
 const Units = {
-  ...SystemdConformance.Units,
+  ...SystemdObservers.Units,
   oneshotTrue: "[Unit]\nDescription=once\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n",
   reloadable:
     "[Unit]\nDescription=reloadable\n\n[Service]\nExecStart=/usr/bin/mydaemon --foreground\nExecReload=/bin/kill -HUP $MAINPID\n",
@@ -229,7 +231,7 @@ describe("the systemctl interpreter and MemoryNode's Systemd over it agree", () 
         // Host A: the library's Systemd over the spawner. Host B: the bare interpreter.
         const a = yield* Layer.build(MemoryNode.layer())
         const b = yield* Layer.build(MemoryHost.layer())
-        const simB = yield* MemorySystemd.makeOnHost().pipe(Effect.provideContext(b))
+        const simB = yield* SystemdSimulation.makeOnHost().pipe(Effect.provideContext(b))
         const onA = <X, E>(e: Effect.Effect<X, E, MemoryNode.Services>) => Effect.provideContext(e, a)
         const onB = <X, E>(e: Effect.Effect<X, E, MemoryHost.MemoryHost | FileSystem.FileSystem>) =>
           Effect.provideContext(e, b)
@@ -343,14 +345,14 @@ type MemoryCommands = Effect.Effect<{ readonly stdout: string; readonly stderr: 
 
 const cli = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
-    const sim = yield* MemorySystemd.makeOnHost()
+    const sim = yield* SystemdSimulation.makeOnHost()
     return yield* sim.systemctl(args, "")
   })
 
 describe("the systemctl interpreter prints what systemctl 252 prints", () => {
   it.effect("a missing unit: start/restart/reload say not found, stop says not loaded, all exit 5", () =>
     Effect.gen(function* () {
-      const sim = yield* MemorySystemd.makeOnHost()
+      const sim = yield* SystemdSimulation.makeOnHost()
       const run = (args: ReadonlyArray<string>) => sim.systemctl(args, "")
       for (const verb of ["start", "restart", "reload"]) {
         assert.deepStrictEqual(yield* run([verb, "--", "x.service"]), {
@@ -395,7 +397,7 @@ describe("the systemctl interpreter prints what systemctl 252 prints", () => {
       yield* install("plain.service", Units.sleeper())
       yield* install("rl.service", Units.reloadable)
       yield* fs.symlink("/dev/null", "/etc/systemd/system/masked.service")
-      const sim = yield* MemorySystemd.makeOnHost()
+      const sim = yield* SystemdSimulation.makeOnHost()
       const run = (args: ReadonlyArray<string>) => sim.systemctl(args, "")
       assert.deepStrictEqual(yield* run(["start", "--", "masked.service"]), {
         stdout: "",

@@ -12,7 +12,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Snapshot, Systemd } from "@hostnode/core"
 import { MemoryAdversary, MemoryHost } from "@hostnode/test"
-import { SnapshotConformance } from "@hostnode/test/conformance"
+import * as SnapshotFixtures from "@hostnode/test/internal/snapshot/fixtures"
 import { Effect, FileSystem } from "effect"
 
 const root = "/r"
@@ -78,7 +78,7 @@ const runOnce = (at: number, act: MemoryAdversary.Action | undefined) =>
       sibling: sibling.filter((s) => s !== undefined)
     }
   }).pipe(
-    Effect.provideService(Systemd.Systemd, SnapshotConformance.noSystemd),
+    Effect.provideService(Systemd.Systemd, SnapshotFixtures.noSystemd),
     Effect.provide(MemoryHost.layer({ files }))
   )
 

@@ -10,11 +10,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type Directory, Snapshot, Systemd } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
-import { SnapshotConformance } from "@hostnode/test/conformance"
+import * as SnapshotFixtures from "@hostnode/test/internal/snapshot/fixtures"
+import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
 import { Cause, Effect, Exit, FileSystem, Schema } from "effect"
 
-const { build, mutate, treeOf, pick, inSnapshot, assertRolledBack, SnapshotPaths, Trees, Mutations } =
-  SnapshotConformance
+const { build, mutate, treeOf, pick, inSnapshot, assertRolledBack, SnapshotPaths, Trees, Mutations } = SnapshotTrees
 
 const root = "/box/root"
 const snaps = "/box/snaps"
@@ -25,7 +25,7 @@ const onFreshHost = <A, E>(
   program: Effect.Effect<A, E, FileSystem.FileSystem | Directory.Directories | MemoryHost.MemoryHost | Systemd.Systemd>
 ) =>
   program.pipe(
-    Effect.provideService(Systemd.Systemd, SnapshotConformance.noSystemd),
+    Effect.provideService(Systemd.Systemd, SnapshotFixtures.noSystemd),
     Effect.provide(MemoryHost.layer({ files: { [snaps]: { directory: true } } }))
   )
 
@@ -171,7 +171,7 @@ describe("Snapshot crash safety on the simulated host", () => {
 })
 
 /** The tree `mutations` make of `specs`, computed on a separate simulated host. */
-const upgradedTree = (specs: SnapshotConformance.NodeSpec[], mutations: SnapshotConformance.MutationSpec[]) =>
+const upgradedTree = (specs: SnapshotTrees.NodeSpec[], mutations: SnapshotTrees.MutationSpec[]) =>
   Effect.gen(function* () {
     yield* build(root, specs)
     yield* mutate(root, mutations)
@@ -184,11 +184,7 @@ const upgradedTree = (specs: SnapshotConformance.NodeSpec[], mutations: Snapshot
  * Decided by replaying the same upgrade on a separate host and looking at the
  * operation log, so the test does not assume where the commit point lies.
  */
-const committedBefore = (
-  n: number,
-  specs: SnapshotConformance.NodeSpec[],
-  mutations: SnapshotConformance.MutationSpec[]
-) =>
+const committedBefore = (n: number, specs: SnapshotTrees.NodeSpec[], mutations: SnapshotTrees.MutationSpec[]) =>
   Effect.gen(function* () {
     const host = yield* MemoryHost.MemoryHost
     yield* build(root, specs)
@@ -205,6 +201,6 @@ const committedBefore = (
     assert.isDefined(commit, "the discard renames the snapshot aside")
     return commit !== undefined && commit.seq - first + 1 <= n
   }).pipe(
-    Effect.provideService(Systemd.Systemd, SnapshotConformance.noSystemd),
+    Effect.provideService(Systemd.Systemd, SnapshotFixtures.noSystemd),
     Effect.provide(MemoryHost.layer({ files: { [snaps]: { directory: true } } }))
   )

@@ -8,44 +8,15 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import type { ErrnoCode } from "./errno.ts"
-
-/**
- * One operation of the simulated process, in the order it happened.
- * `kind` is the `FileSystem` method (`"rename"`) or, for an open file,
- * `"File.<method>"` (`"File.writeAll"`); `paths` are the absolute, normalised
- * paths it touched; `outcome` is `"ok"`, the errno code it failed with
- * (`"ENOENT"`, also `"ERR_FS_EISDIR"` and friends), `"BadArgument"`, or
- * `"crashed"` when it was refused because the process had crashed.
- */
-export interface Operation {
-  readonly seq: number
-  readonly kind: string
-  readonly paths: ReadonlyArray<string>
-  readonly outcome: string
-  /** True when the failure was injected by a fault rather than simulated. */
-  readonly injected: boolean
-}
-
-/**
- * Fail the `nth` (1-based, default 1) operation of `kind` started after the
- * fault is installed, optionally only counting operations that touch `path`,
- * with errno `code`. The failing operation changes nothing. A fault fires once.
- */
-export interface Fault {
-  readonly kind: string
-  readonly code: ErrnoCode
-  readonly nth?: number | undefined
-  readonly path?: string | undefined
-  /** The syscall the error names; defaults to the one Node reports for `kind`. */
-  readonly syscall?: string | undefined
-}
+import type { Fault, Operation } from "../MemoryHost.ts"
 
 /**
  * Why `MemoryHostCrashed`: the simulated process had crashed (see
  * `MemoryHost.crashAfter`) when the operation was asked for.
  */
-export class ProcessCrashed extends Schema.TaggedError<ProcessCrashed>()("ProcessCrashed", {}) {
+export class ProcessCrashed extends Schema.Error<ProcessCrashed>("@hostnode/test/MemoryHost/ProcessCrashed")({
+  _tag: Schema.tag("ProcessCrashed")
+}) {
   override get message(): string {
     return "the simulated process crashed"
   }
@@ -55,7 +26,8 @@ export class ProcessCrashed extends Schema.TaggedError<ProcessCrashed>()("Proces
  * Why `MemoryHostCrashed`: the operation used an open file of a process that
  * crashed; after `MemoryHost.restart` its descriptors belong to a dead process.
  */
-export class StaleHandle extends Schema.TaggedError<StaleHandle>()("StaleHandle", {
+export class StaleHandle extends Schema.Error<StaleHandle>("@hostnode/test/MemoryHost/StaleHandle")({
+  _tag: Schema.tag("StaleHandle"),
   /** The descriptor, opened by the crashed process. */
   fd: Schema.Number
 }) {

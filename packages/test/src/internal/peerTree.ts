@@ -7,7 +7,7 @@
  * relative to the root under test; `outside` is a sibling directory of the
  * root that the test owns, the only place links out of the root point at.
  */
-import type { Plant } from "../RepaveConformance.ts"
+import type { Plant } from "./repave/trees.ts"
 
 /** The chain `name0` -> `name1` -> ... -> `target`, `links` links long. */
 const chain = (dir: string, name: string, links: number, target: string): Record<string, Plant> => {

@@ -7,11 +7,14 @@
 import { HostCommand, LocalDns, Systemd } from "@hostnode/core"
 import { Effect, Layer, Option, Sink, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
-import * as MemoryCommands from "../../MemoryCommands.ts"
-import * as MemoryNetwork from "../../MemoryNetwork.ts"
+import * as MemoryCommands from "../memoryCommands.ts"
+import * as NetworkSimulation from "../network/simulation.ts"
 import { DryRunPlan } from "./plan.ts"
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * Whether a command only reads, so a dry run may run it for real: the
+ * queries the operations make before they decide what to change.
+ */
 export const isReadOnly = (command: string, args: ReadonlyArray<string>): boolean => {
   const name = command.split("/").pop() ?? command
   if (name === "nsenter") {
@@ -81,7 +84,7 @@ const seedNetwork = (real: ChildProcessSpawner.ChildProcessSpawner["Service"]) =
       )
     const rules = yield* query("iptables", ["-w", "-t", "raw", "-S"])
     const noTable = Option.isSome(rules) && rules.value.exitCode !== 0 && /does not exist/.test(rules.value.stderr)
-    const simulation = yield* MemoryNetwork.make(noTable ? { missingTables: ["raw"] } : {})
+    const simulation = yield* NetworkSimulation.make(noTable ? { missingTables: ["raw"] } : {})
     const admin = (command: "ip" | "iptables", args: ReadonlyArray<string>) =>
       Effect.asVoid(simulation.service.admin(command, args))
     const links = yield* query("ip", ["-j", "-d", "addr", "show"])
@@ -122,7 +125,13 @@ interface ListedLink {
   readonly addr_info?: ReadonlyArray<{ readonly family?: string; readonly local?: string; readonly prefixlen?: number }>
 }
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * ChildProcessSpawner for a dry run. `ip` and `iptables` run against a
+ * simulated copy of the host's network, seeded on first use, so an operation
+ * that adds a link and then inspects it sees the link; their changes are
+ * recorded. Other read-only commands ({@link isReadOnly}) run for real; any
+ * other command is recorded and "exits 0" with no output.
+ */
 export const layerSpawner: Layer.Layer<
   ChildProcessSpawner.ChildProcessSpawner,
   never,
@@ -153,7 +162,11 @@ export const layerSpawner: Layer.Layer<
   })
 )
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * Systemd whose queries are real and whose jobs and reloads are recorded.
+ * Built with `Systemd.make`, so a bad unit name fails exactly as it would in
+ * a real run.
+ */
 export const layerSystemd: Layer.Layer<Systemd.Systemd, never, Systemd.Systemd | DryRunPlan> = Layer.effect(
   Systemd.Systemd,
   Effect.gen(function* () {

@@ -45,7 +45,20 @@ interface DryHandle extends Directory.Handle {
 
 const isDry = (h: Directory.Handle): h is DryHandle => DryHandleTypeId in h
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * `Directory.Directories` for a dry run: the real `Directories` in context
+ * seen through the dry run's file system (the overlay), so the operations'
+ * handle walks see what the dry run pretended to do. What the
+ * host holds is read through the real layer (a handle carries a real handle
+ * on the same node while the overlay leaves it alone): its calls keep their
+ * deadlines, stats are the kernel's to the nanosecond (a restore's dry run
+ * finds unchanged files unchanged), mount ids are `statx`'s, names are
+ * bytes, and a snapshot's lock is the real lock on its directory. What
+ * the dry run removed, wrote, renamed or uncovered (a detached mount's
+ * mount point) is read from the overlay, with mount ids from the dry run's
+ * mount table. Every change goes through the dry run's file system, which
+ * records it. Requires that file system and the real `Directories`.
+ */
 export const layerDirectoriesWith = (
   options?: TableOptions
 ): Layer.Layer<Directory.Directories, never, FileSystem.FileSystem | Directory.Directories> =>
@@ -469,7 +482,9 @@ export const layerDirectoriesWith = (
     })
   )
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * {@link layerDirectoriesWith} for this process's own mount table.
+ */
 export const layerDirectories: Layer.Layer<
   Directory.Directories,
   never,

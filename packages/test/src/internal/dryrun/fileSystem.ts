@@ -11,7 +11,20 @@ import { DryRunPlan } from "./plan.ts"
 import { makeView, withView } from "./view.ts"
 import { makeWrites } from "./writes.ts"
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * FileSystem whose reads see the host plus what the dry run pretended to do,
+ * and whose changes are recorded in order and kept in an in-memory overlay.
+ *
+ * Built with `FileSystem.make` from primitives over the overlay, so that the
+ * methods Effect derives from them (`exists`, `readFileString`, `stream`,
+ * `sink`, `writeFileString`, `glob`) see the overlay too; nothing of the real
+ * service is passed through unwrapped. Its failures are Node's layer's (the
+ * same reason for each errno, the same syscall names), and the shared
+ * FileSystem conformance suite runs over it. Boundaries: `utimes` of a
+ * host path is only recorded (the overlay keeps times of its own files),
+ * a hard link to a host file copies it into the overlay, and `watch` sees
+ * the host's events only.
+ */
 export const layerFileSystem: Layer.Layer<FileSystem.FileSystem, never, FileSystem.FileSystem | DryRunPlan> =
   Layer.effect(
     FileSystem.FileSystem,

@@ -16,7 +16,25 @@ import type { TableOptions } from "./directories.ts"
 import { deviceNumber, longestPrefix, mountIdentity, withoutDetached } from "./overlay.ts"
 import { DryRunPlan } from "./plan.ts"
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * Mounter that records each unmount and hides it from the mount table the
+ * dry run's file system serves: the mount at the target goes, with every
+ * mount below it (what a lazy detach does) and the copies the kernel
+ * detaches by propagation (on the peers and slaves of its parent, named by
+ * `shared:N` and `master:N` in the table: `MountInfo.propagatedUnmounts`),
+ * each recorded as `detach by propagation (mount N, a copy of mount M)` on
+ * its mount point. Each target is verified first with the very
+ * verification the real mounters run (`Mounter.verify`; a
+ * mount on a regular file is verified as the kernel reaches it), through
+ * the `Directories` in context (the dry run's, so what the dry run
+ * detached is gone): outside the root handle is `OutsideRoot`, a missing
+ * component `Gone`, a symbolic link or a non-directory on the way
+ * `LinkInPath`, a path that leads to another mount `Moved` (all
+ * `Unverified`, nothing recorded). A dry run cannot know that a mount is
+ * busy: a strict (not lazy) unmount of a mount some process holds is
+ * `Unmounted` here and `EBUSY` for real. Requires the dry run's file
+ * system and `Directories` (as {@link layerWith} composes them).
+ */
 export const layerMounterWith = (
   options?: TableOptions
 ): Layer.Layer<Mounter.Mounter, never, FileSystem.FileSystem | Directory.Directories | DryRunPlan> =>
@@ -138,7 +156,9 @@ export const layerMounterWith = (
     })
   )
 
-/** Documented where `DryRun.ts` exports it. */
+/**
+ * {@link layerMounterWith} for this process's own mount table.
+ */
 export const layerMounter: Layer.Layer<
   Mounter.Mounter,
   never,

@@ -8,7 +8,7 @@
 import type { MountInfo } from "@hostnode/core"
 import { ByteSize, Effect, FileSystem, Option } from "effect"
 import * as PlatformError from "effect/PlatformError"
-import * as MemoryFileSystem from "../../MemoryFileSystem.ts"
+import * as MemoryFileSystem from "../memoryFileSystem.ts"
 
 /** What the overlay knows of one path; a path it does not know is the host's. */
 export type Node =

@@ -24,7 +24,7 @@ export interface DryRunPlan {
   /**
    * What each detached mount was (its device and root, `major:minor root`):
    * the kernel gives a freed id to the next mount, so a mount made later
-   * with the same id is another one, and is not hidden (since 0.4.0).
+   * with the same id is another one, and is not hidden.
    */
   readonly detachedAs?: Map<number, string> | undefined
   /**

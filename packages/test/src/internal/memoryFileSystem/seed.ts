@@ -9,6 +9,7 @@
  * `service.ts`.
  */
 import { posix } from "node:path"
+import type { Fixture } from "../../MemoryHost.ts"
 import { createDirectory, createFile, createSymlink, fileBytes, writeAt } from "./inode.ts"
 import {
   type DirectoryNode,
@@ -107,9 +108,19 @@ export type FixtureEntry =
     }
 
 /**
- * A tree as a flat record of absolute paths; missing parents are 0755 root directories.
+ * One path of `dump`: files with permission bits, owner and UTF-8 content;
+ * directories with permission bits and owner; symlinks with their target.
  */
-export type Fixture = Readonly<Record<string, FixtureEntry>>
+export type DumpEntry =
+  | {
+      readonly type: "File"
+      readonly mode: number
+      readonly uid: number
+      readonly gid: number
+      readonly content: string
+    }
+  | { readonly type: "Directory"; readonly mode: number; readonly uid: number; readonly gid: number }
+  | { readonly type: "SymbolicLink"; readonly target: string }
 
 const encoder = new TextEncoder()
 
@@ -176,21 +187,6 @@ const applyOwner = (
   if (spec.uid !== undefined) node.uid = spec.uid
   if (spec.gid !== undefined) node.gid = spec.gid
 }
-
-/**
- * One path of a dump: files with permission bits, owner and UTF-8 content;
- * directories with permission bits and owner; symlinks with their target.
- */
-export type DumpEntry =
-  | {
-      readonly type: "File"
-      readonly mode: number
-      readonly uid: number
-      readonly gid: number
-      readonly content: string
-    }
-  | { readonly type: "Directory"; readonly mode: number; readonly uid: number; readonly gid: number }
-  | { readonly type: "SymbolicLink"; readonly target: string }
 
 const decoder = new TextDecoder()
 

@@ -6,7 +6,6 @@
  * unit's transitions on the simulated clock; queuing jobs is `systemctl.ts`'s.
  */
 import { Deferred, Effect } from "effect"
-import type { Death, JobFault, JobVerb, ServiceResult } from "../../MemorySystemd.ts"
 import { behaviour, cleanSignals, coreSignals, exit, signalNumbers } from "./programs.ts"
 import {
   isService,
@@ -21,6 +20,7 @@ import {
 } from "./state.ts"
 import { USEC_PER_MS } from "./time.ts"
 import type { Command, RestartPolicy } from "./unitFile.ts"
+import type { Death, JobFault, JobVerb, ServiceResult } from "./vocabulary.ts"
 
 const resultOf = (death: Death): ServiceResult => {
   if ("exitCode" in death) return death.exitCode === 0 ? "success" : "exit-code"

@@ -4,9 +4,7 @@
  * unit's, its template's, its dash prefixes' and its type's directories),
  * masks, loading on demand and unloading unused units, and whether a loaded
  * unit's files changed since (`NeedDaemonReload`). Boundary: files to loaded
- * definitions; what a unit does is `lifecycle.ts`'s.
- *
- * systemd keeps a cache of the entries directly in each unit directory (its
+ * definitions; what a unit does is `lifecycle.ts`'s. systemd keeps a cache of the entries directly in each unit directory (its
  * unit path cache) and looks for drop-in directories only among them. The
  * cache is rebuilt by a daemon-reload, and when a unit systemd does not hold
  * is loaded while a unit directory changed since; it is not rebuilt to answer

@@ -6,9 +6,9 @@
 
 import type { Systemd } from "@hostnode/core"
 import type { Deferred, FileSystem, Semaphore } from "effect"
-import type { JobFault, JobOutcome, JobVerb, LoadState, ServiceResult } from "../../MemorySystemd.ts"
 import { USEC_PER_MS } from "./time.ts"
 import { buildDef, type UnitDef } from "./unitFile.ts"
+import type { JobFault, JobOutcome, JobVerb, LoadState, ServiceResult } from "./vocabulary.ts"
 
 export interface Stamp {
   readonly realtime: number

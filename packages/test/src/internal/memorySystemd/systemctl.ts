@@ -8,8 +8,7 @@
 
 import type { Systemd } from "@hostnode/core"
 import { Clock, Deferred, Effect } from "effect"
-import * as MemoryCommands from "../../MemoryCommands.ts"
-import type { JobVerb, ServiceResult } from "../../MemorySystemd.ts"
+import * as MemoryCommands from "../memoryCommands.ts"
 import {
   endJob,
   enterDead,
@@ -34,6 +33,7 @@ import {
   transition,
   type UnitState
 } from "./state.ts"
+import type { JobVerb, ServiceResult } from "./vocabulary.ts"
 
 const UnitTypes = [
   "service",

@@ -9,7 +9,7 @@
  * @since 0.3.0
  */
 import { Effect } from "effect"
-import * as MemoryCommands from "../../MemoryCommands.ts"
+import * as MemoryCommands from "../memoryCommands.ts"
 import { formatIpv4, network, parseCidr } from "./addresses.ts"
 import { type Link, linkLocal, macFor, orderedAddresses, type State, sortedLinks } from "./state.ts"
 

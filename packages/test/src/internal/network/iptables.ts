@@ -10,7 +10,7 @@
  * @since 0.3.0
  */
 import { Effect } from "effect"
-import * as MemoryCommands from "../../MemoryCommands.ts"
+import * as MemoryCommands from "../memoryCommands.ts"
 import { formatIpv4, network, parseCidr } from "./addresses.ts"
 import type { Chain, Rule, State } from "./state.ts"
 

@@ -10,8 +10,9 @@
  * @since 0.3.0
  */
 import type { Dns } from "effect/net"
-import type { CommandFault, DnsQuery, LinkView, Options, UnknownNames } from "../../MemoryNetwork.ts"
+import type { Options } from "../../MemoryNetwork.ts"
 import { formatIpv4, network, parseIpv4 } from "./addresses.ts"
+import type { CommandFault, DnsQuery, LinkView, UnknownNames } from "./vocabulary.ts"
 
 export interface Address {
   readonly local: number

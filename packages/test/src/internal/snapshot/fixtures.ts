@@ -82,7 +82,7 @@ export const failingRenames = (dirs: Directory.Directories, failing: Ref.Ref<boo
   })
 
 /**
- * The names beside the snapshot directory (since 0.4.0 every name: the lock is the directory's own, no file).
+ * The names beside the snapshot directory (every name: the lock is the directory's own, no file).
  *
  * @since 0.2.0
  */

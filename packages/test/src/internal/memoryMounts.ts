@@ -1,29 +1,23 @@
 /**
- * Mounts on the simulated host: the in-memory `Mounter` (what
- * `NodeMounter.layer`'s `umount2` does on the real host), the `umount` and
- * `mount` interpreters for `MemoryCommands`' spawner (what util-linux prints
- * and how it exits), and the setup calls fixtures use. The mount tree itself
- * and its table (`/proc/<pid>/mountinfo`) live in `MemoryFileSystem`.
- *
- * Boundary: the `Mounter` is the simulated process unmounting: each target is
- * one operation of the host journal (kind `unmount`, so it is logged, a
- * `failNth({ kind: "unmount" })` fault fails it once, a crash stops it). The
- * interpreters are other processes (`umount`, `mount`): not journalled, as
- * the spawn itself is. Faults armed with `MemoryHost.failUnmount` refuse a
- * target on every unmount path, the interpreter's included, until cleared.
+ * Mounts on the simulated host: the in-memory `Mounter` (what `umount2` does
+ * on the real host) and the `umount`/`mount` interpreters (what util-linux
+ * prints and how it exits). Each `Mounter` target is one operation of the
+ * host journal (kind `unmount`); the interpreters are other processes, not
+ * journalled. Faults armed with `MemoryHost.failUnmount` refuse a target on
+ * every unmount path until cleared.
  *
  * @since 0.1.0
  */
 import { type Directory, FileName, Mounter } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
 import { Lexical } from "@hostnode/core/Programs"
-import { Clock, Effect, Schema } from "effect"
-import { Errno, type ErrnoCode, errnoTable } from "./internal/errno.ts"
-import { admit, complete } from "./internal/journal.ts"
-import type * as MemoryCommands from "./MemoryCommands.ts"
-import * as MemoryDirectories from "./MemoryDirectories.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
-import type { HostState } from "./MemoryHost.ts"
+import { Clock, Effect } from "effect"
+import { Errno, type ErrnoCode, errnoTable } from "./errno.ts"
+import type { HostState } from "./hostState.ts"
+import { admit, complete } from "./journal.ts"
+import type * as MemoryCommands from "./memoryCommands.ts"
+import * as MemoryDirectories from "./memoryDirectories.ts"
+import * as MemoryFileSystem from "./memoryFileSystem.ts"
 
 /** strerror(3) for the codes an unmount meets; libuv's description otherwise. */
 const strerror = (code: string): string =>
@@ -35,127 +29,7 @@ const strerror = (code: string): string =>
     ENOTDIR: "Not a directory"
   })[code] ?? (code in errnoTable ? errnoTable[code as ErrnoCode][1] : code)
 
-/**
- * Why: a tmpfs could not be mounted at the target; `errno` says why.
- *
- * @since 0.3.0
- */
-export class Tmpfs extends Schema.TaggedError<Tmpfs>()("Tmpfs", {
-  errno: Schema.String
-}) {
-  override get message(): string {
-    return this.errno
-  }
-}
-
-/**
- * Why: `source` (a directory, or a regular file) could not be bind-mounted at the target; `errno` says why.
- *
- * @since 0.3.0
- */
-export class Bind extends Schema.TaggedError<Bind>()("Bind", {
-  source: Schema.String,
-  errno: Schema.String
-}) {
-  override get message(): string {
-    return this.errno
-  }
-}
-
-/**
- * Why: the propagation of the mount at the target could not be changed (it is no mount's root); `errno` says why.
- *
- * @since 0.4.0
- */
-export class Propagation extends Schema.TaggedError<Propagation>()("Propagation", {
-  kind: Schema.Literals(["shared", "slave", "private"]),
-  errno: Schema.String
-}) {
-  override get message(): string {
-    return `make-${this.kind}: ${this.errno}`
-  }
-}
-
-/**
- * Why a mount could not be made: {@link Tmpfs}, {@link Bind} or {@link Propagation}.
- *
- * @since 0.3.0
- */
-export const MountErrorReason = Schema.Union([Tmpfs, Bind, Propagation])
-
-/**
- * Why a mount could not be made.
- *
- * @since 0.3.0
- */
-export type MountErrorReason = typeof MountErrorReason.Type
-
-/**
- * A mount a fixture or a `mount` call asked for could not be made at
- * `target`; `reason` says which kind, with the errno (and, for a bind, the
- * source; since 0.3.0 they are fields of the reason).
- *
- * @since 0.1.0
- */
-export class MountError extends Schema.TaggedError<MountError>()("MemoryHostMountError", {
-  reason: MountErrorReason,
-  target: Schema.String
-}) {
-  override get message(): string {
-    const r = this.reason
-    return r._tag === "Tmpfs"
-      ? `MemoryHost: cannot mount a tmpfs at ${JSON.stringify(this.target)}: ${r.message}`
-      : r._tag === "Bind"
-        ? `MemoryHost: cannot bind ${JSON.stringify(r.source)} at ${JSON.stringify(this.target)}: ${r.message}`
-        : `MemoryHost: cannot change the propagation of ${JSON.stringify(this.target)}: ${r.message}`
-  }
-}
-
 const absolute = (state: HostState, path: string): string => MemoryFileSystem.absolute(state.fs, path)
-
-/**
- * Mounts a new empty tmpfs at `target` (setup: not an operation of the simulated process).
- *
- * @since 0.1.0
- */
-export const tmpfs: (state: HostState, target: string) => Effect.Effect<void, MountError> = Effect.fn(
-  "MemoryMounts.tmpfs"
-)(function* (state, target) {
-  const now = yield* Clock.currentTimeMillis
-  const r = MemoryFileSystem.mountTmpfs(state.fs, target, now)
-  if (r instanceof Errno) return yield* new MountError({ reason: new Tmpfs({ errno: r.code }), target })
-})
-
-/**
- * Bind-mounts `source` at `target`, a directory on a directory or (since
- * 0.4.0) a regular file on a regular file, propagated to the peers and slaves
- * of the mount `target` is on (setup: not an operation of the simulated process).
- *
- * @since 0.1.0
- */
-export const bind: (state: HostState, source: string, target: string) => Effect.Effect<void, MountError> = Effect.fn(
-  "MemoryMounts.bind"
-)(function* (state, source, target) {
-  const r = MemoryFileSystem.bindMount(state.fs, source, target)
-  if (r instanceof Errno) return yield* new MountError({ reason: new Bind({ source, errno: r.code }), target })
-})
-
-/**
- * Makes the mount whose root `target` is shared (a peer group of its own
- * unless it is in one), a slave of its peer group, or private, as `mount
- * --make-shared|--make-slave|--make-private` does (setup: not an operation of
- * the simulated process).
- *
- * @since 0.4.0
- */
-export const propagation: (
-  state: HostState,
-  target: string,
-  kind: MemoryFileSystem.PropagationKind
-) => Effect.Effect<void, MountError> = Effect.fn("MemoryMounts.propagation")(function* (state, target, kind) {
-  const r = MemoryFileSystem.setPropagation(state.fs, target, kind)
-  if (r instanceof Errno) return yield* new MountError({ reason: new Propagation({ kind, errno: r.code }), target })
-})
 
 /** One unmount with the persistent faults applied; the errno code or undefined when unmounted. */
 const unmountOne = (state: HostState, target: string, lazy: boolean): string | undefined => {
@@ -377,10 +251,9 @@ export const mountInterpreter =
       if (make !== undefined) {
         const at = positional[0]
         if (at === undefined || positional.length > 1) return { stdout: "", stderr: "mount: bad usage\n", exitCode: 1 }
-        const r = yield* Effect.result(propagation(state, at, make))
-        return r._tag === "Success"
-          ? { stdout: "", stderr: "", exitCode: 0 }
-          : { stdout: "", stderr: `mount: ${at}: not mount point or bad option.\n`, exitCode: 32 }
+        return MemoryFileSystem.setPropagation(state.fs, at, make) instanceof Errno
+          ? { stdout: "", stderr: `mount: ${at}: not mount point or bad option.\n`, exitCode: 32 }
+          : { stdout: "", stderr: "", exitCode: 0 }
       }
       const [source, target] = positional
       if (source === undefined || target === undefined || positional.length > 2) {
@@ -389,17 +262,24 @@ export const mountInterpreter =
       if (!isBind && type !== "tmpfs") {
         return { stdout: "", stderr: `mount: ${target}: unknown filesystem type '${type ?? ""}'.\n`, exitCode: 32 }
       }
-      const r = yield* Effect.result(isBind ? bind(state, source, target) : tmpfs(state, target))
-      if (r._tag === "Success") return { stdout: "", stderr: "", exitCode: 0 }
-      const e = r.failure
-      if (e.reason._tag === "Propagation")
-        return { stdout: "", stderr: `mount: ${target}: ${e.message}\n`, exitCode: 32 }
+      const now = yield* Clock.currentTimeMillis
+      const r = isBind
+        ? MemoryFileSystem.bindMount(state.fs, source, target)
+        : MemoryFileSystem.mountTmpfs(state.fs, target, now)
+      if (!(r instanceof Errno)) return { stdout: "", stderr: "", exitCode: 0 }
       const which = isBind && MemoryFileSystem.isDirectoryAt(state.fs, target) ? "source" : "target"
       const stderr =
         which === "source"
           ? `mount: ${target}: special device ${source} does not exist.`
-          : e.reason.errno === "ENOTDIR"
+          : r.code === "ENOTDIR"
             ? `mount: ${target}: mount point is not a directory.`
             : `mount: ${target}: mount point does not exist.`
       return { stdout: "", stderr: `${stderr}\n`, exitCode: 32 }
     })
+
+/** The `umount` and `mount` interpreters over `state`, for a `MemoryCommands` spawner. */
+export const interpreters = (state: HostState): ReadonlyMap<string, MemoryCommands.Interpreter> =>
+  new Map([
+    ["umount", umountInterpreter(state)],
+    ["mount", mountInterpreter(state)]
+  ])

@@ -1,30 +1,21 @@
 /**
- * `Directory.Directories` on the simulated host: a handle is a directory
- * inode and the mount it was reached in (a frame of `MemoryFileSystem`'s
- * walk), so handle operations and the `FileSystem` act on the same inodes
- * with the same rules: `O_NOFOLLOW` meets a link as `ELOOP`, a child that is
- * a mount point is entered into the mount (its mount id then differs), a
- * mount point cannot be removed (`EBUSY`), names are the bytes the lossless
- * `FileName` form stands for.
- *
- * Every call is one operation of the simulated process (journal kind
- * `Directory.<syscall>`): it is logged, a `failNth` fault fails it, a crash
- * stops it, and the adversary seam (`MemoryHost.adversary`) acts before it,
- * which is how properties play a concurrent writer at every step. Handles of
- * a crashed process die when used.
- *
- * Boundary: the handle system calls. Resolution is core's walk
- * (`Directory.make`); no `openat2` is simulated.
+ * `Directory.Directories` on the simulated host: a handle is a directory inode
+ * and the mount it was reached in, so handle operations and the `FileSystem`
+ * act on the same inodes with the same rules (`O_NOFOLLOW` meets a link as
+ * `ELOOP`, a mount point is entered into its mount and cannot be removed,
+ * names are bytes). Every call is one operation of the simulated process
+ * (journal kind `Directory.<syscall>`: logged, faulted, stopped by a crash, and
+ * preceded by the adversary seam). Resolution is core's walk; no `openat2`.
  *
  * @since 0.2.0
  */
 import { Deadline, Directory, FileName } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
 import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
-import { type ErrnoCode, errnoTable } from "./internal/errno.ts"
-import { admit, complete } from "./internal/journal.ts"
-import * as MemoryFileSystem from "./MemoryFileSystem.ts"
-import type { HostState } from "./MemoryHost.ts"
+import { type ErrnoCode, errnoTable } from "./errno.ts"
+import type { HostState } from "./hostState.ts"
+import { admit, complete } from "./journal.ts"
+import * as MemoryFileSystem from "./memoryFileSystem.ts"
 
 const I = MemoryFileSystem.internals
 

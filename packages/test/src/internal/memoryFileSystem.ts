@@ -1,33 +1,17 @@
 /**
- * The in-memory Linux file system of `MemoryHost`: an inode tree (directories,
- * regular files, symbolic links), one path resolver, the simulated syscalls
- * over them, and Effect's `FileSystem` service implemented on top with the
- * semantics of `@effect/platform-node`'s `NodeFileSystem` for a root process
- * with umask 022, down to Node's own quirks (`fs.rm`, `fs.cp`, `fs.realpath`,
- * recursive `mkdir` and `readdir`).
- *
- * Boundary: this module owns file-system state only. The operation log, fault
- * injection and the crash seam live in the host's journal, which every
- * operation here passes through; `MemoryHost` owns both and is what tests use.
- * Mounts: the resolver walks (mount, directory) frames and crosses mount
- * points in one place (`crossMounts`); rename and link refuse to cross mounts
- * (EXDEV) and rmdir/rename refuse mount points (EBUSY). `mountTmpfs`,
- * `bindMount` and `unmount` change the mount tree with the kernel's rules
- * (stacking, EINVAL/ENOENT/EBUSY, MNT_DETACH taking the subtree), and
- * `mountEntries` is the table `/proc/<pid>/mountinfo` serves.
- *
- * The implementation is in `internal/memoryFileSystem/`, one file per seam:
- * the data model (`model.ts`), the path resolver (`resolve.ts`), inode
- * bookkeeping (`inode.ts`), the simulated syscalls (`syscalls.ts`), Node's
- * compound functions (`nodeFs.ts`, `copy.ts`), the journal gate
- * (`operate.ts`), the `FileSystem` methods (`service.ts`), open files
- * (`file.ts`), mounts (`mounts.ts`) and the test's own seeding and dumping
- * (`seed.ts`). This module is their public face.
+ * The in-memory Linux file system of `MemoryHost`: an inode tree, one path
+ * resolver, the simulated syscalls, and Effect's `FileSystem` on top with the
+ * semantics of `NodeFileSystem` for a root process with umask 022, Node's
+ * quirks included. It owns file-system state only; every operation passes
+ * through the host's journal. Mounts follow the kernel's rules (stacking,
+ * EXDEV, EBUSY, MNT_DETACH taking the subtree) and `mountEntries` is the table
+ * `/proc/<pid>/mountinfo` serves. The parts are in `memoryFileSystem/`, one
+ * file per seam; this module is their face for the rest of the package.
  *
  * @since 0.1.0
  */
 import type { PlatformError } from "effect"
-import { Errno, type ErrnoCode, errno, type NodeErrorCode, toPlatformError } from "./internal/errno.ts"
+import { Errno, type ErrnoCode, errno, type NodeErrorCode, toPlatformError } from "./errno.ts"
 import {
   addEntry,
   createDirectory,
@@ -39,10 +23,10 @@ import {
   touchRead,
   unlinkInode,
   writeAt
-} from "./internal/memoryFileSystem/inode.ts"
-import type * as Model from "./internal/memoryFileSystem/model.ts"
-import { S_ISGID, S_ISUID, S_IXGRP } from "./internal/memoryFileSystem/model.ts"
-import type * as Resolve from "./internal/memoryFileSystem/resolve.ts"
+} from "./memoryFileSystem/inode.ts"
+import type * as Model from "./memoryFileSystem/model.ts"
+import { S_ISGID, S_ISUID, S_IXGRP } from "./memoryFileSystem/model.ts"
+import type * as Resolve from "./memoryFileSystem/resolve.ts"
 import {
   chainHas,
   crossFile,
@@ -53,9 +37,9 @@ import {
   lookup,
   rootFrame,
   walkFinal
-} from "./internal/memoryFileSystem/resolve.ts"
-import type * as Seed from "./internal/memoryFileSystem/seed.ts"
-import { sysExchange, sysMkdir, sysRename, sysSymlink, sysUnlink } from "./internal/memoryFileSystem/syscalls.ts"
+} from "./memoryFileSystem/resolve.ts"
+import type * as Seed from "./memoryFileSystem/seed.ts"
+import { sysExchange, sysMkdir, sysRename, sysSymlink, sysUnlink } from "./memoryFileSystem/syscalls.ts"
 
 export {
   /**
@@ -64,7 +48,7 @@ export {
    * @since 0.1.0
    */
   info
-} from "./internal/memoryFileSystem/inode.ts"
+} from "./memoryFileSystem/inode.ts"
 export {
   /**
    * Major and minor of a device number made by the kernel's `new_encode_dev` (`new_decode_dev`).
@@ -78,11 +62,11 @@ export {
    * @since 0.1.0
    */
   makeFilesystem
-} from "./internal/memoryFileSystem/model.ts"
+} from "./memoryFileSystem/model.ts"
 export {
   /**
    * `mount --bind source target` (not recursive): both paths then reach the
-   * same inodes. Since 0.4.0 a regular file binds onto a regular file too,
+   * same inodes. A regular file binds onto a regular file too,
    * and a mount made on a shared mount is propagated to its peers and slaves.
    *
    * @since 0.1.0
@@ -142,7 +126,7 @@ export {
    * @since 0.2.0
    */
   unmountMount
-} from "./internal/memoryFileSystem/mounts.ts"
+} from "./memoryFileSystem/mounts.ts"
 export {
   /**
    * `path` made absolute against the working directory, `.` and `..` removed lexically.
@@ -162,7 +146,7 @@ export {
    * @since 0.2.0
    */
   wellFormed
-} from "./internal/memoryFileSystem/resolve.ts"
+} from "./memoryFileSystem/resolve.ts"
 export {
   /**
    * The tree at `root` as a flat record keyed by absolute path, in depth-first name order.
@@ -194,7 +178,7 @@ export {
    * @since 0.1.0
    */
   seed
-} from "./internal/memoryFileSystem/seed.ts"
+} from "./memoryFileSystem/seed.ts"
 export {
   /**
    * `FileSystem` over `host`'s in-memory tree, with NodeFileSystem's behaviour for a root process.
@@ -202,7 +186,7 @@ export {
    * @since 0.1.0
    */
   make
-} from "./internal/memoryFileSystem/service.ts"
+} from "./memoryFileSystem/service.ts"
 export {
   /**
    * The `open(2)` flags NodeFileSystem passes for each `OpenFlag`.
@@ -210,7 +194,7 @@ export {
    * @since 0.1.0
    */
   openFlags
-} from "./internal/memoryFileSystem/syscalls.ts"
+} from "./memoryFileSystem/syscalls.ts"
 
 /**
  * A directory; `entries` never holds "." or "..".
@@ -295,27 +279,6 @@ export type SymlinkNode = Model.SymlinkNode
  * @since 0.1.0
  */
 export type Frame = Resolve.Frame
-
-/**
- * One path of a dump: files with mode, owner and UTF-8 content; directories with mode and owner; symlinks.
- *
- * @since 0.1.0
- */
-export type DumpEntry = Seed.DumpEntry
-
-/**
- * A tree as a flat record of absolute paths; missing parents are 0755 root directories.
- *
- * @since 0.1.0
- */
-export type Fixture = Seed.Fixture
-
-/**
- * What a fixture path holds: text, bytes, a file with mode and owner, a symlink, or a directory.
- *
- * @since 0.1.0
- */
-export type FixtureEntry = Seed.FixtureEntry
 
 /**
  * Why a fixture entry could not be created.
