@@ -135,6 +135,27 @@ export const register = ({ runs, onHost }: Suite): void => {
     )
   )
 
+  it.effect("a file rewritten in place with its size, mode, owner and modification time kept is restored", () =>
+    onHost(
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const s = yield* sandbox
+        yield* build(s.root, fixed)
+        const file = `${s.root}/cfg/a/a`
+        // A whole second, so the time set again after the edit is the recorded one to the nanosecond.
+        const when = new Date(1_700_000_000_000)
+        yield* fs.utimes(file, when, when)
+        const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: ["/cfg/a"] })
+        // Same length, other bytes, the time put back: only the content tells it changed.
+        yield* fs.writeFileString(file, "version = 3\n")
+        yield* fs.utimes(file, when, when)
+        assert.strictEqual(Option.getOrThrow((yield* fs.stat(file)).mtime).getTime(), when.getTime())
+        yield* snapshot.restore
+        assert.strictEqual(yield* fs.readFileString(file), "version = 2\n")
+      })
+    )
+  )
+
   it.effect("excluded paths are not copied, and a restore leaves them as they are", () =>
     onHost(
       Effect.gen(function* () {
