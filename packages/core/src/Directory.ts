@@ -16,9 +16,11 @@
 import { Context, type Effect, type Scope } from "effect"
 import type { DirectoryError } from "./DirectoryError.ts"
 import type * as FileName from "./FileName.ts"
+import type { HandleTypeId } from "./internal/directory/handle.ts"
 import { derive } from "./internal/directory/resolve.ts"
 import type { Identity, Program } from "./internal/programs/ops.ts"
-import type { Limits, RemoveResult } from "./internal/programs/removeTree.ts"
+import type { RemoveResult } from "./internal/programs/removeTree.ts"
+import type { AppendedFile, BatchResult, CopyFile, Move, ReadFile, RemoveTreeOptions } from "./Programs.ts"
 
 /**
  * The errors of this module, defined in the leaf module `DirectoryError`.
@@ -29,22 +31,6 @@ import type { Limits, RemoveResult } from "./internal/programs/removeTree.ts"
 export * from "./DirectoryError.ts"
 
 /**
- * What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`).
- *
- * @since 0.2.0
- * @category models
- */
-export type Type =
-  | "File"
-  | "Directory"
-  | "SymbolicLink"
-  | "BlockDevice"
-  | "CharacterDevice"
-  | "FIFO"
-  | "Socket"
-  | "Unknown"
-
-/**
  * One entry of a directory listing: its name as bytes and its type as the listing gave it.
  *
  * @since 0.2.0
@@ -52,7 +38,7 @@ export type Type =
  */
 export interface Entry {
   readonly name: FileName.Bytes
-  readonly type: Type
+  readonly type: Stat["type"]
 }
 
 /**
@@ -65,7 +51,16 @@ export interface Entry {
  * @category models
  */
 export interface Stat {
-  readonly type: Type
+  /** What the node is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`). */
+  readonly type:
+    | "File"
+    | "Directory"
+    | "SymbolicLink"
+    | "BlockDevice"
+    | "CharacterDevice"
+    | "FIFO"
+    | "Socket"
+    | "Unknown"
   /** Permission bits only (0o7777). */
   readonly mode: number
   readonly uid: number
@@ -80,13 +75,11 @@ export interface Stat {
   readonly mtimeNs: bigint
 }
 
-const HandleTypeId: unique symbol = Symbol.for("@hostnode/core/Directory/Handle")
-
 /**
  * An open directory (or, from `openPath`, any node held without being
  * opened for reading). Implementations extend it with what they need (a file
- * descriptor, an inode); callers only pass it back. It closes when the scope
- * it was opened in closes.
+ * descriptor, an inode) and mark it with `Programs.handle`; callers only pass
+ * it back. It closes when the scope it was opened in closes.
  *
  * @since 0.2.0
  * @category models
@@ -96,15 +89,6 @@ export interface Handle {
   /** Where it was when it was opened, as a full path of this process (lossless string form), for reports. */
   readonly path: string
 }
-
-/**
- * Marks an implementation's object as a {@link Handle}.
- *
- * @since 0.2.0
- * @category constructors
- */
-export const handle = <A extends { readonly path: string }>(value: A): A & Handle =>
-  Object.assign(value, { [HandleTypeId]: HandleTypeId } as const)
 
 /**
  * A regular file opened below a handle: every call acts on the open file, never on a path.
@@ -156,18 +140,6 @@ export interface Credentials {
   /** The process id, as the host's process table shows it. */
   readonly pid: number
 }
-
-/**
- * How {@link Directories.openFile} opens a file; a link at the name is never followed, and opening never blocks.
- *
- * @since 0.2.0
- * @category models
- */
-export type OpenFileOptions =
-  | { readonly mode: "read" }
-  | { readonly mode: "write" }
-  /** Created, exclusively (`O_EXCL`): a name already there, link or not, is `Exists`. */
-  | { readonly mode: "create"; readonly permissions: number }
 
 /**
  * The result of a resolution: the directory the last component is in, and that component (none: the directory itself).
@@ -279,11 +251,18 @@ export interface Primitives {
   ) => Effect.Effect<void, DirectoryError>
   /** Changes the permission bits of the directory `dir` itself (on the open handle). */
   readonly chmod: (dir: Handle, mode: number) => Effect.Effect<void, DirectoryError>
-  /** Opens a regular file `name` of `dir`; a node that is not a regular file is `WrongType` and closed again. */
+  /**
+   * Opens a regular file `name` of `dir`; a node that is not a regular file is `WrongType` and closed again. A
+   * link at the name is never followed, and opening never blocks. `create` creates it exclusively (`O_EXCL`):
+   * a name already there, link or not, is `Exists`.
+   */
   readonly openFile: (
     dir: Handle,
     name: FileName.Bytes,
-    options: OpenFileOptions
+    options:
+      | { readonly mode: "read" }
+      | { readonly mode: "write" }
+      | { readonly mode: "create"; readonly permissions: number }
   ) => Effect.Effect<File, DirectoryError, Scope.Scope>
   /**
    * Takes an exclusive `flock` on the directory `dir` itself, without
@@ -382,91 +361,6 @@ export interface Primitives {
         maxBytes: number
       ) => Effect.Effect<ReadonlyArray<AppendedFile | DirectoryError>, DirectoryError>)
     | undefined
-}
-
-/**
- * One file {@link Primitives.appendFiles} appended: the stat of the open
- * file it read, where its bytes went, how many, and their SHA-256.
- *
- * @since 0.4.0
- * @category models
- */
-export interface AppendedFile {
-  readonly stat: Stat
-  readonly offset: number
-  readonly size: number
-  readonly sha256: string
-}
-
-/**
- * One file {@link Directories.copyFiles} makes: `name` in `dir`, created
- * exclusively with `permissions`, holding the `size` bytes of the source at
- * `offset`, then given its owner (where it differs from what it was created
- * with), its mode, and its times when given.
- *
- * @since 0.4.0
- * @category models
- */
-export interface CopyFile {
-  readonly dir: Handle
-  readonly name: FileName.Bytes
-  readonly permissions: number
-  readonly offset: number
-  readonly size: number
-  readonly mode: number
-  readonly uid: number
-  readonly gid: number
-  /** Access and modification times, nanoseconds since the epoch; left as they are when undefined. */
-  readonly times?: { readonly atimeNs: bigint; readonly mtimeNs: bigint } | undefined
-}
-
-/**
- * One file {@link Directories.readFiles} read: the stat of the open file and all its bytes.
- *
- * @since 0.4.0
- * @category models
- */
-export interface ReadFile {
-  readonly stat: Stat
-  readonly bytes: Uint8Array
-}
-
-/**
- * How far a batch ({@link Directories.copyFiles}, {@link Directories.renameAll})
- * went: the first `done` were done; when `failure` is there, the next one
- * failed with it, and those after it were not tried.
- *
- * @since 0.4.0
- * @category models
- */
-export interface BatchResult {
-  readonly done: number
-  readonly failure?: DirectoryError | undefined
-}
-
-/**
- * One rename of {@link Directories.renameAll}.
- *
- * @since 0.4.0
- * @category models
- */
-export interface Move {
-  readonly from: Handle
-  readonly fromName: FileName.Bytes
-  readonly to: Handle
-  readonly toName: FileName.Bytes
-}
-
-/**
- * Options of {@link Directories.removeTree}.
- *
- * @since 0.4.0
- * @category models
- */
-export interface RemoveTreeOptions {
-  /** Log each removed path at debug as it goes (default false: counted, and reported up to the limits). */
-  readonly events?: boolean | undefined
-  readonly limits?: Limits | undefined
 }
 
 /**

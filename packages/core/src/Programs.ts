@@ -12,12 +12,25 @@
  * @since 0.4.0
  */
 
+import type { Handle, Stat } from "./Directory.ts"
+import type { DirectoryError } from "./DirectoryError.ts"
+import type * as FileName from "./FileName.ts"
+import type { Limits } from "./internal/programs/removeTree.ts"
+
 /**
  * Names as bytes and their lossless string form (the same module as `@hostnode/core`'s `FileName`), for drivers.
  *
  * @since 0.4.0
  */
 export * as FileName from "./FileName.ts"
+export {
+  /**
+   * Marks a layer's own object (a file descriptor, an inode, with its `path`) as a `Directory.Handle`.
+   *
+   * @since 0.4.0
+   */
+  handle
+} from "./internal/directory/handle.ts"
 export {
   /**
    * `name` below the host path `parent` (lossless string forms).
@@ -218,3 +231,88 @@ export {
    */
   verifyMount
 } from "./internal/programs/verifyMount.ts"
+
+/**
+ * One file `Directory.Primitives.appendFiles` appended: the stat of the open
+ * file it read, where its bytes went, how many, and their SHA-256.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface AppendedFile {
+  readonly stat: Stat
+  readonly offset: number
+  readonly size: number
+  readonly sha256: string
+}
+
+/**
+ * One file `Directory.Directories.copyFiles` makes: `name` in `dir`, created
+ * exclusively with `permissions`, holding the `size` bytes of the source at
+ * `offset`, then given its owner (where it differs from what it was created
+ * with), its mode, and its times when given.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface CopyFile {
+  readonly dir: Handle
+  readonly name: FileName.Bytes
+  readonly permissions: number
+  readonly offset: number
+  readonly size: number
+  readonly mode: number
+  readonly uid: number
+  readonly gid: number
+  /** Access and modification times, nanoseconds since the epoch; left as they are when undefined. */
+  readonly times?: { readonly atimeNs: bigint; readonly mtimeNs: bigint } | undefined
+}
+
+/**
+ * One file `Directory.Directories.readFiles` read: the stat of the open file and all its bytes.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface ReadFile {
+  readonly stat: Stat
+  readonly bytes: Uint8Array
+}
+
+/**
+ * How far a batch (`Directory.Directories.copyFiles`, `renameAll`) went: the
+ * first `done` were done; when `failure` is there, the next one failed with
+ * it, and those after it were not tried.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface BatchResult {
+  readonly done: number
+  readonly failure?: DirectoryError | undefined
+}
+
+/**
+ * One rename of `Directory.Directories.renameAll`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Move {
+  readonly from: Handle
+  readonly fromName: FileName.Bytes
+  readonly to: Handle
+  readonly toName: FileName.Bytes
+}
+
+/**
+ * Options of `Directory.Directories.removeTree`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface RemoveTreeOptions {
+  /** Log each removed path at debug as it goes (default false: counted, and reported up to the limits). */
+  readonly events?: boolean | undefined
+  readonly limits?: Limits | undefined
+}

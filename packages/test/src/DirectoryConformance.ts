@@ -15,6 +15,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Directory, FileName } from "@hostnode/core"
+import type * as Programs from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer, type Scope } from "effect"
 import { peerTree } from "./internal/peerTree.ts"
 import { plant } from "./internal/repave/trees.ts"
@@ -497,7 +498,7 @@ export const suite = <R = never>(
         // it stops before the file that would take it past the bytes asked for.
         const read = yield* dirs.readFiles(d, ["a", "link", "sub", "missing", "b", "big"].map(enc), 20)
         assert.strictEqual(read.length, 5)
-        const ok = (k: number) => read[k] as Directory.ReadFile
+        const ok = (k: number) => read[k] as Programs.ReadFile
         const err = (k: number) => (read[k] as Directory.DirectoryError).reason._tag
         assert.strictEqual(FileName.decode(ok(0).bytes), "alpha")
         assert.deepInclude(ok(0).stat, { type: "File", size: 5 })

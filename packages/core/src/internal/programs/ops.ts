@@ -107,7 +107,7 @@ export const isFailure = (u: unknown): u is Failure =>
  * asked.
  */
 export interface Identity {
-  readonly type: Directory.Type
+  readonly type: Directory.Stat["type"]
   readonly device: string
   readonly inode: bigint
   readonly mountId: number

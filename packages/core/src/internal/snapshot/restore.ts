@@ -33,6 +33,7 @@
 import { Effect } from "effect"
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
+import type * as Programs from "../../Programs.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
 import { Failure, type SnapshotError } from "../../SnapshotError.ts"
 import * as Lexical from "../hostPath/lexical.ts"
@@ -517,7 +518,7 @@ const writeTemps = (
       const result = yield* ctx.dirs.copyFiles(
         r.data,
         part.map(
-          ({ leaf, e, tmp }): Directory.CopyFile => ({
+          ({ leaf, e, tmp }): Programs.CopyFile => ({
             dir: leaf.parent,
             name: tmp,
             permissions: 0o600,

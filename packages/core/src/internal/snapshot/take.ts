@@ -18,6 +18,7 @@
 import { Effect, Random } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
+import type * as Programs from "../../Programs.ts"
 import { Failure, type SnapshotError } from "../../SnapshotError.ts"
 import * as FileNames from "../fileName.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
@@ -198,7 +199,7 @@ const record = (
         }
         // What the last batch read, by name: a run of small files next to each other in the walk's order, so
         // nothing else goes to `data` between them (appended by the layer, they are there already, in order).
-        const read = new Map<FileName.Bytes, Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError>()
+        const read = new Map<FileName.Bytes, Programs.ReadFile | Programs.AppendedFile | Directory.DirectoryError>()
         for (const [i, entry] of names.entries()) {
           const child = childOf(path, entry.name)
           const cst = stats[i] as Directory.Stat | Directory.DirectoryError
@@ -215,7 +216,7 @@ const record = (
               const run = names.slice(i, end)
               const append = ctx.dirs.appendFiles
               const runNames = run.map((e) => e.name)
-              let batch: ReadonlyArray<Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError>
+              let batch: ReadonlyArray<Programs.ReadFile | Programs.AppendedFile | Directory.DirectoryError>
               if (append === undefined) batch = yield* ctx.dirs.readFiles(h, runNames, BatchBytes)
               else {
                 // Where the layer can, the bytes go to `data` and are hashed without leaving it.
@@ -273,7 +274,7 @@ const openFailed = (ctx: Ctx, path: string, e: Directory.DirectoryError) =>
 const recordRead = (
   walk: Walk,
   path: string,
-  got: Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError
+  got: Programs.ReadFile | Programs.AppendedFile | Directory.DirectoryError
 ) =>
   Effect.gen(function* () {
     const { ctx } = walk

@@ -80,7 +80,7 @@ export const layerDirectoriesWith = (
       }
 
       const dry = (path: string, handle: Directory.Handle | undefined): DryHandle =>
-        Directory.handle({ path, real: handle, [DryHandleTypeId]: DryHandleTypeId } as const)
+        Programs.handle({ path, real: handle, [DryHandleTypeId]: DryHandleTypeId } as const)
       /**
        * A handle this layer did not make (a caller's own, of another layer) is
        * taken as the host's node at its path: what is below it is opened by
