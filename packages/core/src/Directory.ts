@@ -20,7 +20,7 @@ import type { HandleTypeId } from "./internal/directory/handle.ts"
 import { derive } from "./internal/directory/resolve.ts"
 import type { Identity, Program } from "./internal/programs/ops.ts"
 import type { RemoveResult } from "./internal/programs/removeTree.ts"
-import type { AppendedFile, BatchResult, CopyFile, Move, ReadFile, RemoveTreeOptions } from "./Programs.ts"
+import type { AppendedFile, BatchResult, CopyFile, Credentials, Move, ReadFile, RemoveTreeOptions } from "./Programs.ts"
 
 /**
  * The errors of this module, defined in the leaf module `DirectoryError`.
@@ -124,21 +124,6 @@ export interface File {
    * was written.
    */
   readonly holeAt: (offset: number) => Effect.Effect<number, DirectoryError>
-}
-
-/**
- * Who the running process is, for ownership checks and for naming a lock's holder.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Credentials {
-  /** The effective user id. */
-  readonly uid: number
-  /** The effective group id. */
-  readonly gid: number
-  /** The process id, as the host's process table shows it. */
-  readonly pid: number
 }
 
 /**

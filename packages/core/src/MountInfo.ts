@@ -14,6 +14,7 @@ import { Effect, FileSystem, Schema } from "effect"
 import * as FileName from "./FileName.ts"
 import { escapeField } from "./internal/mountinfo/escape.ts"
 import { scan } from "./internal/mountinfo/table.ts"
+import { DefaultMountInfo } from "./Programs.ts"
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
@@ -128,13 +129,8 @@ export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountI
 
 const failure = (path: string, reason: MountInfoError["reason"]): MountInfoError => new MountInfoError({ reason, path })
 
-/**
- * The table of the calling process's mount namespace.
- *
- * @since 0.1.0
- * @category models
- */
-export const DefaultPath = "/proc/self/mountinfo"
+// The table of the calling process's mount namespace.
+const DefaultPath = DefaultMountInfo
 
 /**
  * Parses a whole table. Blank lines are skipped (a table ends with a newline,
@@ -199,21 +195,6 @@ export const render = (entries: MountTable): string => {
   return out
 }
 
-/**
- * Options of {@link read}.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ReadOptions {
-  /**
-   * How many reads to make at most (default: 1 where one read is consistent,
-   * see {@link read}; else 3). Above 1 the table is read until two
-   * consecutive reads agree, and after this many the last one is used.
-   */
-  readonly attempts?: number | undefined
-}
-
 // Where the running kernel says what it is.
 const KernelReleasePath = "/proc/sys/kernel/osrelease"
 
@@ -246,7 +227,7 @@ const consistentOn = (fs: FileSystem.FileSystem): Effect.Effect<boolean> => {
 }
 
 /**
- * Reads and parses the table at `path` (default {@link DefaultPath}) through
+ * Reads and parses the table at `path` (default `/proc/self/mountinfo`, the calling process's) through
  * the FileSystem. Once, where the kernel's reads are consistent (Linux 5.8
  * and later, as `/proc/sys/kernel/osrelease` says: from 5.8 the kernel
  * resumes each chunk of a read after the last mount it showed, so a table
@@ -270,7 +251,17 @@ const consistentOn = (fs: FileSystem.FileSystem): Effect.Effect<boolean> => {
  * @since 0.1.0
  * @category operations
  */
-export const read = Effect.fn("MountInfo.read")(function* (given: string = DefaultPath, options?: ReadOptions) {
+export const read = Effect.fn("MountInfo.read")(function* (
+  given: string = DefaultPath,
+  options?: {
+    /**
+     * How many reads to make at most (default: 1 where one read is consistent,
+     * see {@link read}; else 3). Above 1 the table is read until two
+     * consecutive reads agree, and after this many the last one is used.
+     */
+    readonly attempts?: number | undefined
+  }
+) {
   const fs = yield* FileSystem.FileSystem
   // The Go contract: an empty mountInfo means the process's own table.
   const path = given === "" ? DefaultPath : given

@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, type FileSystem, Layer, Schema } from "effect"
+import { Context, type Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type * as Directory from "./Directory.ts"
 import { commandMounter } from "./internal/mounter/command.ts"
@@ -72,21 +72,6 @@ export type UnmountResult =
     }
 
 /**
- * Options of {@link Mounter.unmount}.
- *
- * @since 0.1.0
- * @category models
- */
-export interface UnmountOptions {
-  /**
-   * Detach lazily (MNT_DETACH): the mount leaves the namespace at once and is
-   * cleaned up when its last user goes. A dead NFS server then cannot hang the
-   * agent, which is why the operations always pass `true`.
-   */
-  readonly lazy: boolean
-}
-
-/**
  * Who holds a mount: a process with a file open in it, its working directory
  * or its root in it, or another mount namespace that holds a copy of it
  * (which `fuser -m` and `lsof` cannot see). Why a mount will not go, or why a
@@ -111,27 +96,17 @@ export const Holder = Schema.Struct({
 export type Holder = typeof Holder.Type
 
 /**
- * A mount asked about in {@link Mounter.holders}: its id, and the device and root that tell its copies in other namespaces.
- *
- * @since 0.4.0
- * @category models
- */
-export interface Held {
-  readonly mountId: number
-  /** `major:minor`, as the table writes it. */
-  readonly device: string
-  /** The mount's root within its file system (the table's `root` field). */
-  readonly root: string
-}
-
-/**
  * Unmounts mounts below a root. `unmount` takes each target once, in the
  * given order, verifies it (see the module comment) right before it
  * unmounts it, and never fails as a whole: each target's result says what
  * happened. On a path where several mounts are stacked, only the top one is
- * reachable; the caller lists a stack top first. `holders`, where the layer
- * can see processes, says who holds each mount asked about (the agent and
- * its own helpers left out).
+ * reachable; the caller lists a stack top first. With `lazy` (MNT_DETACH)
+ * the mount leaves the namespace at once and is cleaned up when its last user
+ * goes: a dead NFS server then cannot hang the agent, which is why the
+ * operations always pass `true`. `holders`, where the layer can see
+ * processes, says who holds each mount asked about (by its id, and the device
+ * and root that tell its copies in other namespaces; the agent and its own
+ * helpers left out).
  *
  * @since 0.1.0
  * @category services
@@ -140,10 +115,18 @@ export interface Mounter {
   readonly unmount: (
     root: Directory.Handle,
     targets: ReadonlyArray<Target>,
-    options: UnmountOptions
+    options: { readonly lazy: boolean }
   ) => Effect.Effect<ReadonlyArray<UnmountResult>>
   readonly holders?:
-    | ((mounts: ReadonlyArray<Held>) => Effect.Effect<ReadonlyMap<number, ReadonlyArray<Holder>>>)
+    | ((
+        mounts: ReadonlyArray<{
+          readonly mountId: number
+          /** `major:minor`, as the table writes it. */
+          readonly device: string
+          /** The mount's root within its file system (the table's `root` field). */
+          readonly root: string
+        }>
+      ) => Effect.Effect<ReadonlyMap<number, ReadonlyArray<Holder>>>)
     | undefined
 }
 
@@ -213,25 +196,7 @@ export interface CommandOptions {
  * umount reports failures as text, so which targets were unmounted is
  * decided from the mount table: for a path given k times, as many of its
  * occurrences succeeded as its entries decreased; the others take the reason
- * umount printed for that path .
- *
- * @since 0.3.0
- * @category constructors
- */
-export const makeCommand: (
-  options?: CommandOptions
-) => Effect.Effect<
-  Mounter,
-  never,
-  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-> = Effect.fn("Mounter.makeCommand")(function* (options) {
-  return yield* commandMounter(options)
-})
-
-/**
- * The command-based `Mounter` (see {@link makeCommand}) as a layer: for a host
- * without the FFI, or another mount namespace through an `nsenter`-wrapped
- * spawner. The spawner, a FileSystem and the `Directories` come from context.
+ * umount printed for that path.
  *
  * @since 0.3.0
  * @category layers
@@ -242,4 +207,4 @@ export const layerCommand = (
   Mounter,
   never,
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-> => Layer.effect(Mounter, makeCommand(options))
+> => Layer.effect(Mounter, commandMounter(options))

@@ -316,3 +316,27 @@ export interface RemoveTreeOptions {
   readonly events?: boolean | undefined
   readonly limits?: Limits | undefined
 }
+
+/**
+ * Who the running process is, for ownership checks and for naming a lock's holder.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Credentials {
+  /** The effective user id. */
+  readonly uid: number
+  /** The effective group id. */
+  readonly gid: number
+  /** The process id, as the host's process table shows it. */
+  readonly pid: number
+}
+
+/**
+ * The mount table of the calling process's namespace: what `MountInfo.read`
+ * reads, and the table of a root, when none is named.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export const DefaultMountInfo = "/proc/self/mountinfo"

@@ -292,9 +292,9 @@ export interface TeardownReport extends SafeRemove.Report {
   /** For each prefix (as the table shows it) whose mounts could not all be unmounted, the failure. */
   readonly unmountFailures: ReadonlyMap<string, Unmount.UnmountError>
   /** The mounts the unmount detached below the prefixes (see `Unmount.Report.unmounted`). */
-  readonly unmounted: ReadonlyArray<Unmount.UnmountedMount>
+  readonly unmounted: Unmount.Report["unmounted"]
   /** The mounts elsewhere the kernel detached with them by propagation (see `Unmount.Report.propagated`). */
-  readonly propagated: ReadonlyArray<Unmount.PropagatedMount>
+  readonly propagated: Unmount.Report["propagated"]
 }
 
 /**

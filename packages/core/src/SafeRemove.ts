@@ -27,7 +27,7 @@ import * as Mounter from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 /**
- * Why a path was left in place.
+ * A path left in place, why, and (for the mount reasons) the mount point as the table shows it. The reasons:
  *
  * - `MountBelow`: a mount at or below it (the table says so; `mountPoint` names it).
  * - `MountSourceBelow`: the source of a mount lies at or below it: removing it
@@ -47,33 +47,17 @@ import * as MountInfo from "./MountInfo.ts"
  * @since 0.1.0
  * @category models
  */
-export const KeptReason = Schema.Literals([
-  "MountBelow",
-  "MountSourceBelow",
-  "OtherFileSystem",
-  "NotADirectory",
-  "UnmountFailed",
-  "Failed",
-  "Hung"
-])
-
-/**
- * The type of {@link KeptReason}.
- *
- * @since 0.1.0
- * @category models
- */
-export type KeptReason = typeof KeptReason.Type
-
-/**
- * A path left in place, why, and (for the mount reasons) the mount point as the table shows it.
- *
- * @since 0.1.0
- * @category models
- */
 export const Kept = Schema.Struct({
   path: Schema.String,
-  reason: KeptReason,
+  reason: Schema.Literals([
+    "MountBelow",
+    "MountSourceBelow",
+    "OtherFileSystem",
+    "NotADirectory",
+    "UnmountFailed",
+    "Failed",
+    "Hung"
+  ]),
   mountPoint: Schema.optionalKey(Schema.String),
   detail: Schema.String,
   /** For a path kept because of a mount: who holds that mount, where the `Mounter` in context can tell. */
@@ -145,17 +129,6 @@ export interface EmptyOptions {
 }
 
 /**
- * What {@link Session.children} found: the entries' names (lossless strings), or why the directory was kept.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Children {
-  readonly names: ReadonlyArray<string>
-  readonly kept: ReadonlyArray<Kept>
-}
-
-/**
  * Removals against one host root, one handle on it and one reading of its
  * mount table. Read it again (a new session) after anything is mounted or
  * unmounted. The handle closes with the scope the session was opened in.
@@ -176,8 +149,16 @@ export interface Session {
    * does not keep it: that mount shows the very directory being emptied.
    */
   readonly empty: (dir: string, options?: EmptyOptions) => Effect.Effect<Report, HostPath.HostPathError>
-  /** The names in the directory at host path `dir`, through a handle; a link or file there is kept, not followed. */
-  readonly children: (dir: string) => Effect.Effect<Children, HostPath.HostPathError>
+  /**
+   * The names in the directory at host path `dir` (lossless strings), through a handle; a link or file there is
+   * kept, not followed, and `kept` says why.
+   */
+  readonly children: (
+    dir: string
+  ) => Effect.Effect<
+    { readonly names: ReadonlyArray<string>; readonly kept: ReadonlyArray<Kept> },
+    HostPath.HostPathError
+  >
   /**
    * Removes the entry `name` of a directory the caller already holds open
    * (reached without following links, as every handle here is), under the
@@ -189,32 +170,19 @@ export interface Session {
 }
 
 /**
- * Options of {@link open}.
- *
- * @since 0.2.0
- * @category models
- */
-export interface OpenOptions {
-  /**
-   * A handle on the root already open (its path must be `root.path`): the
-   * session uses it instead of opening the root again, so a caller that
-   * holds one trusts the root's path once.
-   */
-  readonly handle?: Directory.Handle | undefined
-}
-
-/**
  * Opens a session on `root`: reads and indexes its mount table and opens the
  * root's handle, then checks that the table lists the mount the root is on.
  * An unreadable, malformed or foreign table fails here, before anything is
- * removed.
+ * removed. A caller that holds a handle on the root already (its path must be
+ * `root.path`) passes it as `handle`: the session uses it instead of opening
+ * the root again, so the root's path is trusted once.
  *
  * @since 0.1.0
  * @category operations
  */
 export const open: (
   root: HostPath.HostRoot,
-  options?: OpenOptions
+  options?: { readonly handle?: Directory.Handle | undefined }
 ) => Effect.Effect<
   Session,
   MountInfo.MountInfoError | HostPath.HostPathError,

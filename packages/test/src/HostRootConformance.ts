@@ -384,7 +384,7 @@ export const suite = (
           })
           const root = yield* HostPath.decodeRoot(vroot)
           assert.strictEqual(root.path, vroot)
-          const at = (path: string, options?: HostPath.ResolveOptions) =>
+          const at = (path: string, options?: { readonly followFinal?: boolean }) =>
             HostPath.resolve(root, path, options).pipe(
               Effect.map((full) => {
                 const rel = Lexical.relative(root.path, full)
@@ -398,7 +398,7 @@ export const suite = (
               )
             )
           const last = { followFinal: false }
-          const vectors: ReadonlyArray<readonly [string, HostPath.ResolveOptions | undefined, string]> = [
+          const vectors: ReadonlyArray<readonly [string, { readonly followFinal?: boolean } | undefined, string]> = [
             ["a", undefined, "/a"],
             ["b///././c////.//d/./././///e////.//./f//././././", undefined, "/b/c/d/e/f"],
             ["also/a/../path/././/with/some/./.././junk", undefined, "/also/path/with/junk"],

@@ -15,6 +15,7 @@ import type * as Directory from "../../Directory.ts"
 import * as HostCommand from "../../HostCommand.ts"
 import type * as Mounter from "../../Mounter.ts"
 import * as MountInfo from "../../MountInfo.ts"
+import { DefaultMountInfo } from "../../Programs.ts"
 import { verifyTarget } from "./verify.ts"
 
 // util-linux umount's messages for the failures a teardown meets.
@@ -55,12 +56,12 @@ const countByMountPoint = (table: MountInfo.MountTable): Map<string, number> => 
   return m
 }
 
-/** The command-based `Mounter` (see `Mounter.makeCommand`). */
+/** The command-based `Mounter` (see `Mounter.layerCommand`). */
 export const commandMounter = Effect.fnUntraced(function* (options: Mounter.CommandOptions | undefined) {
   const context = yield* Effect.context<
     ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
   >()
-  const tablePath = options?.mountInfo ?? MountInfo.DefaultPath
+  const tablePath = options?.mountInfo ?? DefaultMountInfo
   const maxBytes = options?.maxArgBytes ?? 64 * 1024
   const countNow = MountInfo.read(tablePath).pipe(
     Effect.map(countByMountPoint),
@@ -69,7 +70,7 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
   const unmount = Effect.fnUntraced(function* (
     root: Directory.Handle,
     targets: ReadonlyArray<Mounter.Target>,
-    opts: Mounter.UnmountOptions
+    opts: { readonly lazy: boolean }
   ) {
     if (targets.length === 0) return []
     // A stack is verified at its top: the first target of each path, with the program every Mounter runs.

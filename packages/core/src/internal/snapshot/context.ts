@@ -11,6 +11,7 @@ import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as Hashing from "../../Hashing.ts"
 import type * as HostPath from "../../HostPath.ts"
+import type * as Programs from "../../Programs.ts"
 import { Failure, SnapshotError } from "../../SnapshotError.ts"
 import * as DirectoryErrors from "../directory/errors.ts"
 import * as Names from "../directory/names.ts"
@@ -23,7 +24,7 @@ export interface Ctx {
   readonly dirs: Directory.Directories
   readonly fs: FileSystem.FileSystem
   readonly hashing: Hashing.Hashing
-  readonly credentials: Directory.Credentials
+  readonly credentials: Programs.Credentials
   /** The snapshot directory: a clean absolute path of this process (not joined below the host root). */
   readonly dir: string
   /** The directory the snapshot directory is in, where its staging directory, lock file and discarded copy go. */

@@ -177,7 +177,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     Effect.option(client.request("credentials", [], () => [], { call: "getpid", path: "/" })),
     (r) =>
       r._tag === "Some"
-        ? (r.value.value as Directory.Credentials)
+        ? (r.value.value as Programs.Credentials)
         : { uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0, pid: process.pid }
   )
 

@@ -44,7 +44,7 @@ export const namespaceMounter = Effect.fnUntraced(function* (target: Target, opt
   const unmount = (
     root: Parameters<Mounter.Mounter["unmount"]>[0],
     targets: ReadonlyArray<Mounter.Target>,
-    opts: Mounter.UnmountOptions
+    opts: { readonly lazy: boolean }
   ) =>
     Effect.gen(function* () {
       const results: Array<Mounter.UnmountResult | undefined> = targets.map(() => undefined)

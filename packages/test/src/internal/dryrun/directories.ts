@@ -117,7 +117,7 @@ export const layerDirectoriesWith = (
         Effect.suspend(() =>
           table !== undefined
             ? Effect.succeed(table)
-            : fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
+            : fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
                 Effect.flatMap((text) => MountInfo.parse(text)),
                 Effect.orElseSucceed((): MountInfo.MountTable => []),
                 Effect.tap((entries) =>

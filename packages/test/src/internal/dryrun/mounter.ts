@@ -21,7 +21,7 @@ import { DryRunPlan } from "./plan.ts"
  * dry run's file system serves: the mount at the target goes, with every
  * mount below it (what a lazy detach does) and the copies the kernel
  * detaches by propagation (on the peers and slaves of its parent, named by
- * `shared:N` and `master:N` in the table: `MountInfo.propagatedUnmounts`),
+ * `shared:N` and `master:N` in the table: `Programs.propagatedUnmounts`),
  * each recorded as `detach by propagation (mount N, a copy of mount M)` on
  * its mount point. Each target is verified first with the very
  * verification the real mounters run (`Mounter.verify`; a
@@ -46,7 +46,7 @@ export const layerMounterWith = (
       const plan = yield* DryRunPlan
       const tableRoot = options?.tableRoot ?? "/"
       // The table as the dry run left it (the dry run's file system hides what it detached; a plain one does not).
-      const table = fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
+      const table = fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
         Effect.flatMap((text) => MountInfo.parse(text)),
         Effect.map((t) => withoutDetached(t, plan.detached, plan.detachedAs)),
         Effect.orElseSucceed((): MountInfo.MountTable => [])
