@@ -190,8 +190,8 @@ export const resetCniState: (
   function* (options) {
     const session = yield* SafeRemove.session(options)
     // A link or file where net.d should be goes, never followed, and an empty directory takes its place.
-    const confReport = yield* session.empty(Paths.CniConfDir, { replaceNonDirectory: true })
-    const stateReport = yield* session.remove([Paths.CniStateDir])
+    const confReport = yield* session.empty(Paths.Node.CniConfDir, { replaceNonDirectory: true })
+    const stateReport = yield* session.remove([Paths.Node.CniStateDir])
     const report = yield* failIfKept("resetCniState", Reports.merge(confReport, stateReport))
     yield* Effect.logInfo("CNI state reset").pipe(
       Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removedCount })
@@ -238,9 +238,9 @@ export const resetKubeletIdentity: (
     }
     const bootstrap = Lexical.clean(nodeStart.auth.bootstrapKubeconfig)
     const session = yield* SafeRemove.session(options)
-    const certs = yield* session.empty(Paths.KubeletClientPkiDir, {
+    const certs = yield* session.empty(Paths.Node.KubeletClientPkiDir, {
       // Never the bootstrap kubeconfig, wherever the goal state put it.
-      select: (name) => isClientCredential(name) && `${Paths.KubeletClientPkiDir}/${name}` !== bootstrap
+      select: (name) => isClientCredential(name) && `${Paths.Node.KubeletClientPkiDir}/${name}` !== bootstrap
     })
     let kubeconfig = Reports.emptyReport
     if (bootstrap === KubeletKubeconfig) {
