@@ -127,40 +127,6 @@ export interface File {
 }
 
 /**
- * The result of a resolution: the directory the last component is in, and that component (none: the directory itself).
- *
- * @since 0.2.0
- * @category models
- */
-export interface Resolved {
-  /** The directory holding the final component, or the resolved directory itself when `name` is undefined. */
-  readonly parent: Handle
-  /** The final component as bytes; undefined when the path resolved to a directory through `.`, `..` or `/`. */
-  readonly name: FileName.Bytes | undefined
-  /** Where it resolved, as a path below the root (lossless string form, `/` for the root itself). */
-  readonly path: string
-}
-
-/**
- * Options of {@link Directories.resolve}.
- *
- * @since 0.2.0
- * @category models
- */
-export interface ResolveOptions {
-  /** Follow a link in the last component, below the root (default false: the link itself is the result). */
-  readonly followFinal?: boolean | undefined
-  /** Refuse every link on the way (`SymbolicLink`): the path must lead where it says (a mount table's). */
-  readonly noSymlinks?: boolean | undefined
-  /**
-   * Make each missing directory on the way (not the last component) with
-   * these permission bits, as `mkdir -p` would below the root: where a link
-   * leads to a missing directory, that is the one made, below the root.
-   */
-  readonly makeMissing?: number | undefined
-}
-
-/**
  * What an implementation writes: one system call each, relative to a handle.
  * `resolveDirectory` is optional: a layer with the kernel's `openat2`
  * provides it; without it (or when it returns `undefined`) {@link make}
@@ -432,8 +398,8 @@ export interface Directories
    * `/` (in the path, or in the target of a link that ends it) means the last
    * component must be a directory, as the kernel reads it: a link there is
    * followed, a file is `NotADirectory`, a missing name stays a name. A path
-   * of {@link PathMax} bytes or more, a component longer than
-   * {@link NameMax} bytes (`ENAMETOOLONG`) or a NUL byte (`EINVAL`) is
+   * of 4096 bytes or more, a component longer than 255 bytes
+   * (`ENAMETOOLONG`) or a NUL byte (`EINVAL`) is
    * `InvalidName` before anything is looked at. The result is
    * the directory holding the last component, opened (in the caller's
    * scope), and that component's name: the caller acts on `(parent, name)`
@@ -442,27 +408,39 @@ export interface Directories
   readonly resolve: (
     root: Handle,
     path: string,
-    options?: ResolveOptions
-  ) => Effect.Effect<Resolved, DirectoryError, Scope.Scope>
+    options?: {
+      /** Follow a link in the last component, below the root (default false: the link itself is the result). */
+      readonly followFinal?: boolean | undefined
+      /** Refuse every link on the way (`SymbolicLink`): the path must lead where it says (a mount table's). */
+      readonly noSymlinks?: boolean | undefined
+      /**
+       * Make each missing directory on the way (not the last component) with
+       * these permission bits, as `mkdir -p` would below the root: where a link
+       * leads to a missing directory, that is the one made, below the root.
+       */
+      readonly makeMissing?: number | undefined
+    }
+  ) => Effect.Effect<
+    {
+      /** The directory holding the final component, or the resolved directory itself when `name` is undefined. */
+      readonly parent: Handle
+      /** The final component as bytes; undefined when the path resolved to a directory through `.`, `..` or `/`. */
+      readonly name: FileName.Bytes | undefined
+      /** Where it resolved, as a path below the root (lossless string form, `/` for the root itself). */
+      readonly path: string
+    },
+    DirectoryError,
+    Scope.Scope
+  >
   /**
    * The stats of `dir` and of every directory above it, nearest first, up to
    * the process's root, by `..` from the handle: where the directory really
    * is, whatever path reached it. Two directories are the same when
-   * {@link identity} says so; a path at or below another is one whose
+   * `Programs.identity` says so; a path at or below another is one whose
    * ancestors include it.
    */
   readonly ancestors: (dir: Handle) => Effect.Effect<ReadonlyArray<Stat>, DirectoryError>
 }
-
-/**
- * What makes a node the node it is, whatever it is called or reached
- * through: its device and inode. A bind mount of a directory shows the same
- * directory (the same identity) under another mount id.
- *
- * @since 0.2.0
- * @category models
- */
-export const identity = (st: Stat): string => `${st.device}:${st.inode}`
 
 /**
  * The key of the {@link Directories} service.

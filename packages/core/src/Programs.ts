@@ -29,7 +29,16 @@ export {
    *
    * @since 0.4.0
    */
-  handle
+  handle,
+  /**
+   * What makes a node the node it is, whatever it is called or reached
+   * through: its device and inode (`major:minor:inode`) from its
+   * `Directory.Stat`. A bind mount of a directory shows the same directory
+   * (the same identity) under another mount id.
+   *
+   * @since 0.4.0
+   */
+  identity
 } from "./internal/directory/handle.ts"
 export {
   /**

@@ -9,8 +9,8 @@
  *
  * @since 0.3.0
  */
-import { Effect, type Scope } from "effect"
-import type { Directories, File, Handle, Primitives, Resolved, ResolveOptions, Stat } from "../../Directory.ts"
+import { Effect } from "effect"
+import type { Directories, File, Handle, Primitives, Stat } from "../../Directory.ts"
 import { type DirectoryError, SystemError } from "../../DirectoryError.ts"
 import * as FileName from "../../FileName.ts"
 import type { BatchResult, CopyFile, Move, ReadFile } from "../../Programs.ts"
@@ -62,9 +62,9 @@ const walk = (
   p: Primitives,
   start: ReadonlyArray<Held>,
   names: ReadonlyArray<FileName.Bytes>,
-  options: ResolveOptions,
+  options: NonNullable<Parameters<Directories["resolve"]>[2]>,
   trailingSlash: boolean
-): Effect.Effect<Resolved, DirectoryError, Scope.Scope> =>
+): ReturnType<Directories["resolve"]> =>
   Effect.gen(function* () {
     const followFinal = options.followFinal ?? false
     const noSymlinks = options.noSymlinks ?? false
@@ -200,7 +200,7 @@ const ancestorsWith =
       Effect.gen(function* () {
         const out: Array<Stat> = [yield* p.stat(dir)]
         // A directory bind-mounted below itself shows one identity (device and
-        // inode, as `Directory.identity`) twice; with the mount id it is a loop only at the root.
+        // inode, as `Programs.identity`) twice; with the mount id it is a loop only at the root.
         const where = (st: Stat) => `${st.device}:${st.inode}@${st.mountId}`
         const seen = new Set([where(out[0] as Stat)])
         let here = dir

@@ -16,10 +16,11 @@
  * @since 0.2.0
  */
 import { Effect, Random } from "effect"
-import * as Directory from "../../Directory.ts"
+import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as Programs from "../../Programs.ts"
 import { Failure, type SnapshotError } from "../../SnapshotError.ts"
+import { identity } from "../directory/handle.ts"
 import * as FileNames from "../fileName.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
 import * as ManifestCodec from "./manifest.ts"
@@ -172,7 +173,7 @@ const record = (
         }
         const h = opened.success
         const own = yield* ctx.dirs.stat(h).pipe(Effect.mapError(fromDirectory(ctx, path)))
-        if (Directory.identity(own) === walk.staging) {
+        if (identity(own) === walk.staging) {
           return yield* fail(
             ctx,
             new Failure({
@@ -394,7 +395,7 @@ export const take = (
         writer: new DataWriter(data),
         entries: [],
         isExcluded: ManifestCodec.exclusions(exclude).isExcluded,
-        staging: Directory.identity(stagingStat)
+        staging: identity(stagingStat)
       }
       for (const p of paths) yield* recordTop(walk, root, p)
       yield* flush(ctx, walk.writer)
