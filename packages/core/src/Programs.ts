@@ -349,3 +349,56 @@ export interface Credentials {
  * @category models
  */
 export const DefaultMountInfo = "/proc/self/mountinfo"
+
+/**
+ * A mount to unmount, as the table listed it.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Target {
+  /** Where the table shows it, as a full path of this process, below the root handle. */
+  readonly path: string
+  /** Its mount id (the table's first field): only that mount is unmounted. */
+  readonly mountId: number
+  /** Where the table shows it, as the table names it (what a command in the table's namespace is given). */
+  readonly tablePath: string
+}
+
+/**
+ * The outcome for one target:
+ * - `Unmounted`;
+ * - `Failed`: refused, in errno terms (`EBUSY`, `EINVAL` for "not a mount
+ *   point", `ENOENT`, `EPERM`, ...), so the reason survives the trip through a
+ *   command or an FFI call unchanged;
+ * - `Unverified`, left mounted: `Moved` (the path now leads to another mount
+ *   than the table listed), `LinkInPath` (a link, or something that is not a
+ *   directory, where the table's path has a directory: not followed), `Gone`
+ *   (the path no longer exists), `OutsideRoot` (not below the root handle);
+ * - `Hung`: a call of its verification or its unmount did not return within
+ *   its deadline (`call`, `seconds`); it is left as it is and never tried
+ *   again in the same operation.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type UnmountResult =
+  | { readonly _tag: "Unmounted"; readonly target: string }
+  | {
+      readonly _tag: "Failed"
+      readonly target: string
+      readonly failure: { readonly target: string; readonly errno: string; readonly message: string }
+    }
+  | {
+      readonly _tag: "Unverified"
+      readonly target: string
+      readonly reason: "Moved" | "LinkInPath" | "Gone" | "OutsideRoot"
+      readonly detail: string
+    }
+  | {
+      readonly _tag: "Hung"
+      readonly target: string
+      readonly call: string
+      readonly seconds: number
+      readonly detail: string
+    }

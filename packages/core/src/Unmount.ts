@@ -23,8 +23,9 @@ import { describeHolders } from "./internal/mounter/describe.ts"
 import { holdersOf } from "./internal/mounter/holders.ts"
 import { cognates, propagated as propagatedBy, subtrees } from "./internal/mountinfo/propagation.ts"
 import { coveringPrefixes, decodePrefixes, plan } from "./internal/unmount/plan.ts"
-import { Holder, Mounter, type UnmountResult } from "./Mounter.ts"
+import { Holder, Mounter } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
+import type { UnmountResult } from "./Programs.ts"
 
 /**
  * Why: mounts are still there after the unmount passes. Each names its mount

@@ -19,7 +19,7 @@ import { MountFixture } from "./MountFixture.ts"
 const countAt = (table: MountInfo.MountTable, path: string): number => table.filter((e) => e.mountPoint === path).length
 
 /** The targets at `path` as the table lists them, top of a stack first. */
-const targetsAt = (table: MountInfo.MountTable, path: string): Array<Mounter.Target> =>
+const targetsAt = (table: MountInfo.MountTable, path: string): Array<Programs.Target> =>
   table
     .filter((e) => e.mountPoint === path)
     .sort((a, b) => b.id - a.id)

@@ -15,7 +15,7 @@ import type * as Directory from "../../Directory.ts"
 import * as HostCommand from "../../HostCommand.ts"
 import type * as Mounter from "../../Mounter.ts"
 import * as MountInfo from "../../MountInfo.ts"
-import { DefaultMountInfo } from "../../Programs.ts"
+import * as Programs from "../../Programs.ts"
 import { verifyTarget } from "./verify.ts"
 
 // util-linux umount's messages for the failures a teardown meets.
@@ -61,7 +61,7 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
   const context = yield* Effect.context<
     ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
   >()
-  const tablePath = options?.mountInfo ?? DefaultMountInfo
+  const tablePath = options?.mountInfo ?? Programs.DefaultMountInfo
   const maxBytes = options?.maxArgBytes ?? 64 * 1024
   const countNow = MountInfo.read(tablePath).pipe(
     Effect.map(countByMountPoint),
@@ -69,12 +69,12 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
   )
   const unmount = Effect.fnUntraced(function* (
     root: Directory.Handle,
-    targets: ReadonlyArray<Mounter.Target>,
+    targets: ReadonlyArray<Programs.Target>,
     opts: { readonly lazy: boolean }
   ) {
     if (targets.length === 0) return []
     // A stack is verified at its top: the first target of each path, with the program every Mounter runs.
-    const checked = new Map<string, Exclude<Mounter.UnmountResult, { readonly _tag: "Unmounted" }> | undefined>()
+    const checked = new Map<string, Exclude<Programs.UnmountResult, { readonly _tag: "Unmounted" }> | undefined>()
     for (const t of targets) if (!checked.has(t.tablePath)) checked.set(t.tablePath, yield* verifyTarget(root, t))
     const verified = targets.filter((t) => checked.get(t.tablePath) === undefined).map((t) => t.tablePath)
     const before = yield* countNow
@@ -98,7 +98,7 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
     if (before !== undefined && after !== undefined) {
       for (const [point, n] of before) gone.set(point, Math.max(0, n - (after.get(point) ?? 0)))
     }
-    return targets.map((t): Mounter.UnmountResult => {
+    return targets.map((t): Programs.UnmountResult => {
       const problem = checked.get(t.tablePath)
       if (problem !== undefined) return { ...problem, target: t.path }
       const left = gone.get(t.tablePath) ?? 0

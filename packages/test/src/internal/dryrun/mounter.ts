@@ -87,7 +87,7 @@ export const layerMounterWith = (
             const entries = [...(yield* table)]
             return yield* Effect.forEach(
               targets,
-              (t): Effect.Effect<Mounter.UnmountResult> =>
+              (t): Effect.Effect<Programs.UnmountResult> =>
                 Effect.gen(function* () {
                   // The very verification a real mounter runs, through the dry run's view of the host.
                   const refused = yield* Mounter.verify(root, t).pipe(
