@@ -58,14 +58,6 @@ export const MountEntry = Schema.Struct({
 export type MountEntry = typeof MountEntry.Type
 
 /**
- * A whole table, in the kernel's order (parents before children, older before newer).
- *
- * @since 0.1.0
- * @category models
- */
-export type MountTable = ReadonlyArray<MountEntry>
-
-/**
  * Why: a line of the table is not a mountinfo line. `line` is 1-based;
  * `field` names the field that was wrong (`mount id`, `device`, `root`,
  * `optional field`, `separator`, ...) and `value`, when the line has that
@@ -133,7 +125,8 @@ const failure = (path: string, reason: MountInfoError["reason"]): MountInfoError
 const DefaultPath = DefaultMountInfo
 
 /**
- * Parses a whole table. Blank lines are skipped (a table ends with a newline,
+ * Parses a whole table, its entries in the kernel's order (parents before
+ * children, older before newer). Blank lines are skipped (a table ends with a newline,
  * or not). A carriage return just before a newline, or at the very end, is a
  * CRLF line end (a table saved on another system), not part of the super
  * options; {@link render} escapes a CR of a field, so none is lost. Every
@@ -164,14 +157,13 @@ const DefaultPath = DefaultMountInfo
  * @since 0.1.0
  * @category operations
  */
-export const parse: (text: string, path?: string) => Effect.Effect<MountTable, MountInfoError> = Effect.fn(
-  "MountInfo.parse"
-)(function* (text: string, path: string = DefaultPath) {
-  const scanned = scan(text)
-  if ("table" in scanned) return scanned.table
-  const { line, field, value, detail } = scanned.problem
-  return yield* failure(path, new Malformed({ line, field, ...(value === undefined ? {} : { value }), detail }))
-})
+export const parse: (text: string, path?: string) => Effect.Effect<ReadonlyArray<MountEntry>, MountInfoError> =
+  Effect.fn("MountInfo.parse")(function* (text: string, path: string = DefaultPath) {
+    const scanned = scan(text)
+    if ("table" in scanned) return scanned.table
+    const { line, field, value, detail } = scanned.problem
+    return yield* failure(path, new Malformed({ line, field, ...(value === undefined ? {} : { value }), detail }))
+  })
 
 // An optional field that is "-" would read as the separator.
 const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField(s))
@@ -185,7 +177,7 @@ const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField
  * @since 0.1.0
  * @category operations
  */
-export const render = (entries: MountTable): string => {
+export const render = (entries: ReadonlyArray<MountEntry>): string => {
   let out = ""
   for (const e of entries) {
     let optional = ""

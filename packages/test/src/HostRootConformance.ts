@@ -232,7 +232,7 @@ const isInputError = (e: { readonly _tag: string; readonly reason?: unknown }): 
   (e._tag === "SnapshotError" &&
     ["InvalidPath", "PathOutsideRoot"].includes(String((e.reason as { readonly _tag?: unknown } | undefined)?._tag)))
 
-const mountsIn = (table: MountInfo.MountTable, dir: string) =>
+const mountsIn = (table: ReadonlyArray<MountInfo.MountEntry>, dir: string) =>
   table.filter((e) => Lexical.isWithin(dir, Lexical.clean(e.mountPoint)))
 
 /**
@@ -285,7 +285,7 @@ export const suite = (
         const rel = (p: string) => (p === s.sandbox ? "" : p.slice(s.sandbox.length + 1))
         const inside = (k: string) => isUnder(rel(canonical ?? "/nowhere"), k) || isUnder("snapshots", k)
         assert.deepStrictEqual(differences(treeBefore, treeAfter, inside), [], `${what}: changed outside the root`)
-        const outsideIds = (t: MountInfo.MountTable) =>
+        const outsideIds = (t: ReadonlyArray<MountInfo.MountEntry>) =>
           t.filter((e) => !Lexical.isWithin(canonical ?? "/nowhere", Lexical.clean(e.mountPoint))).map((e) => e.id)
         assert.deepStrictEqual(outsideIds(mountsAfter), outsideIds(mountsBefore), `${what}: unmounted outside the root`)
         return result._tag

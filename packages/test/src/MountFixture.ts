@@ -61,7 +61,7 @@ export interface MountFixture {
   /** The path of the mount table the code under test reads. */
   readonly mountInfo: string
   /** The current mount table. */
-  readonly table: Effect.Effect<MountInfo.MountTable>
+  readonly table: Effect.Effect<ReadonlyArray<MountInfo.MountEntry>>
 }
 
 /**

@@ -13,7 +13,7 @@ import * as DryRunFiles from "@hostnode/test/internal/dryrun/fileSystem"
 import { Effect, FileSystem, Layer, Ref } from "effect"
 
 /** The top mount at `path` as a `Mounter` target. */
-const targetAt = (table: MountInfo.MountTable, path: string): Programs.Target => {
+const targetAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): Programs.Target => {
   const top = table.filter((e) => e.mountPoint === path).sort((a, b) => b.id - a.id)[0]
   return { path, mountId: top?.id ?? -1, tablePath: path }
 }

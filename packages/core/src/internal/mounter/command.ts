@@ -50,7 +50,7 @@ const chunk = (targets: ReadonlyArray<string>, maxBytes: number): Array<Array<st
   return out
 }
 
-const countByMountPoint = (table: MountInfo.MountTable): Map<string, number> => {
+const countByMountPoint = (table: ReadonlyArray<MountInfo.MountEntry>): Map<string, number> => {
   const m = new Map<string, number>()
   for (const e of table) m.set(e.mountPoint, (m.get(e.mountPoint) ?? 0) + 1)
   return m

@@ -112,14 +112,14 @@ export const layerDirectoriesWith = (
 
       // The mount table, read once (when a path of the overlay first needs a mount id); what the
       // dry run detached since is taken out of it each time.
-      let table: MountInfo.MountTable | undefined
+      let table: ReadonlyArray<MountInfo.MountEntry> | undefined
       const readTable = Effect.map(
         Effect.suspend(() =>
           table !== undefined
             ? Effect.succeed(table)
             : fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
                 Effect.flatMap((text) => MountInfo.parse(text)),
-                Effect.orElseSucceed((): MountInfo.MountTable => []),
+                Effect.orElseSucceed((): ReadonlyArray<MountInfo.MountEntry> => []),
                 Effect.tap((entries) =>
                   Effect.sync(() => {
                     table = entries

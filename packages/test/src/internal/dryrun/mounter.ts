@@ -49,7 +49,7 @@ export const layerMounterWith = (
       const table = fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
         Effect.flatMap((text) => MountInfo.parse(text)),
         Effect.map((t) => withoutDetached(t, plan.detached, plan.detachedAs)),
-        Effect.orElseSucceed((): MountInfo.MountTable => [])
+        Effect.orElseSucceed((): ReadonlyArray<MountInfo.MountEntry> => [])
       )
       /** The full path (this process's) of a table path. */
       const fullOf = (tablePath: string) => Lexical.join(tableRoot, tablePath)
@@ -58,7 +58,12 @@ export const layerMounterWith = (
        * mount of a stack, else the directory (or file) of the mount it sits in,
        * which the dry run presents empty.
        */
-      const uncover = (entries: MountInfo.MountTable, gone: ReadonlySet<number>, tablePath: string, file: boolean) => {
+      const uncover = (
+        entries: ReadonlyArray<MountInfo.MountEntry>,
+        gone: ReadonlySet<number>,
+        tablePath: string,
+        file: boolean
+      ) => {
         const full = fullOf(tablePath)
         for (const point of plan.uncovered.keys())
           if (point !== full && Lexical.covers(full, point)) {

@@ -433,7 +433,7 @@ export const mountTests = (
     Effect.gen(function* () {
       const fx = yield* MountFixture
       const l = yield* buildKubeletLayout
-      const ids = (t: MountInfo.MountTable) => t.map((e) => e.id)
+      const ids = (t: ReadonlyArray<MountInfo.MountEntry>) => t.map((e) => e.id)
       const before = yield* fx.table
       for (const prefixes of [["/"], ["/var/lib/kubelet/pods/../../../.."]]) {
         const e = yield* Effect.flip(
