@@ -104,23 +104,6 @@ export const verify: (
   verifyTarget
 
 /**
- * Options of {@link layerCommand}.
- *
- * @since 0.3.0
- * @category models
- */
-export interface CommandOptions {
-  /**
-   * The mount table of the namespace the spawner's commands run in, read to
-   * tell which targets were unmounted (default `/proc/self/mountinfo`; for a
-   * spawner wrapped with `nsenter -t PID`, `/proc/PID/mountinfo`).
-   */
-  readonly mountInfo?: string | undefined
-  /** Most bytes of target arguments per `umount` process (default 64 KiB, far below ARG_MAX). */
-  readonly maxArgBytes?: number | undefined
-}
-
-/**
  * The `Mounter` that runs `umount [-l] -c -- targets...` through the
  * `ChildProcessSpawner` in context, many targets per process, in the
  * namespace the spawner's commands run in. It is for a host where the
@@ -149,9 +132,16 @@ export interface CommandOptions {
  * @since 0.3.0
  * @category layers
  */
-export const layerCommand = (
-  options?: CommandOptions
-): Layer.Layer<
+export const layerCommand = (options?: {
+  /**
+   * The mount table of the namespace the spawner's commands run in, read to
+   * tell which targets were unmounted (default `/proc/self/mountinfo`; for a
+   * spawner wrapped with `nsenter -t PID`, `/proc/PID/mountinfo`).
+   */
+  readonly mountInfo?: string | undefined
+  /** Most bytes of target arguments per `umount` process (default 64 KiB, far below ARG_MAX). */
+  readonly maxArgBytes?: number | undefined
+}): Layer.Layer<
   Mounter,
   never,
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories

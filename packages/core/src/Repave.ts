@@ -341,7 +341,7 @@ export const teardownKubeletDir: (
       options?.prefixes === undefined
         ? yield* Effect.scoped(
             Effect.map(
-              Effect.flatMap(SafeRemove.open(root), (s) => s.children(KubeletPodsDir)),
+              Effect.flatMap(SafeRemove.session({ hostRoot: root }), (s) => s.children(KubeletPodsDir)),
               (c) => ({
                 prefixes: c.names.map((n) => `${KubeletPodsDir}/${n}`),
                 kept: c.kept
@@ -382,7 +382,9 @@ export const teardownKubeletDir: (
       yield* Reports.logKept(k)
     }
     // The table is read again now: the unmounts changed it.
-    const removal = yield* Effect.scoped(Effect.flatMap(SafeRemove.open(root), (s) => s.remove(toRemove)))
+    const removal = yield* Effect.scoped(
+      Effect.flatMap(SafeRemove.session({ hostRoot: root }), (s) => s.remove(toRemove))
+    )
     const report = Reports.merge(Reports.keptOnly(kept), removal)
     yield* Effect.logInfo("kubelet pod directories torn down").pipe(
       Effect.annotateLogs({

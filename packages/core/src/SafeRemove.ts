@@ -169,25 +169,8 @@ export interface Session {
   readonly removeAt: (dir: Directory.Handle, name: FileName.Bytes, path: string) => Effect.Effect<Report>
 }
 
-/**
- * Opens a session on `root`: reads and indexes its mount table and opens the
- * root's handle, then checks that the table lists the mount the root is on.
- * An unreadable, malformed or foreign table fails here, before anything is
- * removed. A caller that holds a handle on the root already (its path must be
- * `root.path`) passes it as `handle`: the session uses it instead of opening
- * the root again, so the root's path is trusted once.
- *
- * @since 0.1.0
- * @category operations
- */
-export const open: (
-  root: HostPath.HostRoot,
-  options?: { readonly handle?: Directory.Handle | undefined }
-) => Effect.Effect<
-  Session,
-  MountInfo.MountInfoError | HostPath.HostPathError,
-  FileSystem.FileSystem | Directory.Directories | Scope.Scope
-> = Effect.fn("SafeRemove.open")(function* (root, options) {
+// A session on a decoded root (see `session`).
+const open = Effect.fnUntraced(function* (root: HostPath.HostRoot, handle: Directory.Handle | undefined) {
   const dirs = yield* Directory.Directories
   const table = yield* whileThere(root, MountInfo.read(root.mountInfo))
   const unusable = (e: Directory.DirectoryError) =>
@@ -195,7 +178,7 @@ export const open: (
       reason: e.reason._tag === "Gone" ? e.reason : new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
       root: root.given
     })
-  const rootHandle = options?.handle ?? (yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable)))
+  const rootHandle = handle ?? (yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable)))
   const rootStat = yield* dirs.stat(rootHandle).pipe(Effect.mapError(unusable))
   if (!table.some((e) => e.id === rootStat.mountId)) {
     return yield* new MountInfo.MountInfoError({
@@ -216,19 +199,26 @@ export const open: (
 })
 
 /**
- * Decodes the host root of `options` and opens a session on it (see `HostPath.rootOf` and {@link open}).
+ * Opens a session on the host root of `options` (decoded with
+ * `HostPath.rootOf`; pass a decoded root as `hostRoot` to reuse it): reads
+ * and indexes its mount table and opens the root's handle, then checks that
+ * the table lists the mount the root is on. An unreadable, malformed or
+ * foreign table fails here, before anything is removed. A caller that holds a
+ * handle on the root already (its path must be the root's) passes it as
+ * `handle`: the session uses it instead of opening the root again, so the
+ * root's path is trusted once.
  *
  * @since 0.1.0
  * @category operations
  */
 export const session: (
-  options?: Options
+  options?: Options & { readonly handle?: Directory.Handle | undefined }
 ) => Effect.Effect<
   Session,
   HostPath.HostPathError | MountInfo.MountInfoError,
   FileSystem.FileSystem | Directory.Directories | Scope.Scope
-> = Effect.fn("SafeRemove.session")(function* (options?: Options) {
-  return yield* open(yield* HostPath.rootOf(options))
+> = Effect.fn("SafeRemove.session")(function* (options?: Options & { readonly handle?: Directory.Handle | undefined }) {
+  return yield* open(yield* HostPath.rootOf(options), options?.handle)
 })
 
 /**

@@ -77,7 +77,7 @@ export const layer: Layer.Layer<Mounter.Mounter, MounterUnavailable> = Layer.eff
  * @since 0.1.0
  */
 export const layerCommand: (
-  options?: Mounter.CommandOptions
+  options?: Parameters<typeof Mounter.layerCommand>[0]
 ) => Layer.Layer<
   Mounter.Mounter,
   never,
@@ -91,7 +91,7 @@ export const layerCommand: (
  * @since 0.1.0
  */
 export const layerWithFallback = (
-  options?: Mounter.CommandOptions
+  options?: Parameters<typeof Mounter.layerCommand>[0]
 ): Layer.Layer<
   Mounter.Mounter,
   never,

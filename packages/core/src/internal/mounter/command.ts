@@ -57,7 +57,7 @@ const countByMountPoint = (table: ReadonlyArray<MountInfo.MountEntry>): Map<stri
 }
 
 /** The command-based `Mounter` (see `Mounter.layerCommand`). */
-export const commandMounter = Effect.fnUntraced(function* (options: Mounter.CommandOptions | undefined) {
+export const commandMounter = Effect.fnUntraced(function* (options: Parameters<typeof Mounter.layerCommand>[0]) {
   const context = yield* Effect.context<
     ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
   >()

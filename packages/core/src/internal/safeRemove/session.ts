@@ -4,7 +4,7 @@
  * followed) and handed to the walk (`./walk.ts`); a directory to empty or
  * list is opened from its parent's handle, or kept with its reason.
  *
- * Internal: `SafeRemove.open` returns {@link make}'s session.
+ * Internal: `SafeRemove.session` returns {@link make}'s session.
  *
  * @since 0.3.0
  */

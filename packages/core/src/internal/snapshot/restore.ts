@@ -674,7 +674,7 @@ export const restore = (ctx: Ctx, checked: Checked, data: Directory.File, snapsh
     const chain = yield* ctx.dirs.ancestors(snapshot).pipe(Effect.mapError(fromDirectory(ctx)))
     const absent = new Set(checked.manifest.entries.filter((e) => e.type === "Absent").map((e) => e.path))
     yield* checkOverlap(ctx, root, checked.manifest.paths, chain, { below: true, absent })
-    const session = yield* SafeRemove.open(ctx.root, { handle: root }).pipe(
+    const session = yield* SafeRemove.session({ hostRoot: ctx.root, handle: root }).pipe(
       provide(ctx),
       Effect.mapError((e) =>
         error(ctx, new Failure({ _tag: "Io", detail: `the host root's mounts cannot be read: ${e.message}` }))

@@ -231,7 +231,7 @@ export const openSnapshot = (ctx: Ctx, parent: Directory.Handle) =>
 /** A removal session below the snapshot's parent, on its open handle. */
 const parentSession = (ctx: Ctx, parent: Directory.Handle) =>
   HostPath.decodeRoot(ctx.parentPath).pipe(
-    Effect.flatMap((root) => SafeRemove.open(root, { handle: parent })),
+    Effect.flatMap((root) => SafeRemove.session({ hostRoot: root, handle: parent })),
     provide(ctx),
     Effect.mapError((e) =>
       error(
