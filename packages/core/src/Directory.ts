@@ -15,7 +15,6 @@
  */
 import { Context, type Effect, type Scope } from "effect"
 import type { DirectoryError } from "./DirectoryError.ts"
-import type * as FileName from "./FileName.ts"
 import type { HandleTypeId } from "./internal/directory/handle.ts"
 import { derive } from "./internal/directory/resolve.ts"
 import type { Identity, Program } from "./internal/programs/ops.ts"
@@ -37,7 +36,7 @@ export * from "./DirectoryError.ts"
  * @category models
  */
 export interface Entry {
-  readonly name: FileName.Bytes
+  readonly name: Uint8Array
   readonly type: Stat["type"]
 }
 
@@ -146,7 +145,7 @@ export interface Primitives {
    */
   readonly openDirectory: (
     dir: Handle,
-    name: FileName.Bytes,
+    name: Uint8Array,
     options?: { readonly sameMount?: boolean | undefined }
   ) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
   /**
@@ -159,15 +158,15 @@ export interface Primitives {
   /** The running process's effective ids and pid. */
   readonly credentials: Effect.Effect<Credentials>
   /** Holds the node `name` of `dir` (`O_PATH | O_NOFOLLOW`): a mount point held so is the mount's root. */
-  readonly openPath: (dir: Handle, name: FileName.Bytes) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
+  readonly openPath: (dir: Handle, name: Uint8Array) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
   readonly list: (dir: Handle) => Effect.Effect<ReadonlyArray<Entry>, DirectoryError>
   /** Stats `name` in `dir` without following it, or `dir` itself. */
-  readonly stat: (dir: Handle, name?: FileName.Bytes) => Effect.Effect<Stat, DirectoryError>
-  readonly readLink: (dir: Handle, name: FileName.Bytes) => Effect.Effect<FileName.Bytes, DirectoryError>
+  readonly stat: (dir: Handle, name?: Uint8Array) => Effect.Effect<Stat, DirectoryError>
+  readonly readLink: (dir: Handle, name: Uint8Array) => Effect.Effect<Uint8Array, DirectoryError>
   /** Removes the name: a file, link or other non-directory; with `directory`, an empty directory. */
   readonly unlink: (
     dir: Handle,
-    name: FileName.Bytes,
+    name: Uint8Array,
     options?: { readonly directory?: boolean | undefined }
   ) => Effect.Effect<void, DirectoryError>
   /**
@@ -177,26 +176,22 @@ export interface Primitives {
    * this); otherwise {@link make} derives it from `unlink`.
    */
   readonly unlinkAll?:
-    | ((dir: Handle, names: ReadonlyArray<FileName.Bytes>) => Effect.Effect<ReadonlyArray<DirectoryError | undefined>>)
+    | ((dir: Handle, names: ReadonlyArray<Uint8Array>) => Effect.Effect<ReadonlyArray<DirectoryError | undefined>>)
     | undefined
-  readonly makeDirectory: (
-    dir: Handle,
-    name: FileName.Bytes,
-    permissions: number
-  ) => Effect.Effect<void, DirectoryError>
-  readonly symlink: (dir: Handle, name: FileName.Bytes, target: FileName.Bytes) => Effect.Effect<void, DirectoryError>
+  readonly makeDirectory: (dir: Handle, name: Uint8Array, permissions: number) => Effect.Effect<void, DirectoryError>
+  readonly symlink: (dir: Handle, name: Uint8Array, target: Uint8Array) => Effect.Effect<void, DirectoryError>
   /** Renames within or between handles; `noReplace` refuses an existing target (`Exists`). */
   readonly rename: (
     from: Handle,
-    fromName: FileName.Bytes,
+    fromName: Uint8Array,
     to: Handle,
-    toName: FileName.Bytes,
+    toName: Uint8Array,
     options?: { readonly noReplace?: boolean | undefined }
   ) => Effect.Effect<void, DirectoryError>
   /** Changes the owner of `name` in `dir` without following it (a link's own owner), or of `dir` itself. */
   readonly chown: (
     dir: Handle,
-    name: FileName.Bytes | undefined,
+    name: Uint8Array | undefined,
     uid: number,
     gid: number
   ) => Effect.Effect<void, DirectoryError>
@@ -209,7 +204,7 @@ export interface Primitives {
    */
   readonly openFile: (
     dir: Handle,
-    name: FileName.Bytes,
+    name: Uint8Array,
     options:
       | { readonly mode: "read" }
       | { readonly mode: "write" }
@@ -238,7 +233,7 @@ export interface Primitives {
   readonly resolveDirectory?:
     | ((
         root: Handle,
-        components: ReadonlyArray<FileName.Bytes>,
+        components: ReadonlyArray<Uint8Array>,
         options: { readonly noSymlinks: boolean }
       ) => Effect.Effect<{ readonly handle: Handle; readonly path: string } | undefined, DirectoryError, Scope.Scope>)
     | undefined /**
@@ -247,7 +242,7 @@ export interface Primitives {
    * fresh attributes (`statx(AT_STATX_DONT_SYNC)`), so a dead file system is
    * never asked. Optional: {@link make} derives it from `stat`.
    */
-  readonly identify?: ((dir: Handle, name?: FileName.Bytes) => Effect.Effect<Identity, DirectoryError>) | undefined
+  readonly identify?: ((dir: Handle, name?: Uint8Array) => Effect.Effect<Identity, DirectoryError>) | undefined
   /**
    * Holds the node at `components` below `root` (`openat2(RESOLVE_BENEATH |
    * RESOLVE_NO_SYMLINKS)` with `O_PATH`): a link anywhere is `SymbolicLink`,
@@ -257,7 +252,7 @@ export interface Primitives {
   readonly openBeneath?:
     | ((
         root: Handle,
-        components: ReadonlyArray<FileName.Bytes>
+        components: ReadonlyArray<Uint8Array>
       ) => Effect.Effect<{ readonly handle: Handle; readonly identity: Identity }, DirectoryError, Scope.Scope>)
     | undefined
   /**
@@ -266,7 +261,7 @@ export interface Primitives {
    * runs the same program over the primitives.
    */
   readonly removeTree?:
-    | ((dir: Handle, name: FileName.Bytes, path: string, options?: RemoveTreeOptions) => Effect.Effect<RemoveResult>)
+    | ((dir: Handle, name: Uint8Array, path: string, options?: RemoveTreeOptions) => Effect.Effect<RemoveResult>)
     | undefined
   /**
    * The batches: each does what its primitives would, one after the other,
@@ -308,7 +303,7 @@ export interface Primitives {
         to: File,
         at: number,
         dir: Handle,
-        names: ReadonlyArray<FileName.Bytes>,
+        names: ReadonlyArray<Uint8Array>,
         maxBytes: number
       ) => Effect.Effect<ReadonlyArray<AppendedFile | DirectoryError>, DirectoryError>)
     | undefined
@@ -339,7 +334,7 @@ export interface Directories
    */
   readonly statAll: (
     dir: Handle,
-    names: ReadonlyArray<FileName.Bytes>
+    names: ReadonlyArray<Uint8Array>
   ) => Effect.Effect<ReadonlyArray<Stat | DirectoryError>>
   /**
    * Reads the regular files `names` of `dir` whole, as `openFile` (read)
@@ -352,7 +347,7 @@ export interface Directories
    */
   readonly readFiles: (
     dir: Handle,
-    names: ReadonlyArray<FileName.Bytes>,
+    names: ReadonlyArray<Uint8Array>,
     maxBytes: number
   ) => Effect.Effect<ReadonlyArray<ReadFile | DirectoryError>>
   /**
@@ -365,11 +360,11 @@ export interface Directories
   /** Renames each of `moves`, in order (as `rename` without `noReplace`); stops at the first that fails. */
   readonly renameAll: (moves: ReadonlyArray<Move>) => Effect.Effect<BatchResult>
   /** The identity of `name` in `dir`, or of `dir`, without asking the file system (see `Primitives.identify`). */
-  readonly identify: (dir: Handle, name?: FileName.Bytes) => Effect.Effect<Identity, DirectoryError>
+  readonly identify: (dir: Handle, name?: Uint8Array) => Effect.Effect<Identity, DirectoryError>
   /** Holds the node at `components` below `root`, no link followed (see `Primitives.openBeneath`). */
   readonly openBeneath: (
     root: Handle,
-    components: ReadonlyArray<FileName.Bytes>
+    components: ReadonlyArray<Uint8Array>
   ) => Effect.Effect<{ readonly handle: Handle; readonly identity: Identity }, DirectoryError, Scope.Scope>
   /**
    * Removes `name` of `dir` (full path `path`) with the removal walk
@@ -379,7 +374,7 @@ export interface Directories
    */
   readonly removeTree: (
     dir: Handle,
-    name: FileName.Bytes,
+    name: Uint8Array,
     path: string,
     options?: RemoveTreeOptions
   ) => Effect.Effect<RemoveResult>
@@ -388,7 +383,7 @@ export interface Directories
   /** Unlinks each of `names` in `dir`, in order; for each, its error or `undefined` when it was removed. */
   readonly unlinkAll: (
     dir: Handle,
-    names: ReadonlyArray<FileName.Bytes>
+    names: ReadonlyArray<Uint8Array>
   ) => Effect.Effect<ReadonlyArray<DirectoryError | undefined>>
   /**
    * Resolves the host path `path` below `root` as though `root` were `/`:
@@ -425,7 +420,7 @@ export interface Directories
       /** The directory holding the final component, or the resolved directory itself when `name` is undefined. */
       readonly parent: Handle
       /** The final component as bytes; undefined when the path resolved to a directory through `.`, `..` or `/`. */
-      readonly name: FileName.Bytes | undefined
+      readonly name: Uint8Array | undefined
       /** Where it resolved, as a path below the root (lossless string form, `/` for the root itself). */
       readonly path: string
     },

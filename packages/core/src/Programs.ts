@@ -14,7 +14,6 @@
 
 import type { Handle, Stat } from "./Directory.ts"
 import type { DirectoryError } from "./DirectoryError.ts"
-import type * as FileName from "./FileName.ts"
 import type { Limits } from "./internal/programs/removeTree.ts"
 
 /**
@@ -266,7 +265,7 @@ export interface AppendedFile {
  */
 export interface CopyFile {
   readonly dir: Handle
-  readonly name: FileName.Bytes
+  readonly name: Uint8Array
   readonly permissions: number
   readonly offset: number
   readonly size: number
@@ -309,9 +308,9 @@ export interface BatchResult {
  */
 export interface Move {
   readonly from: Handle
-  readonly fromName: FileName.Bytes
+  readonly fromName: Uint8Array
   readonly to: Handle
-  readonly toName: FileName.Bytes
+  readonly toName: Uint8Array
 }
 
 /**

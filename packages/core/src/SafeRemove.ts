@@ -17,7 +17,6 @@
 import { Effect, type FileSystem, LogLevel, References, Schema, type Scope } from "effect"
 import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
-import type * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Track from "./internal/metrics.ts"
@@ -166,7 +165,7 @@ export interface Session {
    * the report. Nothing is resolved: code that walks a tree by handles (a
    * snapshot's restore) removes what is in the way without a path lookup.
    */
-  readonly removeAt: (dir: Directory.Handle, name: FileName.Bytes, path: string) => Effect.Effect<Report>
+  readonly removeAt: (dir: Directory.Handle, name: Uint8Array, path: string) => Effect.Effect<Report>
 }
 
 // A session on a decoded root (see `session`).

@@ -36,11 +36,7 @@ interface Held {
 }
 
 /** Why a path cannot be resolved at all, before anything is looked at: too long, a component too long, a NUL byte. */
-const pathProblem = (
-  path: string,
-  bytes: FileName.Bytes,
-  names: ReadonlyArray<FileName.Bytes>
-): DirectoryError | undefined => {
+const pathProblem = (path: string, bytes: Uint8Array, names: ReadonlyArray<Uint8Array>): DirectoryError | undefined => {
   const invalid = (errno: string, detail: string) =>
     fail(new SystemError({ _tag: "InvalidName", errno, detail }), "resolve", path)
   if (bytes.includes(0)) return invalid("EINVAL", "the path contains a NUL byte")
@@ -61,7 +57,7 @@ const notADirectory = (path: string) =>
 const walk = (
   p: Primitives,
   start: ReadonlyArray<Held>,
-  names: ReadonlyArray<FileName.Bytes>,
+  names: ReadonlyArray<Uint8Array>,
   options: NonNullable<Parameters<Directories["resolve"]>[2]>,
   trailingSlash: boolean
 ): ReturnType<Directories["resolve"]> =>
@@ -76,7 +72,7 @@ const walk = (
     let retries = 0
     const top = () => stack[stack.length - 1] as Held
     while (pending.length > 0) {
-      const c = pending.shift() as FileName.Bytes
+      const c = pending.shift() as Uint8Array
       if (isDot(c)) continue
       if (isDotDot(c)) {
         // As RESOLVE_BENEATH: back up the directories walked, never above the root.

@@ -117,7 +117,7 @@ export const removeTop = (
   r: Removal,
   acc: Acc,
   dir: Directory.Handle,
-  name: FileName.Bytes,
+  name: Uint8Array,
   path: string
 ): Effect.Effect<boolean> =>
   Effect.gen(function* () {

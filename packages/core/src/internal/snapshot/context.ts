@@ -91,10 +91,10 @@ export const isHostPath = (p: string): boolean =>
 export const baseOf = (p: string): string => p.slice(p.lastIndexOf("/") + 1)
 
 /** The last component of a host path as bytes. */
-export const nameOf = (p: string): FileName.Bytes => FileName.encode(baseOf(p))
+export const nameOf = (p: string): Uint8Array => FileName.encode(baseOf(p))
 
 /** `name` below the host path `parent`, in the lossless string form. */
-export const childOf = (parent: string, name: FileName.Bytes): string => Names.childPath(parent, name)
+export const childOf = (parent: string, name: Uint8Array): string => Names.childPath(parent, name)
 
 /** True when `ancestor` is strictly above `p`. */
 export const isBelow = (ancestor: string, p: string): boolean => ancestor !== p && Lexical.covers(ancestor, p)

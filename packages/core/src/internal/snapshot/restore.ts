@@ -151,7 +151,7 @@ interface Leaf {
   readonly entry: FileEntry | SymlinkEntry
   readonly index: number
   readonly parent: Directory.Handle
-  readonly name: FileName.Bytes
+  readonly name: Uint8Array
   /** Where the leaf is, as a path below the root. */
   readonly below: string
   readonly top: boolean
@@ -195,7 +195,7 @@ const onDevice = (s: State, h: Directory.Handle) =>
 const removeTree = (
   s: State,
   dir: Directory.Handle,
-  name: FileName.Bytes,
+  name: Uint8Array,
   path: string,
   below: string
 ): Effect.Effect<void, SnapshotError> =>
@@ -246,7 +246,7 @@ const parentOf = (s: State, path: string) =>
   })
 
 /** Stat of `name` in `dir`, `undefined` when there is nothing there. */
-const statOf = (ctx: Ctx, dir: Directory.Handle, name: FileName.Bytes, path: string) =>
+const statOf = (ctx: Ctx, dir: Directory.Handle, name: Uint8Array, path: string) =>
   Effect.flatMap(Effect.result(ctx.dirs.stat(dir, name)), (r) =>
     r._tag === "Success"
       ? Effect.succeed<Directory.Stat | undefined>(r.success)
@@ -262,7 +262,7 @@ const structure = (s: State) =>
     for (const [index, e] of checked.manifest.entries.entries()) {
       const top = checked.topLevel.has(e.path)
       let parent: Place
-      let name: FileName.Bytes
+      let name: Uint8Array
       if (top) {
         const r = yield* Effect.result(ctx.dirs.resolve(s.root, e.path, { followFinal: false }))
         if (r._tag === "Success") {
@@ -339,7 +339,7 @@ const structure = (s: State) =>
           s.directories.push({ path: e.path, place })
           const wanted = checked.children.get(e.path) ?? new Set<string>()
           const listed = yield* ctx.dirs.list(handle).pipe(Effect.mapError(fromDirectory(ctx, e.path)))
-          const present: Array<FileName.Bytes> = []
+          const present: Array<Uint8Array> = []
           const here = new Set<string>()
           for (const entry of listed) {
             const n = FileName.decode(entry.name)
@@ -452,8 +452,8 @@ const stage = (s: State, r: Reader) =>
     const { ctx, checked } = s
     const compare = new Uint8Array(WindowBytes + 4)
     const same = yield* unchangedInBatches(s)
-    const staged: Array<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }> = []
-    const copies: Array<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: FileName.Bytes }> = []
+    const staged: Array<{ readonly leaf: Leaf; readonly tmp: Uint8Array }> = []
+    const copies: Array<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: Uint8Array }> = []
     for (const leaf of s.leaves) {
       const e = leaf.entry
       const c = leaf.current
@@ -501,7 +501,7 @@ const CopyBatch = { files: 1024, bytes: 32 * 1024 * 1024 }
 const writeTemps = (
   s: State,
   r: Reader,
-  copies: ReadonlyArray<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: FileName.Bytes }>
+  copies: ReadonlyArray<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: Uint8Array }>
 ) =>
   Effect.gen(function* () {
     const { ctx } = s
@@ -616,7 +616,7 @@ const syncAll = (s: State) =>
   })
 
 /** Step 4: the staged files durable as one batch, then renamed over their targets. */
-const commit = (s: State, staged: ReadonlyArray<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }>) =>
+const commit = (s: State, staged: ReadonlyArray<{ readonly leaf: Leaf; readonly tmp: Uint8Array }>) =>
   Effect.gen(function* () {
     if (staged.length === 0) return
     yield* syncAll(s)

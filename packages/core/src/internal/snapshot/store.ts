@@ -33,7 +33,7 @@ const bytes = FileName.encode
 /** A directory a take made on the way to its snapshot's parent: removed again (when still empty) if the take fails. */
 export interface Made {
   readonly parent: Directory.Handle
-  readonly name: FileName.Bytes
+  readonly name: Uint8Array
 }
 
 /**

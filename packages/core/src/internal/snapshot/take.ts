@@ -110,7 +110,7 @@ interface Walk {
 const record = (
   walk: Walk,
   dir: Directory.Handle,
-  name: FileName.Bytes,
+  name: Uint8Array,
   path: string,
   st: Directory.Stat,
   top: boolean
@@ -200,7 +200,7 @@ const record = (
         }
         // What the last batch read, by name: a run of small files next to each other in the walk's order, so
         // nothing else goes to `data` between them (appended by the layer, they are there already, in order).
-        const read = new Map<FileName.Bytes, Programs.ReadFile | Programs.AppendedFile | Directory.DirectoryError>()
+        const read = new Map<Uint8Array, Programs.ReadFile | Programs.AppendedFile | Directory.DirectoryError>()
         for (const [i, entry] of names.entries()) {
           const child = childOf(path, entry.name)
           const cst = stats[i] as Directory.Stat | Directory.DirectoryError

@@ -239,7 +239,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       [[path, name]],
       () =>
         call("readLink", [dir], ([fd]) => [fd, name], "readlinkat", path) as Effect.Effect<
-          FileName.Bytes,
+          Uint8Array,
           Directory.DirectoryError
         >
     )

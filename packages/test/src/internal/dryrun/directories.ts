@@ -289,7 +289,7 @@ export const layerDirectoriesWith = (
       /** `name` of `dir` (or `dir`) answered by the real layer when the host's node is there, else by the overlay. */
       const route = <A>(
         dirIn: Directory.Handle,
-        name: FileName.Bytes | undefined,
+        name: Uint8Array | undefined,
         viaReal: (up: Directory.Handle) => Effect.Effect<A, Directory.DirectoryError>,
         viaOverlay: (full: string) => Effect.Effect<A, Directory.DirectoryError>
       ): Effect.Effect<A, Directory.DirectoryError> =>
@@ -311,7 +311,7 @@ export const layerDirectoriesWith = (
           (full) => overlayStat(full, "statx")
         )
 
-      const identify = (dir: Directory.Handle, name?: FileName.Bytes) =>
+      const identify = (dir: Directory.Handle, name?: Uint8Array) =>
         route(
           dir,
           name,
