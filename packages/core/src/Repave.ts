@@ -70,7 +70,7 @@ const keptText = (path: string, reason: string, detail: string): string =>
 
 /**
  * Why a reset could not remove everything: the first path kept (`path`), told
- * by its `_tag`, a `SafeRemove.KeptReason`:
+ * by its `_tag`, a `SafeRemove.Kept["reason"]`:
  * - `MountBelow`: a mount at or below it (`mountPoint`, when the table shows it);
  * - `MountSourceBelow`: the source of a mount (`mountPoint`) lies at or below it;
  * - `OtherFileSystem`: it is on another mount than its directory, one the table
@@ -109,7 +109,7 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/Repave/Failur
  * A reset that could not remove everything it must: a mount inside the CNI
  * configuration directory, a symlink where the pki directory should be, a file
  * the file system refused to remove. `reason` is that of the first path kept
- * (its tag is the `SafeRemove.KeptReason`, its fields that path's); `kept` lists each with its reason and `removed` what did go,
+ * (its tag is the `SafeRemove.Kept["reason"]`, its fields that path's); `kept` lists each with its reason and `removed` what did go,
  * so a person can see what state the host is in. Running the reset again
  * after fixing the cause finishes it.
  *
