@@ -67,7 +67,8 @@ export type MountEntry = typeof MountEntry.Type
  * @since 0.3.0
  * @category errors
  */
-export class Malformed extends Schema.TaggedError<Malformed>()("Malformed", {
+export class Malformed extends Schema.Error<Malformed>("@hostnode/core/MountInfo/Malformed")({
+  _tag: Schema.tag("Malformed"),
   line: Schema.Int,
   field: Schema.String,
   value: Schema.optionalKey(Schema.String),

@@ -35,7 +35,8 @@ import type { UnmountResult } from "./Programs.ts"
  * @since 0.3.0
  * @category errors
  */
-export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRemain", {
+export class MountsRemain extends Schema.Error<MountsRemain>("@hostnode/core/Unmount/MountsRemain")({
+  _tag: Schema.tag("MountsRemain"),
   /** Each mount still there, and the last reason its unmount gave. */
   remaining: Schema.Array(
     Schema.Struct({
@@ -68,7 +69,8 @@ export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRema
  * @since 0.4.0
  * @category errors
  */
-export class PeersOutsideRoot extends Schema.TaggedError<PeersOutsideRoot>()("PeersOutsideRoot", {
+export class PeersOutsideRoot extends Schema.Error<PeersOutsideRoot>("@hostnode/core/Unmount/PeersOutsideRoot")({
+  _tag: Schema.tag("PeersOutsideRoot"),
   /**
    * Mounts the kernel detaches (or, predicted, would detach) by propagation:
    * each a copy of a detached mount on a peer or slave of that mount's parent
