@@ -171,6 +171,16 @@ export const encode = (text: string): Uint8Array => {
  * as `\xNN` (`caf\xe9.txt`), control characters as `\xNN` too, everything
  * else as it is. For logs and reports; it is not meant to be decoded back.
  *
+ * @example
+ * ```ts
+ * import { FileName } from "@hostnode/core"
+ *
+ * // A name whose bytes are Latin-1, not UTF-8: its lossless string, and how a person reads it.
+ * const name = FileName.decode(new Uint8Array([0x63, 0x61, 0x66, 0xe9]))
+ * assert.strictEqual(FileName.display(name), "caf\\xe9")
+ * assert.deepStrictEqual([...FileName.encode(name)], [0x63, 0x61, 0x66, 0xe9])
+ * ```
+ *
  * @since 0.2.0
  * @category operations
  */

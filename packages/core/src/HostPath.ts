@@ -273,6 +273,19 @@ export interface Resolved {
  * false) and named as the mount table names it. Anything wrong is a
  * {@link HostPathError} naming the value, before the caller changes anything.
  *
+ * @example
+ * ```ts
+ * import { HostPath } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A prefix given by a caller: refused when it is empty, relative or the whole host.
+ * const program = Effect.gen(function* () {
+ *   const root = yield* HostPath.decodeRoot("/srv/node")
+ *   const prefix = yield* HostPath.decodePath(root, "/var/lib/kubelet/pods", { what: "prefix" })
+ *   return prefix.table
+ * })
+ * ```
+ *
  * @since 0.2.0
  * @category operations
  */

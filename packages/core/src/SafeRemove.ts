@@ -10,7 +10,6 @@
  * - A path with a mount, or a mount's source, at or below it is kept whole and
  *   reported with the mount that keeps it; a concurrent writer can make a
  *   removal keep more, never reach outside. Missing is success.
- * The rules in full: `docs/design/safe-remove.md`.
  *
  * @since 0.1.0
  */
@@ -261,6 +260,14 @@ export const remove: (
  * `options.select` picks) under the rules of {@link remove}; the directory
  * itself stays. A symlink at `dir` is not followed (`NotADirectory`); a mount
  * on `dir` keeps it whole.
+ *
+ * @example
+ * ```ts
+ * import { Paths, SafeRemove } from "@hostnode/core"
+ *
+ * // The CNI configurations go, the directory stays; a link in its place is replaced by an empty directory.
+ * const program = SafeRemove.empty(Paths.Node.CniConfDir, { replaceNonDirectory: true, deadline: "30 seconds" })
+ * ```
  *
  * @since 0.1.0
  * @category operations
