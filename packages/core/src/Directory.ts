@@ -351,7 +351,7 @@ export interface Directories
     maxBytes: number
   ) => Effect.Effect<ReadonlyArray<ReadFile | DirectoryError>>
   /**
-   * Makes each of `files` (see {@link CopyFile}) from the bytes of the open
+   * Makes each of `files` (see `Programs.CopyFile`) from the bytes of the open
    * file `from`, in order, each closed when done; stops at the first that
    * fails (it stays as far as it got). A source that ends before a file's
    * bytes is an error of that file.

@@ -131,7 +131,7 @@ const DefaultPath = DefaultMountInfo
  * or not). A carriage return just before a newline, or at the very end, is a
  * CRLF line end (a table saved on another system), not part of the super
  * options; {@link render} escapes a CR of a field, so none is lost. Every
- * string field is decoded ({@link unescapeField}); a backslash that starts no
+ * string field is decoded (each escape `\NNN` is one byte); a backslash that starts no
  * escape fails the line, except in the super options, which file systems
  * write themselves and not always escaped (kept as a backslash there). Ids and
  * device numbers are decimal as the kernel writes them (no sign, no leading
