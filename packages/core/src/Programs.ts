@@ -3,11 +3,12 @@
  * one, the simulated host, the dry run): programs over directory handles,
  * written once and run by every layer (the removal walk, the verification of
  * a mount before it is detached), each a generator that yields one handle
- * operation (`Op`) and is given its outcome; and the pure tools layers share
- * (name limits, the lexical path algebra, the propagation prediction). A dry
- * run and a real run therefore take the same decisions. It loads nothing but
- * `FileName` (no Effect), so a helper process that imports it stays small;
- * agents use the operations built on it.
+ * operation (`Op`) and is given its outcome; the pure tools layers share
+ * (name limits, the lexical path algebra, the propagation prediction); and
+ * the models only a layer names (the `Directories` batches, a `Mounter`'s
+ * targets and results, `handle`). A dry run and a real run therefore take the
+ * same decisions. It loads nothing but `FileName` (no Effect), so a helper
+ * process that imports it stays small; agents use the operations built on it.
  *
  * @since 0.4.0
  */
