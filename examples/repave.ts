@@ -31,7 +31,7 @@ export const repave: (
   FileSystem.FileSystem | Directory.Directories | Mounter.Mounter
 > = Effect.fn("repave")(function* (node: NodeStart.NodeStart) {
   // Strictly below: the kubelet directory may itself be a mount; it stays.
-  yield* Unmount.unmountStrictlyBelow([Paths.KubeletDir])
+  yield* Unmount.unmountStrictlyBelow([Paths.Node.KubeletDir])
   const pods = yield* Repave.teardownKubeletDir()
   const cni = yield* Repave.resetCniState()
   const identity = yield* Repave.resetKubeletIdentity(node)

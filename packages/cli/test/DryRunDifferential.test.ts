@@ -291,7 +291,7 @@ interface Step {
 const under = (prefix: string, path: string) => path === prefix || path.startsWith(`${prefix}/`)
 
 /** The mounts the plan's steps take out of `before`, replayed in order. */
-const replayMounts = (before: MountInfo.MountTable, plan: ReadonlyArray<Step>): Set<number> => {
+const replayMounts = (before: ReadonlyArray<MountInfo.MountEntry>, plan: ReadonlyArray<Step>): Set<number> => {
   const live = new Map(before.map((e) => [e.id, e] as const))
   const gone = new Set<number>()
   const take = (id: number) => {

@@ -213,7 +213,10 @@ describe("the bundled hostnode executable", () => {
           Effect.map((out) => out.stdout)
         )
       const top = yield* help([])
-      assert.include(top, `Remove the CNI configuration (${Paths.CniConfDir}/*) and state (${Paths.CniStateDir})`)
+      assert.include(
+        top,
+        `Remove the CNI configuration (${Paths.Node.CniConfDir}/*) and state (${Paths.Node.CniStateDir})`
+      )
       assert.include(top, `Unmount and remove each pod's directory below ${Repave.KubeletPodsDir}`)
       assert.include(yield* help(["reset-kubelet-identity"]), `(default: ${NodeStart.DefaultBootstrapKubeconfig})`)
       const setup = yield* help(["localdns", "setup"])

@@ -57,7 +57,8 @@ export class Unavailable extends Schema.Error<Unavailable>("@hostnode/core/Confi
  * @since 0.3.0
  * @category errors
  */
-export class InvalidJson extends Schema.TaggedError<InvalidJson>()("InvalidJson", {
+export class InvalidJson extends Schema.Error<InvalidJson>("@hostnode/core/ConfigFile/InvalidJson")({
+  _tag: Schema.tag("InvalidJson"),
   file: Schema.optionalKey(Schema.String),
   issues: Schema.Array(FieldIssue)
 }) {
@@ -74,7 +75,8 @@ export class InvalidJson extends Schema.TaggedError<InvalidJson>()("InvalidJson"
  * @since 0.3.0
  * @category errors
  */
-export class InvalidValue extends Schema.TaggedError<InvalidValue>()("InvalidValue", {
+export class InvalidValue extends Schema.Error<InvalidValue>("@hostnode/core/ConfigFile/InvalidValue")({
+  _tag: Schema.tag("InvalidValue"),
   file: Schema.optionalKey(Schema.String),
   field: Schema.String,
   issues: Schema.Array(FieldIssue)

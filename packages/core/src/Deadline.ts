@@ -61,6 +61,18 @@ export interface Options {
  * earlier of that and any deadline already in effect (an outer one is never
  * extended). `undefined` leaves the deadline as it is.
  *
+ * @example
+ * ```ts
+ * import { Deadline, SafeRemove, Unmount } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Both steps together are over in two minutes; a dead volume is reported Hung, not waited for.
+ * const program = Effect.gen(function* () {
+ *   yield* Unmount.unmountStrictlyBelow(["/var/lib/kubelet"])
+ *   return yield* SafeRemove.remove(["/var/lib/kubelet/pods"])
+ * }).pipe(Deadline.within("2 minutes"))
+ * ```
+ *
  * @since 0.4.0
  * @category operations
  */

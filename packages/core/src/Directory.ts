@@ -15,10 +15,11 @@
  */
 import { Context, type Effect, type Scope } from "effect"
 import type { DirectoryError } from "./DirectoryError.ts"
-import type * as FileName from "./FileName.ts"
+import type { HandleTypeId } from "./internal/directory/handle.ts"
 import { derive } from "./internal/directory/resolve.ts"
 import type { Identity, Program } from "./internal/programs/ops.ts"
-import type { Limits, RemoveResult } from "./internal/programs/removeTree.ts"
+import type { RemoveResult } from "./internal/programs/removeTree.ts"
+import type { AppendedFile, BatchResult, CopyFile, Credentials, Move, ReadFile, RemoveTreeOptions } from "./Programs.ts"
 
 /**
  * The errors of this module, defined in the leaf module `DirectoryError`.
@@ -29,30 +30,14 @@ import type { Limits, RemoveResult } from "./internal/programs/removeTree.ts"
 export * from "./DirectoryError.ts"
 
 /**
- * What an entry is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`).
- *
- * @since 0.2.0
- * @category models
- */
-export type Type =
-  | "File"
-  | "Directory"
-  | "SymbolicLink"
-  | "BlockDevice"
-  | "CharacterDevice"
-  | "FIFO"
-  | "Socket"
-  | "Unknown"
-
-/**
  * One entry of a directory listing: its name as bytes and its type as the listing gave it.
  *
  * @since 0.2.0
  * @category models
  */
 export interface Entry {
-  readonly name: FileName.Bytes
-  readonly type: Type
+  readonly name: Uint8Array
+  readonly type: Stat["type"]
 }
 
 /**
@@ -65,7 +50,16 @@ export interface Entry {
  * @category models
  */
 export interface Stat {
-  readonly type: Type
+  /** What the node is, as `lstat` and `d_type` say; `Unknown` when a listing did not say (`DT_UNKNOWN`). */
+  readonly type:
+    | "File"
+    | "Directory"
+    | "SymbolicLink"
+    | "BlockDevice"
+    | "CharacterDevice"
+    | "FIFO"
+    | "Socket"
+    | "Unknown"
   /** Permission bits only (0o7777). */
   readonly mode: number
   readonly uid: number
@@ -80,13 +74,11 @@ export interface Stat {
   readonly mtimeNs: bigint
 }
 
-const HandleTypeId: unique symbol = Symbol.for("@hostnode/core/Directory/Handle")
-
 /**
  * An open directory (or, from `openPath`, any node held without being
  * opened for reading). Implementations extend it with what they need (a file
- * descriptor, an inode); callers only pass it back. It closes when the scope
- * it was opened in closes.
+ * descriptor, an inode) and mark it with `Programs.handle`; callers only pass
+ * it back. It closes when the scope it was opened in closes.
  *
  * @since 0.2.0
  * @category models
@@ -96,15 +88,6 @@ export interface Handle {
   /** Where it was when it was opened, as a full path of this process (lossless string form), for reports. */
   readonly path: string
 }
-
-/**
- * Marks an implementation's object as a {@link Handle}.
- *
- * @since 0.2.0
- * @category constructors
- */
-export const handle = <A extends { readonly path: string }>(value: A): A & Handle =>
-  Object.assign(value, { [HandleTypeId]: HandleTypeId } as const)
 
 /**
  * A regular file opened below a handle: every call acts on the open file, never on a path.
@@ -143,67 +126,6 @@ export interface File {
 }
 
 /**
- * Who the running process is, for ownership checks and for naming a lock's holder.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Credentials {
-  /** The effective user id. */
-  readonly uid: number
-  /** The effective group id. */
-  readonly gid: number
-  /** The process id, as the host's process table shows it. */
-  readonly pid: number
-}
-
-/**
- * How {@link Directories.openFile} opens a file; a link at the name is never followed, and opening never blocks.
- *
- * @since 0.2.0
- * @category models
- */
-export type OpenFileOptions =
-  | { readonly mode: "read" }
-  | { readonly mode: "write" }
-  /** Created, exclusively (`O_EXCL`): a name already there, link or not, is `Exists`. */
-  | { readonly mode: "create"; readonly permissions: number }
-
-/**
- * The result of a resolution: the directory the last component is in, and that component (none: the directory itself).
- *
- * @since 0.2.0
- * @category models
- */
-export interface Resolved {
-  /** The directory holding the final component, or the resolved directory itself when `name` is undefined. */
-  readonly parent: Handle
-  /** The final component as bytes; undefined when the path resolved to a directory through `.`, `..` or `/`. */
-  readonly name: FileName.Bytes | undefined
-  /** Where it resolved, as a path below the root (lossless string form, `/` for the root itself). */
-  readonly path: string
-}
-
-/**
- * Options of {@link Directories.resolve}.
- *
- * @since 0.2.0
- * @category models
- */
-export interface ResolveOptions {
-  /** Follow a link in the last component, below the root (default false: the link itself is the result). */
-  readonly followFinal?: boolean | undefined
-  /** Refuse every link on the way (`SymbolicLink`): the path must lead where it says (a mount table's). */
-  readonly noSymlinks?: boolean | undefined
-  /**
-   * Make each missing directory on the way (not the last component) with
-   * these permission bits, as `mkdir -p` would below the root: where a link
-   * leads to a missing directory, that is the one made, below the root.
-   */
-  readonly makeMissing?: number | undefined
-}
-
-/**
  * What an implementation writes: one system call each, relative to a handle.
  * `resolveDirectory` is optional: a layer with the kernel's `openat2`
  * provides it; without it (or when it returns `undefined`) {@link make}
@@ -223,7 +145,7 @@ export interface Primitives {
    */
   readonly openDirectory: (
     dir: Handle,
-    name: FileName.Bytes,
+    name: Uint8Array,
     options?: { readonly sameMount?: boolean | undefined }
   ) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
   /**
@@ -236,15 +158,15 @@ export interface Primitives {
   /** The running process's effective ids and pid. */
   readonly credentials: Effect.Effect<Credentials>
   /** Holds the node `name` of `dir` (`O_PATH | O_NOFOLLOW`): a mount point held so is the mount's root. */
-  readonly openPath: (dir: Handle, name: FileName.Bytes) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
+  readonly openPath: (dir: Handle, name: Uint8Array) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
   readonly list: (dir: Handle) => Effect.Effect<ReadonlyArray<Entry>, DirectoryError>
   /** Stats `name` in `dir` without following it, or `dir` itself. */
-  readonly stat: (dir: Handle, name?: FileName.Bytes) => Effect.Effect<Stat, DirectoryError>
-  readonly readLink: (dir: Handle, name: FileName.Bytes) => Effect.Effect<FileName.Bytes, DirectoryError>
+  readonly stat: (dir: Handle, name?: Uint8Array) => Effect.Effect<Stat, DirectoryError>
+  readonly readLink: (dir: Handle, name: Uint8Array) => Effect.Effect<Uint8Array, DirectoryError>
   /** Removes the name: a file, link or other non-directory; with `directory`, an empty directory. */
   readonly unlink: (
     dir: Handle,
-    name: FileName.Bytes,
+    name: Uint8Array,
     options?: { readonly directory?: boolean | undefined }
   ) => Effect.Effect<void, DirectoryError>
   /**
@@ -254,36 +176,39 @@ export interface Primitives {
    * this); otherwise {@link make} derives it from `unlink`.
    */
   readonly unlinkAll?:
-    | ((dir: Handle, names: ReadonlyArray<FileName.Bytes>) => Effect.Effect<ReadonlyArray<DirectoryError | undefined>>)
+    | ((dir: Handle, names: ReadonlyArray<Uint8Array>) => Effect.Effect<ReadonlyArray<DirectoryError | undefined>>)
     | undefined
-  readonly makeDirectory: (
-    dir: Handle,
-    name: FileName.Bytes,
-    permissions: number
-  ) => Effect.Effect<void, DirectoryError>
-  readonly symlink: (dir: Handle, name: FileName.Bytes, target: FileName.Bytes) => Effect.Effect<void, DirectoryError>
+  readonly makeDirectory: (dir: Handle, name: Uint8Array, permissions: number) => Effect.Effect<void, DirectoryError>
+  readonly symlink: (dir: Handle, name: Uint8Array, target: Uint8Array) => Effect.Effect<void, DirectoryError>
   /** Renames within or between handles; `noReplace` refuses an existing target (`Exists`). */
   readonly rename: (
     from: Handle,
-    fromName: FileName.Bytes,
+    fromName: Uint8Array,
     to: Handle,
-    toName: FileName.Bytes,
+    toName: Uint8Array,
     options?: { readonly noReplace?: boolean | undefined }
   ) => Effect.Effect<void, DirectoryError>
   /** Changes the owner of `name` in `dir` without following it (a link's own owner), or of `dir` itself. */
   readonly chown: (
     dir: Handle,
-    name: FileName.Bytes | undefined,
+    name: Uint8Array | undefined,
     uid: number,
     gid: number
   ) => Effect.Effect<void, DirectoryError>
   /** Changes the permission bits of the directory `dir` itself (on the open handle). */
   readonly chmod: (dir: Handle, mode: number) => Effect.Effect<void, DirectoryError>
-  /** Opens a regular file `name` of `dir`; a node that is not a regular file is `WrongType` and closed again. */
+  /**
+   * Opens a regular file `name` of `dir`; a node that is not a regular file is `WrongType` and closed again. A
+   * link at the name is never followed, and opening never blocks. `create` creates it exclusively (`O_EXCL`):
+   * a name already there, link or not, is `Exists`.
+   */
   readonly openFile: (
     dir: Handle,
-    name: FileName.Bytes,
-    options: OpenFileOptions
+    name: Uint8Array,
+    options:
+      | { readonly mode: "read" }
+      | { readonly mode: "write" }
+      | { readonly mode: "create"; readonly permissions: number }
   ) => Effect.Effect<File, DirectoryError, Scope.Scope>
   /**
    * Takes an exclusive `flock` on the directory `dir` itself, without
@@ -308,7 +233,7 @@ export interface Primitives {
   readonly resolveDirectory?:
     | ((
         root: Handle,
-        components: ReadonlyArray<FileName.Bytes>,
+        components: ReadonlyArray<Uint8Array>,
         options: { readonly noSymlinks: boolean }
       ) => Effect.Effect<{ readonly handle: Handle; readonly path: string } | undefined, DirectoryError, Scope.Scope>)
     | undefined /**
@@ -317,7 +242,7 @@ export interface Primitives {
    * fresh attributes (`statx(AT_STATX_DONT_SYNC)`), so a dead file system is
    * never asked. Optional: {@link make} derives it from `stat`.
    */
-  readonly identify?: ((dir: Handle, name?: FileName.Bytes) => Effect.Effect<Identity, DirectoryError>) | undefined
+  readonly identify?: ((dir: Handle, name?: Uint8Array) => Effect.Effect<Identity, DirectoryError>) | undefined
   /**
    * Holds the node at `components` below `root` (`openat2(RESOLVE_BENEATH |
    * RESOLVE_NO_SYMLINKS)` with `O_PATH`): a link anywhere is `SymbolicLink`,
@@ -327,7 +252,7 @@ export interface Primitives {
   readonly openBeneath?:
     | ((
         root: Handle,
-        components: ReadonlyArray<FileName.Bytes>
+        components: ReadonlyArray<Uint8Array>
       ) => Effect.Effect<{ readonly handle: Handle; readonly identity: Identity }, DirectoryError, Scope.Scope>)
     | undefined
   /**
@@ -336,7 +261,7 @@ export interface Primitives {
    * runs the same program over the primitives.
    */
   readonly removeTree?:
-    | ((dir: Handle, name: FileName.Bytes, path: string, options?: RemoveTreeOptions) => Effect.Effect<RemoveResult>)
+    | ((dir: Handle, name: Uint8Array, path: string, options?: RemoveTreeOptions) => Effect.Effect<RemoveResult>)
     | undefined
   /**
    * The batches: each does what its primitives would, one after the other,
@@ -378,95 +303,10 @@ export interface Primitives {
         to: File,
         at: number,
         dir: Handle,
-        names: ReadonlyArray<FileName.Bytes>,
+        names: ReadonlyArray<Uint8Array>,
         maxBytes: number
       ) => Effect.Effect<ReadonlyArray<AppendedFile | DirectoryError>, DirectoryError>)
     | undefined
-}
-
-/**
- * One file {@link Primitives.appendFiles} appended: the stat of the open
- * file it read, where its bytes went, how many, and their SHA-256.
- *
- * @since 0.4.0
- * @category models
- */
-export interface AppendedFile {
-  readonly stat: Stat
-  readonly offset: number
-  readonly size: number
-  readonly sha256: string
-}
-
-/**
- * One file {@link Directories.copyFiles} makes: `name` in `dir`, created
- * exclusively with `permissions`, holding the `size` bytes of the source at
- * `offset`, then given its owner (where it differs from what it was created
- * with), its mode, and its times when given.
- *
- * @since 0.4.0
- * @category models
- */
-export interface CopyFile {
-  readonly dir: Handle
-  readonly name: FileName.Bytes
-  readonly permissions: number
-  readonly offset: number
-  readonly size: number
-  readonly mode: number
-  readonly uid: number
-  readonly gid: number
-  /** Access and modification times, nanoseconds since the epoch; left as they are when undefined. */
-  readonly times?: { readonly atimeNs: bigint; readonly mtimeNs: bigint } | undefined
-}
-
-/**
- * One file {@link Directories.readFiles} read: the stat of the open file and all its bytes.
- *
- * @since 0.4.0
- * @category models
- */
-export interface ReadFile {
-  readonly stat: Stat
-  readonly bytes: Uint8Array
-}
-
-/**
- * How far a batch ({@link Directories.copyFiles}, {@link Directories.renameAll})
- * went: the first `done` were done; when `failure` is there, the next one
- * failed with it, and those after it were not tried.
- *
- * @since 0.4.0
- * @category models
- */
-export interface BatchResult {
-  readonly done: number
-  readonly failure?: DirectoryError | undefined
-}
-
-/**
- * One rename of {@link Directories.renameAll}.
- *
- * @since 0.4.0
- * @category models
- */
-export interface Move {
-  readonly from: Handle
-  readonly fromName: FileName.Bytes
-  readonly to: Handle
-  readonly toName: FileName.Bytes
-}
-
-/**
- * Options of {@link Directories.removeTree}.
- *
- * @since 0.4.0
- * @category models
- */
-export interface RemoveTreeOptions {
-  /** Log each removed path at debug as it goes (default false: counted, and reported up to the limits). */
-  readonly events?: boolean | undefined
-  readonly limits?: Limits | undefined
 }
 
 /**
@@ -494,7 +334,7 @@ export interface Directories
    */
   readonly statAll: (
     dir: Handle,
-    names: ReadonlyArray<FileName.Bytes>
+    names: ReadonlyArray<Uint8Array>
   ) => Effect.Effect<ReadonlyArray<Stat | DirectoryError>>
   /**
    * Reads the regular files `names` of `dir` whole, as `openFile` (read)
@@ -507,11 +347,11 @@ export interface Directories
    */
   readonly readFiles: (
     dir: Handle,
-    names: ReadonlyArray<FileName.Bytes>,
+    names: ReadonlyArray<Uint8Array>,
     maxBytes: number
   ) => Effect.Effect<ReadonlyArray<ReadFile | DirectoryError>>
   /**
-   * Makes each of `files` (see {@link CopyFile}) from the bytes of the open
+   * Makes each of `files` (see `Programs.CopyFile`) from the bytes of the open
    * file `from`, in order, each closed when done; stops at the first that
    * fails (it stays as far as it got). A source that ends before a file's
    * bytes is an error of that file.
@@ -520,11 +360,11 @@ export interface Directories
   /** Renames each of `moves`, in order (as `rename` without `noReplace`); stops at the first that fails. */
   readonly renameAll: (moves: ReadonlyArray<Move>) => Effect.Effect<BatchResult>
   /** The identity of `name` in `dir`, or of `dir`, without asking the file system (see `Primitives.identify`). */
-  readonly identify: (dir: Handle, name?: FileName.Bytes) => Effect.Effect<Identity, DirectoryError>
+  readonly identify: (dir: Handle, name?: Uint8Array) => Effect.Effect<Identity, DirectoryError>
   /** Holds the node at `components` below `root`, no link followed (see `Primitives.openBeneath`). */
   readonly openBeneath: (
     root: Handle,
-    components: ReadonlyArray<FileName.Bytes>
+    components: ReadonlyArray<Uint8Array>
   ) => Effect.Effect<{ readonly handle: Handle; readonly identity: Identity }, DirectoryError, Scope.Scope>
   /**
    * Removes `name` of `dir` (full path `path`) with the removal walk
@@ -534,7 +374,7 @@ export interface Directories
    */
   readonly removeTree: (
     dir: Handle,
-    name: FileName.Bytes,
+    name: Uint8Array,
     path: string,
     options?: RemoveTreeOptions
   ) => Effect.Effect<RemoveResult>
@@ -543,7 +383,7 @@ export interface Directories
   /** Unlinks each of `names` in `dir`, in order; for each, its error or `undefined` when it was removed. */
   readonly unlinkAll: (
     dir: Handle,
-    names: ReadonlyArray<FileName.Bytes>
+    names: ReadonlyArray<Uint8Array>
   ) => Effect.Effect<ReadonlyArray<DirectoryError | undefined>>
   /**
    * Resolves the host path `path` below `root` as though `root` were `/`:
@@ -553,8 +393,8 @@ export interface Directories
    * `/` (in the path, or in the target of a link that ends it) means the last
    * component must be a directory, as the kernel reads it: a link there is
    * followed, a file is `NotADirectory`, a missing name stays a name. A path
-   * of {@link PathMax} bytes or more, a component longer than
-   * {@link NameMax} bytes (`ENAMETOOLONG`) or a NUL byte (`EINVAL`) is
+   * of 4096 bytes or more, a component longer than 255 bytes
+   * (`ENAMETOOLONG`) or a NUL byte (`EINVAL`) is
    * `InvalidName` before anything is looked at. The result is
    * the directory holding the last component, opened (in the caller's
    * scope), and that component's name: the caller acts on `(parent, name)`
@@ -563,27 +403,39 @@ export interface Directories
   readonly resolve: (
     root: Handle,
     path: string,
-    options?: ResolveOptions
-  ) => Effect.Effect<Resolved, DirectoryError, Scope.Scope>
+    options?: {
+      /** Follow a link in the last component, below the root (default false: the link itself is the result). */
+      readonly followFinal?: boolean | undefined
+      /** Refuse every link on the way (`SymbolicLink`): the path must lead where it says (a mount table's). */
+      readonly noSymlinks?: boolean | undefined
+      /**
+       * Make each missing directory on the way (not the last component) with
+       * these permission bits, as `mkdir -p` would below the root: where a link
+       * leads to a missing directory, that is the one made, below the root.
+       */
+      readonly makeMissing?: number | undefined
+    }
+  ) => Effect.Effect<
+    {
+      /** The directory holding the final component, or the resolved directory itself when `name` is undefined. */
+      readonly parent: Handle
+      /** The final component as bytes; undefined when the path resolved to a directory through `.`, `..` or `/`. */
+      readonly name: Uint8Array | undefined
+      /** Where it resolved, as a path below the root (lossless string form, `/` for the root itself). */
+      readonly path: string
+    },
+    DirectoryError,
+    Scope.Scope
+  >
   /**
    * The stats of `dir` and of every directory above it, nearest first, up to
    * the process's root, by `..` from the handle: where the directory really
    * is, whatever path reached it. Two directories are the same when
-   * {@link identity} says so; a path at or below another is one whose
+   * `Programs.identity` says so; a path at or below another is one whose
    * ancestors include it.
    */
   readonly ancestors: (dir: Handle) => Effect.Effect<ReadonlyArray<Stat>, DirectoryError>
 }
-
-/**
- * What makes a node the node it is, whatever it is called or reached
- * through: its device and inode. A bind mount of a directory shows the same
- * directory (the same identity) under another mount id.
- *
- * @since 0.2.0
- * @category models
- */
-export const identity = (st: Stat): string => `${st.device}:${st.inode}`
 
 /**
  * The key of the {@link Directories} service.

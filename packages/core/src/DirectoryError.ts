@@ -72,7 +72,8 @@ export class SystemError extends Schema.Error<SystemError>("@hostnode/core/Direc
  * @since 0.4.0
  * @category errors
  */
-export class Hung extends Schema.TaggedError<Hung>()("Hung", {
+export class Hung extends Schema.Error<Hung>("@hostnode/core/Directory/Hung")({
+  _tag: Schema.tag("Hung"),
   /** The system call that did not return (`statx`, `openat2`, `getdents64`, ...). */
   call: Schema.String,
   /** How long it was waited for, in seconds. */

@@ -11,14 +11,6 @@
  * @since 0.2.0
  */
 
-/**
- * A file name or path as bytes, exactly as the kernel stores it.
- *
- * @since 0.2.0
- * @category models
- */
-export type Bytes = Uint8Array
-
 /** The part of the web platform's `TextDecoder` used here; core's library types do not declare it. */
 interface Utf8Decoder {
   readonly decode: (bytes: Uint8Array) => string
@@ -43,7 +35,7 @@ const isContinuation = (b: number | undefined): boolean => b !== undefined && (b
  * @since 0.2.0
  * @category constructors
  */
-export const decode = (bytes: Bytes): string => {
+export const decode = (bytes: Uint8Array): string => {
   // The platform's UTF-8 decoder where there is one (every JavaScript runtime
   // the library runs on): a text without U+FFFD in its output was valid UTF-8
   // and is the answer. Only one that has U+FFFD (a replacement, or a real
@@ -136,7 +128,7 @@ const encodedLength = (text: string): number => {
  * @since 0.2.0
  * @category constructors
  */
-export const encode = (text: string): Bytes => {
+export const encode = (text: string): Uint8Array => {
   const out = new Uint8Array(encodedLength(text))
   let o = 0
   for (let i = 0; i < text.length; i++) {
@@ -178,6 +170,16 @@ export const encode = (text: string): Bytes => {
  * `text` (a lossless string) for a person: each byte that is not valid UTF-8
  * as `\xNN` (`caf\xe9.txt`), control characters as `\xNN` too, everything
  * else as it is. For logs and reports; it is not meant to be decoded back.
+ *
+ * @example
+ * ```ts
+ * import { FileName } from "@hostnode/core"
+ *
+ * // A name whose bytes are Latin-1, not UTF-8: its lossless string, and how a person reads it.
+ * const name = FileName.decode(new Uint8Array([0x63, 0x61, 0x66, 0xe9]))
+ * assert.strictEqual(FileName.display(name), "caf\\xe9")
+ * assert.deepStrictEqual([...FileName.encode(name)], [0x63, 0x61, 0x66, 0xe9])
+ * ```
  *
  * @since 0.2.0
  * @category operations

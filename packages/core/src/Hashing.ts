@@ -17,26 +17,19 @@ import { Context } from "effect"
 import * as Sha256 from "./internal/sha256.ts"
 
 /**
- * An incremental hash: `update` with each chunk in order, then `digestHex`
- * once.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Hasher {
-  readonly update: (bytes: Uint8Array) => void
-  /** The hash of every chunk given, as lowercase hex; the hasher is spent after it. */
-  readonly digestHex: () => string
-}
-
-/**
- * Makes hashers. One per file hashed; each is used from one fiber.
+ * Makes hashers, one per file hashed, each used from one fiber: an
+ * incremental hash, given each chunk in order (`update`), then asked for its
+ * `digestHex` once.
  *
  * @since 0.2.0
  * @category services
  */
 export interface Hashing {
-  readonly sha256: () => Hasher
+  readonly sha256: () => {
+    readonly update: (bytes: Uint8Array) => void
+    /** The hash of every chunk given, as lowercase hex; the hasher is spent after it. */
+    readonly digestHex: () => string
+  }
 }
 
 // SHA-256 in plain TypeScript: the default where no platform hash is provided.

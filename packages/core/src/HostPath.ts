@@ -28,28 +28,16 @@ import { checkPath, decode, HostRootTypeId, hostPathOf, isHostRoot, tablePathOf 
 export * from "./HostPathError.ts"
 
 /**
- * Options of {@link resolve}.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ResolveOptions {
-  /**
-   * Whether a symlink in the last component is followed (default `true`).
-   * Operations that act on a link itself (removing it, reading its target)
-   * pass `false`: only the parents are resolved, the last name is kept.
-   */
-  readonly followFinal?: boolean | undefined
-}
-
-/**
  * Resolves `path` below the decoded `root` (see {@link decodeRoot}), following
  * every symlink it meets as though `root` were `/`: an absolute target is taken relative to the root and `..`
  * never climbs above it, so the result is always `root` or below it. What does
- * not exist is joined lexically. A trailing slash (in the path, or in the
+ * not exist is joined lexically. A symlink in the last component is followed
+ * unless `followFinal` is false (operations that act on a link itself, removing
+ * it or reading its target, pass false: only the parents are resolved, the last
+ * name is kept). A trailing slash (in the path, or in the
  * target of a link that ends it) follows a link in the last component even
  * when `followFinal` is false, as the kernel does. A symlink loop, more than
- * {@link MaxSymlinks} links, or a link that cannot be read is a
+ * 40 links, or a link that cannot be read is a
  * {@link HostPathError}; so is, before anything is looked at
  * (`InvalidPath`), a NUL byte, a path of `PathMax` (4096) bytes or more, or
  * a component longer than `NameMax` (255) bytes.
@@ -80,11 +68,11 @@ export interface ResolveOptions {
 export const resolve: (
   root: HostRoot,
   path: string,
-  options?: ResolveOptions
+  options?: { readonly followFinal?: boolean | undefined }
 ) => Effect.Effect<string, HostPathError, FileSystem.FileSystem> = Effect.fn("HostPath.resolve")(function* (
   root: HostRoot,
   path: string,
-  options?: ResolveOptions
+  options?: { readonly followFinal?: boolean | undefined }
 ) {
   const fs = yield* FileSystem.FileSystem
   // The root was decoded (absolute, clean, canonical): a raw relative, empty or unclean root never reaches the walk.
@@ -277,21 +265,6 @@ export interface Resolved {
 }
 
 /**
- * Options of {@link decodePath}.
- *
- * @since 0.2.0
- * @category models
- */
-export interface DecodePathOptions {
-  /** Allow `/`, or a path that resolves to the host root itself (default false: a typo must not select the whole host). */
-  readonly allowRoot?: boolean | undefined
-  /** Follow a symbolic link in the last component, below the root (default true). */
-  readonly followFinal?: boolean | undefined
-  /** What the path is, for messages ("prefix", "path"; default "path"). */
-  readonly what?: string | undefined
-}
-
-/**
  * Decodes a host path given by a caller (a prefix to unmount below, a path
  * to remove): it must be non-empty, absolute and free of NUL bytes; `/`, and
  * any path that resolves to the host root itself, are refused unless
@@ -300,17 +273,37 @@ export interface DecodePathOptions {
  * false) and named as the mount table names it. Anything wrong is a
  * {@link HostPathError} naming the value, before the caller changes anything.
  *
+ * @example
+ * ```ts
+ * import { HostPath } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A prefix given by a caller: refused when it is empty, relative or the whole host.
+ * const program = Effect.gen(function* () {
+ *   const root = yield* HostPath.decodeRoot("/srv/node")
+ *   const prefix = yield* HostPath.decodePath(root, "/var/lib/kubelet/pods", { what: "prefix" })
+ *   return prefix.table
+ * })
+ * ```
+ *
  * @since 0.2.0
  * @category operations
  */
 export const decodePath: (
   root: HostRoot,
   path: string,
-  options?: DecodePathOptions
+  options?: {
+    /** Allow `/`, or a path that resolves to the host root itself (default false: a typo must not select the whole host). */
+    readonly allowRoot?: boolean | undefined
+    /** Follow a symbolic link in the last component, below the root (default true). */
+    readonly followFinal?: boolean | undefined
+    /** What the path is, for messages ("prefix", "path"; default "path"). */
+    readonly what?: string | undefined
+  }
 ) => Effect.Effect<Resolved, HostPathError, FileSystem.FileSystem> = Effect.fn("HostPath.decodePath")(function* (
   root: HostRoot,
   path: string,
-  options?: DecodePathOptions
+  options?: Parameters<typeof decodePath>[2]
 ) {
   const what = options?.what ?? "path"
   const allowRoot = options?.allowRoot ?? false

@@ -51,7 +51,8 @@ export class Refused extends Schema.Error<Refused>("@hostnode/core/HostPath/Refu
  * @since 0.4.0
  * @category errors
  */
-export class Gone extends Schema.TaggedError<Gone>()("Gone", {
+export class Gone extends Schema.Error<Gone>("@hostnode/core/HostPath/Gone")({
+  _tag: Schema.tag("Gone"),
   /** The host pid the process had, where one was given. */
   pid: Schema.optionalKey(Schema.Number),
   /** The slot whose container it was, where a resolver named one. */

@@ -81,7 +81,7 @@ export const pathsRemoved: Metric.Counter<number> = Metric.counter("hostnode_pat
 
 /**
  * Paths a removal had to keep, by `operation` and `reason` (a
- * `SafeRemove.KeptReason`: `MountBelow`, `MountSourceBelow`,
+ * `SafeRemove.Kept["reason"]`: `MountBelow`, `MountSourceBelow`,
  * `OtherFileSystem`, `NotADirectory`, `UnmountFailed`, `Failed`): the
  * report's `kept`, counted by reason. A reset that fails for them counts them
  * too.

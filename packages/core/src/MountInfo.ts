@@ -14,6 +14,7 @@ import { Effect, FileSystem, Schema } from "effect"
 import * as FileName from "./FileName.ts"
 import { escapeField } from "./internal/mountinfo/escape.ts"
 import { scan } from "./internal/mountinfo/table.ts"
+import { DefaultMountInfo } from "./Programs.ts"
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
@@ -57,14 +58,6 @@ export const MountEntry = Schema.Struct({
 export type MountEntry = typeof MountEntry.Type
 
 /**
- * A whole table, in the kernel's order (parents before children, older before newer).
- *
- * @since 0.1.0
- * @category models
- */
-export type MountTable = ReadonlyArray<MountEntry>
-
-/**
  * Why: a line of the table is not a mountinfo line. `line` is 1-based;
  * `field` names the field that was wrong (`mount id`, `device`, `root`,
  * `optional field`, `separator`, ...) and `value`, when the line has that
@@ -74,7 +67,8 @@ export type MountTable = ReadonlyArray<MountEntry>
  * @since 0.3.0
  * @category errors
  */
-export class Malformed extends Schema.TaggedError<Malformed>()("Malformed", {
+export class Malformed extends Schema.Error<Malformed>("@hostnode/core/MountInfo/Malformed")({
+  _tag: Schema.tag("Malformed"),
   line: Schema.Int,
   field: Schema.String,
   value: Schema.optionalKey(Schema.String),
@@ -128,20 +122,16 @@ export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountI
 
 const failure = (path: string, reason: MountInfoError["reason"]): MountInfoError => new MountInfoError({ reason, path })
 
-/**
- * The table of the calling process's mount namespace.
- *
- * @since 0.1.0
- * @category models
- */
-export const DefaultPath = "/proc/self/mountinfo"
+// The table of the calling process's mount namespace.
+const DefaultPath = DefaultMountInfo
 
 /**
- * Parses a whole table. Blank lines are skipped (a table ends with a newline,
+ * Parses a whole table, its entries in the kernel's order (parents before
+ * children, older before newer). Blank lines are skipped (a table ends with a newline,
  * or not). A carriage return just before a newline, or at the very end, is a
  * CRLF line end (a table saved on another system), not part of the super
  * options; {@link render} escapes a CR of a field, so none is lost. Every
- * string field is decoded ({@link unescapeField}); a backslash that starts no
+ * string field is decoded (each escape `\NNN` is one byte); a backslash that starts no
  * escape fails the line, except in the super options, which file systems
  * write themselves and not always escaped (kept as a backslash there). Ids and
  * device numbers are decimal as the kernel writes them (no sign, no leading
@@ -168,14 +158,13 @@ export const DefaultPath = "/proc/self/mountinfo"
  * @since 0.1.0
  * @category operations
  */
-export const parse: (text: string, path?: string) => Effect.Effect<MountTable, MountInfoError> = Effect.fn(
-  "MountInfo.parse"
-)(function* (text: string, path: string = DefaultPath) {
-  const scanned = scan(text)
-  if ("table" in scanned) return scanned.table
-  const { line, field, value, detail } = scanned.problem
-  return yield* failure(path, new Malformed({ line, field, ...(value === undefined ? {} : { value }), detail }))
-})
+export const parse: (text: string, path?: string) => Effect.Effect<ReadonlyArray<MountEntry>, MountInfoError> =
+  Effect.fn("MountInfo.parse")(function* (text: string, path: string = DefaultPath) {
+    const scanned = scan(text)
+    if ("table" in scanned) return scanned.table
+    const { line, field, value, detail } = scanned.problem
+    return yield* failure(path, new Malformed({ line, field, ...(value === undefined ? {} : { value }), detail }))
+  })
 
 // An optional field that is "-" would read as the separator.
 const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField(s))
@@ -189,7 +178,7 @@ const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField
  * @since 0.1.0
  * @category operations
  */
-export const render = (entries: MountTable): string => {
+export const render = (entries: ReadonlyArray<MountEntry>): string => {
   let out = ""
   for (const e of entries) {
     let optional = ""
@@ -197,21 +186,6 @@ export const render = (entries: MountTable): string => {
     out += `${e.id} ${e.parentId} ${e.major}:${e.minor} ${escapeField(e.root)} ${escapeField(e.mountPoint)} ${escapeField(e.mountOptions)}${optional} - ${escapeField(e.fsType)} ${escapeField(e.source)} ${escapeField(e.superOptions)}\n`
   }
   return out
-}
-
-/**
- * Options of {@link read}.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ReadOptions {
-  /**
-   * How many reads to make at most (default: 1 where one read is consistent,
-   * see {@link read}; else 3). Above 1 the table is read until two
-   * consecutive reads agree, and after this many the last one is used.
-   */
-  readonly attempts?: number | undefined
 }
 
 // Where the running kernel says what it is.
@@ -246,7 +220,7 @@ const consistentOn = (fs: FileSystem.FileSystem): Effect.Effect<boolean> => {
 }
 
 /**
- * Reads and parses the table at `path` (default {@link DefaultPath}) through
+ * Reads and parses the table at `path` (default `/proc/self/mountinfo`, the calling process's) through
  * the FileSystem. Once, where the kernel's reads are consistent (Linux 5.8
  * and later, as `/proc/sys/kernel/osrelease` says: from 5.8 the kernel
  * resumes each chunk of a read after the last mount it showed, so a table
@@ -270,7 +244,17 @@ const consistentOn = (fs: FileSystem.FileSystem): Effect.Effect<boolean> => {
  * @since 0.1.0
  * @category operations
  */
-export const read = Effect.fn("MountInfo.read")(function* (given: string = DefaultPath, options?: ReadOptions) {
+export const read = Effect.fn("MountInfo.read")(function* (
+  given: string = DefaultPath,
+  options?: {
+    /**
+     * How many reads to make at most (default: 1 where one read is consistent,
+     * see {@link read}; else 3). Above 1 the table is read until two
+     * consecutive reads agree, and after this many the last one is used.
+     */
+    readonly attempts?: number | undefined
+  }
+) {
   const fs = yield* FileSystem.FileSystem
   // The Go contract: an empty mountInfo means the process's own table.
   const path = given === "" ? DefaultPath : given

@@ -12,79 +12,12 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, type FileSystem, Layer, Schema } from "effect"
+import { Context, type Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type * as Directory from "./Directory.ts"
 import { commandMounter } from "./internal/mounter/command.ts"
 import { verifyTarget } from "./internal/mounter/verify.ts"
-
-/**
- * A mount to unmount, as the table listed it.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Target {
-  /** Where the table shows it, as a full path of this process, below the root handle. */
-  readonly path: string
-  /** Its mount id (the table's first field): only that mount is unmounted. */
-  readonly mountId: number
-  /** Where the table shows it, as the table names it (what a command in the table's namespace is given). */
-  readonly tablePath: string
-}
-
-/**
- * The outcome for one target:
- * - `Unmounted`;
- * - `Failed`: refused, in errno terms (`EBUSY`, `EINVAL` for "not a mount
- *   point", `ENOENT`, `EPERM`, ...), so the reason survives the trip through a
- *   command or an FFI call unchanged;
- * - `Unverified`, left mounted: `Moved` (the path now leads to another mount
- *   than the table listed), `LinkInPath` (a link, or something that is not a
- *   directory, where the table's path has a directory: not followed), `Gone`
- *   (the path no longer exists), `OutsideRoot` (not below the root handle);
- * - `Hung`: a call of its verification or its unmount did not return within
- *   its deadline (`call`, `seconds`); it is left as it is and never tried
- *   again in the same operation.
- *
- * @since 0.1.0
- * @category models
- */
-export type UnmountResult =
-  | { readonly _tag: "Unmounted"; readonly target: string }
-  | {
-      readonly _tag: "Failed"
-      readonly target: string
-      readonly failure: { readonly target: string; readonly errno: string; readonly message: string }
-    }
-  | {
-      readonly _tag: "Unverified"
-      readonly target: string
-      readonly reason: "Moved" | "LinkInPath" | "Gone" | "OutsideRoot"
-      readonly detail: string
-    }
-  | {
-      readonly _tag: "Hung"
-      readonly target: string
-      readonly call: string
-      readonly seconds: number
-      readonly detail: string
-    }
-
-/**
- * Options of {@link Mounter.unmount}.
- *
- * @since 0.1.0
- * @category models
- */
-export interface UnmountOptions {
-  /**
-   * Detach lazily (MNT_DETACH): the mount leaves the namespace at once and is
-   * cleaned up when its last user goes. A dead NFS server then cannot hang the
-   * agent, which is why the operations always pass `true`.
-   */
-  readonly lazy: boolean
-}
+import type { Target, UnmountResult } from "./Programs.ts"
 
 /**
  * Who holds a mount: a process with a file open in it, its working directory
@@ -111,27 +44,17 @@ export const Holder = Schema.Struct({
 export type Holder = typeof Holder.Type
 
 /**
- * A mount asked about in {@link Mounter.holders}: its id, and the device and root that tell its copies in other namespaces.
- *
- * @since 0.4.0
- * @category models
- */
-export interface Held {
-  readonly mountId: number
-  /** `major:minor`, as the table writes it. */
-  readonly device: string
-  /** The mount's root within its file system (the table's `root` field). */
-  readonly root: string
-}
-
-/**
  * Unmounts mounts below a root. `unmount` takes each target once, in the
  * given order, verifies it (see the module comment) right before it
  * unmounts it, and never fails as a whole: each target's result says what
  * happened. On a path where several mounts are stacked, only the top one is
- * reachable; the caller lists a stack top first. `holders`, where the layer
- * can see processes, says who holds each mount asked about (the agent and
- * its own helpers left out).
+ * reachable; the caller lists a stack top first. With `lazy` (MNT_DETACH)
+ * the mount leaves the namespace at once and is cleaned up when its last user
+ * goes: a dead NFS server then cannot hang the agent, which is why the
+ * operations always pass `true`. `holders`, where the layer can see
+ * processes, says who holds each mount asked about (by its id, and the device
+ * and root that tell its copies in other namespaces; the agent and its own
+ * helpers left out).
  *
  * @since 0.1.0
  * @category services
@@ -140,10 +63,18 @@ export interface Mounter {
   readonly unmount: (
     root: Directory.Handle,
     targets: ReadonlyArray<Target>,
-    options: UnmountOptions
+    options: { readonly lazy: boolean }
   ) => Effect.Effect<ReadonlyArray<UnmountResult>>
   readonly holders?:
-    | ((mounts: ReadonlyArray<Held>) => Effect.Effect<ReadonlyMap<number, ReadonlyArray<Holder>>>)
+    | ((
+        mounts: ReadonlyArray<{
+          readonly mountId: number
+          /** `major:minor`, as the table writes it. */
+          readonly device: string
+          /** The mount's root within its file system (the table's `root` field). */
+          readonly root: string
+        }>
+      ) => Effect.Effect<ReadonlyMap<number, ReadonlyArray<Holder>>>)
     | undefined
 }
 
@@ -173,23 +104,6 @@ export const verify: (
   verifyTarget
 
 /**
- * Options of {@link layerCommand}.
- *
- * @since 0.3.0
- * @category models
- */
-export interface CommandOptions {
-  /**
-   * The mount table of the namespace the spawner's commands run in, read to
-   * tell which targets were unmounted (default `/proc/self/mountinfo`; for a
-   * spawner wrapped with `nsenter -t PID`, `/proc/PID/mountinfo`).
-   */
-  readonly mountInfo?: string | undefined
-  /** Most bytes of target arguments per `umount` process (default 64 KiB, far below ARG_MAX). */
-  readonly maxArgBytes?: number | undefined
-}
-
-/**
  * The `Mounter` that runs `umount [-l] -c -- targets...` through the
  * `ChildProcessSpawner` in context, many targets per process, in the
  * namespace the spawner's commands run in. It is for a host where the
@@ -213,33 +127,22 @@ export interface CommandOptions {
  * umount reports failures as text, so which targets were unmounted is
  * decided from the mount table: for a path given k times, as many of its
  * occurrences succeeded as its entries decreased; the others take the reason
- * umount printed for that path .
- *
- * @since 0.3.0
- * @category constructors
- */
-export const makeCommand: (
-  options?: CommandOptions
-) => Effect.Effect<
-  Mounter,
-  never,
-  ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-> = Effect.fn("Mounter.makeCommand")(function* (options) {
-  return yield* commandMounter(options)
-})
-
-/**
- * The command-based `Mounter` (see {@link makeCommand}) as a layer: for a host
- * without the FFI, or another mount namespace through an `nsenter`-wrapped
- * spawner. The spawner, a FileSystem and the `Directories` come from context.
+ * umount printed for that path.
  *
  * @since 0.3.0
  * @category layers
  */
-export const layerCommand = (
-  options?: CommandOptions
-): Layer.Layer<
+export const layerCommand = (options?: {
+  /**
+   * The mount table of the namespace the spawner's commands run in, read to
+   * tell which targets were unmounted (default `/proc/self/mountinfo`; for a
+   * spawner wrapped with `nsenter -t PID`, `/proc/PID/mountinfo`).
+   */
+  readonly mountInfo?: string | undefined
+  /** Most bytes of target arguments per `umount` process (default 64 KiB, far below ARG_MAX). */
+  readonly maxArgBytes?: number | undefined
+}): Layer.Layer<
   Mounter,
   never,
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
-> => Layer.effect(Mounter, makeCommand(options))
+> => Layer.effect(Mounter, commandMounter(options))

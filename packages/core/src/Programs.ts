@@ -3,14 +3,19 @@
  * one, the simulated host, the dry run): programs over directory handles,
  * written once and run by every layer (the removal walk, the verification of
  * a mount before it is detached), each a generator that yields one handle
- * operation (`Op`) and is given its outcome; and the pure tools layers share
- * (name limits, the lexical path algebra, the propagation prediction). A dry
- * run and a real run therefore take the same decisions. It loads nothing but
- * `FileName` (no Effect), so a helper process that imports it stays small;
- * agents use the operations built on it.
+ * operation (`Op`) and is given its outcome; the pure tools layers share
+ * (name limits, the lexical path algebra, the propagation prediction); and
+ * the models only a layer names (the `Directories` batches, a `Mounter`'s
+ * targets and results, `handle`). A dry run and a real run therefore take the
+ * same decisions. It loads nothing but `FileName` (no Effect), so a helper
+ * process that imports it stays small; agents use the operations built on it.
  *
  * @since 0.4.0
  */
+
+import type { Handle, Stat } from "./Directory.ts"
+import type { DirectoryError } from "./DirectoryError.ts"
+import type { Limits } from "./internal/programs/removeTree.ts"
 
 /**
  * Names as bytes and their lossless string form (the same module as `@hostnode/core`'s `FileName`), for drivers.
@@ -18,6 +23,23 @@
  * @since 0.4.0
  */
 export * as FileName from "./FileName.ts"
+export {
+  /**
+   * Marks a layer's own object (a file descriptor, an inode, with its `path`) as a `Directory.Handle`.
+   *
+   * @since 0.4.0
+   */
+  handle,
+  /**
+   * What makes a node the node it is, whatever it is called or reached
+   * through: its device and inode (`major:minor:inode`) from its
+   * `Directory.Stat`. A bind mount of a directory shows the same directory
+   * (the same identity) under another mount id.
+   *
+   * @since 0.4.0
+   */
+  identity
+} from "./internal/directory/handle.ts"
 export {
   /**
    * `name` below the host path `parent` (lossless string forms).
@@ -218,3 +240,165 @@ export {
    */
   verifyMount
 } from "./internal/programs/verifyMount.ts"
+
+/**
+ * One file `Directory.Primitives.appendFiles` appended: the stat of the open
+ * file it read, where its bytes went, how many, and their SHA-256.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface AppendedFile {
+  readonly stat: Stat
+  readonly offset: number
+  readonly size: number
+  readonly sha256: string
+}
+
+/**
+ * One file `Directory.Directories.copyFiles` makes: `name` in `dir`, created
+ * exclusively with `permissions`, holding the `size` bytes of the source at
+ * `offset`, then given its owner (where it differs from what it was created
+ * with), its mode, and its times when given.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface CopyFile {
+  readonly dir: Handle
+  readonly name: Uint8Array
+  readonly permissions: number
+  readonly offset: number
+  readonly size: number
+  readonly mode: number
+  readonly uid: number
+  readonly gid: number
+  /** Access and modification times, nanoseconds since the epoch; left as they are when undefined. */
+  readonly times?: { readonly atimeNs: bigint; readonly mtimeNs: bigint } | undefined
+}
+
+/**
+ * One file `Directory.Directories.readFiles` read: the stat of the open file and all its bytes.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface ReadFile {
+  readonly stat: Stat
+  readonly bytes: Uint8Array
+}
+
+/**
+ * How far a batch (`Directory.Directories.copyFiles`, `renameAll`) went: the
+ * first `done` were done; when `failure` is there, the next one failed with
+ * it, and those after it were not tried.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface BatchResult {
+  readonly done: number
+  readonly failure?: DirectoryError | undefined
+}
+
+/**
+ * One rename of `Directory.Directories.renameAll`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Move {
+  readonly from: Handle
+  readonly fromName: Uint8Array
+  readonly to: Handle
+  readonly toName: Uint8Array
+}
+
+/**
+ * Options of `Directory.Directories.removeTree`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface RemoveTreeOptions {
+  /** Log each removed path at debug as it goes (default false: counted, and reported up to the limits). */
+  readonly events?: boolean | undefined
+  readonly limits?: Limits | undefined
+}
+
+/**
+ * Who the running process is, for ownership checks and for naming a lock's holder.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Credentials {
+  /** The effective user id. */
+  readonly uid: number
+  /** The effective group id. */
+  readonly gid: number
+  /** The process id, as the host's process table shows it. */
+  readonly pid: number
+}
+
+/**
+ * The mount table of the calling process's namespace: what `MountInfo.read`
+ * reads, and the table of a root, when none is named.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export const DefaultMountInfo = "/proc/self/mountinfo"
+
+/**
+ * A mount to unmount, as the table listed it.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Target {
+  /** Where the table shows it, as a full path of this process, below the root handle. */
+  readonly path: string
+  /** Its mount id (the table's first field): only that mount is unmounted. */
+  readonly mountId: number
+  /** Where the table shows it, as the table names it (what a command in the table's namespace is given). */
+  readonly tablePath: string
+}
+
+/**
+ * The outcome for one target:
+ * - `Unmounted`;
+ * - `Failed`: refused, in errno terms (`EBUSY`, `EINVAL` for "not a mount
+ *   point", `ENOENT`, `EPERM`, ...), so the reason survives the trip through a
+ *   command or an FFI call unchanged;
+ * - `Unverified`, left mounted: `Moved` (the path now leads to another mount
+ *   than the table listed), `LinkInPath` (a link, or something that is not a
+ *   directory, where the table's path has a directory: not followed), `Gone`
+ *   (the path no longer exists), `OutsideRoot` (not below the root handle);
+ * - `Hung`: a call of its verification or its unmount did not return within
+ *   its deadline (`call`, `seconds`); it is left as it is and never tried
+ *   again in the same operation.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type UnmountResult =
+  | { readonly _tag: "Unmounted"; readonly target: string }
+  | {
+      readonly _tag: "Failed"
+      readonly target: string
+      readonly failure: { readonly target: string; readonly errno: string; readonly message: string }
+    }
+  | {
+      readonly _tag: "Unverified"
+      readonly target: string
+      readonly reason: "Moved" | "LinkInPath" | "Gone" | "OutsideRoot"
+      readonly detail: string
+    }
+  | {
+      readonly _tag: "Hung"
+      readonly target: string
+      readonly call: string
+      readonly seconds: number
+      readonly detail: string
+    }

@@ -70,7 +70,7 @@ const keptText = (path: string, reason: string, detail: string): string =>
 
 /**
  * Why a reset could not remove everything: the first path kept (`path`), told
- * by its `_tag`, a `SafeRemove.KeptReason`:
+ * by its `_tag`, a `SafeRemove.Kept["reason"]`:
  * - `MountBelow`: a mount at or below it (`mountPoint`, when the table shows it);
  * - `MountSourceBelow`: the source of a mount (`mountPoint`) lies at or below it;
  * - `OtherFileSystem`: it is on another mount than its directory, one the table
@@ -109,7 +109,7 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/Repave/Failur
  * A reset that could not remove everything it must: a mount inside the CNI
  * configuration directory, a symlink where the pki directory should be, a file
  * the file system refused to remove. `reason` is that of the first path kept
- * (its tag is the `SafeRemove.KeptReason`, its fields that path's); `kept` lists each with its reason and `removed` what did go,
+ * (its tag is the `SafeRemove.Kept["reason"]`, its fields that path's); `kept` lists each with its reason and `removed` what did go,
  * so a person can see what state the host is in. Running the reset again
  * after fixing the cause finishes it.
  *
@@ -190,8 +190,8 @@ export const resetCniState: (
   function* (options) {
     const session = yield* SafeRemove.session(options)
     // A link or file where net.d should be goes, never followed, and an empty directory takes its place.
-    const confReport = yield* session.empty(Paths.CniConfDir, { replaceNonDirectory: true })
-    const stateReport = yield* session.remove([Paths.CniStateDir])
+    const confReport = yield* session.empty(Paths.Node.CniConfDir, { replaceNonDirectory: true })
+    const stateReport = yield* session.remove([Paths.Node.CniStateDir])
     const report = yield* failIfKept("resetCniState", Reports.merge(confReport, stateReport))
     yield* Effect.logInfo("CNI state reset").pipe(
       Effect.annotateLogs({ hostRoot: session.root.path, removed: report.removedCount })
@@ -238,9 +238,9 @@ export const resetKubeletIdentity: (
     }
     const bootstrap = Lexical.clean(nodeStart.auth.bootstrapKubeconfig)
     const session = yield* SafeRemove.session(options)
-    const certs = yield* session.empty(Paths.KubeletClientPkiDir, {
+    const certs = yield* session.empty(Paths.Node.KubeletClientPkiDir, {
       // Never the bootstrap kubeconfig, wherever the goal state put it.
-      select: (name) => isClientCredential(name) && `${Paths.KubeletClientPkiDir}/${name}` !== bootstrap
+      select: (name) => isClientCredential(name) && `${Paths.Node.KubeletClientPkiDir}/${name}` !== bootstrap
     })
     let kubeconfig = Reports.emptyReport
     if (bootstrap === KubeletKubeconfig) {
@@ -292,9 +292,9 @@ export interface TeardownReport extends SafeRemove.Report {
   /** For each prefix (as the table shows it) whose mounts could not all be unmounted, the failure. */
   readonly unmountFailures: ReadonlyMap<string, Unmount.UnmountError>
   /** The mounts the unmount detached below the prefixes (see `Unmount.Report.unmounted`). */
-  readonly unmounted: ReadonlyArray<Unmount.UnmountedMount>
+  readonly unmounted: Unmount.Report["unmounted"]
   /** The mounts elsewhere the kernel detached with them by propagation (see `Unmount.Report.propagated`). */
-  readonly propagated: ReadonlyArray<Unmount.PropagatedMount>
+  readonly propagated: Unmount.Report["propagated"]
 }
 
 /**
@@ -341,7 +341,7 @@ export const teardownKubeletDir: (
       options?.prefixes === undefined
         ? yield* Effect.scoped(
             Effect.map(
-              Effect.flatMap(SafeRemove.open(root), (s) => s.children(KubeletPodsDir)),
+              Effect.flatMap(SafeRemove.session({ hostRoot: root }), (s) => s.children(KubeletPodsDir)),
               (c) => ({
                 prefixes: c.names.map((n) => `${KubeletPodsDir}/${n}`),
                 kept: c.kept
@@ -382,7 +382,9 @@ export const teardownKubeletDir: (
       yield* Reports.logKept(k)
     }
     // The table is read again now: the unmounts changed it.
-    const removal = yield* Effect.scoped(Effect.flatMap(SafeRemove.open(root), (s) => s.remove(toRemove)))
+    const removal = yield* Effect.scoped(
+      Effect.flatMap(SafeRemove.session({ hostRoot: root }), (s) => s.remove(toRemove))
+    )
     const report = Reports.merge(Reports.keptOnly(kept), removal)
     yield* Effect.logInfo("kubelet pod directories torn down").pipe(
       Effect.annotateLogs({

@@ -10,14 +10,12 @@
  * - A path with a mount, or a mount's source, at or below it is kept whole and
  *   reported with the mount that keeps it; a concurrent writer can make a
  *   removal keep more, never reach outside. Missing is success.
- * The rules in full: `docs/design/safe-remove.md`.
  *
  * @since 0.1.0
  */
 import { Effect, type FileSystem, LogLevel, References, Schema, type Scope } from "effect"
 import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
-import type * as FileName from "./FileName.ts"
 import * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Track from "./internal/metrics.ts"
@@ -27,7 +25,7 @@ import * as Mounter from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 
 /**
- * Why a path was left in place.
+ * A path left in place, why, and (for the mount reasons) the mount point as the table shows it. The reasons:
  *
  * - `MountBelow`: a mount at or below it (the table says so; `mountPoint` names it).
  * - `MountSourceBelow`: the source of a mount lies at or below it: removing it
@@ -47,33 +45,17 @@ import * as MountInfo from "./MountInfo.ts"
  * @since 0.1.0
  * @category models
  */
-export const KeptReason = Schema.Literals([
-  "MountBelow",
-  "MountSourceBelow",
-  "OtherFileSystem",
-  "NotADirectory",
-  "UnmountFailed",
-  "Failed",
-  "Hung"
-])
-
-/**
- * The type of {@link KeptReason}.
- *
- * @since 0.1.0
- * @category models
- */
-export type KeptReason = typeof KeptReason.Type
-
-/**
- * A path left in place, why, and (for the mount reasons) the mount point as the table shows it.
- *
- * @since 0.1.0
- * @category models
- */
 export const Kept = Schema.Struct({
   path: Schema.String,
-  reason: KeptReason,
+  reason: Schema.Literals([
+    "MountBelow",
+    "MountSourceBelow",
+    "OtherFileSystem",
+    "NotADirectory",
+    "UnmountFailed",
+    "Failed",
+    "Hung"
+  ]),
   mountPoint: Schema.optionalKey(Schema.String),
   detail: Schema.String,
   /** For a path kept because of a mount: who holds that mount, where the `Mounter` in context can tell. */
@@ -145,17 +127,6 @@ export interface EmptyOptions {
 }
 
 /**
- * What {@link Session.children} found: the entries' names (lossless strings), or why the directory was kept.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Children {
-  readonly names: ReadonlyArray<string>
-  readonly kept: ReadonlyArray<Kept>
-}
-
-/**
  * Removals against one host root, one handle on it and one reading of its
  * mount table. Read it again (a new session) after anything is mounted or
  * unmounted. The handle closes with the scope the session was opened in.
@@ -176,8 +147,16 @@ export interface Session {
    * does not keep it: that mount shows the very directory being emptied.
    */
   readonly empty: (dir: string, options?: EmptyOptions) => Effect.Effect<Report, HostPath.HostPathError>
-  /** The names in the directory at host path `dir`, through a handle; a link or file there is kept, not followed. */
-  readonly children: (dir: string) => Effect.Effect<Children, HostPath.HostPathError>
+  /**
+   * The names in the directory at host path `dir` (lossless strings), through a handle; a link or file there is
+   * kept, not followed, and `kept` says why.
+   */
+  readonly children: (
+    dir: string
+  ) => Effect.Effect<
+    { readonly names: ReadonlyArray<string>; readonly kept: ReadonlyArray<Kept> },
+    HostPath.HostPathError
+  >
   /**
    * Removes the entry `name` of a directory the caller already holds open
    * (reached without following links, as every handle here is), under the
@@ -185,41 +164,11 @@ export interface Session {
    * the report. Nothing is resolved: code that walks a tree by handles (a
    * snapshot's restore) removes what is in the way without a path lookup.
    */
-  readonly removeAt: (dir: Directory.Handle, name: FileName.Bytes, path: string) => Effect.Effect<Report>
+  readonly removeAt: (dir: Directory.Handle, name: Uint8Array, path: string) => Effect.Effect<Report>
 }
 
-/**
- * Options of {@link open}.
- *
- * @since 0.2.0
- * @category models
- */
-export interface OpenOptions {
-  /**
-   * A handle on the root already open (its path must be `root.path`): the
-   * session uses it instead of opening the root again, so a caller that
-   * holds one trusts the root's path once.
-   */
-  readonly handle?: Directory.Handle | undefined
-}
-
-/**
- * Opens a session on `root`: reads and indexes its mount table and opens the
- * root's handle, then checks that the table lists the mount the root is on.
- * An unreadable, malformed or foreign table fails here, before anything is
- * removed.
- *
- * @since 0.1.0
- * @category operations
- */
-export const open: (
-  root: HostPath.HostRoot,
-  options?: OpenOptions
-) => Effect.Effect<
-  Session,
-  MountInfo.MountInfoError | HostPath.HostPathError,
-  FileSystem.FileSystem | Directory.Directories | Scope.Scope
-> = Effect.fn("SafeRemove.open")(function* (root, options) {
+// A session on a decoded root (see `session`).
+const open = Effect.fnUntraced(function* (root: HostPath.HostRoot, handle: Directory.Handle | undefined) {
   const dirs = yield* Directory.Directories
   const table = yield* whileThere(root, MountInfo.read(root.mountInfo))
   const unusable = (e: Directory.DirectoryError) =>
@@ -227,7 +176,7 @@ export const open: (
       reason: e.reason._tag === "Gone" ? e.reason : new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
       root: root.given
     })
-  const rootHandle = options?.handle ?? (yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable)))
+  const rootHandle = handle ?? (yield* dirs.openRoot(root.path).pipe(Effect.mapError(unusable)))
   const rootStat = yield* dirs.stat(rootHandle).pipe(Effect.mapError(unusable))
   if (!table.some((e) => e.id === rootStat.mountId)) {
     return yield* new MountInfo.MountInfoError({
@@ -248,19 +197,26 @@ export const open: (
 })
 
 /**
- * Decodes the host root of `options` and opens a session on it (see `HostPath.rootOf` and {@link open}).
+ * Opens a session on the host root of `options` (decoded with
+ * `HostPath.rootOf`; pass a decoded root as `hostRoot` to reuse it): reads
+ * and indexes its mount table and opens the root's handle, then checks that
+ * the table lists the mount the root is on. An unreadable, malformed or
+ * foreign table fails here, before anything is removed. A caller that holds a
+ * handle on the root already (its path must be the root's) passes it as
+ * `handle`: the session uses it instead of opening the root again, so the
+ * root's path is trusted once.
  *
  * @since 0.1.0
  * @category operations
  */
 export const session: (
-  options?: Options
+  options?: Options & { readonly handle?: Directory.Handle | undefined }
 ) => Effect.Effect<
   Session,
   HostPath.HostPathError | MountInfo.MountInfoError,
   FileSystem.FileSystem | Directory.Directories | Scope.Scope
-> = Effect.fn("SafeRemove.session")(function* (options?: Options) {
-  return yield* open(yield* HostPath.rootOf(options))
+> = Effect.fn("SafeRemove.session")(function* (options?: Options & { readonly handle?: Directory.Handle | undefined }) {
+  return yield* open(yield* HostPath.rootOf(options), options?.handle)
 })
 
 /**
@@ -304,6 +260,14 @@ export const remove: (
  * `options.select` picks) under the rules of {@link remove}; the directory
  * itself stays. A symlink at `dir` is not followed (`NotADirectory`); a mount
  * on `dir` keeps it whole.
+ *
+ * @example
+ * ```ts
+ * import { Paths, SafeRemove } from "@hostnode/core"
+ *
+ * // The CNI configurations go, the directory stays; a link in its place is replaced by an empty directory.
+ * const program = SafeRemove.empty(Paths.Node.CniConfDir, { replaceNonDirectory: true, deadline: "30 seconds" })
+ * ```
  *
  * @since 0.1.0
  * @category operations

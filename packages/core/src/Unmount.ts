@@ -23,32 +23,9 @@ import { describeHolders } from "./internal/mounter/describe.ts"
 import { holdersOf } from "./internal/mounter/holders.ts"
 import { cognates, propagated as propagatedBy, subtrees } from "./internal/mountinfo/propagation.ts"
 import { coveringPrefixes, decodePrefixes, plan } from "./internal/unmount/plan.ts"
-import { Holder, Mounter, type UnmountResult } from "./Mounter.ts"
+import { Holder, Mounter } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
-
-/**
- * A mount that is still there after the unmount passes, and the last reason its unmount gave.
- *
- * @since 0.1.0
- * @category models
- */
-export const RemainingMount = Schema.Struct({
-  mountPoint: Schema.String,
-  fsType: Schema.String,
-  mountId: Schema.Int,
-  errno: Schema.String,
-  message: Schema.String,
-  /** Who holds it, where the `Mounter` can tell (processes, other mount namespaces with a copy). */
-  holders: Schema.optionalKey(Schema.Array(Holder))
-})
-
-/**
- * The type of {@link RemainingMount}.
- *
- * @since 0.1.0
- * @category models
- */
-export type RemainingMount = typeof RemainingMount.Type
+import type { UnmountResult } from "./Programs.ts"
 
 /**
  * Why: mounts are still there after the unmount passes. Each names its mount
@@ -58,8 +35,20 @@ export type RemainingMount = typeof RemainingMount.Type
  * @since 0.3.0
  * @category errors
  */
-export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRemain", {
-  remaining: Schema.Array(RemainingMount)
+export class MountsRemain extends Schema.Error<MountsRemain>("@hostnode/core/Unmount/MountsRemain")({
+  _tag: Schema.tag("MountsRemain"),
+  /** Each mount still there, and the last reason its unmount gave. */
+  remaining: Schema.Array(
+    Schema.Struct({
+      mountPoint: Schema.String,
+      fsType: Schema.String,
+      mountId: Schema.Int,
+      errno: Schema.String,
+      message: Schema.String,
+      /** Who holds it, where the `Mounter` can tell (processes, other mount namespaces with a copy). */
+      holders: Schema.optionalKey(Schema.Array(Holder))
+    })
+  )
 }) {
   override get message(): string {
     const shown = this.remaining
@@ -72,34 +61,6 @@ export class MountsRemain extends Schema.TaggedError<MountsRemain>()("MountsRema
 }
 
 /**
- * A mount the kernel detached (or, predicted, would detach) by propagation:
- * a copy of a detached mount on a peer or slave of that mount's parent
- * (`shared:N`, `master:N` in the table), at the same place of the same file
- * system, wherever that peer is mounted. Its mount point as the table names
- * it, its fs type and id, the id of the detached mount it is a copy of, and
- * whether it lies outside the host root (another view of the same volume
- * elsewhere on the machine, such as a second bind of a data disk).
- *
- * @since 0.4.0
- * @category models
- */
-export const PropagatedMount = Schema.Struct({
-  mountPoint: Schema.String,
-  fsType: Schema.String,
-  mountId: Schema.Int,
-  cognateOf: Schema.Int,
-  outsideRoot: Schema.Boolean
-})
-
-/**
- * The type of {@link PropagatedMount}.
- *
- * @since 0.1.0
- * @category models
- */
-export type PropagatedMount = typeof PropagatedMount.Type
-
-/**
  * Why: `peersOutsideRoot: "refuse"` was given and detaching the mounts below
  * the prefixes would make the kernel detach these copies outside the host
  * root too (their parents are peers or slaves of the parents of mounts to
@@ -108,8 +69,26 @@ export type PropagatedMount = typeof PropagatedMount.Type
  * @since 0.4.0
  * @category errors
  */
-export class PeersOutsideRoot extends Schema.TaggedError<PeersOutsideRoot>()("PeersOutsideRoot", {
-  mounts: Schema.Array(PropagatedMount)
+export class PeersOutsideRoot extends Schema.Error<PeersOutsideRoot>("@hostnode/core/Unmount/PeersOutsideRoot")({
+  _tag: Schema.tag("PeersOutsideRoot"),
+  /**
+   * Mounts the kernel detaches (or, predicted, would detach) by propagation:
+   * each a copy of a detached mount on a peer or slave of that mount's parent
+   * (`shared:N`, `master:N` in the table), at the same place of the same file
+   * system, wherever that peer is mounted. Its mount point as the table names
+   * it, its fs type and id, the id of the detached mount it is a copy of, and
+   * whether it lies outside the host root (another view of the same volume
+   * elsewhere on the machine, such as a second bind of a data disk).
+   */
+  mounts: Schema.Array(
+    Schema.Struct({
+      mountPoint: Schema.String,
+      fsType: Schema.String,
+      mountId: Schema.Int,
+      cognateOf: Schema.Int,
+      outsideRoot: Schema.Boolean
+    })
+  )
 }) {
   override get message(): string {
     const shown = this.mounts
@@ -138,6 +117,10 @@ export class UnmountError extends Schema.TaggedError<UnmountError>()("UnmountErr
       : `the mounts below ${this.prefixes.join(", ")} were not unmounted: ${this.reason.message}`
   }
 }
+
+type RemainingMount = MountsRemain["remaining"][number]
+type PropagatedMount = PeersOutsideRoot["mounts"][number]
+type UnmountedMount = Report["unmounted"][number]
 
 const mountsRemain = (prefixes: ReadonlyArray<string>, remaining: ReadonlyArray<RemainingMount>): UnmountError =>
   new UnmountError({ reason: new MountsRemain({ remaining }), prefixes })
@@ -181,26 +164,6 @@ export interface Options extends HostPath.RootOptions, Deadline.Options {
 }
 
 /**
- * A mount that an unmount pass detached: its mount point as the table names it, its fs type and mount id.
- *
- * @since 0.2.0
- * @category models
- */
-export const UnmountedMount = Schema.Struct({
-  mountPoint: Schema.String,
-  fsType: Schema.String,
-  mountId: Schema.Int
-})
-
-/**
- * The type of {@link UnmountedMount}.
- *
- * @since 0.1.0
- * @category models
- */
-export type UnmountedMount = typeof UnmountedMount.Type
-
-/**
  * What an unmount call did: each prefix as given with what it resolved to
  * (a prefix that is a symlink is followed below the root, and matched by its
  * target), the mounts unmounted (every mount at or below the prefixes that
@@ -213,14 +176,15 @@ export type UnmountedMount = typeof UnmountedMount.Type
  */
 export interface Report {
   readonly prefixes: ReadonlyArray<HostPath.Resolved>
-  readonly unmounted: ReadonlyArray<UnmountedMount>
+  /** Each as the table names its mount point, with its fs type and mount id. */
+  readonly unmounted: ReadonlyArray<{ readonly mountPoint: string; readonly fsType: string; readonly mountId: number }>
   /**
    * Mounts outside the prefixes the kernel detached by propagation along with
    * those: every mount that left the table during the call, not
    * at or below a prefix, that is a copy of a detached one on a peer or slave
    * of its parent (found from the table before and after each pass).
    */
-  readonly propagated: ReadonlyArray<PropagatedMount>
+  readonly propagated: PeersOutsideRoot["mounts"]
   /** The prefixes, as given, that name nothing below the host root (mistyped?). */
   readonly missing: ReadonlyArray<string>
   /** Keyed by the prefix exactly as it was given; only prefixes with a mount that remains are here. */

@@ -41,7 +41,7 @@ const boundedLabels: Readonly<Record<string, (value: string) => boolean>> = {
       "rolled_back",
       "failed"
     ].includes(v),
-  reason: (v) => (SafeRemove.KeptReason.literals as ReadonlyArray<string>).includes(v),
+  reason: (v) => (SafeRemove.Kept.fields.reason.literals as ReadonlyArray<string>).includes(v),
   result: (v) => ["restarted", "failed", "not_settled", "not_attempted"].includes(v),
   policy: (v) => ["always", "auto"].includes(v),
   action: (v) => ["take", "restore", "recover", "discard", "rollback"].includes(v),

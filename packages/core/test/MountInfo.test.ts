@@ -118,7 +118,7 @@ describe("MountInfo round trip", () => {
     { table: Schema.Array(EntryInput).check(Schema.isMaxLength(12)) },
     ({ table }) =>
       Effect.gen(function* () {
-        const entries: MountInfo.MountTable = table.map((e) => ({
+        const entries: ReadonlyArray<MountInfo.MountEntry> = table.map((e) => ({
           ...e,
           root: e.root.join(""),
           mountPoint: e.mountPoint.join(""),
@@ -153,7 +153,7 @@ describe("MountInfo round trip", () => {
     { table: Schema.Array(AnyEntry).check(Schema.isMaxLength(8)) },
     ({ table }) =>
       Effect.gen(function* () {
-        const entries: MountInfo.MountTable = table.map((e) => ({
+        const entries: ReadonlyArray<MountInfo.MountEntry> = table.map((e) => ({
           ...e,
           root: e.root.join(""),
           mountPoint: e.mountPoint.join(""),
@@ -625,7 +625,7 @@ describe("MountInfoError", () => {
 describe("MountInfo.parse: the table it returns", () => {
   // The table is scanned and checked whole, and an entry is built when it is first read:
   // to a reader it must be the array of plain entries a parse always returned.
-  const plain = (t: MountInfo.MountTable): ReadonlyArray<MountInfo.MountEntry> =>
+  const plain = (t: ReadonlyArray<MountInfo.MountEntry>): ReadonlyArray<MountInfo.MountEntry> =>
     Array.from({ length: t.length }, (_, i) => ({ ...(t[i] as MountInfo.MountEntry) }))
 
   it.effect("is an array of plain entries: indexing, iteration, array methods, keys, JSON, spread and cloning", () =>
@@ -674,7 +674,7 @@ describe("MountInfo.parse: the table it returns", () => {
     { table: Schema.Array(EntryInput).check(Schema.isMaxLength(12)), seed: Schema.Int },
     ({ table, seed }) =>
       Effect.gen(function* () {
-        const entries: MountInfo.MountTable = table.map((e) => ({
+        const entries: ReadonlyArray<MountInfo.MountEntry> = table.map((e) => ({
           ...e,
           root: e.root.join(""),
           mountPoint: e.mountPoint.join(""),
@@ -775,7 +775,7 @@ const peers = [
 ].join("\n")
 
 describe("propagatedUnmounts", () => {
-  const taken = (table: MountInfo.MountTable, targets: ReadonlyArray<number>) =>
+  const taken = (table: ReadonlyArray<MountInfo.MountEntry>, targets: ReadonlyArray<number>) =>
     propagatedUnmounts(table, targets).map((p) => [p.entry.id, p.cognateOf])
 
   it.effect("what the kernel detached with each pod volume, as the table before it showed them", () =>

@@ -8,6 +8,6 @@ describe("Paths", () => {
     assert.strictEqual(Paths.orDefault(undefined, "/y"), "/y")
   })
   it("the client PKI dir is below the kubelet dir", () => {
-    assert.isTrue(Paths.KubeletClientPkiDir.startsWith(`${Paths.KubeletDir}/`))
+    assert.isTrue(Paths.Node.KubeletClientPkiDir.startsWith(`${Paths.Node.KubeletDir}/`))
   })
 })

@@ -15,7 +15,7 @@ const table = (lines: ReadonlyArray<string>) =>
       .join("\n")
   )
 
-const blockedBy = (t: MountInfo.MountTable, path: string) =>
+const blockedBy = (t: ReadonlyArray<MountInfo.MountEntry>, path: string) =>
   blockers(indexTable(t), path).map((b) => [b.reason, b.entry.mountPoint, b.at])
 
 const host = [

@@ -15,7 +15,7 @@ const Segment = Schema.Literals(["a", "ab", "b", "kubelet", "pods"])
 const PathSegments = Schema.Array(Segment).check(Schema.isMaxLength(4))
 const toPath = (segments: ReadonlyArray<string>) => `/${segments.join("/")}`
 
-const reference = (table: MountInfo.MountTable, prefixes: ReadonlyArray<string>, strict: boolean) =>
+const reference = (table: ReadonlyArray<MountInfo.MountEntry>, prefixes: ReadonlyArray<string>, strict: boolean) =>
   table
     .map((e, i) => ({ e, i }))
     .filter(({ e }) => {
@@ -29,7 +29,7 @@ const reference = (table: MountInfo.MountTable, prefixes: ReadonlyArray<string>,
     .map(({ e }) => e)
 
 // How many mounts lie below `e` in the stack at its mount point: its parent, mounted at the same path, and so on.
-const height = (table: MountInfo.MountTable, e: MountInfo.MountEntry): number => {
+const height = (table: ReadonlyArray<MountInfo.MountEntry>, e: MountInfo.MountEntry): number => {
   let h = 0
   for (let at = e; ; ) {
     const below = table.find((x) => x.id === at.parentId && x !== at && x.mountPoint === at.mountPoint)
@@ -53,7 +53,7 @@ describe("Unmount.plan", () => {
         // Ids in no order (the kernel reuses the lowest free one); each mount on the one before it
         // when they share a path (a stack, whose top can have the lowest id), else on mount 1.
         const ids = mounts.map((_, i) => 100 + ((i * 7) % Math.max(1, mounts.length)))
-        const table: MountInfo.MountTable = mounts.map((segments, i) => ({
+        const table: ReadonlyArray<MountInfo.MountEntry> = mounts.map((segments, i) => ({
           id: ids[i] as number,
           parentId:
             i > 0 && toPath(mounts[i - 1] as ReadonlyArray<string>) === toPath(segments) ? (ids[i - 1] as number) : 1,

@@ -265,7 +265,7 @@ const commandsIn = (pinned: Pinned) =>
  * import { Effect } from "effect"
  *
  * // Detach the pod volumes a stopped kubelet left, in the container whose init is host process 4242.
- * const program = Unmount.unmountStrictlyBelow([Paths.KubeletDir]).pipe(
+ * const program = Unmount.unmountStrictlyBelow([Paths.Node.KubeletDir]).pipe(
  *   Effect.provide(NodeContainer.layer(4242)),
  *   // No such process any more: nothing was done.
  *   Effect.catchReason("ContainerError", "NotFound", (reason) => Effect.logError(reason.message))

@@ -80,7 +80,7 @@ export const layerWith = (options?: Options): Layer.Layer<Services> => {
  * import { Effect } from "effect"
  *
  * // Detach the pod volumes a stopped kubelet left, on this host.
- * const program = Unmount.unmountStrictlyBelow([Paths.KubeletDir]).pipe(
+ * const program = Unmount.unmountStrictlyBelow([Paths.Node.KubeletDir]).pipe(
  *   Effect.tap((report) =>
  *     Effect.logInfo("unmounted").pipe(Effect.annotateLogs({ mounts: report.unmounted.length }))
  *   ),

@@ -14,6 +14,7 @@
  * @since 0.1.0
  */
 import { type Directory, Mounter } from "@hostnode/core"
+import type * as Programs from "@hostnode/core/Programs"
 import { Effect, type FileSystem, Layer, Schema, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { pin } from "./internal/container/pin.ts"
@@ -76,7 +77,7 @@ export const layer: Layer.Layer<Mounter.Mounter, MounterUnavailable> = Layer.eff
  * @since 0.1.0
  */
 export const layerCommand: (
-  options?: Mounter.CommandOptions
+  options?: Parameters<typeof Mounter.layerCommand>[0]
 ) => Layer.Layer<
   Mounter.Mounter,
   never,
@@ -90,7 +91,7 @@ export const layerCommand: (
  * @since 0.1.0
  */
 export const layerWithFallback = (
-  options?: Mounter.CommandOptions
+  options?: Parameters<typeof Mounter.layerCommand>[0]
 ): Layer.Layer<
   Mounter.Mounter,
   never,
@@ -128,7 +129,7 @@ const makeIn: (pid: number, options?: InOptions) => Effect.Effect<Mounter.Mounte
       unmount: (_root, targets) =>
         Effect.succeed(
           targets.map(
-            (t): Mounter.UnmountResult => ({
+            (t): Programs.UnmountResult => ({
               _tag: "Failed",
               target: t.path,
               failure: { target: t.path, errno: "ESRCH", message: why }

@@ -11,6 +11,7 @@
 import { readdirSync } from "node:fs"
 import { assert, describe, layer } from "@effect/vitest"
 import { Directory, HostCommand, HostPath } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { NodeDirectory } from "@hostnode/node"
 import { Gate, MountFixture } from "@hostnode/test"
 import { DirectoryConformance } from "@hostnode/test/conformance"
@@ -75,12 +76,12 @@ for (const [name, directories] of [
           // A procfs of this namespace's processes, below the root (gone with the sandbox's mounts).
           yield* HostCommand.run("mount", ["-t", "proc", "proc", `${rootPath}/proc`]).pipe(Effect.orDie)
           const root = yield* dirs.openRoot(rootPath)
-          const rootId = Directory.identity(yield* dirs.stat(root))
-          const at = (path: string, o?: Directory.ResolveOptions) =>
+          const rootId = Programs.identity(yield* dirs.stat(root))
+          const at = (path: string, o?: Parameters<Directory.Directories["resolve"]>[2]) =>
             Effect.gen(function* () {
               const r = yield* Effect.result(dirs.resolve(root, path, o))
               if (r._tag === "Failure") return `!${r.failure.reason._tag}`
-              const above = (yield* dirs.ancestors(r.success.parent)).map(Directory.identity)
+              const above = (yield* dirs.ancestors(r.success.parent)).map(Programs.identity)
               assert.include(above, rootId, `${path} ended outside the root`)
               return r.success.name === undefined ? `${r.success.path}/` : r.success.path
             })

@@ -93,14 +93,14 @@ export const suite = <R, E>(
           const fx = yield* MountFixture
           const { root, mountInfo } = yield* deadNode
           const run = yield* timed(
-            Unmount.unmountBelow([Paths.KubeletDir], { hostRoot: root, mountInfo, deadline: "20 seconds" })
+            Unmount.unmountBelow([Paths.Node.KubeletDir], { hostRoot: root, mountInfo, deadline: "20 seconds" })
           )
           assert.isBelow(run.seconds, 20)
           assert.strictEqual(run.result._tag, "Success")
           const report = run.result._tag === "Success" ? run.result.success : undefined
           const gone = (report?.unmounted ?? []).map((m) => m.mountPoint)
           for (const p of [csiMount, `${csiMount}/sub`, secret, otherSecret]) assert.include(gone, `${root}${p}`)
-          assert.deepStrictEqual(mountPointsBelow(yield* fx.table, `${root}${Paths.KubeletDir}`), [])
+          assert.deepStrictEqual(mountPointsBelow(yield* fx.table, `${root}${Paths.Node.KubeletDir}`), [])
           // The dead mount below the CNI directory was not a target: still there.
           assert.include(mountPointsBelow(yield* fx.table, root), `${root}${cniDead}`)
         }).pipe(Effect.scoped),
@@ -145,7 +145,7 @@ export const suite = <R, E>(
           const kept = error?._tag === "ResetError" ? error.kept : []
           assert.deepStrictEqual(
             kept.map((k) => [k.path, k.reason, k.mountPoint]),
-            [[`${root}${Paths.CniStateDir}`, "MountBelow", `${root}${cniDead}`]]
+            [[`${root}${Paths.Node.CniStateDir}`, "MountBelow", `${root}${cniDead}`]]
           )
         }).pipe(Effect.scoped),
       60_000

@@ -15,6 +15,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Directory, FileName } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer, type Scope } from "effect"
 import { peerTree } from "./internal/peerTree.ts"
 import { plant } from "./internal/repave/trees.ts"
@@ -180,7 +181,7 @@ export const suite = <R = never>(
         yield* fs.symlink("../../../../../../..", `${box}/a/up`)
         yield* fs.symlink("x", `${box}/y`)
         yield* fs.symlink("y", `${box}/x`)
-        const at = (path: string, o?: Directory.ResolveOptions) =>
+        const at = (path: string, o?: Parameters<Directory.Directories["resolve"]>[2]) =>
           Effect.map(dirs.resolve(root, path, o), (r) => (r.name === undefined ? `${r.path}/` : r.path))
         assert.strictEqual(yield* at("/a/abs/z"), "/c/z")
         assert.strictEqual(yield* at("/a/abs", { followFinal: true }), "/c")
@@ -267,20 +268,22 @@ export const suite = <R = never>(
         const sub = yield* dirs.openDirectory(root, latin1)
         yield* Effect.scoped(dirs.openFile(sub, enc("inside"), { mode: "create", permissions: 0o644 }))
         yield* dirs.symlink(root, enc("lat"), latin1)
-        const rootId = Directory.identity(yield* dirs.stat(root))
+        const rootId = Programs.identity(yield* dirs.stat(root))
         const cafe = FileName.decode(latin1)
         // Where a resolution ends (a trailing `/` when it is the directory itself, not a name in it), or why not.
-        const at = (path: string, o?: Directory.ResolveOptions, base: Directory.Handle = root) =>
+        const at = (path: string, o?: Parameters<Directory.Directories["resolve"]>[2], base: Directory.Handle = root) =>
           Effect.gen(function* () {
             const r = yield* Effect.result(dirs.resolve(base, path, o))
             if (r._tag === "Failure") return `!${r.failure.reason._tag}`
             // Never out of the root: the directory it ended in is the root or below it, by `..` from the handle.
-            const above = (yield* dirs.ancestors(r.success.parent)).map(Directory.identity)
+            const above = (yield* dirs.ancestors(r.success.parent)).map(Programs.identity)
             assert.include(above, rootId, `${JSON.stringify(path)} ended outside the root`)
             return r.success.name === undefined ? `${r.success.path}/` : r.success.path
           })
         const follow = { followFinal: true }
-        const vectors: ReadonlyArray<readonly [string, Directory.ResolveOptions | undefined, string]> = [
+        const vectors: ReadonlyArray<
+          readonly [string, Parameters<Directory.Directories["resolve"]>[2] | undefined, string]
+        > = [
           // Complete paths, with repeated slashes, `.` and empty components.
           ["a", undefined, "/a"],
           ["/b/c/d/e/f", undefined, "/b/c/d/e/f"],
@@ -404,7 +407,7 @@ export const suite = <R = never>(
         )
         // A root that is itself a link: resolution works below where it leads.
         const viaLink = yield* dirs.openRoot(`${box}/rootlink`)
-        assert.strictEqual(Directory.identity(yield* dirs.stat(viaLink)), rootId)
+        assert.strictEqual(Programs.identity(yield* dirs.stat(viaLink)), rootId)
         assert.strictEqual(yield* at("up/link1/target_rel/x", undefined, viaLink), "/target/x")
         assert.strictEqual(yield* at("rel-out", follow, viaLink), "/outside")
         // Making what is missing, through dangling links: always below the root.
@@ -497,7 +500,7 @@ export const suite = <R = never>(
         // it stops before the file that would take it past the bytes asked for.
         const read = yield* dirs.readFiles(d, ["a", "link", "sub", "missing", "b", "big"].map(enc), 20)
         assert.strictEqual(read.length, 5)
-        const ok = (k: number) => read[k] as Directory.ReadFile
+        const ok = (k: number) => read[k] as Programs.ReadFile
         const err = (k: number) => (read[k] as Directory.DirectoryError).reason._tag
         assert.strictEqual(FileName.decode(ok(0).bytes), "alpha")
         assert.deepInclude(ok(0).stat, { type: "File", size: 5 })

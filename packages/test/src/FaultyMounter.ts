@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import { Mounter } from "@hostnode/core"
+import type * as Programs from "@hostnode/core/Programs"
 import { Effect, Layer } from "effect"
 
 /**
@@ -18,10 +19,10 @@ const wrap = (inner: Mounter.Mounter, refuse: (target: string) => boolean, errno
   Mounter.Mounter.of({
     unmount: (root, targets, options) =>
       Effect.gen(function* () {
-        const out: Array<Mounter.UnmountResult> = []
+        const out: Array<Programs.UnmountResult> = []
         // Consecutive targets that are passed through go to the inner mounter
         // in one call, so the inner order and batching are kept.
-        let batch: Array<Mounter.Target> = []
+        let batch: Array<Programs.Target> = []
         const flush = Effect.gen(function* () {
           if (batch.length === 0) return
           out.push(...(yield* inner.unmount(root, batch, options)))

@@ -232,7 +232,7 @@ const isInputError = (e: { readonly _tag: string; readonly reason?: unknown }): 
   (e._tag === "SnapshotError" &&
     ["InvalidPath", "PathOutsideRoot"].includes(String((e.reason as { readonly _tag?: unknown } | undefined)?._tag)))
 
-const mountsIn = (table: MountInfo.MountTable, dir: string) =>
+const mountsIn = (table: ReadonlyArray<MountInfo.MountEntry>, dir: string) =>
   table.filter((e) => Lexical.isWithin(dir, Lexical.clean(e.mountPoint)))
 
 /**
@@ -285,7 +285,7 @@ export const suite = (
         const rel = (p: string) => (p === s.sandbox ? "" : p.slice(s.sandbox.length + 1))
         const inside = (k: string) => isUnder(rel(canonical ?? "/nowhere"), k) || isUnder("snapshots", k)
         assert.deepStrictEqual(differences(treeBefore, treeAfter, inside), [], `${what}: changed outside the root`)
-        const outsideIds = (t: MountInfo.MountTable) =>
+        const outsideIds = (t: ReadonlyArray<MountInfo.MountEntry>) =>
           t.filter((e) => !Lexical.isWithin(canonical ?? "/nowhere", Lexical.clean(e.mountPoint))).map((e) => e.id)
         assert.deepStrictEqual(outsideIds(mountsAfter), outsideIds(mountsBefore), `${what}: unmounted outside the root`)
         return result._tag
@@ -384,7 +384,7 @@ export const suite = (
           })
           const root = yield* HostPath.decodeRoot(vroot)
           assert.strictEqual(root.path, vroot)
-          const at = (path: string, options?: HostPath.ResolveOptions) =>
+          const at = (path: string, options?: { readonly followFinal?: boolean }) =>
             HostPath.resolve(root, path, options).pipe(
               Effect.map((full) => {
                 const rel = Lexical.relative(root.path, full)
@@ -398,7 +398,7 @@ export const suite = (
               )
             )
           const last = { followFinal: false }
-          const vectors: ReadonlyArray<readonly [string, HostPath.ResolveOptions | undefined, string]> = [
+          const vectors: ReadonlyArray<readonly [string, { readonly followFinal?: boolean } | undefined, string]> = [
             ["a", undefined, "/a"],
             ["b///././c////.//d/./././///e////.//./f//././././", undefined, "/b/c/d/e/f"],
             ["also/a/../path/././/with/some/./.././junk", undefined, "/also/path/with/junk"],

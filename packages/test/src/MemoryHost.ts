@@ -144,7 +144,7 @@ export interface MemoryHost {
    */
   readonly propagation: (target: string, kind: "shared" | "slave" | "private") => Effect.Effect<void, MountError>
   /** The current mount table, what `/proc/self/mountinfo` renders. */
-  readonly mountTable: Effect.Effect<MountInfo.MountTable>
+  readonly mountTable: Effect.Effect<ReadonlyArray<MountInfo.MountEntry>>
   /**
    * Makes every unmount of `target` (the `Mounter`'s and `umount`'s) fail with
    * `errno` and change nothing, until `clearUnmountFaults`: a mount held busy

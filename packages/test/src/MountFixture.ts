@@ -11,6 +11,7 @@
  * @since 0.1.0
  */
 import { HostCommand, MountInfo } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { Context, Effect, FileSystem, Layer, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
@@ -60,7 +61,7 @@ export interface MountFixture {
   /** The path of the mount table the code under test reads. */
   readonly mountInfo: string
   /** The current mount table. */
-  readonly table: Effect.Effect<MountInfo.MountTable>
+  readonly table: Effect.Effect<ReadonlyArray<MountInfo.MountEntry>>
 }
 
 /**
@@ -122,7 +123,7 @@ export const layerReal: Layer.Layer<
           Effect.provide(context)
         ),
       propagation: (target, kind) => mountCommand([`--make-${kind}`, target]).pipe(Effect.provide(context)),
-      mountInfo: MountInfo.DefaultPath,
+      mountInfo: Programs.DefaultMountInfo,
       table: MountInfo.read().pipe(Effect.provide(context), Effect.orDie)
     })
   })
@@ -166,7 +167,7 @@ export const layerMemory: Layer.Layer<MountFixture, never, MemoryHost | FileSyst
           return e === undefined ? Effect.void : Effect.die(new MountFixtureError(`umount ${target}: ${e.code}`))
         }),
       propagation: (target, kind) => orDie(host.propagation(target, kind)),
-      mountInfo: MountInfo.DefaultPath,
+      mountInfo: Programs.DefaultMountInfo,
       table: host.mountTable
     })
   })

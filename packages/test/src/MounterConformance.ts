@@ -16,10 +16,11 @@ import { Effect, FileSystem, type Layer } from "effect"
 import { omitting } from "./internal/omitting.ts"
 import { MountFixture } from "./MountFixture.ts"
 
-const countAt = (table: MountInfo.MountTable, path: string): number => table.filter((e) => e.mountPoint === path).length
+const countAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): number =>
+  table.filter((e) => e.mountPoint === path).length
 
 /** The targets at `path` as the table lists them, top of a stack first. */
-const targetsAt = (table: MountInfo.MountTable, path: string): Array<Mounter.Target> =>
+const targetsAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): Array<Programs.Target> =>
   table
     .filter((e) => e.mountPoint === path)
     .sort((a, b) => b.id - a.id)
@@ -236,7 +237,7 @@ export const suite = (
           yield* fx.propagation(`${box}/disk/kubelet/p/v2`, "private")
           yield* fs.makeDirectory(`${box}/disk/kubelet/p/v2/own`)
           yield* fx.tmpfs(`${box}/disk/kubelet/p/v2/own`)
-          const shape = (table: MountInfo.MountTable) =>
+          const shape = (table: ReadonlyArray<MountInfo.MountEntry>) =>
             table
               .filter((e) => e.mountPoint.startsWith(`${box}/`))
               .map((e) => e.mountPoint.slice(box.length))

@@ -89,7 +89,7 @@ const must = (command: string, args: ReadonlyArray<string>) =>
   )
 
 /** The mount points of `table` at or below `tableRoot` (this process's path of the node's `/`), as host paths. */
-const below = (table: MountInfo.MountTable, tableRoot: string): ReadonlyArray<string> =>
+const below = (table: ReadonlyArray<MountInfo.MountEntry>, tableRoot: string): ReadonlyArray<string> =>
   table.flatMap((e) => {
     if (tableRoot === "/") return [e.mountPoint]
     if (e.mountPoint === tableRoot) return ["/"]

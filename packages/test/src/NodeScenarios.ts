@@ -147,8 +147,8 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
         const pod = "/var/lib/kubelet/pods/5f0c"
         const secret = `${pod}/volumes/kubernetes.io~secret/token`
         // The kubelet's directory is a mount of its own (a dedicated disk): it stays.
-        yield* fs.makeDirectory(full(fx, Paths.KubeletDir), { recursive: true }).pipe(Effect.orDie)
-        yield* fx.tmpfs(Paths.KubeletDir)
+        yield* fs.makeDirectory(full(fx, Paths.Node.KubeletDir), { recursive: true }).pipe(Effect.orDie)
+        yield* fx.tmpfs(Paths.Node.KubeletDir)
         yield* fs.makeDirectory(full(fx, secret), { recursive: true }).pipe(Effect.orDie)
         yield* fx.tmpfs(secret)
         yield* plant({
@@ -171,9 +171,9 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
         assert.include(mountsBefore, secret)
 
         const options = { hostRoot: fx.hostRoot }
-        const unmounted = yield* Unmount.unmountStrictlyBelow([Paths.KubeletDir], options)
+        const unmounted = yield* Unmount.unmountStrictlyBelow([Paths.Node.KubeletDir], options)
         assert.deepStrictEqual(
-          unmounted.unmounted.map((m) => m.mountPoint.slice(m.mountPoint.indexOf(Paths.KubeletDir))),
+          unmounted.unmounted.map((m) => m.mountPoint.slice(m.mountPoint.indexOf(Paths.Node.KubeletDir))),
           [secret]
         )
         const torn = yield* Repave.teardownKubeletDir(options)
@@ -184,15 +184,15 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
         assert.deepStrictEqual(identity.kept, [])
 
         const mounts = yield* fx.mountPoints
-        assert.include(mounts, Paths.KubeletDir, "the kubelet's own mount stays")
+        assert.include(mounts, Paths.Node.KubeletDir, "the kubelet's own mount stays")
         assert.isFalse(
-          mounts.some((m) => m.startsWith(`${Paths.KubeletDir}/`)),
+          mounts.some((m) => m.startsWith(`${Paths.Node.KubeletDir}/`)),
           "no mount strictly below it"
         )
         assert.isFalse(yield* exists(pod))
-        assert.isTrue(yield* exists(Paths.CniConfDir))
-        assert.deepStrictEqual(yield* fs.readDirectory(full(fx, Paths.CniConfDir)).pipe(Effect.orDie), [])
-        assert.isFalse(yield* exists(Paths.CniStateDir))
+        assert.isTrue(yield* exists(Paths.Node.CniConfDir))
+        assert.deepStrictEqual(yield* fs.readDirectory(full(fx, Paths.Node.CniConfDir)).pipe(Effect.orDie), [])
+        assert.isFalse(yield* exists(Paths.Node.CniStateDir))
         assert.isFalse(yield* exists("/var/lib/kubelet/pki/kubelet-client-2026-11-30-10-00-00.pem"))
         assert.isFalse(
           yield* fs.exists(full(fx, "/var/lib/kubelet/pki/kubelet-client-current.pem")).pipe(Effect.orDie),

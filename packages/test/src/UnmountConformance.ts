@@ -80,10 +80,10 @@ const buildLayout = Effect.gen(function* () {
   return { sandbox, kubelet, csiData, csiMount, stacked, oddNames, sibling, outside } satisfies Layout
 })
 
-const under = (table: MountInfo.MountTable, prefix: string) =>
+const under = (table: ReadonlyArray<MountInfo.MountEntry>, prefix: string) =>
   table.filter((e) => Lexical.covers(prefix, Lexical.clean(e.mountPoint)))
 
-const ids = (table: MountInfo.MountTable) => table.map((e) => e.id).sort((a, b) => a - b)
+const ids = (table: ReadonlyArray<MountInfo.MountEntry>) => table.map((e) => e.id).sort((a, b) => a - b)
 
 /**
  * Registers the suite under `name`. `hostLayer` provides the `Mounter` under

@@ -6,13 +6,14 @@
  * subcommand's plan against its real run) is `packages/cli/test/DryRun.test.ts`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Directory, Mounter, MountInfo } from "@hostnode/core"
+import { Mounter, MountInfo } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { DryRun, MemoryNode, MountFixture } from "@hostnode/test"
 import * as DryRunFiles from "@hostnode/test/internal/dryrun/fileSystem"
 import { Effect, FileSystem, Layer, Ref } from "effect"
 
 /** The top mount at `path` as a `Mounter` target. */
-const targetAt = (table: MountInfo.MountTable, path: string): Mounter.Target => {
+const targetAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): Programs.Target => {
   const top = table.filter((e) => e.mountPoint === path).sort((a, b) => b.id - a.id)[0]
   return { path, mountId: top?.id ?? -1, tablePath: path }
 }
@@ -51,7 +52,7 @@ describe("the dry-run overlay", () => {
       const seen = Effect.gen(function* () {
         const mounter = yield* Mounter.Mounter
         const results = yield* mounter.unmount(
-          Directory.handle({ path: "/" }),
+          Programs.handle({ path: "/" }),
           [targetAt(before, "/m"), { path: "/nothing", mountId: 0, tablePath: "/nothing" }],
           { lazy: true }
         )
@@ -98,7 +99,7 @@ describe("the dry-run overlay", () => {
           const mounter = yield* Mounter.Mounter
           // The stacked /p/m0 twice: the second target finds the one underneath; a third names the mount below them.
           return yield* mounter.unmount(
-            Directory.handle({ path: "/" }),
+            Programs.handle({ path: "/" }),
             [
               ...stack.map((e) => ({ path: "/p/m0", mountId: e.id, tablePath: "/p/m0" })),
               { path: "/p/m0", mountId: (stack[1]?.id ?? 0) - 1, tablePath: "/p/m0" },

@@ -80,12 +80,12 @@ const recording = (removed: Array<number>) =>
     })
   )
 
-const ids = (t: MountInfo.MountTable) => t.map((e) => e.id).sort((a, b) => a - b)
+const ids = (t: ReadonlyArray<MountInfo.MountEntry>) => t.map((e) => e.id).sort((a, b) => a - b)
 const coveredBy = (prefixes: ReadonlyArray<string>, e: MountInfo.MountEntry) =>
   prefixes.some((p) => Lexical.covers(p, Lexical.clean(e.mountPoint)))
 
 /** Mounts detached along with `gone` (their ancestors by parent id), computed from the table alone. */
-const withDescendants = (table: MountInfo.MountTable, gone: ReadonlySet<number>): Set<number> => {
+const withDescendants = (table: ReadonlyArray<MountInfo.MountEntry>, gone: ReadonlySet<number>): Set<number> => {
   const out = new Set(gone)
   for (const e of table) if (e.id !== e.parentId && out.has(e.parentId)) out.add(e.id) // parents come first
   return out
@@ -101,8 +101,8 @@ const runs = { arbitrary: { runs: 100 } }
  * at most once.
  */
 const assertTopmostFirst = (
-  before: MountInfo.MountTable,
-  selected: MountInfo.MountTable,
+  before: ReadonlyArray<MountInfo.MountEntry>,
+  selected: ReadonlyArray<MountInfo.MountEntry>,
   removed: ReadonlyArray<number>
 ) => {
   const still = new Set(selected.map((e) => e.id))

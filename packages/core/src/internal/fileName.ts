@@ -3,7 +3,6 @@
  *
  * @since 0.4.0
  */
-import type { Bytes } from "../FileName.ts"
 
 /**
  * True when `text` stands for bytes that are not valid UTF-8 (it holds an escaped byte).
@@ -22,7 +21,7 @@ export const hasEscapedBytes = (text: string): boolean => {
 /**
  * Compares two names by their bytes, as `ls` in the C locale sorts them.
  */
-export const compare = (a: Bytes, b: Bytes): number => {
+export const compare = (a: Uint8Array, b: Uint8Array): number => {
   const n = Math.min(a.length, b.length)
   for (let i = 0; i < n; i++) {
     const d = (a[i] as number) - (b[i] as number)
@@ -34,12 +33,12 @@ export const compare = (a: Bytes, b: Bytes): number => {
 /**
  * True when `a` and `b` hold the same bytes.
  */
-export const equals = (a: Bytes, b: Bytes): boolean => a.length === b.length && compare(a, b) === 0
+export const equals = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && compare(a, b) === 0
 
 /**
  * True when `name` is a single path component the kernel accepts: non-empty, not `.` or `..`, no `/` or NUL.
  */
-export const isComponent = (name: Bytes): boolean => {
+export const isComponent = (name: Uint8Array): boolean => {
   if (name.length === 0 || name.length > 255) return false
   if (name.length === 1 && name[0] === 0x2e) return false
   if (name.length === 2 && name[0] === 0x2e && name[1] === 0x2e) return false

@@ -246,7 +246,7 @@ export const make = (state: HostState): Directory.Directories => {
     frame: MemoryFileSystem.Frame,
     node: MemoryFileSystem.Inode | undefined,
     mount?: MemoryFileSystem.Mount
-  ): MemoryHandle => Directory.handle({ path, frame, node, mount, generation: state.journal.generation })
+  ): MemoryHandle => Programs.handle({ path, frame, node, mount, generation: state.journal.generation })
 
   const dirOf = (m: MemoryHandle) => m.frame.dir
 

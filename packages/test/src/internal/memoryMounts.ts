@@ -49,9 +49,9 @@ const verifyAndUnmount = (
   state: HostState,
   dirs: Directory.Directories,
   root: MemoryDirectories.MemoryHandle,
-  target: Mounter.Target,
+  target: Programs.Target,
   lazy: boolean
-): Effect.Effect<Mounter.UnmountResult> =>
+): Effect.Effect<Programs.UnmountResult> =>
   Effect.gen(function* () {
     const rel = Lexical.below(root.path, target.path)
     if (rel === undefined) {

@@ -8,7 +8,8 @@
  * ran. Boundary: the container's side of `operate.ts`; printing and exit codes
  * stay there and in `errors.ts`.
  */
-import { HostPath, MountInfo } from "@hostnode/core"
+import { HostPath } from "@hostnode/core"
+import * as Programs from "@hostnode/core/Programs"
 import { NodeContainer, type NodeHost } from "@hostnode/node"
 import { DryRun } from "@hostnode/test"
 import { type Context, Effect, type Fiber, type FileSystem, Logger, Option, References, Schema } from "effect"
@@ -118,7 +119,7 @@ const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 export const localPath = (view: View): ((text: string) => string) => {
   const below = new RegExp(`${literal(view.root.path)}(?:/|(?![0-9]))`, "g")
   const table = view.root.mountInfo
-  return (text) => text.replaceAll(table, MountInfo.DefaultPath).replace(below, "/")
+  return (text) => text.replaceAll(table, Programs.DefaultMountInfo).replace(below, "/")
 }
 
 /** `value` (plain JSON) with every string in it, keys included, passed through `local`. */

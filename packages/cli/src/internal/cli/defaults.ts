@@ -6,10 +6,10 @@
  * (`packages/cli/test/Cli.test.ts`) keeps each equal to the library's.
  */
 
-/** `Paths.CniConfDir`. */
+/** `Paths.Node.CniConfDir`. */
 export const CniConfDir = "/etc/cni/net.d"
 
-/** `Paths.CniStateDir`. */
+/** `Paths.Node.CniStateDir`. */
 export const CniStateDir = "/var/lib/cni"
 
 /** `NodeStart.NodeListener`. */

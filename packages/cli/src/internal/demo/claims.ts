@@ -270,9 +270,9 @@ export const repaveClaims = (o: RepaveObservation): ReadonlyArray<Claim> => {
     claim(
       step,
       "cni-state-gone",
-      `the CNI configuration is emptied (${Paths.CniConfDir} kept) and the IPAM state (${Paths.CniStateDir}) removed`,
+      `the CNI configuration is emptied (${Paths.Node.CniConfDir} kept) and the IPAM state (${Paths.Node.CniStateDir}) removed`,
       o.cniConfAfter !== undefined && o.cniConfAfter.length === 0 && !o.cniStateLeft,
-      `${Paths.CniConfDir}: ${o.cniConfAfter === undefined ? "missing" : o.cniConfAfter.length === 0 ? "empty" : list(o.cniConfAfter)}; ${Paths.CniStateDir}: ${o.cniStateLeft ? "still there" : "gone"}`
+      `${Paths.Node.CniConfDir}: ${o.cniConfAfter === undefined ? "missing" : o.cniConfAfter.length === 0 ? "empty" : list(o.cniConfAfter)}; ${Paths.Node.CniStateDir}: ${o.cniStateLeft ? "still there" : "gone"}`
     ),
     claim(
       step,

@@ -19,7 +19,7 @@ export const FailingUnit = "kubelet.service"
 export const SnapshotDir = `${AgentConfig.DefaultConfigDir}/config-snapshot`
 
 /** The kubelet's directory, and the pods in it. */
-export const kubeletDir = Paths.KubeletDir
+export const kubeletDir = Paths.Node.KubeletDir
 export const podsDir = Repave.KubeletPodsDir
 export const webPod = `${podsDir}/6f1c2b7e-3d4a-4c1e-9b8f-0a1b2c3d4e5f`
 export const dbPod = `${podsDir}/9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d`
@@ -27,7 +27,7 @@ const pvc = "pvc-3c1d5e7f"
 /** Where the CSI driver keeps the volume's data (a local disk): the source of the bind mount into the pod. */
 export const csiSource = `/mnt/disks/${pvc}`
 export const csiTarget = `${dbPod}/volumes/kubernetes.io~csi/${pvc}/mount`
-export const pki = Paths.KubeletClientPkiDir
+export const pki = Paths.Node.KubeletClientPkiDir
 const clientCertOld = `${pki}/kubelet-client-2026-05-30-08-15-42.pem`
 const clientCertNew = `${pki}/kubelet-client-2026-11-28-08-15-42.pem`
 

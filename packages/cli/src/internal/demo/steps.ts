@@ -398,8 +398,8 @@ const repave = Effect.gen(function* () {
     podsAfter: yield* listDir(podsDir),
     csiBefore,
     csiAfter: yield* captureImage([csiSource]),
-    cniConfAfter: (yield* exists(Paths.CniConfDir)) ? yield* listDir(Paths.CniConfDir) : undefined,
-    cniStateLeft: yield* exists(Paths.CniStateDir),
+    cniConfAfter: (yield* exists(Paths.Node.CniConfDir)) ? yield* listDir(Paths.Node.CniConfDir) : undefined,
+    cniStateLeft: yield* exists(Paths.Node.CniStateDir),
     credentialsBefore,
     credentialsAfter: yield* credentials,
     keptBefore,
@@ -410,8 +410,10 @@ const repave = Effect.gen(function* () {
     rulesAfter: yield* network.rules("raw")
   }
   const kept = [...teardown.kept, ...cni.kept, ...identity.kept]
-  const confRemoved = cni.removed.filter((p) => p.startsWith(`${Paths.CniConfDir}/`)).map(baseName)
-  const stateRemoved = cni.removed.filter((p) => p === Paths.CniStateDir || p.startsWith(`${Paths.CniStateDir}/`))
+  const confRemoved = cni.removed.filter((p) => p.startsWith(`${Paths.Node.CniConfDir}/`)).map(baseName)
+  const stateRemoved = cni.removed.filter(
+    (p) => p === Paths.Node.CniStateDir || p.startsWith(`${Paths.Node.CniStateDir}/`)
+  )
   const oursBefore = rulesBefore.filter(isLocalDnsRule).length
   const oursAfter = observation.rulesAfter.filter(isLocalDnsRule).length
   return {
@@ -419,8 +421,8 @@ const repave = Effect.gen(function* () {
       `stopped ${list([...Units].reverse())} (a repave runs with the node stack down)`,
       `Unmount.unmountStrictlyBelow ${kubeletDir}: ${plural(podMountsBefore.length, "pod volume")} unmounted, the directory's own mount kept`,
       `Repave.teardownKubeletDir: ${plural(teardown.prefixes.length, "pod directory", "pod directories")} removed (${plural(teardown.removed.length, "path")}), ${teardown.kept.length} kept`,
-      `Repave.resetCniState: removed ${list(confRemoved)} from ${Paths.CniConfDir} (the directory stays)`,
-      `  and ${Paths.CniStateDir} (${plural(stateRemoved.length, "path")}: the IPAM reservations and their bookkeeping)`,
+      `Repave.resetCniState: removed ${list(confRemoved)} from ${Paths.Node.CniConfDir} (the directory stays)`,
+      `  and ${Paths.Node.CniStateDir} (${plural(stateRemoved.length, "path")}: the IPAM reservations and their bookkeeping)`,
       `Repave.resetKubeletIdentity (bootstrap-token mode): removed ${list(identity.removed.map(baseName))}`,
       `  and kept ${baseName(NodeStart.DefaultBootstrapKubeconfig)}, so the next start bootstraps a new identity`,
       `LocalDns.cleanupHostNetwork: interface ${localDnsLink} ${observation.linkAfter ? "still there" : "deleted"}, ${oursBefore - oursAfter} of ${plural(oursBefore, "rule")} of ours deleted, the other rule kept`,

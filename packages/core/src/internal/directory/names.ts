@@ -21,15 +21,15 @@ export const PathMax = 4096
 export const NameMax = 255
 
 /** Why `name` cannot be one component of a directory, as the kernel says it, or `undefined` when it can. */
-export const nameProblem = (name: FileName.Bytes): "ENAMETOOLONG" | "EINVAL" | undefined =>
+export const nameProblem = (name: Uint8Array): "ENAMETOOLONG" | "EINVAL" | undefined =>
   name.length > NameMax ? "ENAMETOOLONG" : FileNames.isComponent(name) ? undefined : "EINVAL"
 
 const slash = 0x2f
 const dot = 0x2e
 
 /** The components of a path as bytes: empty ones dropped, `.` and `..` kept for the walk. */
-export const components = (path: FileName.Bytes): Array<FileName.Bytes> => {
-  const out: Array<FileName.Bytes> = []
+export const components = (path: Uint8Array): Array<Uint8Array> => {
+  const out: Array<Uint8Array> = []
   let from = 0
   for (let i = 0; i <= path.length; i++) {
     if (i === path.length || path[i] === slash) {
@@ -41,17 +41,17 @@ export const components = (path: FileName.Bytes): Array<FileName.Bytes> => {
 }
 
 /** `.` */
-export const isDot = (c: FileName.Bytes): boolean => c.length === 1 && c[0] === dot
+export const isDot = (c: Uint8Array): boolean => c.length === 1 && c[0] === dot
 
 /** `..` */
-export const isDotDot = (c: FileName.Bytes): boolean => c.length === 2 && c[0] === dot && c[1] === dot
+export const isDotDot = (c: Uint8Array): boolean => c.length === 2 && c[0] === dot && c[1] === dot
 
 /** A trailing slash: what the path ends at must be a directory. */
-export const endsInSlash = (path: FileName.Bytes): boolean => path.length > 0 && path[path.length - 1] === slash
+export const endsInSlash = (path: Uint8Array): boolean => path.length > 0 && path[path.length - 1] === slash
 
 /** An absolute link target: resolution starts again at the root. */
-export const isAbsolute = (path: FileName.Bytes): boolean => path[0] === slash
+export const isAbsolute = (path: Uint8Array): boolean => path[0] === slash
 
 /** `name` below the host path `parent` (lossless string forms). */
-export const childPath = (parent: string, name: FileName.Bytes): string =>
+export const childPath = (parent: string, name: Uint8Array): string =>
   parent === "/" ? `/${FileName.decode(name)}` : `${parent}/${FileName.decode(name)}`

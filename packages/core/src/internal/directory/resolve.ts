@@ -9,22 +9,11 @@
  *
  * @since 0.3.0
  */
-import { Effect, type Scope } from "effect"
-import type {
-  BatchResult,
-  CopyFile,
-  Directories,
-  File,
-  Handle,
-  Move,
-  Primitives,
-  ReadFile,
-  Resolved,
-  ResolveOptions,
-  Stat
-} from "../../Directory.ts"
+import { Effect } from "effect"
+import type { Directories, File, Handle, Primitives, Stat } from "../../Directory.ts"
 import { type DirectoryError, SystemError } from "../../DirectoryError.ts"
 import * as FileName from "../../FileName.ts"
+import type { BatchResult, CopyFile, Move, ReadFile } from "../../Programs.ts"
 import { run as runProgram } from "../programs/effect.ts"
 import * as programs from "../programs/removeTree.ts"
 import { fail } from "./errors.ts"
@@ -47,11 +36,7 @@ interface Held {
 }
 
 /** Why a path cannot be resolved at all, before anything is looked at: too long, a component too long, a NUL byte. */
-const pathProblem = (
-  path: string,
-  bytes: FileName.Bytes,
-  names: ReadonlyArray<FileName.Bytes>
-): DirectoryError | undefined => {
+const pathProblem = (path: string, bytes: Uint8Array, names: ReadonlyArray<Uint8Array>): DirectoryError | undefined => {
   const invalid = (errno: string, detail: string) =>
     fail(new SystemError({ _tag: "InvalidName", errno, detail }), "resolve", path)
   if (bytes.includes(0)) return invalid("EINVAL", "the path contains a NUL byte")
@@ -72,10 +57,10 @@ const notADirectory = (path: string) =>
 const walk = (
   p: Primitives,
   start: ReadonlyArray<Held>,
-  names: ReadonlyArray<FileName.Bytes>,
-  options: ResolveOptions,
+  names: ReadonlyArray<Uint8Array>,
+  options: NonNullable<Parameters<Directories["resolve"]>[2]>,
   trailingSlash: boolean
-): Effect.Effect<Resolved, DirectoryError, Scope.Scope> =>
+): ReturnType<Directories["resolve"]> =>
   Effect.gen(function* () {
     const followFinal = options.followFinal ?? false
     const noSymlinks = options.noSymlinks ?? false
@@ -87,7 +72,7 @@ const walk = (
     let retries = 0
     const top = () => stack[stack.length - 1] as Held
     while (pending.length > 0) {
-      const c = pending.shift() as FileName.Bytes
+      const c = pending.shift() as Uint8Array
       if (isDot(c)) continue
       if (isDotDot(c)) {
         // As RESOLVE_BENEATH: back up the directories walked, never above the root.
@@ -211,7 +196,7 @@ const ancestorsWith =
       Effect.gen(function* () {
         const out: Array<Stat> = [yield* p.stat(dir)]
         // A directory bind-mounted below itself shows one identity (device and
-        // inode, as `Directory.identity`) twice; with the mount id it is a loop only at the root.
+        // inode, as `Programs.identity`) twice; with the mount id it is a loop only at the root.
         const where = (st: Stat) => `${st.device}:${st.inode}@${st.mountId}`
         const seen = new Set([where(out[0] as Stat)])
         let here = dir

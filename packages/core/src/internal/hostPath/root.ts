@@ -11,17 +11,15 @@
  */
 import { Effect, type FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
-import type { DecodePathOptions, HostRoot, RootInput } from "../../HostPath.ts"
+import type { HostRoot, RootInput } from "../../HostPath.ts"
 import { type HostPathError, Refused } from "../../HostPathError.ts"
+import { DefaultMountInfo } from "../../Programs.ts"
 import { refusal } from "./errors.ts"
 import { clean, isWithin, join, relative } from "./lexical.ts"
 import { outcome, walk } from "./resolve.ts"
 
 /** What marks a decoded `HostRoot`. */
 export const HostRootTypeId: unique symbol = Symbol.for("@hostnode/core/HostPath/HostRoot")
-
-/** The mount table of this process's own mount namespace, as the Go contract's empty `mountInfo` means it. */
-export const DefaultMountInfo = "/proc/self/mountinfo"
 
 // `/proc/<pid>/root` is a magic link to another process's root; realpath would
 // resolve it as a link to `/` and lose the namespace.
@@ -179,11 +177,11 @@ export interface Checked {
 export const checkPath: (
   root: HostRoot,
   path: string,
-  options?: Pick<DecodePathOptions, "allowRoot" | "what">
+  options?: { readonly allowRoot?: boolean | undefined; readonly what?: string | undefined }
 ) => Effect.Effect<Checked, HostPathError> = Effect.fn("HostRoots.checkPath")(function* (
   root: HostRoot,
   path: string,
-  options?: Pick<DecodePathOptions, "allowRoot" | "what">
+  options?: { readonly allowRoot?: boolean | undefined; readonly what?: string | undefined }
 ) {
   const what = options?.what ?? "path"
   const problem = absoluteProblem(path, `the ${what}`)

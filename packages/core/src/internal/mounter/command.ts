@@ -15,6 +15,7 @@ import type * as Directory from "../../Directory.ts"
 import * as HostCommand from "../../HostCommand.ts"
 import type * as Mounter from "../../Mounter.ts"
 import * as MountInfo from "../../MountInfo.ts"
+import * as Programs from "../../Programs.ts"
 import { verifyTarget } from "./verify.ts"
 
 // util-linux umount's messages for the failures a teardown meets.
@@ -49,18 +50,18 @@ const chunk = (targets: ReadonlyArray<string>, maxBytes: number): Array<Array<st
   return out
 }
 
-const countByMountPoint = (table: MountInfo.MountTable): Map<string, number> => {
+const countByMountPoint = (table: ReadonlyArray<MountInfo.MountEntry>): Map<string, number> => {
   const m = new Map<string, number>()
   for (const e of table) m.set(e.mountPoint, (m.get(e.mountPoint) ?? 0) + 1)
   return m
 }
 
-/** The command-based `Mounter` (see `Mounter.makeCommand`). */
-export const commandMounter = Effect.fnUntraced(function* (options: Mounter.CommandOptions | undefined) {
+/** The command-based `Mounter` (see `Mounter.layerCommand`). */
+export const commandMounter = Effect.fnUntraced(function* (options: Parameters<typeof Mounter.layerCommand>[0]) {
   const context = yield* Effect.context<
     ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Directory.Directories
   >()
-  const tablePath = options?.mountInfo ?? MountInfo.DefaultPath
+  const tablePath = options?.mountInfo ?? Programs.DefaultMountInfo
   const maxBytes = options?.maxArgBytes ?? 64 * 1024
   const countNow = MountInfo.read(tablePath).pipe(
     Effect.map(countByMountPoint),
@@ -68,12 +69,12 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
   )
   const unmount = Effect.fnUntraced(function* (
     root: Directory.Handle,
-    targets: ReadonlyArray<Mounter.Target>,
-    opts: Mounter.UnmountOptions
+    targets: ReadonlyArray<Programs.Target>,
+    opts: { readonly lazy: boolean }
   ) {
     if (targets.length === 0) return []
     // A stack is verified at its top: the first target of each path, with the program every Mounter runs.
-    const checked = new Map<string, Exclude<Mounter.UnmountResult, { readonly _tag: "Unmounted" }> | undefined>()
+    const checked = new Map<string, Exclude<Programs.UnmountResult, { readonly _tag: "Unmounted" }> | undefined>()
     for (const t of targets) if (!checked.has(t.tablePath)) checked.set(t.tablePath, yield* verifyTarget(root, t))
     const verified = targets.filter((t) => checked.get(t.tablePath) === undefined).map((t) => t.tablePath)
     const before = yield* countNow
@@ -97,7 +98,7 @@ export const commandMounter = Effect.fnUntraced(function* (options: Mounter.Comm
     if (before !== undefined && after !== undefined) {
       for (const [point, n] of before) gone.set(point, Math.max(0, n - (after.get(point) ?? 0)))
     }
-    return targets.map((t): Mounter.UnmountResult => {
+    return targets.map((t): Programs.UnmountResult => {
       const problem = checked.get(t.tablePath)
       if (problem !== undefined) return { ...problem, target: t.path }
       const left = gone.get(t.tablePath) ?? 0

@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
-import type { Target, UnmountResult } from "../../Mounter.ts"
+import type { Target, UnmountResult } from "../../Programs.ts"
 import * as Names from "../directory/names.ts"
 import { below } from "../hostPath/lexical.ts"
 import { verifyMount } from "../programs/verifyMount.ts"

@@ -14,7 +14,10 @@
  * @since 0.4.0
  */
 
-import type { MountEntry, MountTable } from "../../MountInfo.ts"
+import type { MountEntry } from "../../MountInfo.ts"
+
+type MountTable = ReadonlyArray<MountEntry>
+
 import { clean, covers } from "../hostPath/lexical.ts"
 
 /** The peer group of a mount (`shared:N`), or undefined when it is not shared. */

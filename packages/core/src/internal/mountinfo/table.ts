@@ -13,7 +13,10 @@
  * every check of the line (a table that does not parse is an error for the
  * whole table: nothing of it is trusted), so a line read later cannot fail.
  */
-import type { MountEntry, MountTable } from "../../MountInfo.ts"
+import type { MountEntry } from "../../MountInfo.ts"
+
+type MountTable = ReadonlyArray<MountEntry>
+
 import { decodeEscapes, escapesValid } from "./escape.ts"
 
 /** What is wrong with a line: the message, the field, and the field's text (clipped). */

@@ -10,7 +10,6 @@
  * @since 0.4.0
  */
 import type * as Directory from "../../Directory.ts"
-import type * as FileName from "../../FileName.ts"
 
 /** The reason tags a failed operation carries: `Directory.SystemError`'s, plus `Hung` and `Gone`. */
 export type ReasonTag =
@@ -107,7 +106,7 @@ export const isFailure = (u: unknown): u is Failure =>
  * asked.
  */
 export interface Identity {
-  readonly type: Directory.Type
+  readonly type: Directory.Stat["type"]
   readonly device: string
   readonly inode: bigint
   readonly mountId: number
@@ -132,14 +131,14 @@ export interface Listing {
 /** The handle operations programs yield; `H` is the layer's handle. */
 export type Op<H> =
   /** `identify(dir, name)`: the {@link Identity} of `name` in `dir` (not followed), or of `dir`. */
-  | { readonly _op: "identify"; readonly dir: H; readonly name: FileName.Bytes | undefined }
+  | { readonly _op: "identify"; readonly dir: H; readonly name: Uint8Array | undefined }
   /**
    * Opens the child directory `name` of `dir` without following a link
    * (`SymbolicLink`; `NotADirectory` for anything else) and, with
    * `sameMount`, without entering another mount (`OtherMount`, decided
    * before the child's file system is asked anything).
    */
-  | { readonly _op: "openDirectory"; readonly dir: H; readonly name: FileName.Bytes; readonly sameMount: boolean }
+  | { readonly _op: "openDirectory"; readonly dir: H; readonly name: Uint8Array; readonly sameMount: boolean }
   /** Opens the directory `..` of `dir` names now. */
   | { readonly _op: "openParent"; readonly dir: H }
   /**
@@ -148,13 +147,13 @@ export type Op<H> =
    * `NotADirectory`, never above `root`; the last component may be anything
    * but a link.
    */
-  | { readonly _op: "openBeneath"; readonly root: H; readonly components: ReadonlyArray<FileName.Bytes> }
+  | { readonly _op: "openBeneath"; readonly root: H; readonly components: ReadonlyArray<Uint8Array> }
   /** The next batch of `dir`'s entries; `restart` starts from the first. */
   | { readonly _op: "readDirectory"; readonly dir: H; readonly restart: boolean }
   /** Removes `name` of `dir`: a non-directory, or with `directory` an empty directory. */
-  | { readonly _op: "unlink"; readonly dir: H; readonly name: FileName.Bytes; readonly directory: boolean }
+  | { readonly _op: "unlink"; readonly dir: H; readonly name: Uint8Array; readonly directory: boolean }
   /** Unlinks each of `names` (none a directory) in order; for each, `undefined` or its failure. */
-  | { readonly _op: "unlinkAll"; readonly dir: H; readonly names: ReadonlyArray<FileName.Bytes> }
+  | { readonly _op: "unlinkAll"; readonly dir: H; readonly names: ReadonlyArray<Uint8Array> }
   /** Closes a handle the program opened. */
   | { readonly _op: "close"; readonly handle: H }
   /** An event, not an operation: `path` was removed (yielded only when the caller asked for them). */

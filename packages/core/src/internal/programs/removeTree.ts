@@ -74,7 +74,7 @@ export interface Limits {
 /** What to remove: `name` of the open directory `dir`, whose full path is `path`. */
 export interface RemoveInput<H> {
   readonly dir: H
-  readonly name: FileName.Bytes
+  readonly name: Uint8Array
   readonly path: string
   /** Yield a `removed` event for every path removed (default false: only counted). */
   readonly events?: boolean | undefined
@@ -99,7 +99,7 @@ export interface RemoveResult {
 
 /** A directory of the walk: where it is, what is left of its listing, and its handle while it is held. */
 interface Frame<H> {
-  readonly name: FileName.Bytes
+  readonly name: Uint8Array
   readonly identity: Identity
   handle: H | undefined
   pending: Array<Directory.Entry>
@@ -113,13 +113,13 @@ interface Frame<H> {
   keeps: boolean
 }
 
-const latin1 = (bytes: FileName.Bytes): string => {
+const latin1 = (bytes: Uint8Array): string => {
   let s = ""
   for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i] as number)
   return s
 }
 
-const childOf = (parent: string, name: FileName.Bytes): string =>
+const childOf = (parent: string, name: Uint8Array): string =>
   parent === "/" ? `/${FileName.decode(name)}` : `${parent}/${FileName.decode(name)}`
 
 /** The accumulated outcome, within its bounds. */
@@ -218,7 +218,7 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
   }
 
   /** Marks frame `i` as keeping something named `name` (skipped on a restart). */
-  const keptIn = (i: number, name: FileName.Bytes | undefined): void => {
+  const keptIn = (i: number, name: Uint8Array | undefined): void => {
     const f = frames[i]
     if (f === undefined) return
     f.keeps = true
@@ -338,7 +338,7 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
   function* unlinkEntry(
     dir: H,
     i: number,
-    name: FileName.Bytes,
+    name: Uint8Array,
     path: () => string
   ): Generator<Op<H>, boolean | "directory", unknown> {
     const r = yield { _op: "unlink", dir, name, directory: false }
@@ -370,7 +370,7 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
    * pushed; false when it is not a directory of this mount (handled: removed
    * as what it is now, or kept).
    */
-  function* descend(dir: H, i: number, name: FileName.Bytes, path: () => string): Generator<Op<H>, boolean, unknown> {
+  function* descend(dir: H, i: number, name: Uint8Array, path: () => string): Generator<Op<H>, boolean, unknown> {
     const opened = yield { _op: "openDirectory", dir, name, sameMount: true }
     if (isFailure(opened)) {
       switch (opened.reason) {

@@ -16,13 +16,12 @@
  *
  * @since 0.4.0
  */
-import type * as FileName from "../../FileName.ts"
-import type { UnmountResult } from "../../Mounter.ts"
+import type { UnmountResult } from "../../Programs.ts"
 import { type Failure, isFailure, type Op, type Opened } from "./ops.ts"
 
 /** A mount to verify: its path below the root, as components, and the mount id the table gave it. */
 export interface VerifyTarget {
-  readonly components: ReadonlyArray<FileName.Bytes>
+  readonly components: ReadonlyArray<Uint8Array>
   readonly mountId: number
 }
 

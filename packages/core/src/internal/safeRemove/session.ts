@@ -4,7 +4,7 @@
  * followed) and handed to the walk (`./walk.ts`); a directory to empty or
  * list is opened from its parent's handle, or kept with its reason.
  *
- * Internal: `SafeRemove.open` returns {@link make}'s session.
+ * Internal: `SafeRemove.session` returns {@link make}'s session.
  *
  * @since 0.3.0
  */
@@ -21,7 +21,7 @@ import { type Acc, emptyAcc, failed, fullChild, keep, otherMount, type Removal, 
 interface Target {
   readonly full: string
   readonly dir: Directory.Handle
-  readonly name: FileName.Bytes | undefined
+  readonly name: Uint8Array | undefined
 }
 
 /** A path whose resolution did not return within its deadline: kept, never looked at again. */
@@ -98,7 +98,7 @@ const openDir = (
   options?: EmptyOptions
 ): Effect.Effect<Directory.Handle | undefined, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const name = t.name as FileName.Bytes
+    const name = t.name as Uint8Array
     const tablePath = HostRoots.tablePathOf(r.root, t.full)
     const at = tablePath === undefined ? undefined : r.index.entries.find((e) => e.mountPoint === tablePath)
     if (tablePath === undefined || at !== undefined) {

@@ -33,7 +33,7 @@ export interface TableIndex {
 /**
  * Indexes `table` for {@link blockers}: mount points and roots cleaned, entries grouped by device and mount point.
  */
-export const indexTable = (table: MountInfo.MountTable): TableIndex => {
+export const indexTable = (table: ReadonlyArray<MountInfo.MountEntry>): TableIndex => {
   const entries: Array<Indexed> = []
   const byDevice = new Map<string, Array<Indexed>>()
   const byMountPoint = new Map<string, Array<{ readonly device: string; readonly root: string }>>()

@@ -7,7 +7,7 @@
  * handles open. Every keep is recorded and logged; removed paths are counted
  * and kept up to a bound.
  *
- * Internal: `SafeRemove.open` builds a {@link Removal} once per session; the
+ * Internal: `SafeRemove.session` builds a {@link Removal} once per session; the
  * session's operations (`./session.ts`) call {@link removeTop}.
  *
  * @since 0.3.0
@@ -117,7 +117,7 @@ export const removeTop = (
   r: Removal,
   acc: Acc,
   dir: Directory.Handle,
-  name: FileName.Bytes,
+  name: Uint8Array,
   path: string
 ): Effect.Effect<boolean> =>
   Effect.gen(function* () {

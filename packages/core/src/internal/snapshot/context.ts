@@ -11,6 +11,7 @@ import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as Hashing from "../../Hashing.ts"
 import type * as HostPath from "../../HostPath.ts"
+import type * as Programs from "../../Programs.ts"
 import { Failure, SnapshotError } from "../../SnapshotError.ts"
 import * as DirectoryErrors from "../directory/errors.ts"
 import * as Names from "../directory/names.ts"
@@ -23,7 +24,7 @@ export interface Ctx {
   readonly dirs: Directory.Directories
   readonly fs: FileSystem.FileSystem
   readonly hashing: Hashing.Hashing
-  readonly credentials: Directory.Credentials
+  readonly credentials: Programs.Credentials
   /** The snapshot directory: a clean absolute path of this process (not joined below the host root). */
   readonly dir: string
   /** The directory the snapshot directory is in, where its staging directory, lock file and discarded copy go. */
@@ -90,10 +91,10 @@ export const isHostPath = (p: string): boolean =>
 export const baseOf = (p: string): string => p.slice(p.lastIndexOf("/") + 1)
 
 /** The last component of a host path as bytes. */
-export const nameOf = (p: string): FileName.Bytes => FileName.encode(baseOf(p))
+export const nameOf = (p: string): Uint8Array => FileName.encode(baseOf(p))
 
 /** `name` below the host path `parent`, in the lossless string form. */
-export const childOf = (parent: string, name: FileName.Bytes): string => Names.childPath(parent, name)
+export const childOf = (parent: string, name: Uint8Array): string => Names.childPath(parent, name)
 
 /** True when `ancestor` is strictly above `p`. */
 export const isBelow = (ancestor: string, p: string): boolean => ancestor !== p && Lexical.covers(ancestor, p)

@@ -12,8 +12,9 @@
  * @since 0.2.0
  */
 import { Effect } from "effect"
-import * as Directory from "../../Directory.ts"
+import type * as Directory from "../../Directory.ts"
 import { Failure } from "../../SnapshotError.ts"
+import { identity } from "../directory/handle.ts"
 import * as Lexical from "../hostPath/lexical.ts"
 import { type Ctx, fail, fromDirectory, unresolvable } from "./context.ts"
 
@@ -69,8 +70,8 @@ export const checkOverlap = (
 ) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const held = new Set(chain.map(Directory.identity))
-      const self = chain[0] === undefined ? undefined : Directory.identity(chain[0])
+      const held = new Set(chain.map(identity))
+      const self = chain[0] === undefined ? undefined : identity(chain[0])
       // Listed paths share parents: each parent's ancestors are looked up once.
       const inside = new Map<string, boolean>()
       for (const p of paths) {
@@ -79,7 +80,7 @@ export const checkOverlap = (
         if (at === undefined) continue
         // What a restore writes, or removes where something is there now.
         const writes = options.below && (!removesOnly || at.entry !== undefined)
-        if (at.entry !== undefined && at.entry.type === "Directory" && held.has(Directory.identity(at.entry))) {
+        if (at.entry !== undefined && at.entry.type === "Directory" && held.has(identity(at.entry))) {
           return yield* fail(
             ctx,
             new Failure({
@@ -90,13 +91,11 @@ export const checkOverlap = (
           )
         }
         if (writes && self !== undefined) {
-          const parent = Directory.identity(
-            yield* ctx.dirs.stat(at.parent).pipe(Effect.mapError(fromDirectory(ctx, p)))
-          )
+          const parent = identity(yield* ctx.dirs.stat(at.parent).pipe(Effect.mapError(fromDirectory(ctx, p))))
           let below = inside.get(parent)
           if (below === undefined) {
             const above = yield* ctx.dirs.ancestors(at.parent).pipe(Effect.mapError(fromDirectory(ctx, p)))
-            below = above.some((st) => Directory.identity(st) === self)
+            below = above.some((st) => identity(st) === self)
             inside.set(parent, below)
           }
           if (below) {
@@ -148,7 +147,7 @@ export const checkBeforeMaking = (ctx: Ctx, paths: ReadonlyArray<string>) =>
       const root = yield* dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx)))
       yield* checkOverlap(ctx, root, paths, chain, { below: false })
       if (missing.length === 0) return
-      const self = Directory.identity(chain[0] as Directory.Stat)
+      const self = identity(chain[0] as Directory.Stat)
       for (const p of paths) {
         // The deepest existing directory of an absent recorded path, and what is missing below it.
         const rest: Array<string> = []
@@ -182,7 +181,7 @@ export const checkBeforeMaking = (ctx: Ctx, paths: ReadonlyArray<string>) =>
           rest.unshift(q.slice(q.lastIndexOf("/") + 1))
           q = Lexical.dirname(q)
         }
-        if (found === undefined || rest.length === 0 || Directory.identity(found) !== self) continue
+        if (found === undefined || rest.length === 0 || identity(found) !== self) continue
         if (rest.length <= missing.length && rest.every((name, i) => name === missing[i])) {
           return yield* fail(
             ctx,

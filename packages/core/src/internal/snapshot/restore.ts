@@ -33,6 +33,7 @@
 import { Effect } from "effect"
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
+import type * as Programs from "../../Programs.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
 import { Failure, type SnapshotError } from "../../SnapshotError.ts"
 import * as Lexical from "../hostPath/lexical.ts"
@@ -150,7 +151,7 @@ interface Leaf {
   readonly entry: FileEntry | SymlinkEntry
   readonly index: number
   readonly parent: Directory.Handle
-  readonly name: FileName.Bytes
+  readonly name: Uint8Array
   /** Where the leaf is, as a path below the root. */
   readonly below: string
   readonly top: boolean
@@ -194,7 +195,7 @@ const onDevice = (s: State, h: Directory.Handle) =>
 const removeTree = (
   s: State,
   dir: Directory.Handle,
-  name: FileName.Bytes,
+  name: Uint8Array,
   path: string,
   below: string
 ): Effect.Effect<void, SnapshotError> =>
@@ -245,7 +246,7 @@ const parentOf = (s: State, path: string) =>
   })
 
 /** Stat of `name` in `dir`, `undefined` when there is nothing there. */
-const statOf = (ctx: Ctx, dir: Directory.Handle, name: FileName.Bytes, path: string) =>
+const statOf = (ctx: Ctx, dir: Directory.Handle, name: Uint8Array, path: string) =>
   Effect.flatMap(Effect.result(ctx.dirs.stat(dir, name)), (r) =>
     r._tag === "Success"
       ? Effect.succeed<Directory.Stat | undefined>(r.success)
@@ -261,7 +262,7 @@ const structure = (s: State) =>
     for (const [index, e] of checked.manifest.entries.entries()) {
       const top = checked.topLevel.has(e.path)
       let parent: Place
-      let name: FileName.Bytes
+      let name: Uint8Array
       if (top) {
         const r = yield* Effect.result(ctx.dirs.resolve(s.root, e.path, { followFinal: false }))
         if (r._tag === "Success") {
@@ -338,7 +339,7 @@ const structure = (s: State) =>
           s.directories.push({ path: e.path, place })
           const wanted = checked.children.get(e.path) ?? new Set<string>()
           const listed = yield* ctx.dirs.list(handle).pipe(Effect.mapError(fromDirectory(ctx, e.path)))
-          const present: Array<FileName.Bytes> = []
+          const present: Array<Uint8Array> = []
           const here = new Set<string>()
           for (const entry of listed) {
             const n = FileName.decode(entry.name)
@@ -451,8 +452,8 @@ const stage = (s: State, r: Reader) =>
     const { ctx, checked } = s
     const compare = new Uint8Array(WindowBytes + 4)
     const same = yield* unchangedInBatches(s)
-    const staged: Array<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }> = []
-    const copies: Array<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: FileName.Bytes }> = []
+    const staged: Array<{ readonly leaf: Leaf; readonly tmp: Uint8Array }> = []
+    const copies: Array<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: Uint8Array }> = []
     for (const leaf of s.leaves) {
       const e = leaf.entry
       const c = leaf.current
@@ -500,7 +501,7 @@ const CopyBatch = { files: 1024, bytes: 32 * 1024 * 1024 }
 const writeTemps = (
   s: State,
   r: Reader,
-  copies: ReadonlyArray<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: FileName.Bytes }>
+  copies: ReadonlyArray<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: Uint8Array }>
 ) =>
   Effect.gen(function* () {
     const { ctx } = s
@@ -517,7 +518,7 @@ const writeTemps = (
       const result = yield* ctx.dirs.copyFiles(
         r.data,
         part.map(
-          ({ leaf, e, tmp }): Directory.CopyFile => ({
+          ({ leaf, e, tmp }): Programs.CopyFile => ({
             dir: leaf.parent,
             name: tmp,
             permissions: 0o600,
@@ -615,7 +616,7 @@ const syncAll = (s: State) =>
   })
 
 /** Step 4: the staged files durable as one batch, then renamed over their targets. */
-const commit = (s: State, staged: ReadonlyArray<{ readonly leaf: Leaf; readonly tmp: FileName.Bytes }>) =>
+const commit = (s: State, staged: ReadonlyArray<{ readonly leaf: Leaf; readonly tmp: Uint8Array }>) =>
   Effect.gen(function* () {
     if (staged.length === 0) return
     yield* syncAll(s)
@@ -673,7 +674,7 @@ export const restore = (ctx: Ctx, checked: Checked, data: Directory.File, snapsh
     const chain = yield* ctx.dirs.ancestors(snapshot).pipe(Effect.mapError(fromDirectory(ctx)))
     const absent = new Set(checked.manifest.entries.filter((e) => e.type === "Absent").map((e) => e.path))
     yield* checkOverlap(ctx, root, checked.manifest.paths, chain, { below: true, absent })
-    const session = yield* SafeRemove.open(ctx.root, { handle: root }).pipe(
+    const session = yield* SafeRemove.session({ hostRoot: ctx.root, handle: root }).pipe(
       provide(ctx),
       Effect.mapError((e) =>
         error(ctx, new Failure({ _tag: "Io", detail: `the host root's mounts cannot be read: ${e.message}` }))

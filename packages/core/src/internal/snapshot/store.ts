@@ -33,7 +33,7 @@ const bytes = FileName.encode
 /** A directory a take made on the way to its snapshot's parent: removed again (when still empty) if the take fails. */
 export interface Made {
   readonly parent: Directory.Handle
-  readonly name: FileName.Bytes
+  readonly name: Uint8Array
 }
 
 /**
@@ -231,7 +231,7 @@ export const openSnapshot = (ctx: Ctx, parent: Directory.Handle) =>
 /** A removal session below the snapshot's parent, on its open handle. */
 const parentSession = (ctx: Ctx, parent: Directory.Handle) =>
   HostPath.decodeRoot(ctx.parentPath).pipe(
-    Effect.flatMap((root) => SafeRemove.open(root, { handle: parent })),
+    Effect.flatMap((root) => SafeRemove.session({ hostRoot: root, handle: parent })),
     provide(ctx),
     Effect.mapError((e) =>
       error(

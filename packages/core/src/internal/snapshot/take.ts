@@ -16,9 +16,11 @@
  * @since 0.2.0
  */
 import { Effect, Random } from "effect"
-import * as Directory from "../../Directory.ts"
+import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
+import type * as Programs from "../../Programs.ts"
 import { Failure, type SnapshotError } from "../../SnapshotError.ts"
+import { identity } from "../directory/handle.ts"
 import * as FileNames from "../fileName.ts"
 import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
 import * as ManifestCodec from "./manifest.ts"
@@ -108,7 +110,7 @@ interface Walk {
 const record = (
   walk: Walk,
   dir: Directory.Handle,
-  name: FileName.Bytes,
+  name: Uint8Array,
   path: string,
   st: Directory.Stat,
   top: boolean
@@ -171,7 +173,7 @@ const record = (
         }
         const h = opened.success
         const own = yield* ctx.dirs.stat(h).pipe(Effect.mapError(fromDirectory(ctx, path)))
-        if (Directory.identity(own) === walk.staging) {
+        if (identity(own) === walk.staging) {
           return yield* fail(
             ctx,
             new Failure({
@@ -198,7 +200,7 @@ const record = (
         }
         // What the last batch read, by name: a run of small files next to each other in the walk's order, so
         // nothing else goes to `data` between them (appended by the layer, they are there already, in order).
-        const read = new Map<FileName.Bytes, Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError>()
+        const read = new Map<Uint8Array, Programs.ReadFile | Programs.AppendedFile | Directory.DirectoryError>()
         for (const [i, entry] of names.entries()) {
           const child = childOf(path, entry.name)
           const cst = stats[i] as Directory.Stat | Directory.DirectoryError
@@ -215,7 +217,7 @@ const record = (
               const run = names.slice(i, end)
               const append = ctx.dirs.appendFiles
               const runNames = run.map((e) => e.name)
-              let batch: ReadonlyArray<Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError>
+              let batch: ReadonlyArray<Programs.ReadFile | Programs.AppendedFile | Directory.DirectoryError>
               if (append === undefined) batch = yield* ctx.dirs.readFiles(h, runNames, BatchBytes)
               else {
                 // Where the layer can, the bytes go to `data` and are hashed without leaving it.
@@ -273,7 +275,7 @@ const openFailed = (ctx: Ctx, path: string, e: Directory.DirectoryError) =>
 const recordRead = (
   walk: Walk,
   path: string,
-  got: Directory.ReadFile | Directory.AppendedFile | Directory.DirectoryError
+  got: Programs.ReadFile | Programs.AppendedFile | Directory.DirectoryError
 ) =>
   Effect.gen(function* () {
     const { ctx } = walk
@@ -393,7 +395,7 @@ export const take = (
         writer: new DataWriter(data),
         entries: [],
         isExcluded: ManifestCodec.exclusions(exclude).isExcluded,
-        staging: Directory.identity(stagingStat)
+        staging: identity(stagingStat)
       }
       for (const p of paths) yield* recordTop(walk, root, p)
       yield* flush(ctx, walk.writer)

@@ -120,7 +120,7 @@ const depth = (path: string): number => {
  * them), then higher ids first.
  */
 export const plan = (
-  table: MountInfo.MountTable,
+  table: ReadonlyArray<MountInfo.MountEntry>,
   prefixes: ReadonlyArray<string>,
   strict: boolean
 ): Array<MountInfo.MountEntry> => {

@@ -14,8 +14,9 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, openSync, readFileSync, readlinkSync, readSync } from "node:fs"
 import type { Socket } from "node:net"
-import { Deadline, Directory } from "@hostnode/core"
+import { Deadline, type Directory } from "@hostnode/core"
 import type { Failure } from "@hostnode/core/Programs"
+import * as Programs from "@hostnode/core/Programs"
 import { Clock, Duration, Effect } from "effect"
 import { Frames, frame, frameParts, type Reply } from "./protocol.ts"
 
@@ -630,12 +631,12 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
         const pin = h === undefined ? undefined : yield* procfs(() => openSync(`/proc/${h.pid}/fd/${fd}`, O_PATH))
         if (pin !== undefined) pins.add(pin)
         if (h !== undefined) h.handles++
-        return Directory.handle({ path, fd, mountId, gen, pin, client })
+        return Programs.handle({ path, fd, mountId, gen, pin, client })
       }),
     handle: (fd, mountId, path, gen) => {
       const h = helpers.get(gen)
       if (h !== undefined) h.handles++
-      return Directory.handle({ path, fd, mountId, gen, pin: undefined, client })
+      return Programs.handle({ path, fd, mountId, gen, pin: undefined, client })
     },
     release: (handle) =>
       Effect.gen(function* () {

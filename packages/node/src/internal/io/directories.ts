@@ -177,7 +177,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     Effect.option(client.request("credentials", [], () => [], { call: "getpid", path: "/" })),
     (r) =>
       r._tag === "Some"
-        ? (r.value.value as Directory.Credentials)
+        ? (r.value.value as Programs.Credentials)
         : { uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0, pid: process.pid }
   )
 
@@ -239,7 +239,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       [[path, name]],
       () =>
         call("readLink", [dir], ([fd]) => [fd, name], "readlinkat", path) as Effect.Effect<
-          FileName.Bytes,
+          Uint8Array,
           Directory.DirectoryError
         >
     )
@@ -515,8 +515,8 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       const asked = firstBad < 0 ? names : names.slice(0, firstBad)
       const r = yield* Effect.result(call("readFiles", [dir], ([fd]) => [fd, asked, maxBytes], "openat", dir.path))
       if (r._tag === "Failure") return [r.failure]
-      const out = (r.success as ReadonlyArray<Directory.ReadFile | Failure>).map(
-        (a, i): Directory.ReadFile | Directory.DirectoryError =>
+      const out = (r.success as ReadonlyArray<Programs.ReadFile | Failure>).map(
+        (a, i): Programs.ReadFile | Directory.DirectoryError =>
           "_tag" in a ? toDirectoryError(a, a.call ?? "openat", paths[i] as string) : a
       )
       // A bad name is answered where its turn comes, as the one-by-one calls would.
@@ -569,14 +569,14 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       if (r._tag === "Failure") return { done: 0, failure: r.failure }
       const a = r.success as { readonly done: number; readonly failure: Failure | null }
       if (a.failure !== null) {
-        const c = asked[a.done] as Directory.CopyFile
+        const c = asked[a.done] as Programs.CopyFile
         return {
           done: a.done,
           failure: toDirectoryError(a.failure, a.failure.call ?? "openat", Programs.childPath(c.dir.path, c.name))
         }
       }
       if (firstBad >= 0) {
-        const c = files[firstBad] as Directory.CopyFile
+        const c = files[firstBad] as Programs.CopyFile
         const path = Programs.childPath(c.dir.path, c.name)
         return { done: firstBad, failure: badName("openat", path, c.name) }
       }
@@ -610,20 +610,20 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
             asked.map((m) => [fds[index.get(m.from) as number], m.fromName, fds[index.get(m.to) as number], m.toName])
           ],
           "renameat2",
-          (moves[0] as Directory.Move).from.path
+          (moves[0] as Programs.Move).from.path
         )
       )
       if (r._tag === "Failure") return { done: 0, failure: r.failure }
       const a = r.success as { readonly done: number; readonly failure: Failure | null }
       if (a.failure !== null) {
-        const m = asked[a.done] as Directory.Move
+        const m = asked[a.done] as Programs.Move
         return {
           done: a.done,
           failure: toDirectoryError(a.failure, "renameat2", Programs.childPath(m.from.path, m.fromName))
         }
       }
       if (firstBad >= 0) {
-        const m = moves[firstBad] as Directory.Move
+        const m = moves[firstBad] as Programs.Move
         const failure =
           badName("renameat2", Programs.childPath(m.from.path, m.fromName), m.fromName) ??
           badName("renameat2", Programs.childPath(m.to.path, m.toName), m.toName)
@@ -676,8 +676,8 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
         ([toFd, fd]) => [toFd, at, fd, asked, maxBytes],
         "openat",
         dir.path
-      )) as ReadonlyArray<Directory.AppendedFile | Failure>
-      const out = answers.map((a, i): Directory.AppendedFile | Directory.DirectoryError =>
+      )) as ReadonlyArray<Programs.AppendedFile | Failure>
+      const out = answers.map((a, i): Programs.AppendedFile | Directory.DirectoryError =>
         "_tag" in a ? toDirectoryError(a, a.call ?? "openat", paths[i] as string) : a
       )
       if (firstBad >= 0 && out.length === asked.length) {

@@ -22,7 +22,7 @@ import { constants, cString, describeErrno, emptyPath, type Libc } from "../libc
 export type Constants = NonNullable<typeof constants>
 
 /** The type in a `st_mode`. */
-export const typeOfMode = (mode: number): Directory.Type => {
+export const typeOfMode = (mode: number): Directory.Stat["type"] => {
   switch (mode & 0o170000) {
     case 0o100000:
       return "File"
@@ -44,7 +44,7 @@ export const typeOfMode = (mode: number): Directory.Type => {
 }
 
 /** The type in a directory entry's `d_type` (`DT_UNKNOWN` is `Unknown`). */
-export const typeOfDirent = (t: number): Directory.Type => {
+export const typeOfDirent = (t: number): Directory.Stat["type"] => {
   switch (t) {
     case 8:
       return "File"
@@ -68,7 +68,7 @@ export const typeOfDirent = (t: number): Directory.Type => {
 /** A stat as it crosses the process boundary: `Directory.Stat`. */
 export type Stat = Directory.Stat
 
-/** One file of `Sys.copyFiles`, as it crosses the process boundary (`Directory.CopyFile` with its directory's descriptor). */
+/** One file of `Sys.copyFiles`, as it crosses the process boundary (`Programs.CopyFile` with its directory's descriptor). */
 export interface CopyItem {
   readonly dir: number
   readonly name: Uint8Array

@@ -12,6 +12,7 @@
  * @since 0.3.0
  */
 import { type Directory, FileName, Mounter } from "@hostnode/core"
+import type * as Programs from "@hostnode/core/Programs"
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect } from "effect"
 import type * as Io from "../io/client.ts"
@@ -19,7 +20,7 @@ import { ioHandleOf } from "../io/client.ts"
 import { eachOutcome, encodeTargets, type Outcome, type Outcomes } from "../io/mounts.ts"
 
 /** An outcome of the helper as the `Mounter`'s result for `target`. */
-export const resultOf = (target: Mounter.Target, o: Outcome): Mounter.UnmountResult => {
+export const resultOf = (target: Programs.Target, o: Outcome): Programs.UnmountResult => {
   switch (o._tag) {
     case "Unmounted":
       return { _tag: "Unmounted", target: target.path }
@@ -47,24 +48,24 @@ export const resultOf = (target: Mounter.Target, o: Outcome): Mounter.UnmountRes
 export const unmountThrough = (
   client: Io.Client,
   root: Directory.Handle,
-  targets: ReadonlyArray<Mounter.Target>,
+  targets: ReadonlyArray<Programs.Target>,
   sent: ReadonlyArray<number>,
-  pathOf: (t: Mounter.Target) => Uint8Array,
+  pathOf: (t: Programs.Target) => Uint8Array,
   lazy: boolean,
   label: string,
-  results: Array<Mounter.UnmountResult | undefined>
+  results: Array<Programs.UnmountResult | undefined>
 ): Effect.Effect<boolean> =>
   Effect.gen(function* () {
     const wire = encodeTargets(
       sent.map((i) => {
-        const t = targets[i] as Mounter.Target
+        const t = targets[i] as Programs.Target
         return { path: pathOf(t), mountId: t.mountId }
       })
     )
     const record = (o: Outcomes) =>
       eachOutcome(o, (k, outcome) => {
         const i = sent[k] as number
-        results[i] = resultOf(targets[i] as Mounter.Target, outcome)
+        results[i] = resultOf(targets[i] as Programs.Target, outcome)
       })
     const r = yield* Effect.result(
       client.request("unmount", [root], ([fd]) => [fd, wire, lazy], {
@@ -81,7 +82,7 @@ export const unmountThrough = (
     const f = r.failure
     const hungAt = sent.find((i) => results[i] === undefined)
     if (hungAt !== undefined) {
-      const t = targets[hungAt] as Mounter.Target
+      const t = targets[hungAt] as Programs.Target
       results[hungAt] =
         f.reason === "Hung"
           ? { _tag: "Hung", target: t.path, call: f.call ?? "umount2", seconds: f.seconds ?? 0, detail: f.detail }
@@ -92,14 +93,14 @@ export const unmountThrough = (
 
 /** The results of `targets`, each one without a result not reached (an earlier call did not return). */
 export const settled = (
-  targets: ReadonlyArray<Mounter.Target>,
-  results: ReadonlyArray<Mounter.UnmountResult | undefined>
-): Array<Mounter.UnmountResult> =>
+  targets: ReadonlyArray<Programs.Target>,
+  results: ReadonlyArray<Programs.UnmountResult | undefined>
+): Array<Programs.UnmountResult> =>
   results.map(
-    (r, i): Mounter.UnmountResult =>
+    (r, i): Programs.UnmountResult =>
       r ?? {
         _tag: "Unverified",
-        target: (targets[i] as Mounter.Target).path,
+        target: (targets[i] as Programs.Target).path,
         reason: "Moved",
         detail: "not reached: an earlier call did not return"
       }
@@ -129,8 +130,8 @@ export const inProcessMounter = (client: Io.Client): Mounter.Mounter =>
         if (io === undefined) {
           return yield* Effect.die(new Error("NodeMounter: the root handle is not a NodeDirectory handle"))
         }
-        const results: Array<Mounter.UnmountResult | undefined> = targets.map(() => undefined)
-        const below = new Map<Mounter.Target, Uint8Array>()
+        const results: Array<Programs.UnmountResult | undefined> = targets.map(() => undefined)
+        const below = new Map<Programs.Target, Uint8Array>()
         const sent: Array<number> = []
         for (const [i, t] of targets.entries()) {
           const rel = Lexical.below(root.path, t.path)

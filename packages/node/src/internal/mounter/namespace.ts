@@ -13,6 +13,7 @@
  * @since 0.3.0
  */
 import { FileName, Mounter } from "@hostnode/core"
+import type * as Programs from "@hostnode/core/Programs"
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect } from "effect"
 import type { InOptions } from "../../NodeMounter.ts"
@@ -43,11 +44,11 @@ export const namespaceMounter = Effect.fnUntraced(function* (target: Target, opt
   )
   const unmount = (
     root: Parameters<Mounter.Mounter["unmount"]>[0],
-    targets: ReadonlyArray<Mounter.Target>,
-    opts: Mounter.UnmountOptions
+    targets: ReadonlyArray<Programs.Target>,
+    opts: { readonly lazy: boolean }
   ) =>
     Effect.gen(function* () {
-      const results: Array<Mounter.UnmountResult | undefined> = targets.map(() => undefined)
+      const results: Array<Programs.UnmountResult | undefined> = targets.map(() => undefined)
       const sent: Array<number> = []
       for (const [i, t] of targets.entries()) {
         // The caller's contract still holds: a target is below the root it passed.
@@ -66,7 +67,7 @@ export const namespaceMounter = Effect.fnUntraced(function* (target: Target, opt
       )
       if (nsRoot._tag === "Failure") {
         for (const i of sent) {
-          const t = targets[i] as Mounter.Target
+          const t = targets[i] as Programs.Target
           results[i] =
             nsRoot.failure.reason === "Hung"
               ? {

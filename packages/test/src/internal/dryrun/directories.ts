@@ -80,7 +80,7 @@ export const layerDirectoriesWith = (
       }
 
       const dry = (path: string, handle: Directory.Handle | undefined): DryHandle =>
-        Directory.handle({ path, real: handle, [DryHandleTypeId]: DryHandleTypeId } as const)
+        Programs.handle({ path, real: handle, [DryHandleTypeId]: DryHandleTypeId } as const)
       /**
        * A handle this layer did not make (a caller's own, of another layer) is
        * taken as the host's node at its path: what is below it is opened by
@@ -112,14 +112,14 @@ export const layerDirectoriesWith = (
 
       // The mount table, read once (when a path of the overlay first needs a mount id); what the
       // dry run detached since is taken out of it each time.
-      let table: MountInfo.MountTable | undefined
+      let table: ReadonlyArray<MountInfo.MountEntry> | undefined
       const readTable = Effect.map(
         Effect.suspend(() =>
           table !== undefined
             ? Effect.succeed(table)
-            : fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
+            : fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
                 Effect.flatMap((text) => MountInfo.parse(text)),
-                Effect.orElseSucceed((): MountInfo.MountTable => []),
+                Effect.orElseSucceed((): ReadonlyArray<MountInfo.MountEntry> => []),
                 Effect.tap((entries) =>
                   Effect.sync(() => {
                     table = entries
@@ -289,7 +289,7 @@ export const layerDirectoriesWith = (
       /** `name` of `dir` (or `dir`) answered by the real layer when the host's node is there, else by the overlay. */
       const route = <A>(
         dirIn: Directory.Handle,
-        name: FileName.Bytes | undefined,
+        name: Uint8Array | undefined,
         viaReal: (up: Directory.Handle) => Effect.Effect<A, Directory.DirectoryError>,
         viaOverlay: (full: string) => Effect.Effect<A, Directory.DirectoryError>
       ): Effect.Effect<A, Directory.DirectoryError> =>
@@ -311,7 +311,7 @@ export const layerDirectoriesWith = (
           (full) => overlayStat(full, "statx")
         )
 
-      const identify = (dir: Directory.Handle, name?: FileName.Bytes) =>
+      const identify = (dir: Directory.Handle, name?: Uint8Array) =>
         route(
           dir,
           name,

@@ -21,7 +21,7 @@ import { DryRunPlan } from "./plan.ts"
  * dry run's file system serves: the mount at the target goes, with every
  * mount below it (what a lazy detach does) and the copies the kernel
  * detaches by propagation (on the peers and slaves of its parent, named by
- * `shared:N` and `master:N` in the table: `MountInfo.propagatedUnmounts`),
+ * `shared:N` and `master:N` in the table: `Programs.propagatedUnmounts`),
  * each recorded as `detach by propagation (mount N, a copy of mount M)` on
  * its mount point. Each target is verified first with the very
  * verification the real mounters run (`Mounter.verify`; a
@@ -46,10 +46,10 @@ export const layerMounterWith = (
       const plan = yield* DryRunPlan
       const tableRoot = options?.tableRoot ?? "/"
       // The table as the dry run left it (the dry run's file system hides what it detached; a plain one does not).
-      const table = fs.readFileString(options?.mountInfo ?? MountInfo.DefaultPath).pipe(
+      const table = fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
         Effect.flatMap((text) => MountInfo.parse(text)),
         Effect.map((t) => withoutDetached(t, plan.detached, plan.detachedAs)),
-        Effect.orElseSucceed((): MountInfo.MountTable => [])
+        Effect.orElseSucceed((): ReadonlyArray<MountInfo.MountEntry> => [])
       )
       /** The full path (this process's) of a table path. */
       const fullOf = (tablePath: string) => Lexical.join(tableRoot, tablePath)
@@ -58,7 +58,12 @@ export const layerMounterWith = (
        * mount of a stack, else the directory (or file) of the mount it sits in,
        * which the dry run presents empty.
        */
-      const uncover = (entries: MountInfo.MountTable, gone: ReadonlySet<number>, tablePath: string, file: boolean) => {
+      const uncover = (
+        entries: ReadonlyArray<MountInfo.MountEntry>,
+        gone: ReadonlySet<number>,
+        tablePath: string,
+        file: boolean
+      ) => {
         const full = fullOf(tablePath)
         for (const point of plan.uncovered.keys())
           if (point !== full && Lexical.covers(full, point)) {
@@ -87,7 +92,7 @@ export const layerMounterWith = (
             const entries = [...(yield* table)]
             return yield* Effect.forEach(
               targets,
-              (t): Effect.Effect<Mounter.UnmountResult> =>
+              (t): Effect.Effect<Programs.UnmountResult> =>
                 Effect.gen(function* () {
                   // The very verification a real mounter runs, through the dry run's view of the host.
                   const refused = yield* Mounter.verify(root, t).pipe(

@@ -232,7 +232,7 @@ export const deviceNumber = (major: number, minor: number): bigint =>
   BigInt((minor & 0xff) | (major << 8)) | (BigInt(minor & ~0xff) << 12n)
 
 /** The entry whose mount point is the longest (the deepest mount containing a path), newest among equals. */
-export const longestPrefix = (entries: MountInfo.MountTable): MountInfo.MountEntry | undefined => {
+export const longestPrefix = (entries: ReadonlyArray<MountInfo.MountEntry>): MountInfo.MountEntry | undefined => {
   let best: MountInfo.MountEntry | undefined
   for (const e of entries) if (best === undefined || e.mountPoint.length >= best.mountPoint.length) best = e
   return best
@@ -253,7 +253,7 @@ export const mountIdentity = (e: MountInfo.MountEntry): string => `${e.major}:${
  * kernel gives a freed id to the next mount).
  */
 export const withoutDetached = (
-  table: MountInfo.MountTable,
+  table: ReadonlyArray<MountInfo.MountEntry>,
   detached: ReadonlySet<number>,
   as?: ReadonlyMap<number, string> | undefined
 ) =>

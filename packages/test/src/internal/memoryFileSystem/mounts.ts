@@ -418,7 +418,7 @@ const nodePaths = (from: Inode): Map<Inode, string> => {
  * optional fields `shared:N` and `master:N` as the kernel writes them. The
  * root mount is its own parent.
  */
-export const mountEntries = (st: FsState): MountInfo.MountTable => {
+export const mountEntries = (st: FsState): ReadonlyArray<MountInfo.MountEntry> => {
   // Each file system's tree is walked once per call, not once per mount on it.
   const walked = new Map<Inode, Map<Inode, string>>()
   const pathBelow = (from: Inode, target: Inode): string | undefined => {

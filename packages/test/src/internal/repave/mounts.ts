@@ -196,7 +196,7 @@ export const mountTests = (
       const byReason = new Map<string, number>()
       for (const k of report.kept) byReason.set(k.reason, (byReason.get(k.reason) ?? 0) + 1)
       assert.deepStrictEqual([...byReason], [["UnmountFailed", 1]])
-      for (const reason of SafeRemove.KeptReason.literals) {
+      for (const reason of SafeRemove.Kept.fields.reason.literals) {
         assert.strictEqual(yield* count(Metrics.pathsKept, { ...teardown, reason }), byReason.get(reason) ?? 0, reason)
       }
       // Each mount that left the table was detached on its own (deepest first); the refused one remains.
@@ -433,7 +433,7 @@ export const mountTests = (
     Effect.gen(function* () {
       const fx = yield* MountFixture
       const l = yield* buildKubeletLayout
-      const ids = (t: MountInfo.MountTable) => t.map((e) => e.id)
+      const ids = (t: ReadonlyArray<MountInfo.MountEntry>) => t.map((e) => e.id)
       const before = yield* fx.table
       for (const prefixes of [["/"], ["/var/lib/kubelet/pods/../../../.."]]) {
         const e = yield* Effect.flip(

@@ -214,7 +214,8 @@ export const propertyTests = (
           const identity = yield* outcome(Repave.resetKubeletIdentity(ns, options))
           return { teardown, cni, identity }
         }).pipe(Fence.within([h.sandbox]))
-        const mountPoints = (t: MountInfo.MountTable) => mountsBelow(t, h.sandbox).map((e) => e.mountPoint)
+        const mountPoints = (t: ReadonlyArray<MountInfo.MountEntry>) =>
+          mountsBelow(t, h.sandbox).map((e) => e.mountPoint)
 
         const before = yield* snapshot(h.sandbox)
         const tableBefore = mountPoints(yield* fx.table)

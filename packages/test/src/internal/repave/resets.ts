@@ -35,7 +35,7 @@ interface AttackCase {
   /** What must have appeared (snapshot descriptions). */
   readonly added?: Readonly<Record<string, string>>
   /** The failure expected, by reason. */
-  readonly fails?: SafeRemove.KeptReason
+  readonly fails?: SafeRemove.Kept["reason"]
 }
 
 const netdEntries = [

@@ -80,7 +80,7 @@ export const differences = (
 
 export const relativeTo = (base: string, full: string): string => (full === base ? "" : full.slice(base.length + 1))
 
-export const mountsBelow = (table: MountInfo.MountTable, dir: string) =>
+export const mountsBelow = (table: ReadonlyArray<MountInfo.MountEntry>, dir: string) =>
   table.filter((e) => {
     const mp = Lexical.clean(e.mountPoint)
     return mp !== dir && Lexical.covers(dir, mp)

@@ -60,7 +60,7 @@ export const unmountBelow = ({
   )
 
 /** The mounts the kernel detached by propagation, for a person. */
-export const propagatedText = (propagated: ReadonlyArray<Unmount.PropagatedMount>) =>
+export const propagatedText = (propagated: Unmount.Report["propagated"]) =>
   propagated.length === 0
     ? ""
     : `\nthe kernel also detached ${plural(propagated.length, "copy", "copies")} elsewhere by propagation (peers or slaves of the detached mounts' parents):\n${propagated
@@ -71,7 +71,7 @@ export const propagatedText = (propagated: ReadonlyArray<Unmount.PropagatedMount
         .join("\n")}`
 
 /** The warning for copies outside the host root the kernel detached (--peers-outside-root refuse prevents them). */
-export const outsideWarning = (propagated: ReadonlyArray<Unmount.PropagatedMount>): ReadonlyArray<string> => {
+export const outsideWarning = (propagated: Unmount.Report["propagated"]): ReadonlyArray<string> => {
   const outside = propagated.filter((m) => m.outsideRoot)
   return outside.length === 0
     ? []
