@@ -24,20 +24,19 @@ import {
 import { UnitName } from "./UnitName.ts"
 
 /**
- * The agent configuration directory on a production host, when the configuration does not name one.
+ * The values the agent configuration takes where it leaves a field out (the
+ * configuration of a production host), for a program that names them
+ * without decoding one.
  *
  * @category models
- * @since 0.1.0
+ * @since 0.4.0
  */
-export const DefaultConfigDir = "/etc/hostnode"
-
-/**
- * The name of the LocalDNS interface, as AKS names it.
- *
- * @category models
- * @since 0.1.0
- */
-export const DefaultInterfaceName = "localdns"
+export const Defaults = {
+  /** The agent configuration directory on a production host, when the configuration does not name one. */
+  configDir: "/etc/hostnode",
+  /** The name of the LocalDNS interface, as AKS names it. */
+  interfaceName: "localdns"
+} as const
 
 /**
  * Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':', whitespace, and not `.` or `..`.
@@ -69,7 +68,7 @@ const PositiveDuration = Schema.DurationFromString.check(
  */
 const LocalDnsSettings = Schema.Struct({
   /** The interface that carries the listener addresses. */
-  interfaceName: InterfaceName.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceName))),
+  interfaceName: InterfaceName.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.interfaceName))),
   /** Its link kind; `dummy` unless the kernel lacks it. */
   interfaceKind: InterfaceKind.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceKind))),
   /** How long `awaitLocalDns` waits for every listener to answer. */
@@ -92,7 +91,7 @@ export const AgentConfig = Schema.Struct({
    * The agent configuration directory, a host path: goal states are read from
    * it and configuration snapshots are kept in it.
    */
-  configDir: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultConfigDir))),
+  configDir: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.configDir))),
   /** The LocalDNS settings of this host. */
   localDns: LocalDnsSettings.pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
   /** The node's units, in restart order; every name is validated as a systemd unit name. */
@@ -143,11 +142,3 @@ export const decodeJson = Effect.fn("AgentConfig.decodeJson")(function* (text: s
 export const read = Effect.fn("AgentConfig.read")(function* (path: string) {
   return yield* ConfigFile.read(AgentConfig, What)(path)
 })
-
-/**
- * The production defaults: the configuration `{}` decodes to.
- *
- * @category constructors
- * @since 0.1.0
- */
-export const defaults: Effect.Effect<AgentConfig> = Effect.orDie(decode({}))

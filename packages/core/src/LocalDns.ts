@@ -14,7 +14,7 @@
  * @since 0.1.0
  */
 import { Duration, Effect } from "effect"
-import { DefaultInterfaceName } from "./AgentConfig.ts"
+import { Defaults } from "./AgentConfig.ts"
 import {
   DefaultInterfaceKind,
   DefaultProbeInterval,
@@ -102,7 +102,7 @@ export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
       return
     }
     yield* Setup.setup(
-      options?.interfaceName ?? DefaultInterfaceName,
+      options?.interfaceName ?? Defaults.interfaceName,
       options?.interfaceKind ?? DefaultInterfaceKind,
       addresses
     )
@@ -110,7 +110,7 @@ export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
   (effect, _nodeStart: NodeStart.NodeStart, options?: NetworkOptions) =>
     Effect.annotateLogs(effect, {
       phase: "setup-localdns-network",
-      interface: options?.interfaceName ?? DefaultInterfaceName
+      interface: options?.interfaceName ?? Defaults.interfaceName
     }).pipe(Track.track("LocalDns.setupLocalDnsNetwork"))
 )
 
@@ -127,12 +127,12 @@ export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
  */
 export const cleanupHostNetwork = Effect.fn("LocalDns.cleanupHostNetwork")(
   function* (options?: Pick<NetworkOptions, "interfaceName">) {
-    yield* Setup.cleanup(options?.interfaceName ?? DefaultInterfaceName)
+    yield* Setup.cleanup(options?.interfaceName ?? Defaults.interfaceName)
   },
   (effect, options?: Pick<NetworkOptions, "interfaceName">) =>
     Effect.annotateLogs(effect, {
       phase: "cleanup-host-network",
-      interface: options?.interfaceName ?? DefaultInterfaceName
+      interface: options?.interfaceName ?? Defaults.interfaceName
     }).pipe(Track.track("LocalDns.cleanupHostNetwork"))
 )
 

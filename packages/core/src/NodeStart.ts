@@ -16,28 +16,27 @@ import { AbsolutePath } from "./internal/agentConfig.ts"
 import { ListenerAddress } from "./internal/nodeStart.ts"
 
 /**
- * The LocalDNS node listener: the address pods' and the node's own DNS traffic for the node goes to (AKS).
+ * The values a node start takes where the document leaves a field out.
  *
  * @category models
- * @since 0.1.0
+ * @since 0.4.0
  */
-export const NodeListener = "169.254.10.10"
-
-/**
- * The LocalDNS cluster listener: the address CoreDNS-bound traffic goes to (AKS).
- *
- * @category models
- * @since 0.1.0
- */
-export const ClusterListener = "169.254.10.11"
+export const Defaults = {
+  /** The LocalDNS node listener: the address pods' and the node's own DNS traffic for the node goes to (AKS). */
+  nodeListener: "169.254.10.10",
+  /** The LocalDNS cluster listener: the address CoreDNS-bound traffic goes to (AKS). */
+  clusterListener: "169.254.10.11",
+  /** Where the kubelet's bootstrap kubeconfig lives unless the goal state says otherwise. */
+  bootstrapKubeconfig: "/var/lib/kubelet/bootstrap-kubeconfig"
+} as const
 
 /**
  * The LocalDNS listeners of a node. Both default to the AKS addresses; they
  * must differ, since each is waited on as its own listener.
  */
 const LocalDnsListeners = Schema.Struct({
-  nodeListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(NodeListener))),
-  clusterListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(ClusterListener)))
+  nodeListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.nodeListener))),
+  clusterListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.clusterListener)))
 }).check(
   Schema.makeFilter((l: { readonly nodeListener: string; readonly clusterListener: string }) =>
     l.nodeListener === l.clusterListener
@@ -58,14 +57,6 @@ const BootstrapTokenValue = Schema.String.check(
 )
 
 /**
- * Where the kubelet's bootstrap kubeconfig lives unless the goal state says otherwise.
- *
- * @category models
- * @since 0.1.0
- */
-export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig"
-
-/**
  * How the kubelet authenticates to the API server.
  *
  * - `BootstrapToken`: TLS bootstrapping. The kubelet requests a client
@@ -81,7 +72,7 @@ export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig
 export const AuthMode = Schema.TaggedUnion({
   BootstrapToken: {
     token: Schema.RedactedFromValue(BootstrapTokenValue),
-    bootstrapKubeconfig: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultBootstrapKubeconfig)))
+    bootstrapKubeconfig: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.bootstrapKubeconfig)))
   },
   Kubeconfig: {
     path: AbsolutePath

@@ -25,21 +25,20 @@ import * as SafeRemove from "./SafeRemove.ts"
 import * as Unmount from "./Unmount.ts"
 
 /**
- * The kubeconfig the kubelet writes after TLS bootstrapping, pointing at
- * `kubelet-client-current.pem`. While it exists the kubelet does not bootstrap.
+ * The kubelet's paths the repave operations act on, below the host root.
  *
  * @category models
- * @since 0.1.0
+ * @since 0.4.0
  */
-export const KubeletKubeconfig = "/var/lib/kubelet/kubeconfig"
-
-/**
- * The pod directories: one `<uid>` directory per pod, its volumes mounted below it.
- *
- * @category models
- * @since 0.1.0
- */
-export const KubeletPodsDir = "/var/lib/kubelet/pods"
+export const KubeletPaths = {
+  /**
+   * The kubeconfig the kubelet writes after TLS bootstrapping, pointing at
+   * `kubelet-client-current.pem`. While it exists the kubelet does not bootstrap.
+   */
+  kubeconfig: "/var/lib/kubelet/kubeconfig",
+  /** The pod directories: one `<uid>` directory per pod, its volumes mounted below it. */
+  podsDir: "/var/lib/kubelet/pods"
+} as const
 
 /**
  * True for the kubelet's client credentials in its pki directory, as
@@ -240,12 +239,12 @@ export const resetKubeletIdentity: (
       select: (name) => isClientCredential(name) && `${Paths.KubeletClientPkiDir}/${name}` !== bootstrap
     })
     let kubeconfig = SafeRemove.emptyReport
-    if (bootstrap === KubeletKubeconfig) {
-      yield* Effect.logWarning(`${KubeletKubeconfig} is the bootstrap kubeconfig; left in place`).pipe(
-        Effect.annotateLogs({ path: KubeletKubeconfig })
+    if (bootstrap === KubeletPaths.kubeconfig) {
+      yield* Effect.logWarning(`${KubeletPaths.kubeconfig} is the bootstrap kubeconfig; left in place`).pipe(
+        Effect.annotateLogs({ path: KubeletPaths.kubeconfig })
       )
     } else {
-      kubeconfig = yield* session.remove([KubeletKubeconfig])
+      kubeconfig = yield* session.remove([KubeletPaths.kubeconfig])
     }
     const report = yield* failIfKept("resetKubeletIdentity", SafeRemove.merge(certs, kubeconfig))
     yield* Effect.logInfo("kubelet identity reset").pipe(
@@ -338,9 +337,9 @@ export const teardownKubeletDir: (
       options?.prefixes === undefined
         ? yield* Effect.scoped(
             Effect.map(
-              Effect.flatMap(SafeRemove.open(root), (s) => s.children(KubeletPodsDir)),
+              Effect.flatMap(SafeRemove.open(root), (s) => s.children(KubeletPaths.podsDir)),
               (c) => ({
-                prefixes: c.names.map((n) => `${KubeletPodsDir}/${n}`),
+                prefixes: c.names.map((n) => `${KubeletPaths.podsDir}/${n}`),
                 kept: c.kept
               })
             )

@@ -254,9 +254,9 @@ export const awaitSettled: (
  * `restart` composes those into it instead: it reloads its systemd itself
  * (`reload` does not apply) and checks that the units settle.
  *
- * Each unit's outcome is counted in `Metrics.unitRestarts` (and how long its
- * restart took in `Metrics.unitRestartDuration`), each reload in
- * `Metrics.daemonReloads`; the run's span carries the units to restart, the
+ * Each unit's outcome is counted in `Metrics.Metrics.unitRestarts` (and how long its
+ * restart took in `Metrics.Metrics.unitRestartDuration`), each reload in
+ * `Metrics.Metrics.daemonReloads`; the run's span carries the units to restart, the
  * policy, whether it reloaded and how many were restarted. At `Info` the run
  * logs one line; each restart is logged at `Debug`.
  *

@@ -23,7 +23,7 @@ describe("Hooks", () => {
     "snapshotDir is the override when set, else the name in the agent configuration directory below hostRoot",
     () =>
       Effect.gen(function* () {
-        const config = yield* AgentConfig.defaults
+        const config = yield* AgentConfig.decode({})
         assert.strictEqual(Hooks.make(config).snapshotDir("confsnap"), "/etc/hostnode/confsnap")
         assert.strictEqual(
           Hooks.make(config, { hostRoot: "/tmp/root/" }).snapshotDir("confsnap"),
@@ -44,7 +44,7 @@ describe("Hooks", () => {
 
   it.effect("network overrides replace the real phases", () =>
     Effect.gen(function* () {
-      const config = yield* AgentConfig.defaults
+      const config = yield* AgentConfig.decode({})
       const seen: Array<string> = []
       const hooks = Hooks.make(config, {
         setupNetwork: (ns) => Effect.sync(() => seen.push(`setup ${ns.nodeName}`)),

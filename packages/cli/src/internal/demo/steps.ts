@@ -358,11 +358,11 @@ const successfulUpgrade = Effect.gen(function* () {
 
 const credentials = Effect.gen(function* () {
   const names = (yield* listDir(pki)).filter(Repave.isClientCredential).map((n) => `${pki}/${n}`)
-  return (yield* exists(Repave.KubeletKubeconfig)) ? [...names, Repave.KubeletKubeconfig] : names
+  return (yield* exists(Repave.KubeletPaths.kubeconfig)) ? [...names, Repave.KubeletPaths.kubeconfig] : names
 })
 
 const keptPaths = [
-  NodeStart.DefaultBootstrapKubeconfig,
+  NodeStart.Defaults.bootstrapKubeconfig,
   `${pki}/kubelet.crt`,
   `${pki}/kubelet.key`,
   `${kubeletDir}/config.yaml`
@@ -422,7 +422,7 @@ const repave = Effect.gen(function* () {
       `Repave.resetCniState: removed ${list(confRemoved)} from ${Paths.CniConfDir} (the directory stays)`,
       `  and ${Paths.CniStateDir} (${plural(stateRemoved.length, "path")}: the IPAM reservations and their bookkeeping)`,
       `Repave.resetKubeletIdentity (bootstrap-token mode): removed ${list(identity.removed.map(baseName))}`,
-      `  and kept ${baseName(NodeStart.DefaultBootstrapKubeconfig)}, so the next start bootstraps a new identity`,
+      `  and kept ${baseName(NodeStart.Defaults.bootstrapKubeconfig)}, so the next start bootstraps a new identity`,
       `LocalDns.cleanupHostNetwork: interface ${localDnsLink} ${observation.linkAfter ? "still there" : "deleted"}, ${oursBefore - oursAfter} of ${plural(oursBefore, "rule")} of ours deleted, the other rule kept`,
       `left: ${plural(observation.podMountsAfter.length, "mount")} below ${kubeletDir}, ${plural(observation.podsAfter.length, "pod")}, the CSI volume's data untouched at ${csiSource}`
     ],

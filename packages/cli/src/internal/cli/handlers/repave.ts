@@ -30,7 +30,7 @@ export const resetKubeletIdentity = ({
     auth === "bootstrap-token"
       ? { _tag: "BootstrapToken", token: Redacted.make(""), bootstrapKubeconfig }
       : auth === "kubeconfig"
-        ? { _tag: "Kubeconfig", path: Repave.KubeletKubeconfig }
+        ? { _tag: "Kubeconfig", path: Repave.KubeletPaths.kubeconfig }
         : {
             _tag: "ExecCredential",
             command: "unused",
