@@ -8,15 +8,8 @@
  */
 import { Cause, Clock, Context, Duration, Effect, Schema } from "effect"
 import * as Track from "./internal/metrics.ts"
-import { describeStatus } from "./internal/systemd/status.ts"
-import {
-  CallTimeout,
-  NotSettled as NotSettledReason,
-  Systemd,
-  SystemdError,
-  UnitStatusProperties,
-  unitStatusOf
-} from "./Systemd.ts"
+import { describeStatus, UnitStatusProperties, unitStatusOf } from "./internal/systemd/status.ts"
+import { CallTimeout, NotSettled as NotSettledReason, Systemd, SystemdError } from "./Systemd.ts"
 import * as UnitName from "./UnitName.ts"
 
 /**
