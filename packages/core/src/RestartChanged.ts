@@ -40,7 +40,7 @@ export type ChangedUnit = typeof ChangedUnit.Type
  *   settle window (see {@link awaitSettled}; `cause` is then a `NotSettled`
  *   `SystemdError`), or systemd could not be asked whether it did;
  * - `ReloadFailed`: the daemon-reload before the first restart (see
- *   {@link ReloadPolicy}), or the `NeedDaemonReload` query, failed; nothing
+ *   `Options.reload`), or the `NeedDaemonReload` query, failed; nothing
  *   was restarted.
  *
  * @category errors
@@ -78,24 +78,16 @@ export class RestartError extends Schema.TaggedError<RestartError>()("RestartErr
   }
 }
 
-/**
- * Where a run of restarts stopped: the unit whose restart failed, those restarted before it, those never tried.
- *
- * @category models
- * @since 0.2.0
- */
-export interface Progress {
-  readonly unit: string
-  readonly restarted: ReadonlyArray<string>
-  readonly notAttempted: ReadonlyArray<string>
-}
+/** Where a run of restarts stopped: the unit whose restart failed, those restarted before it, those never tried. */
+type Progress = Pick<RestartError, "unit" | "restarted" | "notAttempted">
 
 // The annotation a failure of a caller's `restart` carries: its error is kept
 // exactly as it is (the caller owns its wording); the cause says where the run stopped.
 const RestartProgress = Context.Service<Progress>("@hostnode/core/RestartChanged/RestartProgress")
 
 /**
- * Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`.
+ * Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`:
+ * the unit whose restart failed, those restarted before it, those never tried (as a {@link RestartError} says).
  *
  * @category operations
  * @since 0.2.0
@@ -124,15 +116,30 @@ export interface Options {
    */
   readonly settle?: Duration.Input | undefined
   /**
-   * Whether systemd re-reads unit files before the restarts (see
-   * {@link ReloadPolicy}; default `"always"`). A running unit keeps the
-   * definition systemd loaded until a daemon-reload: a restart without one
-   * runs the old `ExecStart=`, `Environment=` and drop-ins, whatever the files
-   * say now.
+   * Whether systemd re-reads unit files before the restarts (default
+   * `"always"`). A running unit keeps the definition systemd loaded until a
+   * daemon-reload: a restart without one runs the old `ExecStart=`,
+   * `Environment=` and drop-ins, whatever the files say now. The reload comes
+   * before the first restart and only when something is to be restarted:
+   *
+   * - `"always"` (the default): one daemon-reload, whatever the units report.
+   * - `"auto"`: one daemon-reload when a unit to restart reports
+   *   `NeedDaemonReload=yes`. systemd 252 does not report every change: a
+   *   drop-in in a drop-in directory created after systemd last read its unit
+   *   directories (`kubelet.service.d/` made by the upgrade), a unit file put
+   *   in a directory of higher precedence (`/etc/systemd/system` over
+   *   `/lib/systemd/system`), and a file whose modification time is not newer
+   *   than when it was loaded (a restore that keeps recorded times, `touch -r`)
+   *   all read `no`, and the restart then runs the old definition. The first
+   *   reads `yes` only once systemd happens to load some unit it did not hold.
+   * - `"never"`: no reload; for a caller that reloaded itself.
+   *
+   * The configuration files a unit reads itself (`EnvironmentFile=`, its own
+   * config) need no reload: they are read when it starts.
    *
    * @since 0.4.0
    */
-  readonly reload?: ReloadPolicy | undefined
+  readonly reload?: "always" | "auto" | "never" | undefined
   /**
    * How long each call to systemd may take, a restart job until systemd
    * reports it finished included (`Systemd.CallTimeout` for the calls of
@@ -144,30 +151,6 @@ export interface Options {
    */
   readonly jobTimeout?: Duration.Input | undefined
 }
-
-/**
- * When {@link restartChanged} has systemd re-read its unit files, before the
- * first restart and only when something is to be restarted:
- *
- * - `"always"` (the default): one daemon-reload, whatever the units report.
- * - `"auto"`: one daemon-reload when a unit to restart reports
- *   `NeedDaemonReload=yes`. systemd 252 does not report every change: a
- *   drop-in in a drop-in directory created after systemd last read its unit
- *   directories (`kubelet.service.d/` made by the upgrade), a unit file put
- *   in a directory of higher precedence (`/etc/systemd/system` over
- *   `/lib/systemd/system`), and a file whose modification time is not newer
- *   than when it was loaded (a restore that keeps recorded times, `touch -r`)
- *   all read `no`, and the restart then runs the old definition. The first
- *   reads `yes` only once systemd happens to load some unit it did not hold.
- * - `"never"`: no reload; for a caller that reloaded itself.
- *
- * The configuration files a unit reads itself (`EnvironmentFile=`, its own
- * config) need no reload: they are read when it starts.
- *
- * @category models
- * @since 0.4.0
- */
-export type ReloadPolicy = "always" | "auto" | "never"
 
 // How often a settling unit is looked at; the window's end is always looked at.
 const settlePoll = Duration.millis(100)
@@ -235,11 +218,11 @@ export const awaitSettled: (
  * {@link RestartError}. A caller that restarts through something else (a
  * container's systemd, a supervisor) passes its own `restart`, which owns the
  * wording of its error: that error is what the call fails with, unchanged,
- * its cause annotated with the {@link Progress} (read with {@link progressOf})
+ * its cause annotated with where the run stopped (read with {@link progressOf})
  * and the same facts logged as an error.
  *
  * Before the first restart, systemd re-reads its unit files as `reload` says
- * (see {@link ReloadPolicy}: by default one daemon-reload whenever anything
+ * (see `Options.reload`: by default one daemon-reload whenever anything
  * is to be restarted, so the restarts run the definitions on disk); a reload
  * that fails is a {@link RestartError} with reason `ReloadFailed`, and
  * nothing was restarted. With `settle` each restart is followed by
@@ -310,7 +293,7 @@ const run = Effect.fn("RestartChanged.restartChanged")(function* (
   const changed = options.units.filter((u) => u.changed).map((u) => u.unit)
   const own = options.restart
   const settle = options.settle
-  const policy: ReloadPolicy = own === undefined ? (options.reload ?? "always") : "never"
+  const policy: NonNullable<Options["reload"]> = own === undefined ? (options.reload ?? "always") : "never"
   yield* Effect.annotateCurrentSpan({ units: changed, reload: policy })
   if (changed.length === 0) {
     yield* Effect.logDebug("no unit's configuration changed; nothing to restart").pipe(
