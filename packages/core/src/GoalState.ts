@@ -326,14 +326,6 @@ const resolveMachine = Effect.fn("GoalState.resolveMachine")(
 )
 
 /**
- * A resolver: the goal state of a slot. Tests and composition roots override the default with one.
- *
- * @category models
- * @since 0.1.0
- */
-export type Resolve = (slot: Slot) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>
-
-/**
  * What a {@link GoalStateSource} is made from (the fields of the Go struct).
  *
  * @category models
@@ -352,9 +344,13 @@ export interface SourceOptions {
    */
   readonly goalState?: MachineGoalState | undefined
   /**
-   * Overrides resolution; the default reads `<configDir>/goalstates/<slot>.json` below `hostRoot`.
+   * Overrides resolution: the goal state of a (decoded) slot. Tests and
+   * composition roots override the default, which reads
+   * `<configDir>/goalstates/<slot>.json` below `hostRoot`, with one.
    */
-  readonly resolve?: Resolve | undefined
+  readonly resolve?:
+    | ((slot: Slot) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>)
+    | undefined
 }
 
 /**
