@@ -231,9 +231,8 @@ const nodeRoot = (pinned: Pinned, files: NonNullable<Options["files"]>): HostPat
 const commandsIn = (pinned: Pinned) =>
   Layer.effect(
     ChildProcessSpawner.ChildProcessSpawner,
-    Effect.map(ChildProcessSpawner.ChildProcessSpawner, (inner) => {
-      const wrapped = HostCommand.wrapSpawner(inner, ["nsenter", `--net=${pinned.path(pinned.fds.net)}`, "--"])
-      return ChildProcessSpawner.make((command) => {
+    Effect.map(ChildProcessSpawner.ChildProcessSpawner, (wrapped) =>
+      ChildProcessSpawner.make((command) => {
         const gone = pinned.gone()
         return gone === undefined
           ? wrapped.spawn(command)
@@ -246,8 +245,8 @@ const commandsIn = (pinned: Pinned) =>
               })
             )
       })
-    })
-  )
+    )
+  ).pipe(Layer.provide(HostCommand.layerWrapped(["nsenter", `--net=${pinned.path(pinned.fds.net)}`, "--"])))
 
 /**
  * The container composition (see the module comment) for the container

@@ -111,9 +111,7 @@ const below = (table: MountInfo.MountTable, tableRoot: string): ReadonlyArray<st
 const inNetworkOf = (pid: number) =>
   LocalDnsFixture.LocalDnsFixture.pipe(
     Effect.provide(
-      LocalDnsFixture.layerReal({ interfaceKind: "bridge" }).pipe(
-        Layer.provide(HostCommand.layerWrapped(HostCommand.nsenterPrefix(pid, ["n"])))
-      )
+      LocalDnsFixture.layerReal({ interfaceKind: "bridge" }).pipe(Layer.provide(HostCommand.layerNsenter(pid, ["n"])))
     )
   )
 
