@@ -18,7 +18,6 @@ import {
   DefaultProbeInterval,
   DefaultProbeTimeout,
   DefaultReadinessTimeout,
-  DefaultUnits,
   InterfaceKind
 } from "./internal/agentConfig.ts"
 import { UnitName } from "./UnitName.ts"
@@ -35,7 +34,12 @@ export const Defaults = {
   /** The agent configuration directory on a production host, when the configuration does not name one. */
   configDir: "/etc/hostnode",
   /** The name of the LocalDNS interface, as AKS names it. */
-  interfaceName: "localdns"
+  interfaceName: "localdns",
+  /**
+   * The node's units, in restart order: those whose activity means the host
+   * mode's stack is up (`IsolationBackend.layerHost`).
+   */
+  units: ["containerd.service", "kubelet.service"]
 } as const
 
 /**
@@ -97,7 +101,7 @@ export const AgentConfig = Schema.Struct({
   /** The node's units, in restart order; every name is validated as a systemd unit name. */
   units: Schema.Array(UnitName)
     .check(Schema.isMinLength(1))
-    .pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultUnits)))
+    .pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.units)))
 })
 
 /**

@@ -3,12 +3,12 @@
  * a CSI volume, the kubelet's certificates), the node's start parameters and
  * the upgrade's files. Boundary: fixture data; nothing here runs.
  */
-import { AgentConfig, IsolationBackend, NodeStart, Paths, Repave } from "@hostnode/core"
+import { AgentConfig, NodeStart, Paths, Repave } from "@hostnode/core"
 import type { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem } from "effect"
 
 /** The node's units, in restart order (dependencies first), as the host-mode backend knows them. */
-export const Units: ReadonlyArray<string> = IsolationBackend.DefaultHostUnits
+export const Units: ReadonlyArray<string> = AgentConfig.Defaults.units
 
 /** The unit whose restart the first upgrade makes fail. */
 export const FailingUnit = "kubelet.service"
