@@ -39,7 +39,7 @@ import type * as NodeStart from "./NodeStart.ts"
 export * from "./LocalDnsError.ts"
 /**
  * The rules of ours, defined in the `LocalDnsRules` module
- * ([LocalDnsRules.ts.md](LocalDnsRules.ts.md)): `RuleComment`, `Rule`, `rules` and `parseRuleLine`.
+ * ([LocalDnsRules.ts.md](LocalDnsRules.ts.md)): `RuleComment` and `rules`.
  *
  * @category models
  * @since 0.4.0

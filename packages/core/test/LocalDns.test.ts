@@ -61,9 +61,9 @@ describe("LocalDns rules", () => {
 
   it("listed lines parse back into the argv words, quotes and escapes removed", () => {
     for (const rule of LocalDns.rules(["10.0.0.1"])) {
-      assert.deepStrictEqual(LocalDns.parseRuleLine(Rules.renderRule(rule)), ["-A", rule.chain, ...rule.spec])
+      assert.deepStrictEqual(Rules.parseRuleLine(Rules.renderRule(rule)), ["-A", rule.chain, ...rule.spec])
     }
-    assert.deepStrictEqual(LocalDns.parseRuleLine('-A OUTPUT -m comment --comment "a \\"b\\" c\\\\" -j NOTRACK'), [
+    assert.deepStrictEqual(Rules.parseRuleLine('-A OUTPUT -m comment --comment "a \\"b\\" c\\\\" -j NOTRACK'), [
       "-A",
       "OUTPUT",
       "-m",

@@ -14,6 +14,7 @@ import { GoalStateConformance, LocalDnsConformance } from "@hostnode/test/confor
 import { Cause, Effect, Exit, Fiber, Scope } from "effect"
 import { Dns, NetAddress } from "effect/net"
 import { TestClock } from "effect/testing"
+import { saveString, saveWords } from "../src/internal/network/iptables.ts"
 
 LocalDnsConformance.suite("MemoryNode", MemoryNode.layer())
 GoalStateConformance.suite("MemoryNode", MemoryNode.layer())
@@ -208,4 +209,24 @@ describe("DnsServerError", () => {
       void failing.pipe(Effect.catchReason("MemoryDnsServerError", "Refused", () => Effect.void))
     })
   )
+})
+
+describe("iptables -S lines", () => {
+  it("saveWords reads back what saveString quoted, comments with blanks, quotes and backslashes included", () => {
+    for (const comment of ["hostnode:localdns", 'a "b" c\\', "it's", "plain"]) {
+      const line = `-A OUTPUT -d 169.254.10.10/32 -m comment --comment ${saveString(comment)} -j NOTRACK`
+      assert.deepStrictEqual(saveWords(line), [
+        "-A",
+        "OUTPUT",
+        "-d",
+        "169.254.10.10/32",
+        "-m",
+        "comment",
+        "--comment",
+        comment,
+        "-j",
+        "NOTRACK"
+      ])
+    }
+  })
 })
