@@ -57,17 +57,6 @@ export const QueryFailure = Schema.Union([Responded, NoResponse])
 export type QueryFailure = typeof QueryFailure.Type
 
 /**
- * Options of {@link DnsResolvers.forServer}.
- *
- * @category models
- * @since 0.1.0
- */
-export interface ServerOptions {
-  /** How long one query waits for the server's answer. A query is tried once. */
-  readonly timeout: Duration.Input
-}
-
-/**
  * Makes `Dns` services that ask one name server.
  *
  * @category services
@@ -79,7 +68,13 @@ export interface DnsResolvers {
    * port 53), each tried once with `timeout`. It lives as long as the scope;
    * closing the scope cancels its pending queries.
    */
-  readonly forServer: (address: string, options: ServerOptions) => Effect.Effect<Dns.Dns["Service"], never, Scope.Scope>
+  readonly forServer: (
+    address: string,
+    options: {
+      /** How long one query waits for the server's answer. A query is tried once. */
+      readonly timeout: Duration.Input
+    }
+  ) => Effect.Effect<Dns.Dns["Service"], never, Scope.Scope>
   /**
    * What a failed query of a resolver made by {@link DnsResolvers.forServer}
    * amounts to. `Dns.DnsError`'s reason alone cannot tell: `Refused` is both

@@ -73,15 +73,8 @@ export const run = <const Tasks extends ReadonlyArray<Task<unknown, unknown>>>(
     { discard: true }
   ) as Effect.Effect<void, TaskFailed<TaskError<Tasks[number]>>, TaskContext<Tasks[number]>>
 
-/**
- * Maps task names to condition reasons. A key matches a task of that exact
- * name, or any task below it on a `/` boundary (`snapshot` covers
- * `snapshot/restore`); the longest matching key wins.
- *
- * @category models
- * @since 0.1.0
- */
-export type ReasonTable = Readonly<Record<string, string>>
+/** Task names to condition reasons (see {@link conditionReason}). */
+type ReasonTable = Readonly<Record<string, string>>
 
 /**
  * The reason of a failed task whose name no table entry matches.
@@ -101,7 +94,7 @@ const UnknownReason = "Unknown"
  * @category models
  * @since 0.1.0
  */
-export const defaultReasons: ReasonTable = {
+export const defaultReasons: Readonly<Record<string, string>> = {
   "unmount-pod-volumes": "PodVolumeUnmountFailed",
   "teardown-kubelet-dir": "PodVolumeUnmountFailed",
   snapshot: "ConfigSnapshotFailed",
@@ -130,11 +123,14 @@ const reasonForTask = (name: string, table: ReasonTable = defaultReasons): strin
 
 /**
  * The Machine condition reason for an error from {@link run}: classified from
- * the failed task's name through `table`. Anything that is not a
- * {@link TaskFailed} is `Unknown`; a task no key matches is `TaskFailed`.
+ * the failed task's name through `table`, which maps task names to reasons. A
+ * key matches a task of that exact name, or any task below it on a `/`
+ * boundary (`snapshot` covers `snapshot/restore`); the longest matching key
+ * wins. Anything that is not a {@link TaskFailed} is `Unknown`; a task no key
+ * matches is `TaskFailed`.
  *
  * @category operations
  * @since 0.1.0
  */
-export const conditionReason = (error: unknown, table: ReasonTable = defaultReasons): string =>
+export const conditionReason = (error: unknown, table: Readonly<Record<string, string>> = defaultReasons): string =>
   error instanceof TaskFailed ? reasonForTask(error.task, table) : UnknownReason

@@ -118,7 +118,8 @@ export const problem = (name: string): string | undefined => reasonOf(name)?.mes
 
 /**
  * A valid systemd unit name (`kubelet.service`, `getty@tty1.service`). Decoding
- * fails with a message that says what was wrong.
+ * fails with a message that says what was wrong; `Schema.is(UnitName)` is the
+ * type guard.
  *
  * @category models
  * @since 0.1.0
@@ -164,11 +165,3 @@ export const decode = (name: string): Effect.Effect<UnitName, UnitNameError> => 
     ? Effect.succeed(name as UnitName)
     : Effect.fail(new UnitNameError({ unit: name, reason }))
 }
-
-/**
- * True when `name` is a valid unit name.
- *
- * @category operations
- * @since 0.1.0
- */
-export const isUnitName = (name: string): name is UnitName => reasonOf(name) === undefined
