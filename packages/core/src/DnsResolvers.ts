@@ -15,46 +15,22 @@ import { Context, type Duration, type Effect, Schema, type Scope } from "effect"
 import type { Dns } from "effect/net"
 
 /**
- * A failed query whose server still sent a DNS response, whatever its
- * response code: NXDOMAIN and NODATA, SERVFAIL, a response that could not be
- * used (FORMERR), NOTIMP, REFUSED. It proves something listens and speaks
- * DNS. `detail` is how the resolver put it (`NotFound (ENOTFOUND)`), for
- * logs and errors.
+ * What a failed query amounts to, told by its `_tag`; `detail` is how the
+ * resolver put it (`NotFound (ENOTFOUND)`, `Refused (ECONNREFUSED)`), for
+ * logs and errors:
+ * - `Responded`: the server still sent a DNS response, whatever its response
+ *   code: NXDOMAIN and NODATA, SERVFAIL, a response that could not be used
+ *   (FORMERR), NOTIMP, REFUSED. It proves something listens and speaks DNS.
+ * - `NoResponse`: no DNS response came: a timeout, an unreachable or closed
+ *   port, a cancelled query, or anything the resolver cannot classify.
  *
  * @category models
  * @since 0.3.0
  */
-export class Responded extends Schema.TaggedClass<Responded>()("Responded", {
+export class QueryFailure extends Schema.Class<QueryFailure>("@hostnode/core/DnsResolvers/QueryFailure")({
+  _tag: Schema.Literals(["Responded", "NoResponse"]),
   detail: Schema.String
 }) {}
-
-/**
- * A failed query that got no DNS response: a timeout, an unreachable or
- * closed port, a cancelled query, or anything the resolver cannot classify.
- * `detail` is how the resolver put it (`Refused (ECONNREFUSED)`).
- *
- * @category models
- * @since 0.3.0
- */
-export class NoResponse extends Schema.TaggedClass<NoResponse>()("NoResponse", {
-  detail: Schema.String
-}) {}
-
-/**
- * What a failed query amounts to: the server responded, or nothing did.
- *
- * @category models
- * @since 0.3.0
- */
-export const QueryFailure = Schema.Union([Responded, NoResponse])
-
-/**
- * What a failed query amounts to.
- *
- * @category models
- * @since 0.3.0
- */
-export type QueryFailure = typeof QueryFailure.Type
 
 /**
  * Makes `Dns` services that ask one name server.

@@ -56,7 +56,7 @@ describe("Hooks", () => {
       yield* hooks.awaitLocalDns(nodeStart).pipe(
         Effect.provideService(DnsResolvers.DnsResolvers, {
           forServer: () => Effect.die("no DNS"),
-          classify: () => new DnsResolvers.NoResponse({ detail: "no DNS" })
+          classify: () => new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail: "no DNS" })
         })
       )
       assert.deepStrictEqual(seen, ["setup n", "cleanup", "wait 169.254.10.10"])
@@ -103,7 +103,10 @@ describe("Hooks", () => {
           ),
         // what NodeDns says of a closed port
         classify: (e) =>
-          new DnsResolvers.NoResponse({ detail: `${e.reason} (${String((e.cause as { code: unknown }).code)})` })
+          new DnsResolvers.QueryFailure({
+            _tag: "NoResponse",
+            detail: `${e.reason} (${String((e.cause as { code: unknown }).code)})`
+          })
       })
       const fiber = yield* Hooks.make(config)
         .awaitLocalDns(nodeStart)

@@ -208,8 +208,8 @@ describe("LocalDns network phases, on a scripted host", () => {
 // awaitLocalDns against resolvers whose answers are scripted per attempt
 
 // The scripted resolvers classify their own failures: each carries what it amounts to as its cause.
-const responded = (detail: string) => new DnsResolvers.Responded({ detail })
-const noResponse = (detail: string) => new DnsResolvers.NoResponse({ detail })
+const responded = (detail: string) => new DnsResolvers.QueryFailure({ _tag: "Responded", detail })
+const noResponse = (detail: string) => new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail })
 const isQueryFailure = Schema.is(DnsResolvers.QueryFailure)
 const classify = (e: Dns.DnsError): DnsResolvers.QueryFailure =>
   isQueryFailure(e.cause) ? e.cause : assert.fail(`not a scripted failure: ${e.message}`)

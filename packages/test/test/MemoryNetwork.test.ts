@@ -55,7 +55,7 @@ describe("DNS on the simulated network", () => {
               assert.strictEqual(refused.reason, "Refused")
               assert.deepStrictEqual(
                 resolvers.classify(refused),
-                new DnsResolvers.Responded({ detail: "Refused (EREFUSED)" })
+                new DnsResolvers.QueryFailure({ _tag: "Responded", detail: "Refused (EREFUSED)" })
               )
               assert.deepStrictEqual(yield* dns.resolve("db.internal.", "A"), [record])
               assert.strictEqual(yield* outcome(dns.resolve("db.internal", "AAAA")), "NotFound:ENODATA")
