@@ -56,20 +56,8 @@ const BootstrapTokenValue = Schema.String.check(
   )
 )
 
-/**
- * How the kubelet authenticates to the API server.
- *
- * - `BootstrapToken`: TLS bootstrapping. The kubelet requests a client
- *   certificate with the token and rotates it; a repave must remove the old
- *   rotated certificates (`resetKubeletIdentity` acts only on this mode). The
- *   token is `Redacted`: it never appears in logs or error messages.
- * - `Kubeconfig`: a kubeconfig given directly, rewritten by configuration.
- * - `ExecCredential`: a client-go credential plugin.
- *
- * @category models
- * @since 0.1.0
- */
-export const AuthMode = Schema.TaggedUnion({
+/** How the kubelet authenticates (see `NodeStart.auth`). */
+const AuthMode = Schema.TaggedUnion({
   BootstrapToken: {
     token: Schema.RedactedFromValue(BootstrapTokenValue),
     bootstrapKubeconfig: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.bootstrapKubeconfig)))
@@ -86,14 +74,6 @@ export const AuthMode = Schema.TaggedUnion({
     env: Schema.Record(Schema.String, Schema.String).pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
   }
 })
-
-/**
- * How the kubelet authenticates.
- *
- * @category models
- * @since 0.1.0
- */
-export type AuthMode = typeof AuthMode.Type
 
 /**
  * A Kubernetes node name: a DNS-1123 subdomain (lowercase, at most 253 characters).
@@ -132,6 +112,15 @@ const ApiServerUrl = Schema.String.check(
 export const NodeStart = Schema.Struct({
   nodeName: NodeName,
   apiServer: ApiServerUrl,
+  /**
+   * How the kubelet authenticates to the API server, told by its `_tag`:
+   * - `BootstrapToken`: TLS bootstrapping. The kubelet requests a client
+   *   certificate with the token and rotates it; a repave must remove the old
+   *   rotated certificates (`resetKubeletIdentity` acts only on this mode). The
+   *   token is `Redacted`: it never appears in logs or error messages.
+   * - `Kubeconfig`: a kubeconfig given directly, rewritten by configuration.
+   * - `ExecCredential`: a client-go credential plugin.
+   */
   auth: AuthMode,
   localDns: Schema.optionalKey(LocalDnsListeners)
 })

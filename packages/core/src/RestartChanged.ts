@@ -13,25 +13,6 @@ import { CallTimeout, NotSettled as NotSettledReason, Systemd, SystemdError } fr
 import * as UnitName from "./UnitName.ts"
 
 /**
- * A unit and whether its configuration changed.
- *
- * @category models
- * @since 0.1.0
- */
-export const ChangedUnit = Schema.Struct({
-  unit: Schema.String,
-  changed: Schema.Boolean
-})
-
-/**
- * A unit and whether its configuration changed.
- *
- * @category models
- * @since 0.1.0
- */
-export type ChangedUnit = typeof ChangedUnit.Type
-
-/**
  * Why a restart failed, told by its `_tag`; `cause` is what systemd's call
  * failed with:
  * - `RestartFailed`: `Systemd.restart` failed (the job failed, the unit is
@@ -104,8 +85,11 @@ export const progressOf = (cause: Cause.Cause<unknown>): Progress | undefined =>
 export interface Options {
   /** Whether the node's stack was running before the configuration was written. */
   readonly wasRunning: boolean
-  /** The units in the order they must be restarted (dependencies first). */
-  readonly units: ReadonlyArray<ChangedUnit>
+  /**
+   * The units in the order they must be restarted (dependencies first), each
+   * with whether its configuration changed (the Go package's `ChangedUnit`).
+   */
+  readonly units: ReadonlyArray<{ readonly unit: string; readonly changed: boolean }>
   /** Added to the log line of each restart (the caller's phase, slot, ...). */
   readonly annotations?: Readonly<Record<string, unknown>> | undefined
   /**
