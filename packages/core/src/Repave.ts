@@ -17,6 +17,7 @@ import type * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import * as Track from "./internal/metrics.ts"
 import { usesBootstrapToken } from "./internal/nodeStart.ts"
+import { isClientCredential } from "./internal/repave.ts"
 import type { Mounter } from "./Mounter.ts"
 import type * as MountInfo from "./MountInfo.ts"
 import type * as NodeStart from "./NodeStart.ts"
@@ -39,22 +40,6 @@ export const KubeletPaths = {
   /** The pod directories: one `<uid>` directory per pod, its volumes mounted below it. */
   podsDir: "/var/lib/kubelet/pods"
 } as const
-
-/**
- * True for the kubelet's client credentials in its pki directory, as
- * client-go's certificate store names them: the rotated pairs
- * `kubelet-client-<date>.pem`, the `kubelet-client-current.pem` link (and
- * `kubelet-client-updated.pem`, its leftover from an interrupted rotation), and
- * the key `kubelet-client.key.tmp` a bootstrap leaves while its request is
- * pending. The serving certificates (`kubelet.crt`, `kubelet.key`,
- * `kubelet-server-*`) and the CA are not client credentials.
- *
- * @category operations
- * @since 0.1.0
- */
-export const isClientCredential = (name: string): boolean =>
-  name === "kubelet-client.key.tmp" ||
-  (name.startsWith("kubelet-client-") && name.endsWith(".pem") && name.length > "kubelet-client-.pem".length)
 
 /** The operations that fail with a {@link ResetError}. */
 const ResetOperation = Schema.Literals(["resetCniState", "resetKubeletIdentity"])
@@ -202,9 +187,13 @@ export const resetCniState: (
  * Removes the kubelet's client identity below `hostRoot` when the node
  * authenticates with a bootstrap token, so the next start bootstraps again
  * and gets a certificate for the new machine: the client credentials in
- * `/var/lib/kubelet/pki` (see {@link isClientCredential}) and
+ * `/var/lib/kubelet/pki`, as client-go's certificate store names them (the
+ * rotated pairs `kubelet-client-<date>.pem`, the `kubelet-client-current.pem`
+ * link, `kubelet-client-updated.pem` left by an interrupted rotation, the key
+ * `kubelet-client.key.tmp` a pending bootstrap leaves), and
  * `/var/lib/kubelet/kubeconfig`, which points at them. The bootstrap
- * kubeconfig, the CA and the serving certificates stay. In the direct
+ * kubeconfig, the CA and the serving certificates (`kubelet.crt`,
+ * `kubelet.key`, `kubelet-server-*`) stay. In the direct
  * kubeconfig and exec credential modes nothing is removed: configuration
  * rewrites those credentials.
  *

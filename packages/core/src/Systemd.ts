@@ -141,6 +141,8 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/Systemd/Failu
    * same way. systemctl's exit codes are coarse (1 for most failures, 5 for a
    * missing unit), so the text decides where the code does not. `job` is kept
    * on the reasons that can carry it (`JobFailed`, `Timeout`, `Other`).
+   *
+   * @since 0.4.0
    */
   static classify(exitCode: number, stderr: string, job?: JobFacts): Failure {
     const t = stderr.toLowerCase()

@@ -356,8 +356,13 @@ const successfulUpgrade = Effect.gen(function* () {
   } satisfies StepOutcome
 })
 
+/** The kubelet's client credentials as client-go names them: what the demo expects the reset to remove. */
+const isClientCredential = (name: string): boolean =>
+  name === "kubelet-client.key.tmp" ||
+  (name.startsWith("kubelet-client-") && name.endsWith(".pem") && name.length > "kubelet-client-.pem".length)
+
 const credentials = Effect.gen(function* () {
-  const names = (yield* listDir(pki)).filter(Repave.isClientCredential).map((n) => `${pki}/${n}`)
+  const names = (yield* listDir(pki)).filter(isClientCredential).map((n) => `${pki}/${n}`)
   return (yield* exists(Repave.KubeletPaths.kubeconfig)) ? [...names, Repave.KubeletPaths.kubeconfig] : names
 })
 
