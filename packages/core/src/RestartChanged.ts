@@ -345,7 +345,7 @@ const run = Effect.fn("RestartChanged.restartChanged")(function* (
   ).pipe(Effect.annotateLogs({ ...options.annotations, reload: policy, reloaded }))
 }, measured)
 
-// The run's duration and outcome (`Metrics.operationDuration`), and `jobTimeout`: the time limit of every systemd call of the run.
+// The run's duration and outcome (`Metrics.Metrics.operationDuration`), and `jobTimeout`: the time limit of every systemd call of the run.
 function measured<A, E, R>(self: Effect.Effect<A, E, R>, options: Options): Effect.Effect<A, E, R> {
   const tracked = Track.track<A, E>("RestartChanged.restartChanged")(self)
   return options.jobTimeout === undefined
