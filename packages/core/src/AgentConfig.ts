@@ -140,6 +140,15 @@ export const decodeJson = Effect.fn("AgentConfig.decodeJson")(function* (text: s
 /**
  * Reads and decodes the agent configuration file at `path` (a path of this process, already below any host root).
  *
+ * @example
+ * ```ts
+ * import { AgentConfig } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The units to restart, from the host's configuration file (every field has a default).
+ * const units = AgentConfig.read("/etc/hostnode/config.json").pipe(Effect.map((config) => config.units))
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

@@ -370,6 +370,19 @@ export interface GoalStateSource {
 /**
  * A {@link GoalStateSource} from its options.
  *
+ * @example
+ * ```ts
+ * import { AgentConfig, GoalState } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The goal state of slot "b", read from /etc/hostnode/goalstates/b.json on this host.
+ * const goalStateOfB = Effect.gen(function* () {
+ *   const config = yield* AgentConfig.read("/etc/hostnode/config.json")
+ *   const goalState = yield* GoalState.makeSource({ config }).for("b")
+ *   return goalState.kubernetesVersion
+ * })
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */

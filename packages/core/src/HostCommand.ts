@@ -65,6 +65,16 @@ export class CommandError extends Schema.TaggedError<CommandError>()("CommandErr
  * Runs `command` with `args` and returns its stdout, stderr and exit code,
  * read concurrently so a chatty child never blocks on a full pipe.
  *
+ * @example
+ * ```ts
+ * import { HostCommand } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A non-zero exit is an answer to read, not an error.
+ * const hasLink = (name: string) =>
+ *   HostCommand.run("ip", ["link", "show", "dev", name]).pipe(Effect.map((out) => out.exitCode === 0))
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

@@ -117,6 +117,17 @@ export const IsolationBackend = Context.Service<IsolationBackend>("@hostnode/cor
  * Whether the node root's stack is up (the Go package's `Running`), asked of
  * the isolation backend in context, so the same call works in every mode.
  *
+ * @example
+ * ```ts
+ * import { IsolationBackend } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Whether the host's node stack (containerd and the kubelet) is up; needs a Systemd layer.
+ * const wasRunning = IsolationBackend.running(IsolationBackend.SlotRef.make("host")).pipe(
+ *   Effect.provide(IsolationBackend.layerHost())
+ * )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

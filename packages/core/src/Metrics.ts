@@ -28,6 +28,17 @@ const DurationBuckets: ReadonlyArray<number> = [
  * hostnode's metrics, one record: read one with `Metric.value`, or find it in
  * the exporters' output by its name (`hostnode_..._total`, `..._seconds`).
  *
+ * @example
+ * ```ts
+ * import { Metrics } from "@hostnode/core"
+ * import { Effect, Metric } from "effect"
+ *
+ * // How many restarts of the kubelet failed in this process.
+ * const failedKubeletRestarts = Metric.value(
+ *   Metric.withAttributes(Metrics.Metrics.unitRestarts, { systemd_unit: "kubelet.service", result: "failed" })
+ * ).pipe(Effect.map((state) => state.count))
+ * ```
+ *
  * @category models
  * @since 0.4.0
  */

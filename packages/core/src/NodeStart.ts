@@ -141,6 +141,19 @@ const What = "NodeStart"
 /**
  * Decodes a node start from an already parsed value; `file` is named in errors.
  *
+ * @example
+ * ```ts
+ * import { NodeStart } from "@hostnode/core"
+ *
+ * // A node that joins with a bootstrap token; the LocalDNS listeners take their defaults.
+ * const nodeStart = NodeStart.decode({
+ *   nodeName: "node-1",
+ *   apiServer: "https://10.0.0.1:6443",
+ *   auth: { _tag: "BootstrapToken", token: "abcdef.0123456789abcdef" },
+ *   localDns: {}
+ * })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

@@ -55,6 +55,18 @@ type TaskContext<T> = T extends Task<infer _E, infer R> ? R : never
  * task. Later tasks do not run: a node half-configured by a failed step is not
  * made worse by the steps that assumed it succeeded.
  *
+ * @example
+ * ```ts
+ * import { Task } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Steps in order; a failure names its step, and the condition reason is classified from it.
+ * const upgrade = (snapshot: Effect.Effect<void, Error>, restart: Effect.Effect<void, Error>) =>
+ *   Task.run([Task.make("snapshot", snapshot), Task.make("restart-changed", restart)]).pipe(
+ *     Effect.tapError((e) => Effect.logError(`condition reason: ${Task.conditionReason(e)}`))
+ *   )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

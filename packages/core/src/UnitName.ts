@@ -156,6 +156,17 @@ export class UnitNameError extends Schema.TaggedError<UnitNameError>()("UnitName
 /**
  * Decodes `name` as a {@link UnitName}, failing with a {@link UnitNameError} that says what was wrong.
  *
+ * @example
+ * ```ts
+ * import { UnitName } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A unit from configuration, checked before anything runs.
+ * const unit = UnitName.decode("kubelet.service").pipe(
+ *   Effect.catchReason("UnitNameError", "TooLong", (r) => Effect.die(`unit name too long: ${r.message}`))
+ * )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
