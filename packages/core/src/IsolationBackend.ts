@@ -41,7 +41,8 @@ export type SlotRef = typeof SlotRef.Type
  * @category errors
  * @since 0.3.0
  */
-export class SystemdFailed extends Schema.TaggedError<SystemdFailed>()("SystemdFailed", {
+export class SystemdFailed extends Schema.Error<SystemdFailed>("@hostnode/core/IsolationBackend/SystemdFailed")({
+  _tag: Schema.tag("SystemdFailed"),
   /** The host pid of the container's init, for the container mode. */
   pid: Schema.optionalKey(Schema.Number),
   /** What asking failed with. */
@@ -61,7 +62,8 @@ export class SystemdFailed extends Schema.TaggedError<SystemdFailed>()("SystemdF
  * @category errors
  * @since 0.3.0
  */
-export class ResolverFailed extends Schema.TaggedError<ResolverFailed>()("ResolverFailed", {
+export class ResolverFailed extends Schema.Error<ResolverFailed>("@hostnode/core/IsolationBackend/ResolverFailed")({
+  _tag: Schema.tag("ResolverFailed"),
   /** What the resolver could not do, for a person to read. */
   detail: Schema.String,
   /** The underlying error, where there is one. */

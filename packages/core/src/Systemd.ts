@@ -180,7 +180,8 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/Systemd/Failu
  * @category errors
  * @since 0.3.0
  */
-export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
+export class NotSettled extends Schema.Error<NotSettled>("@hostnode/core/Systemd/NotSettled")({
+  _tag: Schema.tag("NotSettled"),
   /** How long the unit had to stay up, when it was seen down, whether systemd restarted it. */
   detail: Schema.String,
   status: UnitStatus
