@@ -73,7 +73,9 @@ const RestartProgress = Context.Service<Progress>("@hostnode/core/RestartChanged
  * @category operations
  * @since 0.2.0
  */
-export const progressOf = (cause: Cause.Cause<unknown>): Progress | undefined =>
+export const progressOf = (
+  cause: Cause.Cause<unknown>
+): Pick<RestartError, "unit" | "restarted" | "notAttempted"> | undefined =>
   Context.getOrUndefined(Cause.annotations(cause), RestartProgress)
 
 /**

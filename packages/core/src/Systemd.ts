@@ -88,12 +88,6 @@ const statusOf = (r: Told): string => (r.status === undefined ? "" : `; the unit
 const sentence = (r: Told): string =>
   `${[factsOf(r).join(", "), textOf(r)].filter((part) => part !== "").join(": ")}${statusOf(r)}`
 
-/** What systemd reported of a failed job over D-Bus: its result and the unit's status then. */
-interface JobFacts {
-  readonly jobResult?: string | undefined
-  readonly status?: UnitStatus | undefined
-}
-
 /**
  * A systemd call that failed, told by its `_tag`, with what the client
  * answered (`exitCode` and `stderr`; over D-Bus the exit code and sentence
@@ -139,12 +133,17 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/Systemd/Failu
    * (over D-Bus: the exit code and sentence systemctl gives for systemd's
    * answer), so every implementation of `Systemd` tells the same answer the
    * same way. systemctl's exit codes are coarse (1 for most failures, 5 for a
-   * missing unit), so the text decides where the code does not. `job` is kept
-   * on the reasons that can carry it (`JobFailed`, `Timeout`, `Other`).
+   * missing unit), so the text decides where the code does not. `job` (over
+   * D-Bus: the finished job's result and the unit's status then) is kept on
+   * the reasons that can carry it (`JobFailed`, `Timeout`, `Other`).
    *
    * @since 0.4.0
    */
-  static classify(exitCode: number, stderr: string, job?: JobFacts): Failure {
+  static classify(
+    exitCode: number,
+    stderr: string,
+    job?: { readonly jobResult?: string | undefined; readonly status?: UnitStatus | undefined }
+  ): Failure {
     const t = stderr.toLowerCase()
     const answer = { exitCode, stderr }
     const facts = {
