@@ -15,6 +15,7 @@
  */
 import { Duration, Effect } from "effect"
 import { Defaults } from "./AgentConfig.ts"
+import type { DnsResolvers } from "./DnsResolvers.ts"
 import {
   DefaultInterfaceKind,
   DefaultProbeInterval,
@@ -26,6 +27,7 @@ import * as Listeners from "./internal/localdns/listeners.ts"
 import * as Probe from "./internal/localdns/probe.ts"
 import * as Setup from "./internal/localdns/setup.ts"
 import * as Track from "./internal/metrics.ts"
+import type { LocalDnsError } from "./LocalDnsError.ts"
 import type * as NodeStart from "./NodeStart.ts"
 
 /**
@@ -137,23 +139,6 @@ export const cleanupHostNetwork = Effect.fn("LocalDns.cleanupHostNetwork")(
 )
 
 /**
- * Options of {@link awaitLocalDns}.
- *
- * @category models
- * @since 0.1.0
- */
-export interface AwaitOptions {
-  /** The deadline: how long to keep probing (default 2 minutes). */
-  readonly timeout?: Duration.Input | undefined
-  /** The pause between two rounds of probes (default 500 ms). */
-  readonly interval?: Duration.Input | undefined
-  /** How long one probe waits for an answer (default 1 s). */
-  readonly probeTimeout?: Duration.Input | undefined
-  /** The name asked for (default `health-check.localdns.local`). */
-  readonly probeName?: string | undefined
-}
-
-/**
  * Waits until every LocalDNS listener of `nodeStart` answers a real DNS
  * query, one resolver per listener (from `DnsResolvers`), each asking its
  * listener only. Any DNS response counts as answering (a failed query the
@@ -182,8 +167,20 @@ export interface AwaitOptions {
  * @category operations
  * @since 0.1.0
  */
-export const awaitLocalDns = Effect.fn("LocalDns.awaitLocalDns")(
-  function* (nodeStart: NodeStart.NodeStart, options?: AwaitOptions) {
+export const awaitLocalDns: (
+  nodeStart: NodeStart.NodeStart,
+  options?: {
+    /** The deadline: how long to keep probing (default 2 minutes). */
+    readonly timeout?: Duration.Input | undefined
+    /** The pause between two rounds of probes (default 500 ms). */
+    readonly interval?: Duration.Input | undefined
+    /** How long one probe waits for an answer (default 1 s). */
+    readonly probeTimeout?: Duration.Input | undefined
+    /** The name asked for (default `health-check.localdns.local`). */
+    readonly probeName?: string | undefined
+  }
+) => Effect.Effect<void, LocalDnsError, DnsResolvers> = Effect.fn("LocalDns.awaitLocalDns")(
+  function* (nodeStart, options) {
     const listeners = yield* Listeners.decode(nodeStart)
     if (listeners.length === 0) {
       yield* Effect.logInfo("the node does not use LocalDNS; nothing to wait for")

@@ -248,24 +248,6 @@ export const resetKubeletIdentity: (
 )
 
 /**
- * Options of {@link teardownKubeletDir}.
- *
- * @category models
- * @since 0.1.0
- */
-export interface TeardownOptions extends SafeRemove.Options {
-  /**
-   * The host paths to unmount below and remove. The default is each entry of
-   * `/var/lib/kubelet/pods` as its own prefix, so one pod's stuck mount keeps
-   * only that pod's directory. The pods directory itself, and the rest of the
-   * kubelet directory, stay.
-   */
-  readonly prefixes?: ReadonlyArray<string> | undefined
-  /** What to do about copies outside the host root the unmounts would detach by propagation (see `Unmount.Options`). */
-  readonly peersOutsideRoot?: "detach" | "refuse" | undefined
-}
-
-/**
  * What {@link teardownKubeletDir} did: the removal's report, the prefixes and the unmount failures.
  *
  * @category models
@@ -313,7 +295,17 @@ export interface TeardownReport extends SafeRemove.Report {
  * @since 0.1.0
  */
 export const teardownKubeletDir: (
-  options?: TeardownOptions
+  options?: SafeRemove.Options & {
+    /**
+     * The host paths to unmount below and remove. The default is each entry of
+     * `/var/lib/kubelet/pods` as its own prefix, so one pod's stuck mount keeps
+     * only that pod's directory. The pods directory itself, and the rest of the
+     * kubelet directory, stay.
+     */
+    readonly prefixes?: ReadonlyArray<string> | undefined
+    /** What to do about copies outside the host root the unmounts would detach by propagation (see `Unmount.Options`). */
+    readonly peersOutsideRoot?: "detach" | "refuse" | undefined
+  }
 ) => Effect.Effect<
   TeardownReport,
   HostPath.HostPathError | MountInfo.MountInfoError | Unmount.UnmountError,
