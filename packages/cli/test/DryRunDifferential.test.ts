@@ -501,7 +501,8 @@ const refusedDns = Layer.succeed(
   DnsResolvers.DnsResolvers,
   DnsResolvers.DnsResolvers.of({
     forServer: () => Effect.die(new Error("DNS is not part of this suite on the real host")),
-    classify: () => new DnsResolvers.NoResponse({ detail: "DNS is not part of this suite on the real host" })
+    classify: () =>
+      new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail: "DNS is not part of this suite on the real host" })
   })
 )
 

@@ -189,7 +189,7 @@ const refusedDns = Layer.succeed(
   DnsResolvers.DnsResolvers,
   DnsResolvers.DnsResolvers.of({
     forServer: () => Effect.die(new Error("DNS is not part of this suite")),
-    classify: () => new DnsResolvers.NoResponse({ detail: "DNS is not part of this suite" })
+    classify: () => new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail: "DNS is not part of this suite" })
   })
 )
 

@@ -217,11 +217,11 @@ describe("the bundled hostnode executable", () => {
         top,
         `Remove the CNI configuration (${Paths.Node.CniConfDir}/*) and state (${Paths.Node.CniStateDir})`
       )
-      assert.include(top, `Unmount and remove each pod's directory below ${Repave.KubeletPodsDir}`)
-      assert.include(yield* help(["reset-kubelet-identity"]), `(default: ${NodeStart.DefaultBootstrapKubeconfig})`)
+      assert.include(top, `Unmount and remove each pod's directory below ${Repave.KubeletPaths.podsDir}`)
+      assert.include(yield* help(["reset-kubelet-identity"]), `(default: ${NodeStart.Defaults.bootstrapKubeconfig})`)
       const setup = yield* help(["localdns", "setup"])
-      assert.include(setup, `(default: ${NodeStart.NodeListener})`)
-      assert.include(setup, `(default: ${NodeStart.ClusterListener})`)
+      assert.include(setup, `(default: ${NodeStart.Defaults.nodeListener})`)
+      assert.include(setup, `(default: ${NodeStart.Defaults.clusterListener})`)
     }).pipe(Effect.provide(NodeServices.layer))
   )
 })

@@ -17,27 +17,30 @@ import {
   DefaultProbeInterval,
   DefaultProbeTimeout,
   DefaultReadinessTimeout,
-  DefaultUnits,
   InterfaceKind
 } from "./internal/agentConfig.ts"
 import * as ConfigDecode from "./internal/configFile/decode.ts"
 import { UnitName } from "./UnitName.ts"
 
 /**
- * The agent configuration directory on a production host, when the configuration does not name one.
+ * The values the agent configuration takes where it leaves a field out (the
+ * configuration of a production host), for a program that names them
+ * without decoding one.
  *
  * @category models
- * @since 0.1.0
+ * @since 0.4.0
  */
-export const DefaultConfigDir = "/etc/hostnode"
-
-/**
- * The name of the LocalDNS interface, as AKS names it.
- *
- * @category models
- * @since 0.1.0
- */
-export const DefaultInterfaceName = "localdns"
+export const Defaults = {
+  /** The agent configuration directory on a production host, when the configuration does not name one. */
+  configDir: "/etc/hostnode",
+  /** The name of the LocalDNS interface, as AKS names it. */
+  interfaceName: "localdns",
+  /**
+   * The node's units, in restart order: those whose activity means the host
+   * mode's stack is up (`IsolationBackend.layerHost`).
+   */
+  units: ["containerd.service", "kubelet.service"]
+} as const
 
 /**
  * Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':', whitespace, and not `.` or `..`.
@@ -69,7 +72,7 @@ const PositiveDuration = Schema.DurationFromString.check(
  */
 const LocalDnsSettings = Schema.Struct({
   /** The interface that carries the listener addresses. */
-  interfaceName: InterfaceName.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceName))),
+  interfaceName: InterfaceName.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.interfaceName))),
   /** Its link kind; `dummy` unless the kernel lacks it. */
   interfaceKind: InterfaceKind.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultInterfaceKind))),
   /** How long `awaitLocalDns` waits for every listener to answer. */
@@ -92,13 +95,13 @@ export const AgentConfig = Schema.Struct({
    * The agent configuration directory, a host path: goal states are read from
    * it and configuration snapshots are kept in it.
    */
-  configDir: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultConfigDir))),
+  configDir: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.configDir))),
   /** The LocalDNS settings of this host. */
   localDns: LocalDnsSettings.pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
   /** The node's units, in restart order; every name is validated as a systemd unit name. */
   units: Schema.Array(UnitName)
     .check(Schema.isMinLength(1))
-    .pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultUnits)))
+    .pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.units)))
 })
 
 /**
@@ -137,17 +140,18 @@ export const decodeJson = Effect.fn("AgentConfig.decodeJson")(function* (text: s
 /**
  * Reads and decodes the agent configuration file at `path` (a path of this process, already below any host root).
  *
+ * @example
+ * ```ts
+ * import { AgentConfig } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The units to restart, from the host's configuration file (every field has a default).
+ * const units = AgentConfig.read("/etc/hostnode/config.json").pipe(Effect.map((config) => config.units))
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
 export const read = Effect.fn("AgentConfig.read")(function* (path: string) {
   return yield* ConfigDecode.read(AgentConfig, What)(path)
 })
-
-/**
- * The production defaults: the configuration `{}` decodes to.
- *
- * @category constructors
- * @since 0.1.0
- */
-export const defaults: Effect.Effect<AgentConfig> = Effect.orDie(decode({}))

@@ -12,7 +12,6 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
 
 /**
  * The shared configuration, each entry with the reason it is here:
@@ -70,25 +69,6 @@ export const DefaultPaths: ReadonlyArray<string> = [
 export const Exclude: ReadonlyArray<string> = ["/etc/kubernetes/pki"]
 
 /**
- * The isolation modes, in the Go package's words: `nspawn` runs the node
- * stack in a systemd-nspawn machine (only the shared configuration is on the
- * host), `container` runs it in a container that uses the host's CNI
- * configuration, `none` runs it directly on the host, binaries included.
- *
- * @category models
- * @since 0.1.0
- */
-export const Mode = Schema.Literals(["nspawn", "container", "none"])
-
-/**
- * An isolation mode.
- *
- * @category models
- * @since 0.1.0
- */
-export type Mode = typeof Mode.Type
-
-/**
  * What a `container` mode also writes on the host: the CNI network
  * configuration, which the containerised stack reads from the host's
  * `/etc/cni/net.d` (a rollback must not leave a config for the new stack's
@@ -119,12 +99,16 @@ const NonePaths: ReadonlyArray<string> = [
 /**
  * The paths to snapshot for `mode`: {@link DefaultPaths}, plus what that
  * mode's node stack writes more of the host in place. Pass the result to
- * `Snapshot.takeOf`.
+ * `Snapshot.takeOf`. The isolation modes, in the Go package's words: `nspawn`
+ * runs the node stack in a systemd-nspawn machine (only the shared
+ * configuration is on the host), `container` runs it in a container that uses
+ * the host's CNI configuration, `none` runs it directly on the host, binaries
+ * included.
  *
  * @category operations
  * @since 0.1.0
  */
-export const pathsFor = (mode: Mode): ReadonlyArray<string> => {
+export const pathsFor = (mode: "nspawn" | "container" | "none"): ReadonlyArray<string> => {
   switch (mode) {
     case "nspawn":
       return DefaultPaths

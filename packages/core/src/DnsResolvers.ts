@@ -15,57 +15,22 @@ import { Context, type Duration, type Effect, Schema, type Scope } from "effect"
 import type { Dns } from "effect/net"
 
 /**
- * A failed query whose server still sent a DNS response, whatever its
- * response code: NXDOMAIN and NODATA, SERVFAIL, a response that could not be
- * used (FORMERR), NOTIMP, REFUSED. It proves something listens and speaks
- * DNS. `detail` is how the resolver put it (`NotFound (ENOTFOUND)`), for
- * logs and errors.
+ * What a failed query amounts to, told by its `_tag`; `detail` is how the
+ * resolver put it (`NotFound (ENOTFOUND)`, `Refused (ECONNREFUSED)`), for
+ * logs and errors:
+ * - `Responded`: the server still sent a DNS response, whatever its response
+ *   code: NXDOMAIN and NODATA, SERVFAIL, a response that could not be used
+ *   (FORMERR), NOTIMP, REFUSED. It proves something listens and speaks DNS.
+ * - `NoResponse`: no DNS response came: a timeout, an unreachable or closed
+ *   port, a cancelled query, or anything the resolver cannot classify.
  *
  * @category models
  * @since 0.3.0
  */
-export class Responded extends Schema.TaggedClass<Responded>()("Responded", {
+export class QueryFailure extends Schema.Class<QueryFailure>("@hostnode/core/DnsResolvers/QueryFailure")({
+  _tag: Schema.Literals(["Responded", "NoResponse"]),
   detail: Schema.String
 }) {}
-
-/**
- * A failed query that got no DNS response: a timeout, an unreachable or
- * closed port, a cancelled query, or anything the resolver cannot classify.
- * `detail` is how the resolver put it (`Refused (ECONNREFUSED)`).
- *
- * @category models
- * @since 0.3.0
- */
-export class NoResponse extends Schema.TaggedClass<NoResponse>()("NoResponse", {
-  detail: Schema.String
-}) {}
-
-/**
- * What a failed query amounts to: the server responded, or nothing did.
- *
- * @category models
- * @since 0.3.0
- */
-export const QueryFailure = Schema.Union([Responded, NoResponse])
-
-/**
- * What a failed query amounts to.
- *
- * @category models
- * @since 0.3.0
- */
-export type QueryFailure = typeof QueryFailure.Type
-
-/**
- * Options of {@link DnsResolvers.forServer}.
- *
- * @category models
- * @since 0.1.0
- */
-export interface ServerOptions {
-  /** How long one query waits for the server's answer. A query is tried once. */
-  readonly timeout: Duration.Input
-}
 
 /**
  * Makes `Dns` services that ask one name server.
@@ -79,7 +44,13 @@ export interface DnsResolvers {
    * port 53), each tried once with `timeout`. It lives as long as the scope;
    * closing the scope cancels its pending queries.
    */
-  readonly forServer: (address: string, options: ServerOptions) => Effect.Effect<Dns.Dns["Service"], never, Scope.Scope>
+  readonly forServer: (
+    address: string,
+    options: {
+      /** How long one query waits for the server's answer. A query is tried once. */
+      readonly timeout: Duration.Input
+    }
+  ) => Effect.Effect<Dns.Dns["Service"], never, Scope.Scope>
   /**
    * What a failed query of a resolver made by {@link DnsResolvers.forServer}
    * amounts to. `Dns.DnsError`'s reason alone cannot tell: `Refused` is both

@@ -337,14 +337,6 @@ const resolveMachine = Effect.fn("GoalState.resolveMachine")(
 )
 
 /**
- * A resolver: the goal state of a slot. Tests and composition roots override the default with one.
- *
- * @category models
- * @since 0.1.0
- */
-export type Resolve = (slot: Slot) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>
-
-/**
  * What a {@link GoalStateSource} is made from (the fields of the Go struct).
  *
  * @category models
@@ -363,9 +355,13 @@ export interface SourceOptions {
    */
   readonly goalState?: MachineGoalState | undefined
   /**
-   * Overrides resolution; the default reads `<configDir>/goalstates/<slot>.json` below `hostRoot`.
+   * Overrides resolution: the goal state of a (decoded) slot. Tests and
+   * composition roots override the default, which reads
+   * `<configDir>/goalstates/<slot>.json` below `hostRoot`, with one.
    */
-  readonly resolve?: Resolve | undefined
+  readonly resolve?:
+    | ((slot: Slot) => Effect.Effect<MachineGoalState, GoalStateError, FileSystem.FileSystem>)
+    | undefined
 }
 
 /**
@@ -384,6 +380,19 @@ export interface GoalStateSource {
 
 /**
  * A {@link GoalStateSource} from its options.
+ *
+ * @example
+ * ```ts
+ * import { AgentConfig, GoalState } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The goal state of slot "b", read from /etc/hostnode/goalstates/b.json on this host.
+ * const goalStateOfB = Effect.gen(function* () {
+ *   const config = yield* AgentConfig.read("/etc/hostnode/config.json")
+ *   const goalState = yield* GoalState.makeSource({ config }).for("b")
+ *   return goalState.kubernetesVersion
+ * })
+ * ```
  *
  * @category constructors
  * @since 0.1.0

@@ -28,7 +28,7 @@ import type { NodeStart } from "./NodeStart.ts"
  */
 export interface Options {
   /** Overrides goal state resolution. The default reads the slot's file below `hostRoot` (see `GoalState.makeSource`). */
-  readonly resolve?: GoalState.Resolve | undefined
+  readonly resolve?: GoalState.SourceOptions["resolve"]
   /**
    * Prefixes the same-path host locations (`/etc`, `/var/lib`, `/opt/cni`)
    * the node writes. Empty (or `/`) is the real host.
@@ -66,7 +66,7 @@ export interface Hooks {
   /** The host root (`""` for the real host). */
   readonly hostRoot: string
   /** The goal state of a slot: the `resolve` override, else the default resolver below `hostRoot`. */
-  readonly resolve: GoalState.Resolve
+  readonly resolve: NonNullable<GoalState.SourceOptions["resolve"]>
   /**
    * A `GoalStateSource` whose resolution is these hooks' (the override when
    * set, else the default below `hostRoot`), with the given goal state and
@@ -101,7 +101,8 @@ export interface Hooks {
 export const make = (config: AgentConfig, options: Options = {}): Hooks => {
   const hostRoot = options.hostRoot ?? ""
   const override = options.resolve
-  const resolve: GoalState.Resolve = override ?? ((slot) => GoalState.makeSource({ config, hostRoot }).for(slot))
+  const resolve: NonNullable<GoalState.SourceOptions["resolve"]> =
+    override ?? ((slot) => GoalState.makeSource({ config, hostRoot }).for(slot))
   const network = { interfaceName: config.localDns.interfaceName, interfaceKind: config.localDns.interfaceKind }
   return {
     config,

@@ -3,13 +3,14 @@
  * Effect's `ChildProcessSpawner` and collecting what a caller needs to judge
  * it: stdout, stderr and the exit code together. Commands are argv arrays,
  * never shell strings. Because the spawner comes from context, wrapping it
- * (say with `nsenter -t <pid> -m -p`, see {@link wrapSpawner}) runs every
+ * (say with `nsenter -t <pid> -m -p`, see {@link layerNsenter}) runs every
  * command of an operation in another namespace with no change to the operation.
  *
  * @since 0.1.0
  */
 import { Effect, Layer, Schema, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { nsenterPrefix, wrapSpawner } from "./internal/hostCommand.ts"
 
 /**
  * What a finished command printed and how it exited. A non-zero exit is a result, not an error.
@@ -44,7 +45,7 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/HostCommand/F
 
 /**
  * A command that could not be run at all (the executable is missing, the
- * spawn failed; see {@link CommandErrorReason}). A command that ran and exited
+ * spawn failed; see {@link Failure}). A command that ran and exited
  * non-zero is not this: callers classify that themselves from its {@link Output}.
  *
  * @category errors
@@ -63,6 +64,16 @@ export class CommandError extends Schema.TaggedError<CommandError>()("CommandErr
 /**
  * Runs `command` with `args` and returns its stdout, stderr and exit code,
  * read concurrently so a chatty child never blocks on a full pipe.
+ *
+ * @example
+ * ```ts
+ * import { HostCommand } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A non-zero exit is an answer to read, not an error.
+ * const hasLink = (name: string) =>
+ *   HostCommand.run("ip", ["link", "show", "dev", name]).pipe(Effect.map((out) => out.exitCode === 0))
+ * ```
  *
  * @category operations
  * @since 0.1.0
@@ -98,28 +109,10 @@ export const run: (
 )
 
 /**
- * A spawner that runs every standard command as `prefix... command args...`,
- * e.g. `["nsenter", "-t", pid, "-m", "-p", "--"]` to run in another machine's
- * namespaces. Piped commands are wrapped on each side.
- *
- * @category constructors
- * @since 0.1.0
- */
-export const wrapSpawner = (
-  inner: ChildProcessSpawner.ChildProcessSpawner["Service"],
-  prefix: ReadonlyArray<string>
-): ChildProcessSpawner.ChildProcessSpawner["Service"] => {
-  const [head, ...rest] = prefix
-  if (head === undefined) return inner
-  const wrap = (command: ChildProcess.Command): ChildProcess.Command =>
-    ChildProcess.isStandardCommand(command)
-      ? ChildProcess.make(head, [...rest, command.command, ...command.args], command.options)
-      : ChildProcess.pipeTo(wrap(command.right), command.options)(wrap(command.left))
-  return ChildProcessSpawner.make((command) => inner.spawn(wrap(command)))
-}
-
-/**
- * A layer that wraps the spawner in context with `prefix` (see {@link wrapSpawner}).
+ * The spawner in context, wrapped to run every standard command as
+ * `prefix... command args...` (piped commands are wrapped on each side), e.g.
+ * `["nsenter", "--net=/proc/42/ns/net", "--"]` to run in another network
+ * namespace.
  *
  * @category layers
  * @since 0.1.0
@@ -133,25 +126,17 @@ export const layerWrapped = (
   )
 
 /**
- * The prefix that runs a command in the mount and pid namespaces of process `pid` (e.g. a test systemd).
- *
- * @category operations
- * @since 0.1.0
- */
-export const nsenterPrefix = (
-  pid: number,
-  namespaces: ReadonlyArray<"m" | "p" | "n" | "u" | "i"> = ["m", "p"]
-): ReadonlyArray<string> => ["nsenter", "-t", String(pid), ...namespaces.map((n) => `-${n}`), "--"]
-
-/**
- * The spawner in context, wrapped to run every command in the mount and pid
- * namespaces of process `pid`: how the library drives a container's or a test
- * machine's systemd, mounts and tools with no change to the operations.
+ * The spawner in context, wrapped to run every command in the namespaces of
+ * process `pid` (`nsenter -t pid -m -p -- command args...`; `namespaces`
+ * defaults to the mount and pid ones): how the library drives a container's
+ * or a test machine's systemd, mounts and tools with no change to the
+ * operations.
  *
  * @category layers
  * @since 0.1.0
  */
 export const layerNsenter = (
-  pid: number
+  pid: number,
+  namespaces?: ReadonlyArray<"m" | "p" | "n" | "u" | "i">
 ): Layer.Layer<ChildProcessSpawner.ChildProcessSpawner, never, ChildProcessSpawner.ChildProcessSpawner> =>
-  layerWrapped(nsenterPrefix(pid))
+  layerWrapped(nsenterPrefix(pid, namespaces))

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
-import { DefaultUnits } from "./internal/agentConfig.ts"
+import { Defaults } from "./AgentConfig.ts"
 import { Systemd, SystemdError } from "./Systemd.ts"
 import { UnitNameError } from "./UnitName.ts"
 
@@ -41,7 +41,8 @@ export type SlotRef = typeof SlotRef.Type
  * @category errors
  * @since 0.3.0
  */
-export class SystemdFailed extends Schema.TaggedError<SystemdFailed>()("SystemdFailed", {
+export class SystemdFailed extends Schema.Error<SystemdFailed>("@hostnode/core/IsolationBackend/SystemdFailed")({
+  _tag: Schema.tag("SystemdFailed"),
   /** The host pid of the container's init, for the container mode. */
   pid: Schema.optionalKey(Schema.Number),
   /** What asking failed with. */
@@ -55,13 +56,14 @@ export class SystemdFailed extends Schema.TaggedError<SystemdFailed>()("SystemdF
 }
 
 /**
- * Why the backend could not tell: a {@link ContainerResolver} could not say
+ * Why the backend could not tell: a container resolver (`ContainerOptions.resolve`) could not say
  * which container is the slot's (its own state unreadable).
  *
  * @category errors
  * @since 0.3.0
  */
-export class ResolverFailed extends Schema.TaggedError<ResolverFailed>()("ResolverFailed", {
+export class ResolverFailed extends Schema.Error<ResolverFailed>("@hostnode/core/IsolationBackend/ResolverFailed")({
+  _tag: Schema.tag("ResolverFailed"),
   /** What the resolver could not do, for a person to read. */
   detail: Schema.String,
   /** The underlying error, where there is one. */
@@ -117,6 +119,17 @@ export const IsolationBackend = Context.Service<IsolationBackend>("@hostnode/cor
  * Whether the node root's stack is up (the Go package's `Running`), asked of
  * the isolation backend in context, so the same call works in every mode.
  *
+ * @example
+ * ```ts
+ * import { IsolationBackend } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Whether the host's node stack (containerd and the kubelet) is up; needs a Systemd layer.
+ * const wasRunning = IsolationBackend.running(IsolationBackend.SlotRef.make("host")).pipe(
+ *   Effect.provide(IsolationBackend.layerHost())
+ * )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
@@ -128,29 +141,10 @@ export const running: (root: SlotRef) => Effect.Effect<boolean, IsolationError, 
   return yield* backend.running(root)
 })
 
-/**
- * The units whose activity means the host mode's stack is up, by default.
- *
- * @category models
- * @since 0.1.0
- */
-export const DefaultHostUnits: ReadonlyArray<string> = DefaultUnits
-
-/**
- * Options of {@link layerHost}.
- *
- * @category models
- * @since 0.1.0
- */
-export interface HostOptions {
-  /** The units that must all be active for the stack to be up (default {@link DefaultHostUnits}). */
-  readonly units?: ReadonlyArray<string> | undefined
-}
-
 /** The host mode's backend (see {@link layerHost}). */
-const makeHost = (options?: HostOptions) =>
+const makeHost = (options?: { readonly units?: ReadonlyArray<string> | undefined }) =>
   Effect.map(Effect.service(Systemd), (systemd) => {
-    const units = options?.units ?? DefaultHostUnits
+    const units = options?.units ?? Defaults.units
     return IsolationBackend.of({
       name: "host",
       running: (root) =>
@@ -165,26 +159,18 @@ const makeHost = (options?: HostOptions) =>
  * The backend of the mode that runs the node stack directly on the host, with
  * a single root, as a layer (requires `Systemd`): the stack is up when all
  * its units are active. A unit that is activating, reloading or failed is not up.
+ * `units`: the units that must all be active (default
+ * `AgentConfig.Defaults.units`).
  *
  * @category layers
  * @since 0.1.0
  */
-export const layerHost = (options?: HostOptions): Layer.Layer<IsolationBackend, never, Systemd> =>
-  Layer.effect(IsolationBackend, makeHost(options))
+export const layerHost = (options?: {
+  readonly units?: ReadonlyArray<string> | undefined
+}): Layer.Layer<IsolationBackend, never, Systemd> => Layer.effect(IsolationBackend, makeHost(options))
 
 // ---------------------------------------------------------------------------
 // The container mode
-
-/**
- * How the container mode finds a slot's container: the host pid of its init
- * (the process whose namespaces the node stack runs in), or `undefined` when
- * the slot has no container now. A failure is for a resolver that cannot
- * tell (its own state unreadable), not for a container that is gone.
- *
- * @category models
- * @since 0.2.0
- */
-export type ContainerResolver = (slot: SlotRef) => Effect.Effect<number | undefined, IsolationError>
 
 /**
  * Options of {@link layerContainer}.
@@ -193,9 +179,14 @@ export type ContainerResolver = (slot: SlotRef) => Effect.Effect<number | undefi
  * @since 0.2.0
  */
 export interface ContainerOptions {
-  /** The slot's container (see {@link ContainerResolver}). */
-  readonly resolve: ContainerResolver
-  /** The units that must all be active inside the container (default {@link DefaultHostUnits}). */
+  /**
+   * How the container mode finds a slot's container: the host pid of its init
+   * (the process whose namespaces the node stack runs in), or `undefined` when
+   * the slot has no container now. A failure is for a resolver that cannot
+   * tell (its own state unreadable), not for a container that is gone.
+   */
+  readonly resolve: (slot: SlotRef) => Effect.Effect<number | undefined, IsolationError>
+  /** The units that must all be active inside the container (default `AgentConfig.Defaults.units`). */
   readonly units?: ReadonlyArray<string> | undefined
   /**
    * The systemd of the container whose init is host process `pid`, for the
@@ -209,7 +200,7 @@ export interface ContainerOptions {
 
 /** The container mode's backend (see {@link layerContainer}). */
 const makeContainer = (options: ContainerOptions): IsolationBackend => {
-  const units = options.units ?? DefaultHostUnits
+  const units = options.units ?? Defaults.units
   const running = (slot: SlotRef) =>
     Effect.gen(function* () {
       const pid = yield* options.resolve(slot)

@@ -14,7 +14,8 @@
  * @since 0.1.0
  */
 import { Duration, Effect } from "effect"
-import { DefaultInterfaceName } from "./AgentConfig.ts"
+import { Defaults } from "./AgentConfig.ts"
+import type { DnsResolvers } from "./DnsResolvers.ts"
 import {
   DefaultInterfaceKind,
   DefaultProbeInterval,
@@ -26,6 +27,7 @@ import * as Listeners from "./internal/localdns/listeners.ts"
 import * as Probe from "./internal/localdns/probe.ts"
 import * as Setup from "./internal/localdns/setup.ts"
 import * as Track from "./internal/metrics.ts"
+import type { LocalDnsError } from "./LocalDnsError.ts"
 import type * as NodeStart from "./NodeStart.ts"
 
 /**
@@ -39,7 +41,7 @@ import type * as NodeStart from "./NodeStart.ts"
 export * from "./LocalDnsError.ts"
 /**
  * The rules of ours, defined in the `LocalDnsRules` module
- * ([LocalDnsRules.ts.md](LocalDnsRules.ts.md)): `RuleComment`, `Rule`, `rules` and `parseRuleLine`.
+ * ([LocalDnsRules.ts.md](LocalDnsRules.ts.md)): `RuleComment` and `rules`.
  *
  * @category models
  * @since 0.4.0
@@ -102,7 +104,7 @@ export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
       return
     }
     yield* Setup.setup(
-      options?.interfaceName ?? DefaultInterfaceName,
+      options?.interfaceName ?? Defaults.interfaceName,
       options?.interfaceKind ?? DefaultInterfaceKind,
       addresses
     )
@@ -110,7 +112,7 @@ export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
   (effect, _nodeStart: NodeStart.NodeStart, options?: NetworkOptions) =>
     Effect.annotateLogs(effect, {
       phase: "setup-localdns-network",
-      interface: options?.interfaceName ?? DefaultInterfaceName
+      interface: options?.interfaceName ?? Defaults.interfaceName
     }).pipe(Track.track("LocalDns.setupLocalDnsNetwork"))
 )
 
@@ -127,31 +129,14 @@ export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
  */
 export const cleanupHostNetwork = Effect.fn("LocalDns.cleanupHostNetwork")(
   function* (options?: Pick<NetworkOptions, "interfaceName">) {
-    yield* Setup.cleanup(options?.interfaceName ?? DefaultInterfaceName)
+    yield* Setup.cleanup(options?.interfaceName ?? Defaults.interfaceName)
   },
   (effect, options?: Pick<NetworkOptions, "interfaceName">) =>
     Effect.annotateLogs(effect, {
       phase: "cleanup-host-network",
-      interface: options?.interfaceName ?? DefaultInterfaceName
+      interface: options?.interfaceName ?? Defaults.interfaceName
     }).pipe(Track.track("LocalDns.cleanupHostNetwork"))
 )
-
-/**
- * Options of {@link awaitLocalDns}.
- *
- * @category models
- * @since 0.1.0
- */
-export interface AwaitOptions {
-  /** The deadline: how long to keep probing (default 2 minutes). */
-  readonly timeout?: Duration.Input | undefined
-  /** The pause between two rounds of probes (default 500 ms). */
-  readonly interval?: Duration.Input | undefined
-  /** How long one probe waits for an answer (default 1 s). */
-  readonly probeTimeout?: Duration.Input | undefined
-  /** The name asked for (default `health-check.localdns.local`). */
-  readonly probeName?: string | undefined
-}
 
 /**
  * Waits until every LocalDNS listener of `nodeStart` answers a real DNS
@@ -182,8 +167,20 @@ export interface AwaitOptions {
  * @category operations
  * @since 0.1.0
  */
-export const awaitLocalDns = Effect.fn("LocalDns.awaitLocalDns")(
-  function* (nodeStart: NodeStart.NodeStart, options?: AwaitOptions) {
+export const awaitLocalDns: (
+  nodeStart: NodeStart.NodeStart,
+  options?: {
+    /** The deadline: how long to keep probing (default 2 minutes). */
+    readonly timeout?: Duration.Input | undefined
+    /** The pause between two rounds of probes (default 500 ms). */
+    readonly interval?: Duration.Input | undefined
+    /** How long one probe waits for an answer (default 1 s). */
+    readonly probeTimeout?: Duration.Input | undefined
+    /** The name asked for (default `health-check.localdns.local`). */
+    readonly probeName?: string | undefined
+  }
+) => Effect.Effect<void, LocalDnsError, DnsResolvers> = Effect.fn("LocalDns.awaitLocalDns")(
+  function* (nodeStart, options) {
     const listeners = yield* Listeners.decode(nodeStart)
     if (listeners.length === 0) {
       yield* Effect.logInfo("the node does not use LocalDNS; nothing to wait for")

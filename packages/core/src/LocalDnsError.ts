@@ -108,7 +108,8 @@ const SilentListener = Schema.Struct({
  * @category errors
  * @since 0.3.0
  */
-export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
+export class Timeout extends Schema.Error<Timeout>("@hostnode/core/LocalDns/Timeout")({
+  _tag: Schema.tag("Timeout"),
   listeners: Schema.Array(SilentListener),
   answered: Schema.Array(Schema.String),
   attempts: Schema.Number,

@@ -1,8 +1,8 @@
 /**
  * The iptables rules LocalDNS installs: the comment that makes a rule ours,
- * the rules for a set of listener addresses as `iptables -S` prints them
- * back, and that listing's lines read back into argv words. Pure values; the
- * steps that list, add and delete rules are in `internal/localdns`.
+ * and the rules for a set of listener addresses as `iptables -S` prints them
+ * back. Pure values; the steps that list, add and delete rules, and the
+ * reading of `iptables -S`, are in `internal/localdns`.
  *
  * A leaf module, re-exported by `LocalDns`.
  *
@@ -20,18 +20,6 @@ import { Chains, Protocols } from "./internal/localdns/chains.ts"
 export const RuleComment = "hostnode:localdns"
 
 /**
- * One iptables rule of ours: its chain and its spec, in the canonical form `iptables -S` prints it.
- *
- * @category models
- * @since 0.1.0
- */
-export interface Rule {
-  /** `OUTPUT` (locally generated traffic) or `PREROUTING` (traffic arriving from pods). */
-  readonly chain: (typeof Chains)[number]
-  readonly spec: ReadonlyArray<string>
-}
-
-/**
  * Our rules for `addresses`: per chain, per address, per protocol,
  * `-d <addr>/32 -p <proto> -m <proto> --dport 53 -m comment --comment
  * hostnode:localdns -j NOTRACK`. The spec is written exactly as `iptables -S`
@@ -41,7 +29,14 @@ export interface Rule {
  * @category operations
  * @since 0.1.0
  */
-export const rules = (addresses: ReadonlyArray<string>): ReadonlyArray<Rule> =>
+export const rules = (
+  addresses: ReadonlyArray<string>
+): ReadonlyArray<{
+  /** `OUTPUT` (locally generated traffic) or `PREROUTING` (traffic arriving from pods). */
+  readonly chain: (typeof Chains)[number]
+  /** The rule's spec, in the canonical form `iptables -S` prints it. */
+  readonly spec: ReadonlyArray<string>
+}> =>
   Chains.flatMap((chain) =>
     addresses.flatMap((address) =>
       Protocols.map((proto) => ({
@@ -65,38 +60,3 @@ export const rules = (addresses: ReadonlyArray<string>): ReadonlyArray<Rule> =>
       }))
     )
   )
-
-/**
- * The argv words of one line of `iptables -S`: split on spaces, with the
- * double-quoted values iptables prints (comments) unquoted and unescaped, so
- * the words can be given back to `iptables -D` as they are.
- *
- * @category operations
- * @since 0.1.0
- */
-export const parseRuleLine = (line: string): ReadonlyArray<string> => {
-  const words: Array<string> = []
-  let current = ""
-  let inWord = false
-  let quoted = false
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i] as string
-    if (quoted) {
-      if (c === "\\" && i + 1 < line.length) current += line[++i]
-      else if (c === '"') quoted = false
-      else current += c
-    } else if (c === '"') {
-      quoted = true
-      inWord = true
-    } else if (c === " " || c === "\t") {
-      if (inWord) words.push(current)
-      current = ""
-      inWord = false
-    } else {
-      current += c
-      inWord = true
-    }
-  }
-  if (inWord) words.push(current)
-  return words
-}

@@ -16,28 +16,27 @@ import * as ConfigDecode from "./internal/configFile/decode.ts"
 import { ListenerAddress } from "./internal/nodeStart.ts"
 
 /**
- * The LocalDNS node listener: the address pods' and the node's own DNS traffic for the node goes to (AKS).
+ * The values a node start takes where the document leaves a field out.
  *
  * @category models
- * @since 0.1.0
+ * @since 0.4.0
  */
-export const NodeListener = "169.254.10.10"
-
-/**
- * The LocalDNS cluster listener: the address CoreDNS-bound traffic goes to (AKS).
- *
- * @category models
- * @since 0.1.0
- */
-export const ClusterListener = "169.254.10.11"
+export const Defaults = {
+  /** The LocalDNS node listener: the address pods' and the node's own DNS traffic for the node goes to (AKS). */
+  nodeListener: "169.254.10.10",
+  /** The LocalDNS cluster listener: the address CoreDNS-bound traffic goes to (AKS). */
+  clusterListener: "169.254.10.11",
+  /** Where the kubelet's bootstrap kubeconfig lives unless the goal state says otherwise. */
+  bootstrapKubeconfig: "/var/lib/kubelet/bootstrap-kubeconfig"
+} as const
 
 /**
  * The LocalDNS listeners of a node. Both default to the AKS addresses; they
  * must differ, since each is waited on as its own listener.
  */
 const LocalDnsListeners = Schema.Struct({
-  nodeListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(NodeListener))),
-  clusterListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(ClusterListener)))
+  nodeListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.nodeListener))),
+  clusterListener: ListenerAddress.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.clusterListener)))
 }).check(
   Schema.makeFilter((l: { readonly nodeListener: string; readonly clusterListener: string }) =>
     l.nodeListener === l.clusterListener
@@ -57,31 +56,11 @@ const BootstrapTokenValue = Schema.String.check(
   )
 )
 
-/**
- * Where the kubelet's bootstrap kubeconfig lives unless the goal state says otherwise.
- *
- * @category models
- * @since 0.1.0
- */
-export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig"
-
-/**
- * How the kubelet authenticates to the API server.
- *
- * - `BootstrapToken`: TLS bootstrapping. The kubelet requests a client
- *   certificate with the token and rotates it; a repave must remove the old
- *   rotated certificates (`resetKubeletIdentity` acts only on this mode). The
- *   token is `Redacted`: it never appears in logs or error messages.
- * - `Kubeconfig`: a kubeconfig given directly, rewritten by configuration.
- * - `ExecCredential`: a client-go credential plugin.
- *
- * @category models
- * @since 0.1.0
- */
-export const AuthMode = Schema.TaggedUnion({
+/** How the kubelet authenticates (see `NodeStart.auth`). */
+const AuthMode = Schema.TaggedUnion({
   BootstrapToken: {
     token: Schema.RedactedFromValue(BootstrapTokenValue),
-    bootstrapKubeconfig: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(DefaultBootstrapKubeconfig)))
+    bootstrapKubeconfig: AbsolutePath.pipe(Schema.withDecodingDefaultKey(Effect.succeed(Defaults.bootstrapKubeconfig)))
   },
   Kubeconfig: {
     path: AbsolutePath
@@ -95,14 +74,6 @@ export const AuthMode = Schema.TaggedUnion({
     env: Schema.Record(Schema.String, Schema.String).pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
   }
 })
-
-/**
- * How the kubelet authenticates.
- *
- * @category models
- * @since 0.1.0
- */
-export type AuthMode = typeof AuthMode.Type
 
 /**
  * A Kubernetes node name: a DNS-1123 subdomain (lowercase, at most 253 characters).
@@ -141,6 +112,15 @@ const ApiServerUrl = Schema.String.check(
 export const NodeStart = Schema.Struct({
   nodeName: NodeName,
   apiServer: ApiServerUrl,
+  /**
+   * How the kubelet authenticates to the API server, told by its `_tag`:
+   * - `BootstrapToken`: TLS bootstrapping. The kubelet requests a client
+   *   certificate with the token and rotates it; a repave must remove the old
+   *   rotated certificates (`resetKubeletIdentity` acts only on this mode). The
+   *   token is `Redacted`: it never appears in logs or error messages.
+   * - `Kubeconfig`: a kubeconfig given directly, rewritten by configuration.
+   * - `ExecCredential`: a client-go credential plugin.
+   */
   auth: AuthMode,
   localDns: Schema.optionalKey(LocalDnsListeners)
 })
@@ -160,6 +140,19 @@ const What = "NodeStart"
 
 /**
  * Decodes a node start from an already parsed value; `file` is named in errors.
+ *
+ * @example
+ * ```ts
+ * import { NodeStart } from "@hostnode/core"
+ *
+ * // A node that joins with a bootstrap token; the LocalDNS listeners take their defaults.
+ * const nodeStart = NodeStart.decode({
+ *   nodeName: "node-1",
+ *   apiServer: "https://10.0.0.1:6443",
+ *   auth: { _tag: "BootstrapToken", token: "abcdef.0123456789abcdef" },
+ *   localDns: {}
+ * })
+ * ```
  *
  * @category operations
  * @since 0.1.0

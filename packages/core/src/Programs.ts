@@ -97,149 +97,38 @@ export {
    */
   propagatedUnmounts
 } from "./internal/mountinfo/propagation.ts"
-export {
-  /**
-   * An operation that failed, as a value: the reason tag (`Directory`'s
-   * reasons, plus `Hung` for a call that did not return), the errno where a
-   * system call said one, and what it means.
-   *
-   * @since 0.4.0
-   */
-  type Failure,
-  /**
-   * Makes a {@link Failure}.
-   *
-   * @since 0.4.0
-   */
-  failure,
-  /**
-   * What makes a node the node it is and where it was reached: type, device,
-   * inode, mount id, read without asking the file system for fresh attributes.
-   *
-   * @since 0.4.0
-   */
-  type Identity,
-  /**
-   * True for a {@link Failure}.
-   *
-   * @since 0.4.0
-   */
-  isFailure,
-  /**
-   * One batch of a directory's entries, and whether it is the last.
-   *
-   * @since 0.4.0
-   */
-  type Listing,
-  /**
-   * The handle operations a program yields; `H` is the layer's handle.
-   *
-   * @since 0.4.0
-   */
-  type Op,
-  /**
-   * A handle a program opened, and its identity.
-   *
-   * @since 0.4.0
-   */
-  type Opened,
-  /**
-   * A program: yields operations, is given each one's outcome, returns its result.
-   *
-   * @since 0.4.0
-   */
-  type Program,
-  /**
-   * The reason tags a failed operation carries.
-   *
-   * @since 0.4.0
-   */
-  type ReasonTag,
-  /**
-   * The reason of an errno name, as every layer classifies it (`ENOENT` is
-   * `NotFound`, `EACCES` and `EPERM` `PermissionDenied`, an unknown one `Other`).
-   *
-   * @since 0.4.0
-   */
-  reasonTagOf,
-  /**
-   * Runs a program, answering each operation synchronously.
-   *
-   * @since 0.4.0
-   */
-  runSync,
-  /**
-   * The same node reached again: device, inode and mount id equal.
-   *
-   * @since 0.4.0
-   */
-  sameNode
-} from "./internal/programs/ops.ts"
-export {
-  /**
-   * A path the removal walk left in place, and why.
-   *
-   * @since 0.4.0
-   */
-  type Kept,
-  /**
-   * Why the removal walk left a path in place.
-   *
-   * @since 0.4.0
-   */
-  type KeptReason,
-  /**
-   * The bounds of a removal walk: handles held open, paths reported.
-   *
-   * @since 0.4.0
-   */
-  type Limits,
-  /**
-   * What the removal walk removes: one entry of an open directory.
-   *
-   * @since 0.4.0
-   */
-  type RemoveInput,
-  /**
-   * What the removal walk did: counts, removed and kept paths up to the limits, and where a call hung.
-   *
-   * @since 0.4.0
-   */
-  type RemoveResult,
-  /**
-   * The removal walk: removes one entry of an open directory, a whole tree
-   * for a directory, never following a link or entering another mount, with
-   * a bounded number of handles open (fts-style: a directory closed to stay
-   * within the window is reached again through `..` or by name, and must be
-   * the same node).
-   *
-   * @since 0.4.0
-   */
-  removeTree
-} from "./internal/programs/removeTree.ts"
-export {
-  /**
-   * How the verification of a mount ended: verified (a handle on the mount's
-   * root), unverified (left mounted, and why), failed, or hung.
-   *
-   * @since 0.4.0
-   */
-  type VerifyOutcome,
-  /**
-   * A mount to verify: its path below the root as components, and its mount id.
-   *
-   * @since 0.4.0
-   */
-  type VerifyTarget,
-  /**
-   * The verification of a mount before it is detached: its path held below
-   * the root without following a link, and the mount id reached compared
-   * with the table's, without asking the file system.
-   *
-   * @since 0.4.0
-   */
-  verifyMount
-} from "./internal/programs/verifyMount.ts"
+
+/**
+ * The handle operations a program yields (`Op`), their outcomes, failures as
+ * values (`Failure`, `failure`, `isFailure`, `reasonTagOf`), node identities
+ * (`Identity`, `sameNode`), and `runSync`, which runs a program answering each
+ * operation synchronously.
+ *
+ * @category models
+ * @since 0.4.0
+ */
+export * from "./internal/programs/ops.ts"
+
+/**
+ * The removal walk (`removeTree`, its `RemoveInput`, `Limits` and
+ * `RemoveResult` with what it `Kept` and where it `Hung`): one entry of an
+ * open directory removed, a whole tree for a directory, never following a
+ * link or entering another mount, with a bounded number of handles open.
+ *
+ * @category operations
+ * @since 0.4.0
+ */
+export * from "./internal/programs/removeTree.ts"
+
+/**
+ * The verification of a mount before it is detached (`verifyMount`, its
+ * `VerifyTarget` and `VerifyOutcome`): its path held below the root without
+ * following a link, and the mount id reached compared with the table's.
+ *
+ * @category operations
+ * @since 0.4.0
+ */
+export * from "./internal/programs/verifyMount.ts"
 
 /**
  * One file `Directory.Primitives.appendFiles` appended: the stat of the open

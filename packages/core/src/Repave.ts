@@ -18,6 +18,7 @@ import * as HostPath from "./HostPath.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
 import * as Track from "./internal/metrics.ts"
 import { usesBootstrapToken } from "./internal/nodeStart.ts"
+import { isClientCredential } from "./internal/repave.ts"
 import * as Reports from "./internal/safeRemove/walk.ts"
 import * as UnmountPlan from "./internal/unmount/plan.ts"
 import type { Mounter } from "./Mounter.ts"
@@ -28,37 +29,20 @@ import * as SafeRemove from "./SafeRemove.ts"
 import * as Unmount from "./Unmount.ts"
 
 /**
- * The kubeconfig the kubelet writes after TLS bootstrapping, pointing at
- * `kubelet-client-current.pem`. While it exists the kubelet does not bootstrap.
+ * The kubelet's paths the repave operations act on, below the host root.
  *
  * @category models
- * @since 0.1.0
+ * @since 0.4.0
  */
-export const KubeletKubeconfig = "/var/lib/kubelet/kubeconfig"
-
-/**
- * The pod directories: one `<uid>` directory per pod, its volumes mounted below it.
- *
- * @category models
- * @since 0.1.0
- */
-export const KubeletPodsDir = "/var/lib/kubelet/pods"
-
-/**
- * True for the kubelet's client credentials in its pki directory, as
- * client-go's certificate store names them: the rotated pairs
- * `kubelet-client-<date>.pem`, the `kubelet-client-current.pem` link (and
- * `kubelet-client-updated.pem`, its leftover from an interrupted rotation), and
- * the key `kubelet-client.key.tmp` a bootstrap leaves while its request is
- * pending. The serving certificates (`kubelet.crt`, `kubelet.key`,
- * `kubelet-server-*`) and the CA are not client credentials.
- *
- * @category operations
- * @since 0.1.0
- */
-export const isClientCredential = (name: string): boolean =>
-  name === "kubelet-client.key.tmp" ||
-  (name.startsWith("kubelet-client-") && name.endsWith(".pem") && name.length > "kubelet-client-.pem".length)
+export const KubeletPaths = {
+  /**
+   * The kubeconfig the kubelet writes after TLS bootstrapping, pointing at
+   * `kubelet-client-current.pem`. While it exists the kubelet does not bootstrap.
+   */
+  kubeconfig: "/var/lib/kubelet/kubeconfig",
+  /** The pod directories: one `<uid>` directory per pod, its volumes mounted below it. */
+  podsDir: "/var/lib/kubelet/pods"
+} as const
 
 /** The operations that fail with a {@link ResetError}. */
 const ResetOperation = Schema.Literals(["resetCniState", "resetKubeletIdentity"])
@@ -206,9 +190,13 @@ export const resetCniState: (
  * Removes the kubelet's client identity below `hostRoot` when the node
  * authenticates with a bootstrap token, so the next start bootstraps again
  * and gets a certificate for the new machine: the client credentials in
- * `/var/lib/kubelet/pki` (see {@link isClientCredential}) and
+ * `/var/lib/kubelet/pki`, as client-go's certificate store names them (the
+ * rotated pairs `kubelet-client-<date>.pem`, the `kubelet-client-current.pem`
+ * link, `kubelet-client-updated.pem` left by an interrupted rotation, the key
+ * `kubelet-client.key.tmp` a pending bootstrap leaves), and
  * `/var/lib/kubelet/kubeconfig`, which points at them. The bootstrap
- * kubeconfig, the CA and the serving certificates stay. In the direct
+ * kubeconfig, the CA and the serving certificates (`kubelet.crt`,
+ * `kubelet.key`, `kubelet-server-*`) stay. In the direct
  * kubeconfig and exec credential modes nothing is removed: configuration
  * rewrites those credentials.
  *
@@ -243,12 +231,12 @@ export const resetKubeletIdentity: (
       select: (name) => isClientCredential(name) && `${Paths.Node.KubeletClientPkiDir}/${name}` !== bootstrap
     })
     let kubeconfig = Reports.emptyReport
-    if (bootstrap === KubeletKubeconfig) {
-      yield* Effect.logWarning(`${KubeletKubeconfig} is the bootstrap kubeconfig; left in place`).pipe(
-        Effect.annotateLogs({ path: KubeletKubeconfig })
+    if (bootstrap === KubeletPaths.kubeconfig) {
+      yield* Effect.logWarning(`${KubeletPaths.kubeconfig} is the bootstrap kubeconfig; left in place`).pipe(
+        Effect.annotateLogs({ path: KubeletPaths.kubeconfig })
       )
     } else {
-      kubeconfig = yield* session.remove([KubeletKubeconfig])
+      kubeconfig = yield* session.remove([KubeletPaths.kubeconfig])
     }
     const report = yield* failIfKept("resetKubeletIdentity", Reports.merge(certs, kubeconfig))
     yield* Effect.logInfo("kubelet identity reset").pipe(
@@ -261,24 +249,6 @@ export const resetKubeletIdentity: (
       Deadline.within(options?.deadline)
     )
 )
-
-/**
- * Options of {@link teardownKubeletDir}.
- *
- * @category models
- * @since 0.1.0
- */
-export interface TeardownOptions extends SafeRemove.Options {
-  /**
-   * The host paths to unmount below and remove. The default is each entry of
-   * `/var/lib/kubelet/pods` as its own prefix, so one pod's stuck mount keeps
-   * only that pod's directory. The pods directory itself, and the rest of the
-   * kubelet directory, stay.
-   */
-  readonly prefixes?: ReadonlyArray<string> | undefined
-  /** What to do about copies outside the host root the unmounts would detach by propagation (see `Unmount.Options`). */
-  readonly peersOutsideRoot?: "detach" | "refuse" | undefined
-}
 
 /**
  * What {@link teardownKubeletDir} did: the removal's report, the prefixes and the unmount failures.
@@ -328,7 +298,17 @@ export interface TeardownReport extends SafeRemove.Report {
  * @since 0.1.0
  */
 export const teardownKubeletDir: (
-  options?: TeardownOptions
+  options?: SafeRemove.Options & {
+    /**
+     * The host paths to unmount below and remove. The default is each entry of
+     * `/var/lib/kubelet/pods` as its own prefix, so one pod's stuck mount keeps
+     * only that pod's directory. The pods directory itself, and the rest of the
+     * kubelet directory, stay.
+     */
+    readonly prefixes?: ReadonlyArray<string> | undefined
+    /** What to do about copies outside the host root the unmounts would detach by propagation (see `Unmount.Options`). */
+    readonly peersOutsideRoot?: "detach" | "refuse" | undefined
+  }
 ) => Effect.Effect<
   TeardownReport,
   HostPath.HostPathError | MountInfo.MountInfoError | Unmount.UnmountError,
@@ -341,9 +321,9 @@ export const teardownKubeletDir: (
       options?.prefixes === undefined
         ? yield* Effect.scoped(
             Effect.map(
-              Effect.flatMap(SafeRemove.session({ hostRoot: root }), (s) => s.children(KubeletPodsDir)),
+              Effect.flatMap(SafeRemove.session({ hostRoot: root }), (s) => s.children(KubeletPaths.podsDir)),
               (c) => ({
-                prefixes: c.names.map((n) => `${KubeletPodsDir}/${n}`),
+                prefixes: c.names.map((n) => `${KubeletPaths.podsDir}/${n}`),
                 kept: c.kept
               })
             )

@@ -8,35 +8,9 @@
  */
 import { Cause, Clock, Context, Duration, Effect, Schema } from "effect"
 import * as Track from "./internal/metrics.ts"
-import { describeStatus } from "./internal/systemd/status.ts"
-import {
-  CallTimeout,
-  NotSettled as NotSettledReason,
-  Systemd,
-  SystemdError,
-  UnitStatusProperties,
-  unitStatusOf
-} from "./Systemd.ts"
+import { describeStatus, UnitStatusProperties, unitStatusOf } from "./internal/systemd/status.ts"
+import { CallTimeout, NotSettled as NotSettledReason, Systemd, SystemdError } from "./Systemd.ts"
 import * as UnitName from "./UnitName.ts"
-
-/**
- * A unit and whether its configuration changed.
- *
- * @category models
- * @since 0.1.0
- */
-export const ChangedUnit = Schema.Struct({
-  unit: Schema.String,
-  changed: Schema.Boolean
-})
-
-/**
- * A unit and whether its configuration changed.
- *
- * @category models
- * @since 0.1.0
- */
-export type ChangedUnit = typeof ChangedUnit.Type
 
 /**
  * Why a restart failed, told by its `_tag`; `cause` is what systemd's call
@@ -47,7 +21,7 @@ export type ChangedUnit = typeof ChangedUnit.Type
  *   settle window (see {@link awaitSettled}; `cause` is then a `NotSettled`
  *   `SystemdError`), or systemd could not be asked whether it did;
  * - `ReloadFailed`: the daemon-reload before the first restart (see
- *   {@link ReloadPolicy}), or the `NeedDaemonReload` query, failed; nothing
+ *   `Options.reload`), or the `NeedDaemonReload` query, failed; nothing
  *   was restarted.
  *
  * @category errors
@@ -85,29 +59,23 @@ export class RestartError extends Schema.TaggedError<RestartError>()("RestartErr
   }
 }
 
-/**
- * Where a run of restarts stopped: the unit whose restart failed, those restarted before it, those never tried.
- *
- * @category models
- * @since 0.2.0
- */
-export interface Progress {
-  readonly unit: string
-  readonly restarted: ReadonlyArray<string>
-  readonly notAttempted: ReadonlyArray<string>
-}
+/** Where a run of restarts stopped: the unit whose restart failed, those restarted before it, those never tried. */
+type Progress = Pick<RestartError, "unit" | "restarted" | "notAttempted">
 
 // The annotation a failure of a caller's `restart` carries: its error is kept
 // exactly as it is (the caller owns its wording); the cause says where the run stopped.
 const RestartProgress = Context.Service<Progress>("@hostnode/core/RestartChanged/RestartProgress")
 
 /**
- * Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`.
+ * Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`:
+ * the unit whose restart failed, those restarted before it, those never tried (as a {@link RestartError} says).
  *
  * @category operations
  * @since 0.2.0
  */
-export const progressOf = (cause: Cause.Cause<unknown>): Progress | undefined =>
+export const progressOf = (
+  cause: Cause.Cause<unknown>
+): Pick<RestartError, "unit" | "restarted" | "notAttempted"> | undefined =>
   Context.getOrUndefined(Cause.annotations(cause), RestartProgress)
 
 /**
@@ -119,8 +87,11 @@ export const progressOf = (cause: Cause.Cause<unknown>): Progress | undefined =>
 export interface Options {
   /** Whether the node's stack was running before the configuration was written. */
   readonly wasRunning: boolean
-  /** The units in the order they must be restarted (dependencies first). */
-  readonly units: ReadonlyArray<ChangedUnit>
+  /**
+   * The units in the order they must be restarted (dependencies first), each
+   * with whether its configuration changed (the Go package's `ChangedUnit`).
+   */
+  readonly units: ReadonlyArray<{ readonly unit: string; readonly changed: boolean }>
   /** Added to the log line of each restart (the caller's phase, slot, ...). */
   readonly annotations?: Readonly<Record<string, unknown>> | undefined
   /**
@@ -131,15 +102,30 @@ export interface Options {
    */
   readonly settle?: Duration.Input | undefined
   /**
-   * Whether systemd re-reads unit files before the restarts (see
-   * {@link ReloadPolicy}; default `"always"`). A running unit keeps the
-   * definition systemd loaded until a daemon-reload: a restart without one
-   * runs the old `ExecStart=`, `Environment=` and drop-ins, whatever the files
-   * say now.
+   * Whether systemd re-reads unit files before the restarts (default
+   * `"always"`). A running unit keeps the definition systemd loaded until a
+   * daemon-reload: a restart without one runs the old `ExecStart=`,
+   * `Environment=` and drop-ins, whatever the files say now. The reload comes
+   * before the first restart and only when something is to be restarted:
+   *
+   * - `"always"` (the default): one daemon-reload, whatever the units report.
+   * - `"auto"`: one daemon-reload when a unit to restart reports
+   *   `NeedDaemonReload=yes`. systemd 252 does not report every change: a
+   *   drop-in in a drop-in directory created after systemd last read its unit
+   *   directories (`kubelet.service.d/` made by the upgrade), a unit file put
+   *   in a directory of higher precedence (`/etc/systemd/system` over
+   *   `/lib/systemd/system`), and a file whose modification time is not newer
+   *   than when it was loaded (a restore that keeps recorded times, `touch -r`)
+   *   all read `no`, and the restart then runs the old definition. The first
+   *   reads `yes` only once systemd happens to load some unit it did not hold.
+   * - `"never"`: no reload; for a caller that reloaded itself.
+   *
+   * The configuration files a unit reads itself (`EnvironmentFile=`, its own
+   * config) need no reload: they are read when it starts.
    *
    * @since 0.4.0
    */
-  readonly reload?: ReloadPolicy | undefined
+  readonly reload?: "always" | "auto" | "never" | undefined
   /**
    * How long each call to systemd may take, a restart job until systemd
    * reports it finished included (`Systemd.CallTimeout` for the calls of
@@ -151,30 +137,6 @@ export interface Options {
    */
   readonly jobTimeout?: Duration.Input | undefined
 }
-
-/**
- * When {@link restartChanged} has systemd re-read its unit files, before the
- * first restart and only when something is to be restarted:
- *
- * - `"always"` (the default): one daemon-reload, whatever the units report.
- * - `"auto"`: one daemon-reload when a unit to restart reports
- *   `NeedDaemonReload=yes`. systemd 252 does not report every change: a
- *   drop-in in a drop-in directory created after systemd last read its unit
- *   directories (`kubelet.service.d/` made by the upgrade), a unit file put
- *   in a directory of higher precedence (`/etc/systemd/system` over
- *   `/lib/systemd/system`), and a file whose modification time is not newer
- *   than when it was loaded (a restore that keeps recorded times, `touch -r`)
- *   all read `no`, and the restart then runs the old definition. The first
- *   reads `yes` only once systemd happens to load some unit it did not hold.
- * - `"never"`: no reload; for a caller that reloaded itself.
- *
- * The configuration files a unit reads itself (`EnvironmentFile=`, its own
- * config) need no reload: they are read when it starts.
- *
- * @category models
- * @since 0.4.0
- */
-export type ReloadPolicy = "always" | "auto" | "never"
 
 // How often a settling unit is looked at; the window's end is always looked at.
 const settlePoll = Duration.millis(100)
@@ -242,11 +204,11 @@ export const awaitSettled: (
  * {@link RestartError}. A caller that restarts through something else (a
  * container's systemd, a supervisor) passes its own `restart`, which owns the
  * wording of its error: that error is what the call fails with, unchanged,
- * its cause annotated with the {@link Progress} (read with {@link progressOf})
+ * its cause annotated with where the run stopped (read with {@link progressOf})
  * and the same facts logged as an error.
  *
  * Before the first restart, systemd re-reads its unit files as `reload` says
- * (see {@link ReloadPolicy}: by default one daemon-reload whenever anything
+ * (see `Options.reload`: by default one daemon-reload whenever anything
  * is to be restarted, so the restarts run the definitions on disk); a reload
  * that fails is a {@link RestartError} with reason `ReloadFailed`, and
  * nothing was restarted. With `settle` each restart is followed by
@@ -254,9 +216,9 @@ export const awaitSettled: (
  * `restart` composes those into it instead: it reloads its systemd itself
  * (`reload` does not apply) and checks that the units settle.
  *
- * Each unit's outcome is counted in `Metrics.unitRestarts` (and how long its
- * restart took in `Metrics.unitRestartDuration`), each reload in
- * `Metrics.daemonReloads`; the run's span carries the units to restart, the
+ * Each unit's outcome is counted in `Metrics.Metrics.unitRestarts` (and how long its
+ * restart took in `Metrics.Metrics.unitRestartDuration`), each reload in
+ * `Metrics.Metrics.daemonReloads`; the run's span carries the units to restart, the
  * policy, whether it reloaded and how many were restarted. At `Info` the run
  * logs one line; each restart is logged at `Debug`.
  *
@@ -317,7 +279,7 @@ const run = Effect.fn("RestartChanged.restartChanged")(function* (
   const changed = options.units.filter((u) => u.changed).map((u) => u.unit)
   const own = options.restart
   const settle = options.settle
-  const policy: ReloadPolicy = own === undefined ? (options.reload ?? "always") : "never"
+  const policy: NonNullable<Options["reload"]> = own === undefined ? (options.reload ?? "always") : "never"
   yield* Effect.annotateCurrentSpan({ units: changed, reload: policy })
   if (changed.length === 0) {
     yield* Effect.logDebug("no unit's configuration changed; nothing to restart").pipe(
@@ -385,7 +347,7 @@ const run = Effect.fn("RestartChanged.restartChanged")(function* (
   ).pipe(Effect.annotateLogs({ ...options.annotations, reload: policy, reloaded }))
 }, measured)
 
-// The run's duration and outcome (`Metrics.operationDuration`), and `jobTimeout`: the time limit of every systemd call of the run.
+// The run's duration and outcome (`Metrics.Metrics.operationDuration`), and `jobTimeout`: the time limit of every systemd call of the run.
 function measured<A, E, R>(self: Effect.Effect<A, E, R>, options: Options): Effect.Effect<A, E, R> {
   const tracked = Track.track<A, E>("RestartChanged.restartChanged")(self)
   return options.jobTimeout === undefined

@@ -100,25 +100,12 @@ export interface TakeOptions {
   readonly hostRoot: string | HostPath.HostRoot
   /** How long to wait for another process holding the snapshot's lock before `Busy` (default one minute). */
   readonly lockTimeout?: Duration.Input | undefined
-  /** The host paths to record (default `ConfSnap.DefaultPaths`; see {@link TakeOfOptions}). */
-  readonly paths?: ReadonlyArray<string> | undefined
-  /** Host paths a directory walk skips (default `ConfSnap.Exclude`; see {@link TakeOfOptions}). */
-  readonly exclude?: ReadonlyArray<string> | undefined
-}
-
-/**
- * {@link TakeOptions} with the paths to record, which {@link takeOf} requires.
- *
- * @category models
- * @since 0.1.0
- */
-export interface TakeOfOptions extends TakeOptions {
   /**
-   * Absolute host paths, each a file, symlink, directory (recorded
-   * recursively) or absent. A path below another listed path is covered by
-   * it and dropped.
+   * Absolute host paths to record (default `ConfSnap.DefaultPaths`), each a
+   * file, symlink, directory (recorded recursively) or absent. A path below
+   * another listed path is covered by it and dropped.
    */
-  readonly paths: ReadonlyArray<string>
+  readonly paths?: ReadonlyArray<string> | undefined
   /**
    * Host paths a directory walk skips and a restore never touches (default
    * `ConfSnap.Exclude`: the Kubernetes PKI). A listed path is taken even when
@@ -128,7 +115,7 @@ export interface TakeOfOptions extends TakeOptions {
 }
 
 /**
- * Options of {@link open}, {@link recover} and {@link discard}.
+ * Options of {@link open} and {@link recover}.
  *
  * @category models
  * @since 0.1.0
@@ -161,10 +148,10 @@ export interface OpenOptions {
  * @since 0.1.0
  */
 export const takeOf: (
-  options: TakeOfOptions
+  options: TakeOptions & { readonly paths: ReadonlyArray<string> }
 ) => Effect.Effect<Snapshot, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
   Effect.fn("Snapshot.takeOf")(
-    function* (options: TakeOfOptions) {
+    function* (options: TakeOptions & { readonly paths: ReadonlyArray<string> }) {
       const ctx = yield* makeCtx(options)
       yield* checkTakeInput(ctx, options)
       // Refused before anything is made: a snapshot that would lie inside a recorded path.
@@ -300,21 +287,6 @@ export const recover: (
 )
 
 /**
- * Options of {@link discard}.
- *
- * @category models
- * @since 0.2.0
- */
-export interface DiscardOptions {
-  /** The snapshot directory. */
-  readonly dir: string
-  /** The host root, for messages only (default the real host): a discard touches nothing below it. */
-  readonly hostRoot?: string | HostPath.HostRoot | undefined
-  /** How long to wait for another process holding the snapshot's lock before `Busy` (default one minute). */
-  readonly lockTimeout?: Duration.Input | undefined
-}
-
-/**
  * Removes the snapshot in `dir`, whatever state its files are in (a corrupt
  * one too): renamed aside, then removed through handles. Returns whether
  * there was one; none is success. Waits for another process holding the lock.
@@ -322,10 +294,15 @@ export interface DiscardOptions {
  * @category operations
  * @since 0.2.0
  */
-export const discard: (
-  options: DiscardOptions
-) => Effect.Effect<boolean, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
-  Effect.fn("Snapshot.discard")(function* (options: DiscardOptions) {
+export const discard: (options: {
+  /** The snapshot directory. */
+  readonly dir: string
+  /** The host root, for messages only (default the real host): a discard touches nothing below it. */
+  readonly hostRoot?: string | HostPath.HostRoot | undefined
+  /** How long to wait for another process holding the snapshot's lock before `Busy` (default one minute). */
+  readonly lockTimeout?: Duration.Input | undefined
+}) => Effect.Effect<boolean, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
+  Effect.fn("Snapshot.discard")(function* (options) {
     const ctx = yield* makeCtx({ dir: options.dir, hostRoot: options.hostRoot ?? "", lockTimeout: options.lockTimeout })
     return yield* discardAt(ctx, false)
   })

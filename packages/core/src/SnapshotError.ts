@@ -82,7 +82,8 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/Snapshot/Fail
  * @category errors
  * @since 0.3.0
  */
-export class Busy extends Schema.TaggedError<Busy>()("Busy", {
+export class Busy extends Schema.Error<Busy>("@hostnode/core/Snapshot/Busy")({
+  _tag: Schema.tag("Busy"),
   pid: Schema.optionalKey(Schema.Int),
   detail: Schema.String
 }) {
@@ -99,7 +100,8 @@ export class Busy extends Schema.TaggedError<Busy>()("Busy", {
  * @category errors
  * @since 0.2.0
  */
-export class RollbackFailed extends Schema.TaggedError<RollbackFailed>()("RollbackFailed", {
+export class RollbackFailed extends Schema.Error<RollbackFailed>("@hostnode/core/Snapshot/RollbackFailed")({
+  _tag: Schema.tag("RollbackFailed"),
   upgrade: Schema.Cause(Schema.Unknown, Schema.Defect()),
   rollback: Schema.Union([Schema.suspend((): Schema.Codec<SnapshotError, unknown> => SnapshotError), SystemdError])
 }) {

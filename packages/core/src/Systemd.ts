@@ -65,28 +65,6 @@ export const UnitStatus = Schema.Struct({
  */
 export type UnitStatus = typeof UnitStatus.Type
 
-/**
- * The properties {@link UnitStatus} is read from, in `show`'s names.
- *
- * @category models
- * @since 0.2.0
- */
-export const UnitStatusProperties = ["ActiveState", "SubState", "Result", "ExecMainCode", "ExecMainStatus"] as const
-
-/**
- * A {@link UnitStatus} from `show`'s answer for {@link UnitStatusProperties}.
- *
- * @category constructors
- * @since 0.2.0
- */
-export const unitStatusOf = (props: Readonly<Record<string, string>>): UnitStatus => ({
-  activeState: props.ActiveState ?? "",
-  subState: props.SubState ?? "",
-  result: props.Result ?? "",
-  execMainCode: Number(props.ExecMainCode ?? "0") || 0,
-  execMainStatus: Number(props.ExecMainStatus ?? "0") || 0
-})
-
 // What a reason tells, in the order the error's message gives it: facts for
 // the parenthesis after the reason's tag, then the text and the unit's status.
 interface Told {
@@ -150,6 +128,44 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/Systemd/Failu
   /** The unit's states and how its main process last ended, after the failure; over D-Bus only. */
   status: Schema.optionalKey(UnitStatus)
 }) {
+  /**
+   * The reason for a failed systemctl call, from its exit code and stderr
+   * (over D-Bus: the exit code and sentence systemctl gives for systemd's
+   * answer), so every implementation of `Systemd` tells the same answer the
+   * same way. systemctl's exit codes are coarse (1 for most failures, 5 for a
+   * missing unit), so the text decides where the code does not. `job` (over
+   * D-Bus: the finished job's result and the unit's status then) is kept on
+   * the reasons that can carry it (`JobFailed`, `Timeout`, `Other`).
+   *
+   * @since 0.4.0
+   */
+  static classify(
+    exitCode: number,
+    stderr: string,
+    job?: { readonly jobResult?: string | undefined; readonly status?: UnitStatus | undefined }
+  ): Failure {
+    const t = stderr.toLowerCase()
+    const answer = { exitCode, stderr }
+    const facts = {
+      ...answer,
+      ...(job?.jobResult === undefined ? {} : { jobResult: job.jobResult }),
+      ...(job?.status === undefined ? {} : { status: job.status })
+    }
+    if (exitCode === 5 || t.includes("not found") || t.includes("not loaded"))
+      return new Failure({ _tag: "UnitNotFound", ...answer })
+    if (t.includes("not been booted with systemd") || t.includes("failed to connect to bus")) {
+      return new Failure({ _tag: "NotBooted", ...answer })
+    }
+    if (t.includes("access denied") || t.includes("interactive authentication required") || exitCode === 4) {
+      return new Failure({ _tag: "AccessDenied", ...answer })
+    }
+    if (t.includes("timed out") || t.includes("timeout")) return new Failure({ _tag: "Timeout", ...facts })
+    if (t.includes("job for") || t.includes("failed because") || t.includes("dependency failed")) {
+      return new Failure({ _tag: "JobFailed", ...facts })
+    }
+    return new Failure({ _tag: "Other", ...facts })
+  }
+
   override get message(): string {
     return sentence(this)
   }
@@ -163,7 +179,8 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/Systemd/Failu
  * @category errors
  * @since 0.3.0
  */
-export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
+export class NotSettled extends Schema.Error<NotSettled>("@hostnode/core/Systemd/NotSettled")({
+  _tag: Schema.tag("NotSettled"),
   /** How long the unit had to stay up, when it was seen down, whether systemd restarted it. */
   detail: Schema.String,
   status: UnitStatus
@@ -175,7 +192,7 @@ export class NotSettled extends Schema.TaggedError<NotSettled>()("NotSettled", {
 
 /**
  * Why a systemd call failed: a {@link Failure} classified from the client's
- * answer (see {@link classify}), `NotSettled`, or `Gone` (`HostPath.Gone`:
+ * answer (`Failure.classify`), `NotSettled`, or `Gone` (`HostPath.Gone`:
  * another machine's systemd, a container's, whose process has exited;
  * nothing was sent).
  */
@@ -365,61 +382,6 @@ export const make = (p: Primitives): Systemd => {
   })
 }
 
-/** What systemd reported of a failed job over D-Bus: its result and the unit's status then. */
-interface JobFacts {
-  readonly jobResult?: string | undefined
-  readonly status?: UnitStatus | undefined
-}
-
-/**
- * The reason for a failed systemctl call, from its exit code and stderr
- * (over D-Bus: the exit code and sentence systemctl gives for systemd's
- * answer). systemctl's exit codes are coarse (1 for most failures, 5 for a
- * missing unit), so the text decides where the code does not. `job` is kept
- * on the reasons that can carry it (`JobFailed`, `Timeout`, `Other`).
- *
- * @category constructors
- * @since 0.1.0
- */
-export const classify = (exitCode: number, stderr: string, job?: JobFacts): Failure => {
-  const t = stderr.toLowerCase()
-  const answer = { exitCode, stderr }
-  const facts = {
-    ...answer,
-    ...(job?.jobResult === undefined ? {} : { jobResult: job.jobResult }),
-    ...(job?.status === undefined ? {} : { status: job.status })
-  }
-  if (exitCode === 5 || t.includes("not found") || t.includes("not loaded"))
-    return new Failure({ _tag: "UnitNotFound", ...answer })
-  if (t.includes("not been booted with systemd") || t.includes("failed to connect to bus")) {
-    return new Failure({ _tag: "NotBooted", ...answer })
-  }
-  if (t.includes("access denied") || t.includes("interactive authentication required") || exitCode === 4) {
-    return new Failure({ _tag: "AccessDenied", ...answer })
-  }
-  if (t.includes("timed out") || t.includes("timeout")) return new Failure({ _tag: "Timeout", ...facts })
-  if (t.includes("job for") || t.includes("failed because") || t.includes("dependency failed")) {
-    return new Failure({ _tag: "JobFailed", ...facts })
-  }
-  return new Failure({ _tag: "Other", ...facts })
-}
-
-/**
- * Options of {@link makeCommand} (and every layer over `systemctl`).
- *
- * @category models
- * @since 0.1.0
- */
-export interface CommandOptions {
-  /**
-   * How long one systemctl call may take (default 3 minutes; {@link CallTimeout}
-   * replaces it where provided). A job that never finishes (a unit that never
-   * signals readiness) would otherwise block the agent until systemd's own
-   * timeout, if it has one.
-   */
-  readonly timeout?: Duration.Input | undefined
-}
-
 /** `systemctl show`'s `Key=value` lines, by key. */
 const parseShow = (stdout: string): Record<string, string> => {
   const out: Record<string, string> = {}
@@ -430,22 +392,10 @@ const parseShow = (stdout: string): Record<string, string> => {
   return out
 }
 
-/**
- * The `Systemd` service that runs `systemctl` through the `ChildProcessSpawner`
- * in context: argv arrays, `--` before unit names, stdout, stderr and the exit
- * code read together, a non-zero exit classified with {@link classify}, a
- * `systemctl` that cannot be run at all a `CommandUnavailable` reason, the
- * time limit a `Timeout`. It needs only a spawner, so it lives here beside
- * `Mounter.layerCommand`: the spawner decides where the commands run
- * (`NodeSystemd.layer` gives Node's, or one wrapped with `nsenter` for
- * another machine's systemd, `MemoryNode` the simulated command line).
- *
- * @category constructors
- * @since 0.1.0
- */
-export const makeCommand = (
-  options?: CommandOptions
-): Effect.Effect<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> =>
+/** The `Systemd` service over `systemctl`, for {@link layerCommand}. */
+const makeCommand = (options?: {
+  readonly timeout?: Duration.Input | undefined
+}): Effect.Effect<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> =>
   Effect.gen(function* () {
     const context = yield* Effect.context<ChildProcessSpawner.ChildProcessSpawner>()
     const timeout = Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3))
@@ -463,7 +413,9 @@ export const makeCommand = (
               )
           }),
           Effect.catchTag("CommandError", (e) => fail(new Failure({ _tag: "CommandUnavailable", detail: e.message }))),
-          Effect.flatMap((o) => (o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(classify(o.exitCode, o.stderr)))),
+          Effect.flatMap((o) =>
+            o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(Failure.classify(o.exitCode, o.stderr))
+          ),
           Effect.provide(context)
         )
       })
@@ -476,12 +428,23 @@ export const makeCommand = (
   })
 
 /**
- * {@link makeCommand} as a layer; requires the spawner the commands run
- * through, as `Mounter.layerCommand` does for `umount`.
+ * The `Systemd` service that runs `systemctl` through the `ChildProcessSpawner`
+ * in context: argv arrays, `--` before unit names, stdout, stderr and the exit
+ * code read together, a non-zero exit classified with `Failure.classify`, a
+ * `systemctl` that cannot be run at all a `CommandUnavailable` reason, the
+ * time limit a `Timeout`. It needs only a spawner, so it lives here beside
+ * `Mounter.layerCommand`: the spawner decides where the commands run
+ * (`NodeSystemd.layer` gives Node's, or one wrapped with `nsenter` for
+ * another machine's systemd, `MemoryNode` the simulated command line).
+ *
+ * `timeout`: how long one systemctl call may take (default 3 minutes;
+ * {@link CallTimeout} replaces it where provided). A job that never finishes
+ * (a unit that never signals readiness) would otherwise block the agent until
+ * systemd's own timeout, if it has one.
  *
  * @category layers
  * @since 0.1.0
  */
-export const layerCommand = (
-  options?: CommandOptions
-): Layer.Layer<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> => Layer.effect(Systemd, makeCommand(options))
+export const layerCommand = (options?: {
+  readonly timeout?: Duration.Input | undefined
+}): Layer.Layer<Systemd, never, ChildProcessSpawner.ChildProcessSpawner> => Layer.effect(Systemd, makeCommand(options))

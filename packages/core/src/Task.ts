@@ -55,6 +55,18 @@ type TaskContext<T> = T extends Task<infer _E, infer R> ? R : never
  * task. Later tasks do not run: a node half-configured by a failed step is not
  * made worse by the steps that assumed it succeeded.
  *
+ * @example
+ * ```ts
+ * import { Task } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Steps in order; a failure names its step, and the condition reason is classified from it.
+ * const upgrade = (snapshot: Effect.Effect<void, Error>, restart: Effect.Effect<void, Error>) =>
+ *   Task.run([Task.make("snapshot", snapshot), Task.make("restart-changed", restart)]).pipe(
+ *     Effect.tapError((e) => Effect.logError(`condition reason: ${Task.conditionReason(e)}`))
+ *   )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
@@ -73,15 +85,8 @@ export const run = <const Tasks extends ReadonlyArray<Task<unknown, unknown>>>(
     { discard: true }
   ) as Effect.Effect<void, TaskFailed<TaskError<Tasks[number]>>, TaskContext<Tasks[number]>>
 
-/**
- * Maps task names to condition reasons. A key matches a task of that exact
- * name, or any task below it on a `/` boundary (`snapshot` covers
- * `snapshot/restore`); the longest matching key wins.
- *
- * @category models
- * @since 0.1.0
- */
-export type ReasonTable = Readonly<Record<string, string>>
+/** Task names to condition reasons (see {@link conditionReason}). */
+type ReasonTable = Readonly<Record<string, string>>
 
 /**
  * The reason of a failed task whose name no table entry matches.
@@ -101,7 +106,7 @@ const UnknownReason = "Unknown"
  * @category models
  * @since 0.1.0
  */
-export const defaultReasons: ReasonTable = {
+export const defaultReasons: Readonly<Record<string, string>> = {
   "unmount-pod-volumes": "PodVolumeUnmountFailed",
   "teardown-kubelet-dir": "PodVolumeUnmountFailed",
   snapshot: "ConfigSnapshotFailed",
@@ -130,11 +135,14 @@ const reasonForTask = (name: string, table: ReasonTable = defaultReasons): strin
 
 /**
  * The Machine condition reason for an error from {@link run}: classified from
- * the failed task's name through `table`. Anything that is not a
- * {@link TaskFailed} is `Unknown`; a task no key matches is `TaskFailed`.
+ * the failed task's name through `table`, which maps task names to reasons. A
+ * key matches a task of that exact name, or any task below it on a `/`
+ * boundary (`snapshot` covers `snapshot/restore`); the longest matching key
+ * wins. Anything that is not a {@link TaskFailed} is `Unknown`; a task no key
+ * matches is `TaskFailed`.
  *
  * @category operations
  * @since 0.1.0
  */
-export const conditionReason = (error: unknown, table: ReasonTable = defaultReasons): string =>
+export const conditionReason = (error: unknown, table: Readonly<Record<string, string>> = defaultReasons): string =>
   error instanceof TaskFailed ? reasonForTask(error.task, table) : UnknownReason

@@ -118,7 +118,8 @@ export const problem = (name: string): string | undefined => reasonOf(name)?.mes
 
 /**
  * A valid systemd unit name (`kubelet.service`, `getty@tty1.service`). Decoding
- * fails with a message that says what was wrong.
+ * fails with a message that says what was wrong; `Schema.is(UnitName)` is the
+ * type guard.
  *
  * @category models
  * @since 0.1.0
@@ -155,6 +156,17 @@ export class UnitNameError extends Schema.TaggedError<UnitNameError>()("UnitName
 /**
  * Decodes `name` as a {@link UnitName}, failing with a {@link UnitNameError} that says what was wrong.
  *
+ * @example
+ * ```ts
+ * import { UnitName } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A unit from configuration, checked before anything runs.
+ * const unit = UnitName.decode("kubelet.service").pipe(
+ *   Effect.catchReason("UnitNameError", "TooLong", (r) => Effect.die(`unit name too long: ${r.message}`))
+ * )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
@@ -164,11 +176,3 @@ export const decode = (name: string): Effect.Effect<UnitName, UnitNameError> => 
     ? Effect.succeed(name as UnitName)
     : Effect.fail(new UnitNameError({ unit: name, reason }))
 }
-
-/**
- * True when `name` is a valid unit name.
- *
- * @category operations
- * @since 0.1.0
- */
-export const isUnitName = (name: string): name is UnitName => reasonOf(name) === undefined

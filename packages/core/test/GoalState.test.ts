@@ -19,7 +19,7 @@ describe("GoalStateError", () => {
       assert.isAbove(issues.length, 0)
       assert.include(issues[0]?.message, "slot")
 
-      const config = yield* AgentConfig.defaults
+      const config = yield* AgentConfig.decode({})
       const missing = GoalState.makeSource({
         config,
         resolve: (slot) =>

@@ -23,7 +23,7 @@ describe("Hooks", () => {
     "snapshotDir is the override when set, else the name in the agent configuration directory below hostRoot",
     () =>
       Effect.gen(function* () {
-        const config = yield* AgentConfig.defaults
+        const config = yield* AgentConfig.decode({})
         assert.strictEqual(Hooks.make(config).snapshotDir("confsnap"), "/etc/hostnode/confsnap")
         assert.strictEqual(
           Hooks.make(config, { hostRoot: "/tmp/root/" }).snapshotDir("confsnap"),
@@ -44,7 +44,7 @@ describe("Hooks", () => {
 
   it.effect("network overrides replace the real phases", () =>
     Effect.gen(function* () {
-      const config = yield* AgentConfig.defaults
+      const config = yield* AgentConfig.decode({})
       const seen: Array<string> = []
       const hooks = Hooks.make(config, {
         setupNetwork: (ns) => Effect.sync(() => seen.push(`setup ${ns.nodeName}`)),
@@ -56,7 +56,7 @@ describe("Hooks", () => {
       yield* hooks.awaitLocalDns(nodeStart).pipe(
         Effect.provideService(DnsResolvers.DnsResolvers, {
           forServer: () => Effect.die("no DNS"),
-          classify: () => new DnsResolvers.NoResponse({ detail: "no DNS" })
+          classify: () => new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail: "no DNS" })
         })
       )
       assert.deepStrictEqual(seen, ["setup n", "cleanup", "wait 169.254.10.10"])
@@ -103,7 +103,10 @@ describe("Hooks", () => {
           ),
         // what NodeDns says of a closed port
         classify: (e) =>
-          new DnsResolvers.NoResponse({ detail: `${e.reason} (${String((e.cause as { code: unknown }).code)})` })
+          new DnsResolvers.QueryFailure({
+            _tag: "NoResponse",
+            detail: `${e.reason} (${String((e.cause as { code: unknown }).code)})`
+          })
       })
       const fiber = yield* Hooks.make(config)
         .awaitLocalDns(nodeStart)

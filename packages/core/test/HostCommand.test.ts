@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { HostCommand } from "@hostnode/core"
 import { Effect, Layer, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { nsenterPrefix } from "../src/internal/hostCommand.ts"
 
 describe("HostCommand", () => {
   it.effect("run returns stdout, stderr and the exit code together; a non-zero exit is a result", () =>
@@ -50,7 +51,7 @@ describe("HostCommand", () => {
   )
 
   it("nsenterPrefix ends nsenter's options with --", () => {
-    assert.deepStrictEqual(HostCommand.nsenterPrefix(42), ["nsenter", "-t", "42", "-m", "-p", "--"])
-    assert.deepStrictEqual(HostCommand.nsenterPrefix(7, ["n"]), ["nsenter", "-t", "7", "-n", "--"])
+    assert.deepStrictEqual(nsenterPrefix(42), ["nsenter", "-t", "42", "-m", "-p", "--"])
+    assert.deepStrictEqual(nsenterPrefix(7, ["n"]), ["nsenter", "-t", "7", "-n", "--"])
   })
 })

@@ -61,9 +61,9 @@ describe("LocalDns rules", () => {
 
   it("listed lines parse back into the argv words, quotes and escapes removed", () => {
     for (const rule of LocalDns.rules(["10.0.0.1"])) {
-      assert.deepStrictEqual(LocalDns.parseRuleLine(Rules.renderRule(rule)), ["-A", rule.chain, ...rule.spec])
+      assert.deepStrictEqual(Rules.parseRuleLine(Rules.renderRule(rule)), ["-A", rule.chain, ...rule.spec])
     }
-    assert.deepStrictEqual(LocalDns.parseRuleLine('-A OUTPUT -m comment --comment "a \\"b\\" c\\\\" -j NOTRACK'), [
+    assert.deepStrictEqual(Rules.parseRuleLine('-A OUTPUT -m comment --comment "a \\"b\\" c\\\\" -j NOTRACK'), [
       "-A",
       "OUTPUT",
       "-m",
@@ -208,8 +208,8 @@ describe("LocalDns network phases, on a scripted host", () => {
 // awaitLocalDns against resolvers whose answers are scripted per attempt
 
 // The scripted resolvers classify their own failures: each carries what it amounts to as its cause.
-const responded = (detail: string) => new DnsResolvers.Responded({ detail })
-const noResponse = (detail: string) => new DnsResolvers.NoResponse({ detail })
+const responded = (detail: string) => new DnsResolvers.QueryFailure({ _tag: "Responded", detail })
+const noResponse = (detail: string) => new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail })
 const isQueryFailure = Schema.is(DnsResolvers.QueryFailure)
 const classify = (e: Dns.DnsError): DnsResolvers.QueryFailure =>
   isQueryFailure(e.cause) ? e.cause : assert.fail(`not a scripted failure: ${e.message}`)

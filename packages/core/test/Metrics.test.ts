@@ -17,7 +17,10 @@ const count = (metric: Metric.Counter<number>, attributes: Record<string, string
   Effect.map(Metric.value(Metric.withAttributes(metric, attributes)), (s) => s.count)
 
 const runs = (operation: string, outcome: string) =>
-  Effect.map(Metric.value(Metric.withAttributes(Metrics.operationDuration, { operation, outcome })), (s) => s.count)
+  Effect.map(
+    Metric.value(Metric.withAttributes(Metrics.Metrics.operationDuration, { operation, outcome })),
+    (s) => s.count
+  )
 
 /** Runs `effect` on a fresh simulated node with a registry of its own. */
 const onNode = <A, E>(effect: Effect.Effect<A, E, MemoryNode.Services>, options?: MemoryNode.Options) =>
@@ -63,7 +66,7 @@ describe("Metrics", () => {
         assert.isFalse(yield* Snapshot.discard(options))
         yield* Effect.flip(Snapshot.guarded(Effect.fail(new UpgradeFailed()), options))
         yield* Snapshot.guarded(Effect.void, options)
-        const snapshots = (action: string, outcome: string) => count(Metrics.snapshots, { action, outcome })
+        const snapshots = (action: string, outcome: string) => count(Metrics.Metrics.snapshots, { action, outcome })
         // takeOf, and the two takes of guarded
         assert.strictEqual(yield* snapshots("take", "taken"), 3)
         // the handle's restore and the rollback's
@@ -99,8 +102,8 @@ describe("Metrics", () => {
         )
         assert.strictEqual(e._tag, "UnmountError")
         const unmount = { operation: "Unmount.unmountBelow" }
-        assert.strictEqual(yield* count(Metrics.mountsDetached, unmount), 2)
-        assert.strictEqual(yield* count(Metrics.mountsRemaining, unmount), 1)
+        assert.strictEqual(yield* count(Metrics.Metrics.mountsDetached, unmount), 2)
+        assert.strictEqual(yield* count(Metrics.Metrics.mountsRemaining, unmount), 1)
         assert.strictEqual(yield* runs("Unmount.unmountBelow", "failure"), 1)
 
         // A mount inside the CNI state: the reset removes the rest and fails, its error carrying both.
@@ -115,9 +118,9 @@ describe("Metrics", () => {
         if (reset._tag !== "ResetError") return
         const op = { operation: "Repave.resetCniState" }
         assert.strictEqual(reset.removed.length, 2)
-        assert.strictEqual(yield* count(Metrics.pathsRemoved, op), reset.removed.length)
+        assert.strictEqual(yield* count(Metrics.Metrics.pathsRemoved, op), reset.removed.length)
         assert.strictEqual(
-          yield* count(Metrics.pathsKept, { ...op, reason: "MountBelow" }),
+          yield* count(Metrics.Metrics.pathsKept, { ...op, reason: "MountBelow" }),
           reset.kept.filter((k) => k.reason === "MountBelow").length
         )
         assert.strictEqual(reset.kept.length, 1)

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Repave } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem } from "effect"
+import { isClientCredential } from "../src/internal/repave.ts"
 
 describe("Repave", () => {
   it("isClientCredential: the rotated client pairs, the current and updated links, the pending key; nothing else", () => {
@@ -11,7 +12,7 @@ describe("Repave", () => {
       "kubelet-client-updated.pem",
       "kubelet-client.key.tmp"
     ]) {
-      assert.isTrue(Repave.isClientCredential(name), name)
+      assert.isTrue(isClientCredential(name), name)
     }
     for (const name of [
       "kubelet.crt",
@@ -26,7 +27,7 @@ describe("Repave", () => {
       "xkubelet-client-current.pem",
       "kubelet-client-current.pem.bak"
     ]) {
-      assert.isFalse(Repave.isClientCredential(name), name)
+      assert.isFalse(isClientCredential(name), name)
     }
   })
 

@@ -186,15 +186,18 @@ const runScripted = (
     const restarts = new Map<string, number>()
     for (const u of changedUnits) {
       for (const result of ["restarted", "failed", "not_settled", "not_attempted"]) {
-        restarts.set(`${u.unit} ${result}`, yield* counter(Metrics.unitRestarts, { systemd_unit: u.unit, result }))
+        restarts.set(
+          `${u.unit} ${result}`,
+          yield* counter(Metrics.Metrics.unitRestarts, { systemd_unit: u.unit, result })
+        )
       }
     }
     return {
       calls,
       exit,
       reloads: {
-        always: yield* counter(Metrics.daemonReloads, { policy: "always" }),
-        auto: yield* counter(Metrics.daemonReloads, { policy: "auto" })
+        always: yield* counter(Metrics.Metrics.daemonReloads, { policy: "always" }),
+        auto: yield* counter(Metrics.Metrics.daemonReloads, { policy: "auto" })
       },
       restarts: (unit: string, result: string) => restarts.get(`${unit} ${result}`) ?? 0
     }

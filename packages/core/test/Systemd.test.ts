@@ -75,10 +75,14 @@ describe("Systemd.make", () => {
     assert.strictEqual(timeout.message, "systemctl daemon-reload failed (Timeout): systemctl did not finish within 3m")
     // A D-Bus job failure: the job's result and the unit's status after it.
     const job = new Systemd.SystemdError({
-      reason: Systemd.classify(1, "Job for y.service failed because the control process exited with error code.", {
-        jobResult: "failed",
-        status: { activeState: "failed", subState: "failed", result: "exit-code", execMainCode: 1, execMainStatus: 2 }
-      }),
+      reason: Systemd.Failure.classify(
+        1,
+        "Job for y.service failed because the control process exited with error code.",
+        {
+          jobResult: "failed",
+          status: { activeState: "failed", subState: "failed", result: "exit-code", execMainCode: 1, execMainStatus: 2 }
+        }
+      ),
       verb: "start",
       unit: "y.service"
     })
@@ -90,9 +94,13 @@ describe("Systemd.make", () => {
 
   it("over D-Bus the message names D-Bus, the method, the job and the D-Bus error; a settle check names neither", () => {
     const job = new Systemd.SystemdError({
-      reason: Systemd.classify(1, "Job for y.service failed because the control process exited with error code.", {
-        jobResult: "failed"
-      }),
+      reason: Systemd.Failure.classify(
+        1,
+        "Job for y.service failed because the control process exited with error code.",
+        {
+          jobResult: "failed"
+        }
+      ),
       verb: "restart",
       unit: "y.service",
       dbus: { method: "RestartUnit", job: "/org/freedesktop/systemd1/job/7" }
@@ -147,7 +155,7 @@ describe("Systemd.make", () => {
       [1, "something else", "Other"]
     ]
     for (const [exitCode, stderr, tag] of cases) {
-      const reason = Systemd.classify(exitCode, stderr)
+      const reason = Systemd.Failure.classify(exitCode, stderr)
       assert.strictEqual(reason._tag, tag, stderr)
       assert.strictEqual("exitCode" in reason && reason.exitCode, exitCode, stderr)
     }

@@ -26,7 +26,7 @@ describe("Systemd.layerCommand over MemoryNode's systemctl", () => {
         "[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/kill -HUP $MAINPID\n"
       )
       yield* fs.writeFileString("/etc/systemd/system/fails.service", "[Service]\nType=oneshot\nExecStart=/bin/false\n")
-      const systemd = yield* Systemd.makeCommand()
+      const systemd = yield* Effect.provide(Effect.service(Systemd.Systemd), Systemd.layerCommand())
       // What a call ended with: its value, or the error and its reason.
       const outcome = <A>(effect: Effect.Effect<A, Systemd.SystemdError | UnitName.UnitNameError>) =>
         Effect.map(Effect.exit(effect), (exit) => {

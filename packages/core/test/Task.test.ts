@@ -58,7 +58,7 @@ describe("Task", () => {
   })
 
   it("a composition root extends the table; its entries win and the library's stay", () => {
-    const table: Task.ReasonTable = {
+    const table = {
       ...Task.defaultReasons,
       "configure-kubelet": "KubeletConfigFailed",
       "snapshot/take": "SnapshotTakeFailed"

@@ -199,7 +199,7 @@ describe("UnitName against systemd's and go-systemd's vectors", () => {
   it("accepts what unit_name_is_valid(UNIT_NAME_ANY) accepts", () => {
     for (const name of moreValid) {
       assert.isUndefined(UnitName.problem(name), name)
-      assert.isTrue(UnitName.isUnitName(name), name)
+      assert.isTrue(Schema.is(UnitName.UnitName)(name), name)
       assert.strictEqual(Schema.decodeUnknownSync(UnitName.UnitName)(name), name)
     }
   })
@@ -207,7 +207,7 @@ describe("UnitName against systemd's and go-systemd's vectors", () => {
   it("rejects what unit_name_is_valid(UNIT_NAME_ANY) rejects, saying why", () => {
     for (const [name, why] of moreInvalid) {
       assert.include(UnitName.problem(name), why, JSON.stringify(name))
-      assert.isFalse(UnitName.isUnitName(name), JSON.stringify(name))
+      assert.isFalse(Schema.is(UnitName.UnitName)(name), JSON.stringify(name))
       assert.throws(() => Schema.decodeUnknownSync(UnitName.UnitName)(name))
     }
   })

@@ -91,7 +91,7 @@ export class ContainerError extends Schema.TaggedError<ContainerError>()("Contai
  * @category models
  * @since 0.2.0
  */
-export type Target = number | { readonly slot: string; readonly resolve: IsolationBackend.ContainerResolver }
+export type Target = number | { readonly slot: string; readonly resolve: IsolationBackend.ContainerOptions["resolve"] }
 
 /**
  * Options of {@link layer}.
@@ -231,9 +231,8 @@ const nodeRoot = (pinned: Pinned, files: NonNullable<Options["files"]>): HostPat
 const commandsIn = (pinned: Pinned) =>
   Layer.effect(
     ChildProcessSpawner.ChildProcessSpawner,
-    Effect.map(ChildProcessSpawner.ChildProcessSpawner, (inner) => {
-      const wrapped = HostCommand.wrapSpawner(inner, ["nsenter", `--net=${pinned.path(pinned.fds.net)}`, "--"])
-      return ChildProcessSpawner.make((command) => {
+    Effect.map(ChildProcessSpawner.ChildProcessSpawner, (wrapped) =>
+      ChildProcessSpawner.make((command) => {
         const gone = pinned.gone()
         return gone === undefined
           ? wrapped.spawn(command)
@@ -246,8 +245,8 @@ const commandsIn = (pinned: Pinned) =>
               })
             )
       })
-    })
-  )
+    )
+  ).pipe(Layer.provide(HostCommand.layerWrapped(["nsenter", `--net=${pinned.path(pinned.fds.net)}`, "--"])))
 
 /**
  * The container composition (see the module comment) for the container
@@ -296,7 +295,7 @@ export const layer = (target: Target, options?: Options): Layer.Layer<NodeHost.S
       const backendClient = yield* Effect.acquireRelease(Io.make({ name: "the isolation backend" }), (c) => c.shutdown)
       // A resolver that still answers the pid of this container once it is gone
       // names whatever has that pid now: that slot has no container.
-      const resolve: IsolationBackend.ContainerResolver =
+      const resolve: IsolationBackend.ContainerOptions["resolve"] =
         typeof target === "number"
           ? () => Effect.sync(() => (pinned.gone() === undefined ? pinned.pid : undefined))
           : (slot) =>

@@ -22,13 +22,17 @@ import * as SystemdDbus from "./internal/SystemdDbus.ts"
 import * as ShellSession from "./ShellSession.ts"
 
 /**
- * Options of {@link layer}: `Systemd.CommandOptions` (the call timeout), and
- * where and how `systemctl` runs.
+ * Options of {@link layer}: the call timeout, and where and how `systemctl` runs.
  *
  * @category models
  * @since 0.4.0
  */
-export interface Options extends Systemd.CommandOptions {
+export interface Options {
+  /**
+   * How long one call may take (default 3 minutes; `Systemd.CallTimeout`
+   * replaces it where provided), as `Systemd.layerCommand`'s `timeout`.
+   */
+  readonly timeout?: Duration.Input | undefined
   /**
    * The host pid of another machine's PID 1, reached with `nsenter -t pid -m
    * -p` (default: this host's systemd). This runs the machine's own

@@ -63,7 +63,7 @@ const host = Layer.unwrap(
         IsolationBackend.layerHost({ units: NodeFixture.Units }).pipe(
           Layer.provideMerge(NodeSystemd.layerWithFallback({ pid: m.pid }))
         ),
-        HostCommand.layerWrapped(HostCommand.nsenterPrefix(m.pid, ["n"])).pipe(Layer.provide(NodeServices.layer)),
+        HostCommand.layerNsenter(m.pid, ["n"]).pipe(Layer.provide(NodeServices.layer)),
         NodeDns.layerIn(m.pid)
       )
     )

@@ -19,7 +19,7 @@ import { goalStateDocument, sha, token } from "./internal/goalStateDocument.ts"
 const hostRoot = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
   const root = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-goalstate-" })
-  const config = yield* AgentConfig.defaults
+  const config = yield* Effect.orDie(AgentConfig.decode({}))
   const dir = `${root}${config.configDir}/goalstates`
   yield* fs.makeDirectory(dir, { recursive: true })
   const write = (slot: string, content: unknown) =>

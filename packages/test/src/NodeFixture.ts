@@ -100,9 +100,7 @@ const below = (table: ReadonlyArray<MountInfo.MountEntry>, tableRoot: string): R
 const inNetworkOf = (pid: number) =>
   LocalDnsFixture.LocalDnsFixture.pipe(
     Effect.provide(
-      LocalDnsFixture.layerReal({ interfaceKind: "bridge" }).pipe(
-        Layer.provide(HostCommand.layerWrapped(HostCommand.nsenterPrefix(pid, ["n"])))
-      )
+      LocalDnsFixture.layerReal({ interfaceKind: "bridge" }).pipe(Layer.provide(HostCommand.layerNsenter(pid, ["n"])))
     )
   )
 

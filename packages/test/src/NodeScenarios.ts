@@ -207,11 +207,11 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
   it.effect("LocalDNS: setup, await both listeners, cleanup; the timeout names the listeners", () =>
     Effect.gen(function* () {
       const fx = (yield* NodeFixture).localDns
-      yield* fx.cleanSlate(AgentConfig.DefaultInterfaceName)
+      yield* fx.cleanSlate(AgentConfig.Defaults.interfaceName)
       yield* LocalDns.setupLocalDnsNetwork(node, { interfaceKind: fx.interfaceKind })
       // idempotent: a second setup changes nothing
       yield* LocalDns.setupLocalDnsNetwork(node, { interfaceKind: fx.interfaceKind })
-      const link = yield* fx.link(AgentConfig.DefaultInterfaceName)
+      const link = yield* fx.link(AgentConfig.Defaults.interfaceName)
       assert.deepStrictEqual(link?.ipv4, ["169.254.10.10/32", "169.254.10.11/32"])
       const ours = (yield* fx.rawRules).filter((r) => r.includes(LocalDns.RuleComment))
       assert.strictEqual(ours.length, 8, ours.join("\n"))
@@ -224,7 +224,7 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
       )
 
       yield* LocalDns.cleanupHostNetwork()
-      assert.isUndefined(yield* fx.link(AgentConfig.DefaultInterfaceName))
+      assert.isUndefined(yield* fx.link(AgentConfig.Defaults.interfaceName))
       assert.deepStrictEqual(
         (yield* fx.rawRules).filter((r) => r.includes(LocalDns.RuleComment)),
         []

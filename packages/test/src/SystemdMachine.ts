@@ -265,7 +265,7 @@ export const bootWith: (
     Effect.retry({ schedule: retrying, times: 200 }),
     Effect.mapError(() => failed("the namespace's init process never appeared"))
   )
-  const nsenter = HostCommand.nsenterPrefix(pid)
+  const nsenter = ["nsenter", "-t", String(pid), "-m", "-p", "--"]
   const [head, ...rest] = nsenter
   yield* HostCommand.run(head ?? "nsenter", [...rest, "systemctl", "is-system-running"]).pipe(
     Effect.filterOrFail(

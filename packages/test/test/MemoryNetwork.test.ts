@@ -15,6 +15,7 @@ import * as LocalDnsRules from "@hostnode/test/internal/localDnsRules"
 import { Cause, Effect, Exit, Fiber, Scope } from "effect"
 import { Dns, NetAddress } from "effect/net"
 import { TestClock } from "effect/testing"
+import { saveString, saveWords } from "../src/internal/network/iptables.ts"
 
 LocalDnsConformance.suite("MemoryNode", MemoryNode.layer())
 GoalStateConformance.suite("MemoryNode", MemoryNode.layer())
@@ -55,7 +56,7 @@ describe("DNS on the simulated network", () => {
               assert.strictEqual(refused.reason, "Refused")
               assert.deepStrictEqual(
                 resolvers.classify(refused),
-                new DnsResolvers.Responded({ detail: "Refused (EREFUSED)" })
+                new DnsResolvers.QueryFailure({ _tag: "Responded", detail: "Refused (EREFUSED)" })
               )
               assert.deepStrictEqual(yield* dns.resolve("db.internal.", "A"), [record])
               assert.strictEqual(yield* outcome(dns.resolve("db.internal", "AAAA")), "NotFound:ENODATA")
@@ -209,4 +210,24 @@ describe("DnsServerError", () => {
       void failing.pipe(Effect.catchReason("MemoryDnsServerError", "Refused", () => Effect.void))
     })
   )
+})
+
+describe("iptables -S lines", () => {
+  it("saveWords reads back what saveString quoted, comments with blanks, quotes and backslashes included", () => {
+    for (const comment of ["hostnode:localdns", 'a "b" c\\', "it's", "plain"]) {
+      const line = `-A OUTPUT -d 169.254.10.10/32 -m comment --comment ${saveString(comment)} -j NOTRACK`
+      assert.deepStrictEqual(saveWords(line), [
+        "-A",
+        "OUTPUT",
+        "-d",
+        "169.254.10.10/32",
+        "-m",
+        "comment",
+        "--comment",
+        comment,
+        "-j",
+        "NOTRACK"
+      ])
+    }
+  })
 })

@@ -12,7 +12,7 @@ import { Effect, FileSystem } from "effect"
 describe("MemoryNode", () => {
   it.effect("one command line for systemctl, ip, iptables, mount and umount, nsenter included", () =>
     Effect.gen(function* () {
-      const nsenter = HostCommand.nsenterPrefix(1, ["m", "p", "n"])
+      const nsenter = ["nsenter", "-t", "1", "-m", "-p", "-n", "--"]
       const run = (command: string, args: ReadonlyArray<string>) =>
         HostCommand.run(nsenter[0] as string, [...nsenter.slice(1), command, ...args])
       assert.strictEqual((yield* run("systemctl", ["is-active", "--", "kubelet.service"])).stdout, "inactive\n")

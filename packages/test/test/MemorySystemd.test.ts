@@ -256,7 +256,7 @@ describe("the systemctl interpreter and MemoryNode's Systemd over it agree", () 
             }
             const error = Cause.squash(exit.cause) as Systemd.SystemdError
             assert.strictEqual(error._tag, "SystemdError", label)
-            assert.strictEqual(error.reason._tag, Systemd.classify(out.exitCode, out.stderr)._tag, label)
+            assert.strictEqual(error.reason._tag, Systemd.Failure.classify(out.exitCode, out.stderr)._tag, label)
             assert.strictEqual("exitCode" in error.reason && error.reason.exitCode, out.exitCode, label)
             assert.strictEqual("stderr" in error.reason && error.reason.stderr, out.stderr, label)
           })

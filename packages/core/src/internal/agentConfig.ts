@@ -26,11 +26,6 @@ export const DefaultProbeInterval = "500 millis"
 export const DefaultProbeTimeout = "1 second"
 
 /**
- * The units a node stack is made of, in the order they are restarted.
- */
-export const DefaultUnits: ReadonlyArray<string> = ["containerd.service", "kubelet.service"]
-
-/**
  * An absolute host path without NUL bytes. Host paths are always absolute:
  * a relative one would depend on the agent's working directory.
  */

@@ -11,7 +11,7 @@
  */
 import { Cause, Clock, Context, Effect, Exit, Metric, type Scope } from "effect"
 import type * as HostPath from "../HostPath.ts"
-import * as Metrics from "../Metrics.ts"
+import { Metrics } from "../Metrics.ts"
 
 /** How a run ended, as the `outcome` label says it. */
 type Outcome = "success" | "failure" | "interrupted"

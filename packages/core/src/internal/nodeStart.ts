@@ -7,7 +7,7 @@
  */
 import { Result, Schema } from "effect"
 import { NetAddress } from "effect/net"
-import type { AuthMode, NodeStart } from "../NodeStart.ts"
+import type { NodeStart } from "../NodeStart.ts"
 
 /**
  * An IPv4 address in canonical dotted-quad form (`169.254.10.10`; not
@@ -55,7 +55,7 @@ export interface Listener {
  */
 export const usesBootstrapToken = <N extends Pick<NodeStart, "auth">>(
   nodeStart: N
-): nodeStart is N & { readonly auth: Extract<AuthMode, { readonly _tag: "BootstrapToken" }> } =>
+): nodeStart is N & { readonly auth: Extract<NodeStart["auth"], { readonly _tag: "BootstrapToken" }> } =>
   nodeStart.auth._tag === "BootstrapToken"
 
 /**

@@ -19,6 +19,7 @@ import { callFailed, dbusFailed, jobFailedText, methodOf, systemdError } from ".
 import { type Jobs, trackJobs } from "./systemdDbus/jobs.ts"
 import { Destination, ManagerInterface, ManagerPath, PropertiesInterface, unitPath } from "./systemdDbus/names.ts"
 import { formatProperty, interfaceOf, variant } from "./systemdDbus/properties.ts"
+import { UnitStatusProperties, unitStatusOf } from "./systemdDbus/status.ts"
 
 /** Options of {@link make}. */
 export interface Options {
@@ -259,12 +260,17 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
                 queued = String(reply[0])
                 const result = yield* s.jobs.result(queued)
                 if (result === "done" || result === "skipped") return
-                const props = yield* read(verb, unit, Systemd.UnitStatusProperties, s)
-                const status = Systemd.unitStatusOf(props)
+                const props = yield* read(verb, unit, UnitStatusProperties, s)
+                const status = unitStatusOf(props)
                 const stderr = jobFailedText(unit, result, status.result)
-                return yield* systemdError(verb, unit, Systemd.classify(1, stderr, { jobResult: result, status }), {
-                  job: queued
-                })
+                return yield* systemdError(
+                  verb,
+                  unit,
+                  Systemd.Failure.classify(1, stderr, { jobResult: result, status }),
+                  {
+                    job: queued
+                  }
+                )
               }),
             (release) => Effect.sync(release)
           ),

@@ -37,13 +37,17 @@ export const classify = (error: Dns.DnsError): DnsResolvers.QueryFailure => {
     case "NotFound":
     case "ServerFailure":
     case "InvalidResponse":
-      return new DnsResolvers.Responded({ detail })
+      return new DnsResolvers.QueryFailure({ _tag: "Responded", detail })
     case "Refused":
-      return code === "EREFUSED" ? new DnsResolvers.Responded({ detail }) : new DnsResolvers.NoResponse({ detail })
+      return code === "EREFUSED"
+        ? new DnsResolvers.QueryFailure({ _tag: "Responded", detail })
+        : new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail })
     case "Unsupported":
-      return code === "ENOTIMP" ? new DnsResolvers.Responded({ detail }) : new DnsResolvers.NoResponse({ detail })
+      return code === "ENOTIMP"
+        ? new DnsResolvers.QueryFailure({ _tag: "Responded", detail })
+        : new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail })
     default:
-      return new DnsResolvers.NoResponse({ detail })
+      return new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail })
   }
 }
 

@@ -78,7 +78,7 @@ export const unwrapNsenter = (
   args: ReadonlyArray<string>
 ): readonly [string, ReadonlyArray<string>] => {
   if (basename(command) !== "nsenter") return [command, args]
-  // The library always ends nsenter's options with `--` (HostCommand.nsenterPrefix).
+  // The library always ends nsenter's options with `--` (HostCommand.layerNsenter).
   const dashes = args.indexOf("--")
   if (dashes === -1) return [command, args]
   const [head, ...tail] = args.slice(dashes + 1)

@@ -346,7 +346,7 @@ const missingSubcommand = (group: string, names: ReadonlyArray<string>) => () =>
   later(handlers.group, (h) => h.missingSubcommand(group, names))
 
 /** `UNIT[=changed]`: `changed` is true, yes, 1 or changed (the default), or false, no, 0 or unchanged. */
-export const parseChangedUnit = (word: string): RestartChanged.ChangedUnit | undefined => {
+export const parseChangedUnit = (word: string): RestartChanged.Options["units"][number] | undefined => {
   const eq = word.indexOf("=")
   if (eq < 0) return word === "" ? undefined : { unit: word, changed: true }
   const unit = word.slice(0, eq)

@@ -12,14 +12,14 @@ export const CniConfDir = "/etc/cni/net.d"
 /** `Paths.Node.CniStateDir`. */
 export const CniStateDir = "/var/lib/cni"
 
-/** `NodeStart.NodeListener`. */
+/** `NodeStart.Defaults.nodeListener`. */
 export const NodeListener = "169.254.10.10"
 
-/** `NodeStart.ClusterListener`. */
+/** `NodeStart.Defaults.clusterListener`. */
 export const ClusterListener = "169.254.10.11"
 
-/** `NodeStart.DefaultBootstrapKubeconfig`. */
+/** `NodeStart.Defaults.bootstrapKubeconfig`. */
 export const DefaultBootstrapKubeconfig = "/var/lib/kubelet/bootstrap-kubeconfig"
 
-/** `Repave.KubeletPodsDir`. */
+/** `Repave.KubeletPaths.podsDir`. */
 export const KubeletPodsDir = "/var/lib/kubelet/pods"

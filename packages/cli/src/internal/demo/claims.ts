@@ -231,7 +231,7 @@ export interface RepaveObservation {
 export const isLocalDnsRule = (line: string) => line.includes(LocalDns.RuleComment)
 
 /** The LocalDNS interface (the agent configuration's default name). */
-export const localDnsLink = AgentConfig.DefaultInterfaceName
+export const localDnsLink = AgentConfig.Defaults.interfaceName
 
 /** The claims about the repave, from what was observed. */
 export const repaveClaims = (o: RepaveObservation): ReadonlyArray<Claim> => {

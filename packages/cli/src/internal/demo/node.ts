@@ -3,12 +3,12 @@
  * a CSI volume, the kubelet's certificates), the node's start parameters and
  * the upgrade's files. Boundary: fixture data; nothing here runs.
  */
-import { AgentConfig, IsolationBackend, NodeStart, Paths, Repave } from "@hostnode/core"
+import { AgentConfig, NodeStart, Paths, Repave } from "@hostnode/core"
 import type { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem } from "effect"
 
 /** The node's units, in restart order (dependencies first), as the host-mode backend knows them. */
-export const Units: ReadonlyArray<string> = IsolationBackend.DefaultHostUnits
+export const Units: ReadonlyArray<string> = AgentConfig.Defaults.units
 
 /** The unit whose restart the first upgrade makes fail. */
 export const FailingUnit = "kubelet.service"
@@ -16,11 +16,11 @@ export const FailingUnit = "kubelet.service"
 /**
  * Where the upgrades keep their configuration snapshot (the agent configuration directory, as `Hooks.snapshotDir` puts it).
  */
-export const SnapshotDir = `${AgentConfig.DefaultConfigDir}/config-snapshot`
+export const SnapshotDir = `${AgentConfig.Defaults.configDir}/config-snapshot`
 
 /** The kubelet's directory, and the pods in it. */
 export const kubeletDir = Paths.Node.KubeletDir
-export const podsDir = Repave.KubeletPodsDir
+export const podsDir = Repave.KubeletPaths.podsDir
 export const webPod = `${podsDir}/6f1c2b7e-3d4a-4c1e-9b8f-0a1b2c3d4e5f`
 export const dbPod = `${podsDir}/9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d`
 const pvc = "pvc-3c1d5e7f"
@@ -47,7 +47,7 @@ WantedBy=multi-user.target
 `
 
 const kubeadmDropIn = `[Service]
-Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=${NodeStart.DefaultBootstrapKubeconfig} --kubeconfig=${Repave.KubeletKubeconfig}"
+Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=${NodeStart.Defaults.bootstrapKubeconfig} --kubeconfig=${Repave.KubeletPaths.kubeconfig}"
 Environment="KUBELET_CONFIG_ARGS=--config=${kubeletDir}/config.yaml"
 EnvironmentFile=-/etc/default/kubelet
 ExecStart=
@@ -148,8 +148,8 @@ export const nodeFiles: MemoryHost.Fixture = {
   "/etc/kubernetes/pki/ca.crt": { content: "-----BEGIN CERTIFICATE-----\n(cluster CA)\n-----END CERTIFICATE-----\n" },
   "/etc/sysctl.d/k8s.conf": "net.bridge.bridge-nf-call-iptables = 1\nnet.ipv4.ip_forward = 1\n",
   "/etc/modules-load.d/k8s.conf": "overlay\nbr_netfilter\n",
-  "/etc/systemd/resolved.conf.d/localdns.conf": `[Resolve]\nDNS=${NodeStart.NodeListener}\nDomains=~.\n`,
-  [`${AgentConfig.DefaultConfigDir}/config.json`]: "{}\n",
+  "/etc/systemd/resolved.conf.d/localdns.conf": `[Resolve]\nDNS=${NodeStart.Defaults.nodeListener}\nDomains=~.\n`,
+  [`${AgentConfig.Defaults.configDir}/config.json`]: "{}\n",
   "/etc/cni/net.d/10-containerd-net.conflist": `${cniConf}\n`,
   "/var/lib/cni/networks/containerd-net/10.244.1.2": "4f9a0c1e2b3d\neth0",
   "/var/lib/cni/networks/containerd-net/10.244.1.3": "7b2e9d4c1a0f\neth0",
@@ -157,9 +157,10 @@ export const nodeFiles: MemoryHost.Fixture = {
   "/var/lib/cni/networks/containerd-net/lock": "",
   [`${kubeletDir}/config.yaml`]:
     "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\nrotateCertificates: true\nserverTLSBootstrap: true\n",
-  [NodeStart.DefaultBootstrapKubeconfig]:
+  [NodeStart.Defaults.bootstrapKubeconfig]:
     "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n  cluster:\n    server: https://10.0.0.1:6443\nusers:\n- name: kubelet-bootstrap\n  user:\n    token: abcdef.0123456789abcdef\n",
-  [Repave.KubeletKubeconfig]: `apiVersion: v1\nkind: Config\nusers:\n- name: default-auth\n  user:\n    client-certificate: ${pki}/kubelet-client-current.pem\n    client-key: ${pki}/kubelet-client-current.pem\n`,
+  [Repave.KubeletPaths.kubeconfig]:
+    `apiVersion: v1\nkind: Config\nusers:\n- name: default-auth\n  user:\n    client-certificate: ${pki}/kubelet-client-current.pem\n    client-key: ${pki}/kubelet-client-current.pem\n`,
   [clientCertOld]: { content: "-----BEGIN CERTIFICATE-----\n(client, May)\n-----END CERTIFICATE-----\n", mode: 0o600 },
   [clientCertNew]: {
     content: "-----BEGIN CERTIFICATE-----\n(client, November)\n-----END CERTIFICATE-----\n",
@@ -210,7 +211,7 @@ export const nodeStart: ReturnType<typeof NodeStart.decode> = NodeStart.decode({
   nodeName: "demo-node-0",
   apiServer: "https://10.0.0.1:6443",
   auth: { _tag: "BootstrapToken", token: "abcdef.0123456789abcdef" },
-  localDns: { nodeListener: NodeStart.NodeListener, clusterListener: NodeStart.ClusterListener }
+  localDns: { nodeListener: NodeStart.Defaults.nodeListener, clusterListener: NodeStart.Defaults.clusterListener }
 })
 
 /** A rule in the raw table that is not LocalDNS's (VXLAN traffic left untracked by an overlay), which a cleanup must leave. */

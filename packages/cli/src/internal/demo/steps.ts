@@ -356,13 +356,18 @@ const successfulUpgrade = Effect.gen(function* () {
   } satisfies StepOutcome
 })
 
+/** The kubelet's client credentials as client-go names them: what the demo expects the reset to remove. */
+const isClientCredential = (name: string): boolean =>
+  name === "kubelet-client.key.tmp" ||
+  (name.startsWith("kubelet-client-") && name.endsWith(".pem") && name.length > "kubelet-client-.pem".length)
+
 const credentials = Effect.gen(function* () {
-  const names = (yield* listDir(pki)).filter(Repave.isClientCredential).map((n) => `${pki}/${n}`)
-  return (yield* exists(Repave.KubeletKubeconfig)) ? [...names, Repave.KubeletKubeconfig] : names
+  const names = (yield* listDir(pki)).filter(isClientCredential).map((n) => `${pki}/${n}`)
+  return (yield* exists(Repave.KubeletPaths.kubeconfig)) ? [...names, Repave.KubeletPaths.kubeconfig] : names
 })
 
 const keptPaths = [
-  NodeStart.DefaultBootstrapKubeconfig,
+  NodeStart.Defaults.bootstrapKubeconfig,
   `${pki}/kubelet.crt`,
   `${pki}/kubelet.key`,
   `${kubeletDir}/config.yaml`
@@ -424,7 +429,7 @@ const repave = Effect.gen(function* () {
       `Repave.resetCniState: removed ${list(confRemoved)} from ${Paths.Node.CniConfDir} (the directory stays)`,
       `  and ${Paths.Node.CniStateDir} (${plural(stateRemoved.length, "path")}: the IPAM reservations and their bookkeeping)`,
       `Repave.resetKubeletIdentity (bootstrap-token mode): removed ${list(identity.removed.map(baseName))}`,
-      `  and kept ${baseName(NodeStart.DefaultBootstrapKubeconfig)}, so the next start bootstraps a new identity`,
+      `  and kept ${baseName(NodeStart.Defaults.bootstrapKubeconfig)}, so the next start bootstraps a new identity`,
       `LocalDns.cleanupHostNetwork: interface ${localDnsLink} ${observation.linkAfter ? "still there" : "deleted"}, ${oursBefore - oursAfter} of ${plural(oursBefore, "rule")} of ours deleted, the other rule kept`,
       `left: ${plural(observation.podMountsAfter.length, "mount")} below ${kubeletDir}, ${plural(observation.podsAfter.length, "pod")}, the CSI volume's data untouched at ${csiSource}`
     ],

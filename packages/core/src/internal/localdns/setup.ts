@@ -10,11 +10,10 @@
  * @since 0.3.0
  */
 import { Effect } from "effect"
-import type { Rule } from "../../LocalDnsRules.ts"
 import type { InterfaceKind } from "../agentConfig.ts"
 import { expect, missingDevice } from "./commands.ts"
 import { ensureInterface, finishInterface, missingAddress } from "./link.ts"
-import { deleteRule, ensureRules, isOurRule, listRules } from "./rules.ts"
+import { deleteRule, ensureRules, isOurRule, listRules, type Rule } from "./rules.ts"
 
 /**
  * What one setup created: the interface, addresses it added to an interface

@@ -12,7 +12,7 @@
 import { type Cause, Effect, Option, Ref, Semaphore } from "effect"
 import * as ConfSnap from "../../ConfSnap.ts"
 import type * as Directory from "../../Directory.ts"
-import type { Snapshot, TakeOfOptions, TakeOptions } from "../../Snapshot.ts"
+import type { Snapshot, TakeOptions } from "../../Snapshot.ts"
 import { Failure, RollbackFailed, type SnapshotError } from "../../SnapshotError.ts"
 import { Systemd, type SystemdError } from "../../Systemd.ts"
 import * as Lexical from "../hostPath/lexical.ts"
@@ -25,6 +25,9 @@ import { checkBeforeMaking } from "./overlap.ts"
 import * as Restore from "./restore.ts"
 import * as Store from "./store.ts"
 import * as Take from "./take.ts"
+
+/** The options of `Snapshot.takeOf`: the paths given. */
+type TakeOfOptions = TakeOptions & { readonly paths: ReadonlyArray<string> }
 
 /**
  * Runs `body` with the snapshot's parent open and, unless the caller holds

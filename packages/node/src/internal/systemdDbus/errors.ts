@@ -77,7 +77,7 @@ export const callFailed = (
 ): Systemd.SystemdError => {
   const what = verb === "daemon-reload" ? "reload daemon" : verb === "show" ? "get properties" : `${verb} ${unit}`
   const exitCode = exitCodeOf(e.name)
-  return systemdError(verb, unit, Systemd.classify(exitCode, `Failed to ${what}: ${e.detail}`), {
+  return systemdError(verb, unit, Systemd.Failure.classify(exitCode, `Failed to ${what}: ${e.detail}`), {
     method: e.member,
     error: e.name
   })

@@ -4,10 +4,11 @@
  * records every other command; and the `Systemd` that records unit jobs.
  * Boundary: which commands only read is `isReadOnly`'s decision.
  */
-import { HostCommand, LocalDns, Systemd } from "@hostnode/core"
+import { HostCommand, Systemd } from "@hostnode/core"
 import { Effect, Layer, Option, Sink, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import * as MemoryCommands from "../memoryCommands.ts"
+import { saveWords } from "../network/iptables.ts"
 import * as NetworkSimulation from "../network/simulation.ts"
 import { DryRunPlan } from "./plan.ts"
 
@@ -105,7 +106,7 @@ const seedNetwork = (real: ChildProcessSpawner.ChildProcessSpawner["Service"]) =
     }
     if (Option.isSome(rules) && rules.value.exitCode === 0) {
       for (const line of rules.value.stdout.split("\n")) {
-        const words = LocalDns.parseRuleLine(line)
+        const words = saveWords(line)
         if (words[0] === "-N" || words[0] === "-A") yield* admin("iptables", ["-t", "raw", ...words])
       }
     }

@@ -121,6 +121,6 @@ export const classify = (error: Dns.DnsError): DnsResolvers.QueryFailure => {
   const code = typeof cause?.code === "string" ? cause.code : undefined
   const detail = code === undefined ? error.reason : `${error.reason} (${code})`
   return code !== undefined && respondedCodes.has(code)
-    ? new DnsResolvers.Responded({ detail })
-    : new DnsResolvers.NoResponse({ detail })
+    ? new DnsResolvers.QueryFailure({ _tag: "Responded", detail })
+    : new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail })
 }

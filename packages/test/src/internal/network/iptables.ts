@@ -46,6 +46,34 @@ const noQuoteChars = /^[-_0-9A-Za-z]+$/
 export const saveString = (value: string): string =>
   noQuoteChars.test(value) ? value : `"${value.replace(/["\\']/g, "\\$&")}"`
 
+/** The argv words of one line of `iptables -S`: split on blanks, the values {@link saveString} quoted read back. */
+export const saveWords = (line: string): ReadonlyArray<string> => {
+  const words: Array<string> = []
+  let current = ""
+  let inWord = false
+  let quoted = false
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i] as string
+    if (quoted) {
+      if (c === "\\" && i + 1 < line.length) current += line[++i]
+      else if (c === '"') quoted = false
+      else current += c
+    } else if (c === '"') {
+      quoted = true
+      inWord = true
+    } else if (c === " " || c === "\t") {
+      if (inWord) words.push(current)
+      current = ""
+      inWord = false
+    } else {
+      current += c
+      inWord = true
+    }
+  }
+  if (inWord) words.push(current)
+  return words
+}
+
 interface MatchSpec {
   readonly name: string
   readonly options: Array<{ readonly negate: boolean; readonly option: string; readonly value: string }>

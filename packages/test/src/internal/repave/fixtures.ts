@@ -17,7 +17,7 @@ export const nodeBase = { nodeName: "node-a", apiServer: "https://10.0.0.1:6443"
 /**
  * A node start with each auth mode.
  */
-export const nodeStarts: Readonly<Record<NodeStart.AuthMode["_tag"], Effect.Effect<NodeStart.NodeStart>>> = {
+export const nodeStarts: Readonly<Record<NodeStart.NodeStart["auth"]["_tag"], Effect.Effect<NodeStart.NodeStart>>> = {
   BootstrapToken: Effect.orDie(
     NodeStart.decode({ ...nodeBase, auth: { _tag: "BootstrapToken", token: "abcdef.0123456789abcdef" } })
   ),

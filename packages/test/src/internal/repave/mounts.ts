@@ -192,19 +192,23 @@ export const mountTests = (
       const teardown = { operation: "Repave.teardownKubeletDir" }
       const unmount = { operation: "Unmount.unmountBelowByPrefix" }
       assert.isAbove(report.removed.length, 0)
-      assert.strictEqual(yield* count(Metrics.pathsRemoved, teardown), report.removed.length)
+      assert.strictEqual(yield* count(Metrics.Metrics.pathsRemoved, teardown), report.removed.length)
       const byReason = new Map<string, number>()
       for (const k of report.kept) byReason.set(k.reason, (byReason.get(k.reason) ?? 0) + 1)
       assert.deepStrictEqual([...byReason], [["UnmountFailed", 1]])
       for (const reason of SafeRemove.Kept.fields.reason.literals) {
-        assert.strictEqual(yield* count(Metrics.pathsKept, { ...teardown, reason }), byReason.get(reason) ?? 0, reason)
+        assert.strictEqual(
+          yield* count(Metrics.Metrics.pathsKept, { ...teardown, reason }),
+          byReason.get(reason) ?? 0,
+          reason
+        )
       }
       // Each mount that left the table was detached on its own (deepest first); the refused one remains.
       assert.strictEqual(mountsAfter, 1)
-      assert.strictEqual(yield* count(Metrics.mountsDetached, unmount), mountsBefore - mountsAfter)
-      assert.strictEqual(yield* count(Metrics.mountsRemaining, unmount), mountsAfter)
+      assert.strictEqual(yield* count(Metrics.Metrics.mountsDetached, unmount), mountsBefore - mountsAfter)
+      assert.strictEqual(yield* count(Metrics.Metrics.mountsRemaining, unmount), mountsAfter)
       const runs = yield* Metric.value(
-        Metric.withAttributes(Metrics.operationDuration, { ...teardown, outcome: "success" })
+        Metric.withAttributes(Metrics.Metrics.operationDuration, { ...teardown, outcome: "success" })
       )
       assert.strictEqual(runs.count, 1)
     }).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))

@@ -176,6 +176,15 @@ export const buildPlan = (plan: Plan) =>
     return { ...s, made, linked }
   })
 
+/**
+ * The kubelet's client credentials as client-go names them (the rotated
+ * pairs, the current and updated links, the pending key): the oracle's own
+ * reading, not the library's.
+ */
+const isClientCredential = (name: string): boolean =>
+  name === "kubelet-client.key.tmp" ||
+  (name.startsWith("kubelet-client-") && name.endsWith(".pem") && name.length > "kubelet-client-.pem".length)
+
 /** The regions a repave may change, relative to the sandbox. */
 const inTargets = (rel: string, linked: ReadonlySet<string>): boolean => {
   const r = "root"
@@ -186,7 +195,7 @@ const inTargets = (rel: string, linked: ReadonlySet<string>): boolean => {
   const pki = `${r}/var/lib/kubelet/pki/`
   if (!linked.has("pki") && rel.startsWith(pki)) {
     const name = rel.slice(pki.length).split("/")[0] ?? ""
-    return Repave.isClientCredential(name)
+    return isClientCredential(name)
   }
   return false
 }

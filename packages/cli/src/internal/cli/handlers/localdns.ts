@@ -21,7 +21,7 @@ interface Listeners {
 const localDnsNodeStart = ({ nodeListener, clusterListener }: Listeners): NodeStart.NodeStart => ({
   nodeName: "hostnode-cli",
   apiServer: "https://hostnode-cli.invalid",
-  auth: { _tag: "Kubeconfig", path: Repave.KubeletKubeconfig },
+  auth: { _tag: "Kubeconfig", path: Repave.KubeletPaths.kubeconfig },
   localDns: { nodeListener, clusterListener }
 })
 

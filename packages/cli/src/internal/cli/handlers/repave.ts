@@ -26,11 +26,11 @@ export const resetKubeletIdentity = ({
 }): Work => {
   // The reset reads only the mode's tag and the bootstrap kubeconfig's path;
   // no token or credential command is needed (or read).
-  const mode: NodeStart.AuthMode =
+  const mode: NodeStart.NodeStart["auth"] =
     auth === "bootstrap-token"
       ? { _tag: "BootstrapToken", token: Redacted.make(""), bootstrapKubeconfig }
       : auth === "kubeconfig"
-        ? { _tag: "Kubeconfig", path: Repave.KubeletKubeconfig }
+        ? { _tag: "Kubeconfig", path: Repave.KubeletPaths.kubeconfig }
         : {
             _tag: "ExecCredential",
             command: "unused",

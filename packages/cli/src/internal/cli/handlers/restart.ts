@@ -16,7 +16,7 @@ export const restartChanged = ({
   reload
 }: {
   readonly wasRunning: boolean
-  readonly units: ReadonlyArray<RestartChanged.ChangedUnit>
+  readonly units: RestartChanged.Options["units"]
   readonly settle: number
   readonly jobTimeout: number
   readonly reload: "always" | "auto" | "never"
