@@ -314,7 +314,8 @@ const replayMounts = (before: ReadonlyArray<MountInfo.MountEntry>, plan: Readonl
       continue
     }
     const at = [...live.values()].filter((e) => Lexical.clean(e.mountPoint) === s.target)
-    const top = at.sort((a, b) => b.id - a.id)[0]
+    // The top of the stack: the mount no other one there sits on (a freed mount id is given again).
+    const top = at.find((e) => !at.some((x) => x.parentId === e.id && x !== e))
     assert.isDefined(top, `the plan unmounts ${s.target}, where nothing is mounted any more`)
     if (top !== undefined) take(top.id)
   }

@@ -20,11 +20,20 @@ const countAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): numb
   table.filter((e) => e.mountPoint === path).length
 
 /** The targets at `path` as the table lists them, top of a stack first. */
-const targetsAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): Array<Programs.Target> =>
-  table
-    .filter((e) => e.mountPoint === path)
-    .sort((a, b) => b.id - a.id)
-    .map((e) => ({ path, mountId: e.id, tablePath: e.mountPoint }))
+const targetsAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): Array<Programs.Target> => {
+  const here = table.filter((e) => e.mountPoint === path)
+  // Told by parent ids, not mount ids: the kernel gives a new mount the lowest free id, so the top can have the lowest.
+  const byId = new Map(here.map((e) => [e.id, e] as const))
+  const height = (e: MountInfo.MountEntry): number => {
+    let h = 0
+    for (let at = byId.get(e.parentId); at !== undefined && h < here.length; at = byId.get(at.parentId)) h++
+    return h
+  }
+  return here
+    .map((e) => ({ e, h: height(e) }))
+    .sort((a, b) => b.h - a.h)
+    .map(({ e }) => ({ path, mountId: e.id, tablePath: e.mountPoint }))
+}
 
 /** A sandbox and a root handle on it. */
 const setup = Effect.gen(function* () {

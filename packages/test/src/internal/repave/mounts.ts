@@ -323,9 +323,13 @@ export const mountTests = (
       const table = yield* fx.table
       const own = table.filter((e) => Lexical.covers(l.root, Lexical.clean(e.mountPoint)))
       // Their `/` is the mount the root is on (the sandbox's), under the id it really has.
-      const rootMount = table
-        .filter((e) => Lexical.covers(Lexical.clean(e.mountPoint), l.root))
-        .sort((a, b) => b.mountPoint.length - a.mountPoint.length || b.id - a.id)[0] as MountInfo.MountEntry
+      const covering = table.filter((e) => Lexical.covers(Lexical.clean(e.mountPoint), l.root))
+      const longest = Math.max(...covering.map((e) => e.mountPoint.length))
+      const nearest = covering.filter((e) => e.mountPoint.length === longest)
+      // The top of a stack there: the mount no other one sits on (a freed mount id is given again, so not the highest).
+      const rootMount = nearest.find(
+        (e) => !nearest.some((x) => x.parentId === e.id && x !== e)
+      ) as MountInfo.MountEntry
       const theirs = [
         { ...rootMount, parentId: 0, root: "/", mountPoint: "/" },
         ...own.map((e) => ({ ...e, mountPoint: e.mountPoint.slice(l.root.length) }))
