@@ -26,6 +26,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { NodeRuntime } from "@effect/platform-node"
 import { FileName, MountInfo } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Clock, Console, Effect } from "effect"
 
 /** What one row's process reports. */
@@ -181,7 +182,7 @@ replace golang.org/x/sys => ${xsys}
 
 /** A table of `lines` entries as a node with many pod volumes has them (a few names escaped). */
 const tableOf = (lines: number): string =>
-  MountInfo.render(
+  Layers.renderMountInfo(
     Array.from({ length: lines }, (_, i) => ({
       id: 100 + i,
       parentId: i < 10 ? 1 : 99 + (i % 1000),

@@ -11,13 +11,12 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, FileSystem } from "effect"
+import { Effect, FileSystem } from "effect"
 import { type Gone, type HostPathError, Refused } from "./HostPathError.ts"
 import { refusal } from "./internal/hostPath/errors.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
-import { isRealRoot } from "./internal/hostPath/lexical.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
-import { checkPath, decode, HostRootTypeId, hostPathOf, isHostRoot, tablePathOf } from "./internal/hostPath/root.ts"
+import { checkPath, decode, HostRootTypeId, hostPathOf, tablePathOf } from "./internal/hostPath/root.ts"
 
 /**
  * The errors of this module, defined in the leaf module `HostPathError`.
@@ -113,7 +112,7 @@ export interface HostRoot {
   readonly tableRoot: string
   /**
    * True when the root is the node's real root: this process's own `/`, or
-   * the root a composition in context names as the node's ({@link NodeRoot},
+   * the root a composition in context names as the node's (`Layers.NodeRoot`,
    * a container's `/proc/<pid>/root`). Operations then end with node-wide
    * side effects: a restore reloads the systemd in context, which is that
    * node's.
@@ -201,50 +200,6 @@ export interface RootOptions {
 export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
   Effect.fn("HostPath.decodeRoot")(function* (input: string | RootInput) {
     return yield* decode(yield* FileSystem.FileSystem, input)
-  })
-
-/**
- * Where the node's real root is, when it is not this process's own `/`: the
- * root an operation works below when its options name none (or name `""` or
- * `"/"`, the Go contract's "the real host"). A composition whose node stack
- * runs in another mount namespace provides it (`NodeContainer.layer` in
- * @hostnode/node: the container's `/proc/<pid>/root` and its
- * `/proc/<pid>/mountinfo`, or the same-path host locations the container
- * shares), so a program written for the host runs unchanged against the
- * container. Unset (the default), the real root is this process's `/`.
- *
- * @since 0.2.0
- * @category services
- */
-export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core/HostPath/NodeRoot", {
-  defaultValue: () => undefined
-})
-
-/**
- * The host root of an operation's options: the decoded root as given (with
- * `mountInfo` replacing its table when non-empty), or `hostRoot` decoded with
- * {@link decodeRoot}. The real host (`hostRoot` absent, `""` or `"/"`) is
- * the {@link NodeRoot} in context where one is set, decoded and marked
- * `isReal`, and this process's `/` otherwise.
- *
- * @since 0.2.0
- * @category constructors
- */
-export const rootOf: (options?: RootOptions) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
-  Effect.fn("HostPath.rootOf")(function* (options?: RootOptions) {
-    const given = options?.hostRoot ?? ""
-    const mountInfo = options?.mountInfo ?? ""
-    if (isHostRoot(given)) {
-      // Decoded earlier: its process may have exited since.
-      const gone = given.gone === undefined ? undefined : yield* given.gone
-      if (gone !== undefined) return yield* refusal(gone, given.given)
-      return mountInfo === "" ? given : { ...given, mountInfo }
-    }
-    if (!isRealRoot(given)) return yield* decodeRoot({ path: given, mountInfo })
-    const node = yield* NodeRoot
-    if (node === undefined) return yield* decodeRoot({ path: given, mountInfo })
-    const root = yield* decodeRoot(mountInfo === "" ? node : { ...node, mountInfo })
-    return { ...root, isReal: true }
   })
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The kernel's mount table, `/proc/<pid>/mountinfo`: one entry per mount, as
- * a Schema, with a strict parser, the inverse renderer, and a consistent read
+ * a Schema, with a strict parser and a consistent read
  * through the FileSystem (proc(5); every escaped string field decoded, an
  * escape standing for one byte of the name).
  *
@@ -12,7 +12,6 @@
  */
 import { Effect, FileSystem, Schema } from "effect"
 import * as FileName from "./FileName.ts"
-import { escapeField } from "./internal/mountinfo/escape.ts"
 import { scan } from "./internal/mountinfo/table.ts"
 import { DefaultMountInfo } from "./Programs.ts"
 
@@ -20,7 +19,7 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * One entry of a mountinfo table, with the kernel's escapes decoded. The
- * Schema is the domain of {@link render}: every entry it accepts renders to a
+ * Schema is the domain of `Layers.renderMountInfo`: every entry it accepts renders to a
  * line that {@link parse} reads back as the same entry (the fields the kernel
  * never writes empty are non-empty; numbers are non-negative safe integers).
  *
@@ -130,7 +129,7 @@ const DefaultPath = DefaultMountInfo
  * children, older before newer). Blank lines are skipped (a table ends with a newline,
  * or not). A carriage return just before a newline, or at the very end, is a
  * CRLF line end (a table saved on another system), not part of the super
- * options; {@link render} escapes a CR of a field, so none is lost. Every
+ * options; `Layers.renderMountInfo` escapes a CR of a field, so none is lost. Every
  * string field is decoded (each escape `\NNN` is one byte); a backslash that starts no
  * escape fails the line, except in the super options, which file systems
  * write themselves and not always escaped (kept as a backslash there). Ids and
@@ -165,28 +164,6 @@ export const parse: (text: string, path?: string) => Effect.Effect<ReadonlyArray
     const { line, field, value, detail } = scanned.problem
     return yield* failure(path, new Malformed({ line, field, ...(value === undefined ? {} : { value }), detail }))
   })
-
-// An optional field that is "-" would read as the separator.
-const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField(s))
-
-/**
- * Writes `entries` back in the kernel's format, one line each,
- * newline-terminated, every string field escaped (an optional field that is
- * `-` as `\055`); `parse(render(t))` is `t` for every table of entries the
- * {@link MountEntry} Schema accepts.
- *
- * @since 0.1.0
- * @category operations
- */
-export const render = (entries: ReadonlyArray<MountEntry>): string => {
-  let out = ""
-  for (const e of entries) {
-    let optional = ""
-    for (const o of e.optionalFields) optional += ` ${escapeOptional(o)}`
-    out += `${e.id} ${e.parentId} ${e.major}:${e.minor} ${escapeField(e.root)} ${escapeField(e.mountPoint)} ${escapeField(e.mountOptions)}${optional} - ${escapeField(e.fsType)} ${escapeField(e.source)} ${escapeField(e.superOptions)}\n`
-  }
-  return out
-}
 
 // Where the running kernel says what it is.
 const KernelReleasePath = "/proc/sys/kernel/osrelease"

@@ -2,6 +2,7 @@ import { inspect } from "node:util"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { FileName, MountInfo } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Logger, Schema } from "effect"
 import * as Escape from "#internal/mountinfo/escape.ts"
@@ -50,7 +51,7 @@ describe("MountInfo.parse", () => {
   it.effect("render writes the kernel's format back", () =>
     Effect.gen(function* () {
       const t = yield* MountInfo.parse(sample)
-      assert.strictEqual(MountInfo.render(t), sample)
+      assert.strictEqual(Layers.renderMountInfo(t), sample)
     })
   )
 
@@ -126,7 +127,7 @@ describe("MountInfo round trip", () => {
           source: e.source.join(""),
           superOptions: e.superOptions.join("")
         }))
-        const parsed = yield* MountInfo.parse(MountInfo.render(entries))
+        const parsed = yield* MountInfo.parse(Layers.renderMountInfo(entries))
         assert.deepStrictEqual(parsed, entries)
       }),
     { arbitrary: { runs: 500 } }
@@ -164,7 +165,7 @@ describe("MountInfo round trip", () => {
           superOptions: e.superOptions.join("")
         }))
         for (const e of entries) assert.isTrue(Schema.is(MountInfo.MountEntry)(e))
-        const parsed = yield* MountInfo.parse(MountInfo.render(entries))
+        const parsed = yield* MountInfo.parse(Layers.renderMountInfo(entries))
         assert.deepStrictEqual(parsed, entries)
       }),
     { arbitrary: { runs: 500 } }
@@ -185,7 +186,7 @@ describe("MountInfo round trip", () => {
         source: "s",
         superOptions: "o\r"
       }
-      const text = MountInfo.render([e])
+      const text = Layers.renderMountInfo([e])
       assert.strictEqual(text, "1 1 0:1 / /m rw,x=a\\040b \\055 a\\040b shared:1 - t s o\\015\n")
       assert.deepStrictEqual(yield* MountInfo.parse(text), [e])
     })
@@ -398,7 +399,7 @@ describe("MountInfo.parse, peers' cases", () => {
       assert.strictEqual(e.fsType, "tmpfs")
       assert.strictEqual(e.source, "")
       assert.strictEqual(e.superOptions, "rw")
-      assert.strictEqual(MountInfo.render([e]), "279 23 0:108 / /tmp/bb rw,relatime shared:212 - tmpfs  rw\n")
+      assert.strictEqual(Layers.renderMountInfo([e]), "279 23 0:108 / /tmp/bb rw,relatime shared:212 - tmpfs  rw\n")
     })
   )
 
@@ -417,7 +418,7 @@ describe("MountInfo.parse, peers' cases", () => {
       )
       assert.strictEqual(e.superOptions, "rw,unc=\\\\foo.home\\bar,username=kzak,uid=0")
       assert.strictEqual(e.source, "//foo.home/bar/")
-      assert.deepStrictEqual(yield* MountInfo.parse(MountInfo.render([e])), [e])
+      assert.deepStrictEqual(yield* MountInfo.parse(Layers.renderMountInfo([e])), [e])
       assert.strictEqual((yield* entry("1 0 0:1 / /m rw - t s a\\054b\\075c")).superOptions, "a,b=c")
     })
   )
@@ -682,7 +683,7 @@ describe("MountInfo.parse: the table it returns", () => {
           source: e.source.join(""),
           superOptions: e.superOptions.join("")
         }))
-        const text = MountInfo.render(entries)
+        const text = Layers.renderMountInfo(entries)
         const inOrder = plain(yield* MountInfo.parse(text))
         const t = yield* MountInfo.parse(text)
         // Entries that repeat a neighbour's field reuse its string: read backwards and from a shifted start.

@@ -14,7 +14,6 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import {
   Directory,
   HostCommand,
-  HostPath,
   IsolationBackend,
   LocalDns,
   Mounter,
@@ -22,6 +21,7 @@ import {
   Systemd,
   Unmount
 } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { NodeContainer } from "@hostnode/node"
 import { Gate, NodeFixture, SystemdMachine } from "@hostnode/test"
 import { NodeScenarios } from "@hostnode/test/conformance"
@@ -155,7 +155,7 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
         Effect.gen(function* () {
           const m = yield* SystemdMachine.SystemdMachine
           const fs = yield* FileSystem.FileSystem
-          const root = yield* HostPath.rootOf()
+          const root = yield* Layers.rootOf()
           // Never the container's pid by path: a descriptor of this process, the same directory.
           assert.notInclude(root.path, `/proc/${m.pid}/`)
           assert.match(root.path, new RegExp(`^/proc/${process.pid}/fd/\\d+$`))
@@ -230,7 +230,7 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
             HostCommand.run("nsenter", ["-t", String(m.pid), "-m", "--", "mount", "-t", "tmpfs", "t", volume])
           )
           const program = Effect.gen(function* () {
-            const root = yield* HostPath.rootOf()
+            const root = yield* Layers.rootOf()
             assert.strictEqual(root.path, shared)
             assert.strictEqual(
               yield* fs.readFileString(root.mountInfo),

@@ -9,7 +9,8 @@
  *
  * @since 0.2.0
  */
-import { Deadline, Directory, FileName } from "@hostnode/core"
+import { Directory, FileName } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import * as Programs from "@hostnode/core/Programs"
 import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
 import { type ErrnoCode, errnoTable } from "./errno.ts"
@@ -127,7 +128,7 @@ export const make = (state: HostState): Directory.Directories => {
       for (;;) {
         const waiting = asks.map((fs) => state.hangs.get(fs)).find((d) => d !== undefined)
         if (waiting === undefined) return
-        const budget = yield* Deadline.forCall
+        const budget = yield* Layers.forCall
         const released =
           budget.millis <= 0
             ? false
