@@ -387,7 +387,7 @@ export const make = (state: HostState): Directory.Directories => {
           if (m.node !== undefined) return no("ENOTDIR")
           I.touchRead(dirOf(m), now)
           return [...dirOf(m).entries.entries()].map(
-            ([k, node]): Directory.Entry => ({ name: FileName.encode(k), type: node.type })
+            ([k, node]): Programs.Entry => ({ name: FileName.encode(k), type: node.type })
           )
         },
         () => asked(m, undefined, { lookup: false, target: true })
@@ -624,7 +624,7 @@ export const make = (state: HostState): Directory.Directories => {
         ),
         operate(kind, path, body, () => (state.hangs.size === 0 ? [] : [node.fs]))
       )
-    const file: Directory.File = {
+    const file: Programs.File = {
       path,
       stat: alive("fstat", () => statOf(node, mount)),
       read: (buffer, position) =>

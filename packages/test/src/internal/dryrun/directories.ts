@@ -330,19 +330,19 @@ export const layerDirectoriesWith = (
           const dir = asDry(dirIn)
           const up = realOf(dir)
           const added = (view?.overlayChildren(dir.path) ?? []).map(
-            (n): Directory.Entry => ({ name: FileName.encode(n), type: "Unknown" })
+            (n): Programs.Entry => ({ name: FileName.encode(n), type: "Unknown" })
           )
           if (up === undefined || placeOf(dir.path)._tag !== "Host") {
             // A directory of the overlay: the dry run's file system lists it.
             return fs.readDirectory(dir.path).pipe(
-              Effect.map((names) => names.map((n): Directory.Entry => ({ name: FileName.encode(n), type: "Unknown" }))),
+              Effect.map((names) => names.map((n): Programs.Entry => ({ name: FileName.encode(n), type: "Unknown" }))),
               Effect.mapError(error("getdents64", dir.path))
             )
           }
           return Effect.map(real.list(up), (entries) => {
             // What the dry run removed is gone; what it replaced (a file written, a mount point it uncovered)
             // stays, its type looked up by whoever needs it; what it made is added.
-            const shown: Array<Directory.Entry> = []
+            const shown: Array<Programs.Entry> = []
             for (const e of entries) {
               const full = child(dir.path, e.name)
               const at = placeOf(full)
@@ -366,7 +366,7 @@ export const layerDirectoriesWith = (
         path: string,
         file: FileSystem.File,
         statOf: Effect.Effect<Directory.Stat, Directory.DirectoryError>
-      ): Directory.File => {
+      ): Programs.File => {
         const e = error("file", path)
         return {
           path,
