@@ -195,7 +195,7 @@ const unusedOverrides = (goalState: MachineGoalState, overrides: DownloadOverrid
 export class Failure extends Schema.Error<Failure>("@hostnode/core/GoalState/Failure")({
   _tag: Schema.Literals(["InvalidSlot", "SlotMismatch"]),
   file: Schema.optionalKey(Schema.String),
-  issues: Schema.Array(ConfigFile.FieldIssue)
+  issues: Schema.Array(Issues.FieldIssue)
 }) {
   override get message(): string {
     return Issues.formatIssues(this.issues)

@@ -11,20 +11,12 @@
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
-import {
-  Directory,
-  HostCommand,
-  IsolationBackend,
-  LocalDns,
-  Mounter,
-  MountInfo,
-  Systemd,
-  Unmount
-} from "@hostnode/core"
+import { Directory, HostCommand, IsolationBackend, Mounter, MountInfo, Systemd, Unmount } from "@hostnode/core"
 import * as Layers from "@hostnode/core/Layers"
 import { NodeContainer } from "@hostnode/node"
 import { Gate, NodeFixture, SystemdMachine } from "@hostnode/test"
 import { NodeScenarios } from "@hostnode/test/conformance"
+import { RuleComment } from "@hostnode/test/internal/localDnsRules"
 import { Effect, FileSystem, Layer, Schedule } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
@@ -305,7 +297,7 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
                 agentProgram,
                 String(m.pid),
                 unit,
-                LocalDns.RuleComment
+                RuleComment
               ])
             )
             assert.strictEqual(ran.exitCode, 0, `the agent sandbox failed: ${ran.stderr}`)
@@ -314,7 +306,7 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
             const after = yield* fs.readFileString(`${out}/after`)
             assert.include(before, "kubernetes.io~secret/token", "the decoy mount is in the agent's table")
             assert.include(before, "169.254.10.10", "the decoy link is there")
-            assert.include(before, LocalDns.RuleComment, "the decoy rule is there")
+            assert.include(before, RuleComment, "the decoy rule is there")
             assert.strictEqual(after, before)
             assert.strictEqual(yield* fs.readFileString(`${out}/agent-systemctl.log`), "")
 
