@@ -15,6 +15,7 @@ import { Effect, FileSystem } from "effect"
 import { type Gone, type HostPathError, Refused } from "./HostPathError.ts"
 import { refusal } from "./internal/hostPath/errors.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
+import type { RootInput } from "./internal/hostPath/nodeRoot.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
 import { checkPath, decode, HostRootTypeId, hostPathOf, tablePathOf } from "./internal/hostPath/root.ts"
 
@@ -120,7 +121,7 @@ export interface HostRoot {
   readonly isReal: boolean
   /**
    * What names this root across time, for a snapshot to record and a restore
-   * to compare (see {@link RootInput.identity}): the canonical path for a
+   * to compare (see `Layers.RootInput`'s `identity`): the canonical path for a
    * directory of this host; for a container's root, what its composition
    * says stays the same while the container does.
    */
@@ -129,41 +130,6 @@ export interface HostRoot {
    * For a root that belongs to a process that can exit (a container's): why
    * it is gone, or `undefined` while it is there. Asked when the root is
    * decoded and by the services that work through it before each call.
-   */
-  readonly gone?: Effect.Effect<Gone | undefined> | undefined
-}
-
-/**
- * What {@link decodeRoot} takes besides a plain path: the root and, optionally, the table that describes it.
- *
- * @since 0.2.0
- * @category models
- */
-export interface RootInput {
-  /** The host root: `""` or `"/"` for the real host, otherwise an absolute directory. */
-  readonly path: string
-  /** The mount table (default: `/proc/self/mountinfo`, or `/proc/<pid>/mountinfo` for a root below `/proc/<pid>/root`). */
-  readonly mountInfo?: string | undefined
-  /**
-   * Where that table's `/` is in this process (default `/`, or
-   * `/proc/<pid>/root` for a root below it). A root in another mount
-   * namespace is resolved below this, never with `realpath`, which would
-   * resolve `/proc/<pid>/root` as this process's own `/`.
-   */
-  readonly tableRoot?: string | undefined
-  /**
-   * What names the root across time (default: its canonical path). A
-   * snapshot records it and a restore refuses a root with another
-   * (`HostRootMismatch`). A container's composition gives something that
-   * survives the container's restart and that another container cannot
-   * have (its slot, or where its root file system comes from), never the
-   * `/proc/<pid>/...` path, which a reused pid would match.
-   */
-  readonly identity?: string | undefined
-  /**
-   * For a root that belongs to a process that can exit: why it is gone, or
-   * `undefined` while it is there (see {@link HostRoot.gone}). A gone root is
-   * refused when decoded, with the {@link Gone} reason.
    */
   readonly gone?: Effect.Effect<Gone | undefined> | undefined
 }
@@ -181,7 +147,7 @@ export interface RootOptions {
    * refused (`NotAbsolute`).
    */
   readonly hostRoot?: string | HostRoot | undefined
-  /** The mount table describing the root (`""` or absent: the root's own, see {@link RootInput.mountInfo}). */
+  /** The mount table describing the root (`""` or absent: the root's own, see `Layers.RootInput`'s `mountInfo`). */
   readonly mountInfo?: string | undefined
 }
 

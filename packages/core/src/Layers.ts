@@ -5,8 +5,8 @@
  * `@hostnode/core/Programs`).
  * - the call budget: how long the call a layer is about to make may take
  *   ({@link forCall}), and a call timeout for a test ({@link withCallTimeout});
- * - the node's root ({@link NodeRoot}) that a composition in another mount
- *   namespace provides, and {@link rootOf}, which decodes an operation's
+ * - the node's root ({@link NodeRoot}, a {@link RootInput}) that a composition
+ *   in another mount namespace provides, and {@link rootOf}, which decodes an operation's
  *   `HostPath.RootOptions` against it;
  * - the verification every `Mounter` runs before it detaches a target
  *   ({@link verifyTarget}), for one that detaches by other means;
@@ -17,7 +17,7 @@
 import { Clock, Duration, Effect } from "effect"
 import * as Deadline from "./Deadline.ts"
 
-export { NodeRoot, rootOf } from "./internal/hostPath/nodeRoot.ts"
+export { NodeRoot, type RootInput, rootOf } from "./internal/hostPath/nodeRoot.ts"
 export { verifyTarget } from "./internal/mounter/verify.ts"
 export { renderMountInfo } from "./internal/mountinfo/render.ts"
 

@@ -211,7 +211,7 @@ const guardOf = (pinned: Pinned) => (): Failure | undefined => {
 }
 
 /** The node root of `files` for the pinned container. */
-const nodeRoot = (pinned: Pinned, files: NonNullable<Options["files"]>): HostPath.RootInput => {
+const nodeRoot = (pinned: Pinned, files: NonNullable<Options["files"]>): Layers.RootInput => {
   const gone = Effect.sync(() => pinned.gone())
   return files === "container"
     ? {
