@@ -17,21 +17,10 @@ import { describeStatus } from "./internal/systemd/status.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
 
-/**
- * A unit's ActiveState as systemd reports it.
- *
- * @category models
- * @since 0.1.0
- */
-export const ActiveState = Schema.Literals(["active", "inactive", "failed", "activating", "deactivating", "reloading"])
+// A unit's ActiveState as systemd reports it: what `isActive` answers.
+const ActiveState = Schema.Literals(["active", "inactive", "failed", "activating", "deactivating", "reloading"])
 
-/**
- * A unit's ActiveState as systemd reports it.
- *
- * @category models
- * @since 0.1.0
- */
-export type ActiveState = typeof ActiveState.Type
+type ActiveState = typeof ActiveState.Type
 
 /** The systemctl verbs this library runs; errors name the one that failed. */
 const Verb = Schema.Literals(["start", "stop", "restart", "reload", "daemon-reload", "is-active", "show"])
