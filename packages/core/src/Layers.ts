@@ -10,7 +10,10 @@
  *   `HostPath.RootOptions` against it;
  * - the verification every `Mounter` runs before it detaches a target
  *   ({@link verifyTarget}), for one that detaches by other means;
- * - a mount table written back in the kernel's format ({@link renderMountInfo}).
+ * - the limit of one call to systemd ({@link SystemdCallTimeout}), which every
+ *   `Systemd` layer reads;
+ * - a mount table's text parsed ({@link parseMountInfo}) and written back in
+ *   the kernel's format ({@link renderMountInfo}).
  *
  * @since 0.4.0
  */
@@ -19,7 +22,9 @@ import * as Deadline from "./Deadline.ts"
 
 export { NodeRoot, type RootInput, rootOf } from "./internal/hostPath/nodeRoot.ts"
 export { verifyTarget } from "./internal/mounter/verify.ts"
+export { parseMountInfo } from "./internal/mountinfo/parse.ts"
 export { renderMountInfo } from "./internal/mountinfo/render.ts"
+export { SystemdCallTimeout } from "./internal/systemd/callTimeout.ts"
 
 /**
  * Runs `self` with `duration` as the timeout of each call (how long one call

@@ -14,7 +14,7 @@ const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField
 /**
  * Writes `entries` back in the kernel's format, one line each,
  * newline-terminated, every string field escaped (an optional field that is
- * `-` as `\055`); `MountInfo.parse(renderMountInfo(t))` is `t` for every table of entries the
+ * `-` as `\055`); `parseMountInfo(renderMountInfo(t))` is `t` for every table of entries the
  * `MountInfo.MountEntry` Schema accepts.
  *
  * @since 0.1.0

@@ -13,7 +13,8 @@
  * Boundary: routing between the real layer and the overlay; the overlay
  * itself is `view.ts`, the recording `writes.ts`.
  */
-import { Directory, FileName, MountInfo } from "@hostnode/core"
+import { Directory, FileName, type MountInfo } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import * as Programs from "@hostnode/core/Programs"
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Layer, Option, type Scope } from "effect"
@@ -118,7 +119,7 @@ export const layerDirectoriesWith = (
           table !== undefined
             ? Effect.succeed(table)
             : fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
-                Effect.flatMap((text) => MountInfo.parse(text)),
+                Effect.flatMap((text) => Layers.parseMountInfo(text)),
                 Effect.orElseSucceed((): ReadonlyArray<MountInfo.MountEntry> => []),
                 Effect.tap((entries) =>
                   Effect.sync(() => {

@@ -8,7 +8,7 @@
  * Boundary: the detached mounts and the uncovered mount points are kept in
  * the plan, where the file system reads them.
  */
-import { Directory, Mounter, MountInfo } from "@hostnode/core"
+import { Directory, Mounter, type MountInfo } from "@hostnode/core"
 import * as Layers from "@hostnode/core/Layers"
 import * as Programs from "@hostnode/core/Programs"
 import { Lexical } from "@hostnode/core/Programs"
@@ -48,7 +48,7 @@ export const layerMounterWith = (
       const tableRoot = options?.tableRoot ?? "/"
       // The table as the dry run left it (the dry run's file system hides what it detached; a plain one does not).
       const table = fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
-        Effect.flatMap((text) => MountInfo.parse(text)),
+        Effect.flatMap((text) => Layers.parseMountInfo(text)),
         Effect.map((t) => withoutDetached(t, plan.detached, plan.detachedAs)),
         Effect.orElseSucceed((): ReadonlyArray<MountInfo.MountEntry> => [])
       )
