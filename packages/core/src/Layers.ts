@@ -20,11 +20,51 @@
 import { Clock, Duration, Effect } from "effect"
 import * as Deadline from "./Deadline.ts"
 
-export { NodeRoot, type RootInput, rootOf } from "./internal/hostPath/nodeRoot.ts"
-export { verifyTarget } from "./internal/mounter/verify.ts"
-export { parseMountInfo } from "./internal/mountinfo/parse.ts"
-export { renderMountInfo } from "./internal/mountinfo/render.ts"
-export { SystemdCallTimeout } from "./internal/systemd/callTimeout.ts"
+/**
+ * What a host root is decoded from (`RootInput`), the node's root in context (`NodeRoot`, which a
+ * composition in another mount namespace provides), and `rootOf`, which decodes an operation's
+ * `HostPath.RootOptions` against it.
+ *
+ * @category services
+ * @since 0.4.0
+ */
+export * from "./internal/hostPath/nodeRoot.ts"
+
+/**
+ * `verifyTarget`: the verification every `Mounter` runs before it detaches a target, for a `Mounter`
+ * that detaches by other means (a command) and for the simulated and dry-run hosts.
+ *
+ * @category operations
+ * @since 0.4.0
+ */
+export * from "./internal/mounter/verify.ts"
+
+/**
+ * `parseMountInfo`: a mount table's text parsed into its entries, as `MountInfo.read` does after it
+ * read the table.
+ *
+ * @category operations
+ * @since 0.4.0
+ */
+export * from "./internal/mountinfo/parse.ts"
+
+/**
+ * `renderMountInfo`: a mount table written back in the kernel's format, as a simulated host shows
+ * its `/proc/<pid>/mountinfo`.
+ *
+ * @category operations
+ * @since 0.4.0
+ */
+export * from "./internal/mountinfo/render.ts"
+
+/**
+ * `SystemdCallTimeout`: the limit of one call to systemd in context, which every `Systemd` layer
+ * reads and `RestartChanged.restartChanged`'s `jobTimeout` provides.
+ *
+ * @category services
+ * @since 0.4.0
+ */
+export * from "./internal/systemd/callTimeout.ts"
 
 /**
  * Runs `self` with `duration` as the timeout of each call (how long one call
