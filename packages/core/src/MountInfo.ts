@@ -1,8 +1,8 @@
 /**
  * The kernel's mount table, `/proc/<pid>/mountinfo`: one entry per mount, as
- * a Schema, with a strict parser and a consistent read
- * through the FileSystem (proc(5); every escaped string field decoded, an
- * escape standing for one byte of the name).
+ * a Schema, and a consistent read through the FileSystem, parsed strictly
+ * (proc(5); every escaped string field decoded, an escape standing for one
+ * byte of the name; the parser itself is `Layers.parseMountInfo`).
  *
  * A table that does not parse is an error for the whole table: a half-read
  * table would make a mount invisible, and a directory with an invisible mount
