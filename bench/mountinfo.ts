@@ -1,5 +1,5 @@
 /**
- * Mount table parser benchmark (issue 26): `MountInfo.parse` against the
+ * Mount table parser benchmark (issue 26): `Layers.parseMountInfo` against the
  * parser of moby/sys's mountinfo package (Go, `GetMountsFromReader`, what
  * runc, containerd and the kubelet's mount-utils family read mountinfo with),
  * on tables of 75,000 and 300,000 lines written to the real disk (the system
@@ -25,7 +25,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { NodeRuntime } from "@effect/platform-node"
-import { FileName, MountInfo } from "@hostnode/core"
+import { FileName, type MountInfo } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Clock, Console, Effect } from "effect"
 
 /** What one row's process reports. */
@@ -67,13 +68,13 @@ const row = (kind: Kind, file: string, runs: number) =>
     const ms: Array<number> = []
     for (let i = 0; i < runs; i++) {
       const start = yield* Clock.currentTimeNanos
-      read(yield* MountInfo.parse(text))
+      read(yield* Layers.parseMountInfo(text))
       ms.push(Number((yield* Clock.currentTimeNanos) - start) / 1e6)
     }
     gc()
     gc()
     const before = heap()
-    const kept = yield* MountInfo.parse(text)
+    const kept = yield* Layers.parseMountInfo(text)
     read(kept)
     gc()
     gc()
@@ -181,7 +182,7 @@ replace golang.org/x/sys => ${xsys}
 
 /** A table of `lines` entries as a node with many pod volumes has them (a few names escaped). */
 const tableOf = (lines: number): string =>
-  MountInfo.render(
+  Layers.renderMountInfo(
     Array.from({ length: lines }, (_, i) => ({
       id: 100 + i,
       parentId: i < 10 ? 1 : 99 + (i % 1000),
@@ -235,12 +236,12 @@ const Main = Effect.gen(function* () {
         name: "moby/sys mountinfo.GetMountsFromReader (Go)",
         argv: "binary" in go ? [go.binary, file, String(runs)] : undefined
       },
-      { name: "MountInfo.parse", argv: node("parse", file, runs) },
+      { name: "Layers.parseMountInfo", argv: node("parse", file, runs) },
       {
-        name: "MountInfo.parse, then every entry's mount point read",
+        name: "Layers.parseMountInfo, then every entry's mount point read",
         argv: node("parse + every mount point", file, runs)
       },
-      { name: "MountInfo.parse, then every entry built", argv: node("parse + every entry built", file, runs) }
+      { name: "Layers.parseMountInfo, then every entry built", argv: node("parse + every entry built", file, runs) }
     ]
     const rounds: Array<Array<Measured>> = cases.map(() => [])
     for (let round = 0; round < 3; round++) {
@@ -277,7 +278,7 @@ const Main = Effect.gen(function* () {
       const s = sorted(r.m.ms)
       const perEntry = r.m.retainedBytes / r.m.entries
       const target =
-        r.name === "MountInfo.parse" && base !== r && base?.name.includes("Go")
+        r.name === "Layers.parseMountInfo" && base !== r && base?.name.includes("Go")
           ? `target <= 1.0x Go and <= 150 bytes/entry: ${med <= baseMs && perEntry <= 150 ? "met" : "not met"}`
           : ""
       yield* Console.log(

@@ -9,26 +9,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { formatIssues } from "./internal/configFile/issues.ts"
-
-/**
- * One wrong field: its path (`""` for the document itself) and what was wrong with it.
- *
- * @since 0.1.0
- * @category models
- */
-export const FieldIssue = Schema.Struct({
-  field: Schema.String,
-  message: Schema.String
-})
-
-/**
- * The type of {@link FieldIssue}.
- *
- * @since 0.1.0
- * @category models
- */
-export type FieldIssue = typeof FieldIssue.Type
+import { FieldIssue, formatIssues } from "./internal/configFile/issues.ts"
 
 /**
  * The configuration file is not there to read: `NotFound` (it does not

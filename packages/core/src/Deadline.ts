@@ -90,36 +90,3 @@ export const within =
             at: current.at === undefined ? at : Math.min(current.at, at)
           })
         })
-
-/**
- * Runs `self` with `duration` as the timeout of each call (how long one call
- * may go without an answer before it is abandoned as hung).
- *
- * @since 0.4.0
- * @category operations
- */
-export const withCallTimeout =
-  (duration: Duration.Input) =>
-  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.gen(function* () {
-      const current = yield* Deadline
-      return yield* Effect.provideService(self, Deadline, { ...current, call: Duration.fromInputUnsafe(duration) })
-    })
-
-/**
- * How long a call starting now may take: the call timeout, or less when the
- * operation's deadline comes first (`byDeadline`); zero or less when it has
- * passed.
- *
- * @since 0.4.0
- * @category operations
- */
-export const forCall: Effect.Effect<{ readonly millis: number; readonly byDeadline: boolean }> = Effect.gen(
-  function* () {
-    const d = yield* Deadline
-    const call = Duration.toMillis(d.call)
-    if (d.at === undefined) return { millis: call, byDeadline: false }
-    const left = d.at - (yield* Clock.currentTimeMillis)
-    return left < call ? { millis: left, byDeadline: true } : { millis: call, byDeadline: false }
-  }
-)

@@ -19,7 +19,17 @@ import type { HandleTypeId } from "./internal/directory/handle.ts"
 import { derive } from "./internal/directory/resolve.ts"
 import type { Identity, Program } from "./internal/programs/ops.ts"
 import type { RemoveResult } from "./internal/programs/removeTree.ts"
-import type { AppendedFile, BatchResult, CopyFile, Credentials, Move, ReadFile, RemoveTreeOptions } from "./Programs.ts"
+import type {
+  AppendedFile,
+  BatchResult,
+  CopyFile,
+  Credentials,
+  Entry,
+  File,
+  Move,
+  ReadFile,
+  RemoveTreeOptions
+} from "./Programs.ts"
 
 /**
  * The errors of this module, defined in the leaf module `DirectoryError`.
@@ -28,17 +38,6 @@ import type { AppendedFile, BatchResult, CopyFile, Credentials, Move, ReadFile, 
  * @category errors
  */
 export * from "./DirectoryError.ts"
-
-/**
- * One entry of a directory listing: its name as bytes and its type as the listing gave it.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Entry {
-  readonly name: Uint8Array
-  readonly type: Stat["type"]
-}
 
 /**
  * What `statx` says of a node, not following a link. `mountId` is the id of
@@ -87,42 +86,6 @@ export interface Handle {
   readonly [HandleTypeId]: typeof HandleTypeId
   /** Where it was when it was opened, as a full path of this process (lossless string form), for reports. */
   readonly path: string
-}
-
-/**
- * A regular file opened below a handle: every call acts on the open file, never on a path.
- *
- * @since 0.2.0
- * @category models
- */
-export interface File {
-  readonly path: string
-  readonly stat: Effect.Effect<Stat, DirectoryError>
-  /** Reads into `buffer` at `position`; 0 at the end of the file. */
-  readonly read: (buffer: Uint8Array, position: number) => Effect.Effect<number, DirectoryError>
-  /** Writes all of `bytes` at `position`. */
-  readonly write: (bytes: Uint8Array, position: number) => Effect.Effect<void, DirectoryError>
-  readonly truncate: (size: number) => Effect.Effect<void, DirectoryError>
-  readonly chmod: (mode: number) => Effect.Effect<void, DirectoryError>
-  readonly chown: (uid: number, gid: number) => Effect.Effect<void, DirectoryError>
-  /** Sets the access and modification times (nanoseconds since the epoch). */
-  readonly setTimes: (atimeNs: bigint, mtimeNs: bigint) => Effect.Effect<void, DirectoryError>
-  readonly sync: Effect.Effect<void, DirectoryError>
-  /**
-   * Tries to take an exclusive `flock` on the open file without waiting:
-   * true when taken (held until the file is closed, or its process dies),
-   * false when another open file holds it, in this process or another.
-   */
-  readonly tryLock: Effect.Effect<boolean, DirectoryError>
-  /** The pid of a process holding a lock on this file, when the platform can say (`/proc/locks`). */
-  readonly lockHolder: Effect.Effect<number | undefined>
-  /**
-   * The offset of the first hole at or after `offset` (`lseek(SEEK_HOLE)`),
-   * the file's size when there is none after it. A file written byte by byte
-   * has no hole: one that has is sparse, and its size says nothing of what
-   * was written.
-   */
-  readonly holeAt: (offset: number) => Effect.Effect<number, DirectoryError>
 }
 
 /**

@@ -119,25 +119,12 @@ export const MachineGoalState = Schema.Struct({
  */
 export type MachineGoalState = typeof MachineGoalState.Type
 
-/**
- * Overrides of where artifacts are downloaded from, by artifact name. An
- * override replaces the URL and the digest together: a different file can
- * never be checked against the old digest, nor left unchecked.
- *
- * @category models
- * @since 0.1.0
- */
-export const DownloadOverrides = Schema.Struct({
+// Overrides of where artifacts are downloaded from, by artifact name (`SourceOptions["downloads"]`).
+const DownloadOverrides = Schema.Struct({
   artifacts: Schema.Record(ArtifactName, ArtifactSource).pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 })
 
-/**
- * Overrides of where artifacts are downloaded from.
- *
- * @category models
- * @since 0.1.0
- */
-export type DownloadOverrides = typeof DownloadOverrides.Type
+type DownloadOverrides = typeof DownloadOverrides.Type
 
 /**
  * Decodes download overrides from an already parsed value; `file` is named in errors.
@@ -195,7 +182,7 @@ const unusedOverrides = (goalState: MachineGoalState, overrides: DownloadOverrid
 export class Failure extends Schema.Error<Failure>("@hostnode/core/GoalState/Failure")({
   _tag: Schema.Literals(["InvalidSlot", "SlotMismatch"]),
   file: Schema.optionalKey(Schema.String),
-  issues: Schema.Array(ConfigFile.FieldIssue)
+  issues: Schema.Array(Issues.FieldIssue)
 }) {
   override get message(): string {
     return Issues.formatIssues(this.issues)
@@ -248,13 +235,8 @@ export class GoalStateError extends Schema.TaggedError<GoalStateError>()("GoalSt
 const goalStateError = (slot: string, reason: GoalStateErrorReason): GoalStateError =>
   new GoalStateError({ slot, reason })
 
-/**
- * Decodes a slot name, failing with a {@link GoalStateError} (reason `InvalidSlot`) that says what was wrong.
- *
- * @category operations
- * @since 0.1.0
- */
-export const decodeSlot = Effect.fn("GoalState.decodeSlot")(function* (slot: string) {
+// A slot name decoded, or the GoalStateError (reason `InvalidSlot`) that says what was wrong.
+const decodeSlot = Effect.fn("GoalState.decodeSlot")(function* (slot: string) {
   return yield* Schema.decodeUnknownEffect(Slot)(slot).pipe(
     Effect.mapError((e) =>
       goalStateError(
@@ -347,7 +329,12 @@ export interface SourceOptions {
   readonly config: AgentConfig
   /** The host root the configuration directory is below (`""` or `"/"`: the real host). */
   readonly hostRoot?: string | undefined
-  /** Where artifacts are downloaded from instead. */
+  /**
+   * Where artifacts are downloaded from instead, by artifact name (decoded
+   * with {@link decodeDownloadOverrides}). An override replaces the URL and
+   * the digest together: a different file can never be checked against the
+   * old digest, nor left unchecked.
+   */
   readonly downloads?: DownloadOverrides | undefined
   /**
    * Used instead of resolving one. Bootstrap passes the goal state it has

@@ -74,7 +74,7 @@ export interface Hooks {
    */
   readonly goalStateSource: (options?: {
     readonly goalState?: GoalState.MachineGoalState | undefined
-    readonly downloads?: GoalState.DownloadOverrides | undefined
+    readonly downloads?: GoalState.SourceOptions["downloads"]
   }) => GoalState.GoalStateSource
   /** Where an upgrade saves the shared configuration: the override when set, otherwise `name` in the agent configuration directory below `hostRoot`. */
   readonly snapshotDir: (name: string) => string

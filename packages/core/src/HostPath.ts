@@ -11,13 +11,13 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, FileSystem } from "effect"
+import { Effect, FileSystem } from "effect"
 import { type Gone, type HostPathError, Refused } from "./HostPathError.ts"
 import { refusal } from "./internal/hostPath/errors.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
-import { isRealRoot } from "./internal/hostPath/lexical.ts"
+import type { RootInput } from "./internal/hostPath/nodeRoot.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
-import { checkPath, decode, HostRootTypeId, hostPathOf, isHostRoot, tablePathOf } from "./internal/hostPath/root.ts"
+import { checkPath, decode, HostRootTypeId, hostPathOf, tablePathOf } from "./internal/hostPath/root.ts"
 
 /**
  * The errors of this module, defined in the leaf module `HostPathError`.
@@ -113,7 +113,7 @@ export interface HostRoot {
   readonly tableRoot: string
   /**
    * True when the root is the node's real root: this process's own `/`, or
-   * the root a composition in context names as the node's ({@link NodeRoot},
+   * the root a composition in context names as the node's (`Layers.NodeRoot`,
    * a container's `/proc/<pid>/root`). Operations then end with node-wide
    * side effects: a restore reloads the systemd in context, which is that
    * node's.
@@ -121,7 +121,7 @@ export interface HostRoot {
   readonly isReal: boolean
   /**
    * What names this root across time, for a snapshot to record and a restore
-   * to compare (see {@link RootInput.identity}): the canonical path for a
+   * to compare (see `Layers.RootInput`'s `identity`): the canonical path for a
    * directory of this host; for a container's root, what its composition
    * says stays the same while the container does.
    */
@@ -130,41 +130,6 @@ export interface HostRoot {
    * For a root that belongs to a process that can exit (a container's): why
    * it is gone, or `undefined` while it is there. Asked when the root is
    * decoded and by the services that work through it before each call.
-   */
-  readonly gone?: Effect.Effect<Gone | undefined> | undefined
-}
-
-/**
- * What {@link decodeRoot} takes besides a plain path: the root and, optionally, the table that describes it.
- *
- * @since 0.2.0
- * @category models
- */
-export interface RootInput {
-  /** The host root: `""` or `"/"` for the real host, otherwise an absolute directory. */
-  readonly path: string
-  /** The mount table (default: `/proc/self/mountinfo`, or `/proc/<pid>/mountinfo` for a root below `/proc/<pid>/root`). */
-  readonly mountInfo?: string | undefined
-  /**
-   * Where that table's `/` is in this process (default `/`, or
-   * `/proc/<pid>/root` for a root below it). A root in another mount
-   * namespace is resolved below this, never with `realpath`, which would
-   * resolve `/proc/<pid>/root` as this process's own `/`.
-   */
-  readonly tableRoot?: string | undefined
-  /**
-   * What names the root across time (default: its canonical path). A
-   * snapshot records it and a restore refuses a root with another
-   * (`HostRootMismatch`). A container's composition gives something that
-   * survives the container's restart and that another container cannot
-   * have (its slot, or where its root file system comes from), never the
-   * `/proc/<pid>/...` path, which a reused pid would match.
-   */
-  readonly identity?: string | undefined
-  /**
-   * For a root that belongs to a process that can exit: why it is gone, or
-   * `undefined` while it is there (see {@link HostRoot.gone}). A gone root is
-   * refused when decoded, with the {@link Gone} reason.
    */
   readonly gone?: Effect.Effect<Gone | undefined> | undefined
 }
@@ -182,7 +147,7 @@ export interface RootOptions {
    * refused (`NotAbsolute`).
    */
   readonly hostRoot?: string | HostRoot | undefined
-  /** The mount table describing the root (`""` or absent: the root's own, see {@link RootInput.mountInfo}). */
+  /** The mount table describing the root (`""` or absent: the root's own, see `Layers.RootInput`'s `mountInfo`). */
   readonly mountInfo?: string | undefined
 }
 
@@ -201,50 +166,6 @@ export interface RootOptions {
 export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
   Effect.fn("HostPath.decodeRoot")(function* (input: string | RootInput) {
     return yield* decode(yield* FileSystem.FileSystem, input)
-  })
-
-/**
- * Where the node's real root is, when it is not this process's own `/`: the
- * root an operation works below when its options name none (or name `""` or
- * `"/"`, the Go contract's "the real host"). A composition whose node stack
- * runs in another mount namespace provides it (`NodeContainer.layer` in
- * @hostnode/node: the container's `/proc/<pid>/root` and its
- * `/proc/<pid>/mountinfo`, or the same-path host locations the container
- * shares), so a program written for the host runs unchanged against the
- * container. Unset (the default), the real root is this process's `/`.
- *
- * @since 0.2.0
- * @category services
- */
-export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core/HostPath/NodeRoot", {
-  defaultValue: () => undefined
-})
-
-/**
- * The host root of an operation's options: the decoded root as given (with
- * `mountInfo` replacing its table when non-empty), or `hostRoot` decoded with
- * {@link decodeRoot}. The real host (`hostRoot` absent, `""` or `"/"`) is
- * the {@link NodeRoot} in context where one is set, decoded and marked
- * `isReal`, and this process's `/` otherwise.
- *
- * @since 0.2.0
- * @category constructors
- */
-export const rootOf: (options?: RootOptions) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
-  Effect.fn("HostPath.rootOf")(function* (options?: RootOptions) {
-    const given = options?.hostRoot ?? ""
-    const mountInfo = options?.mountInfo ?? ""
-    if (isHostRoot(given)) {
-      // Decoded earlier: its process may have exited since.
-      const gone = given.gone === undefined ? undefined : yield* given.gone
-      if (gone !== undefined) return yield* refusal(gone, given.given)
-      return mountInfo === "" ? given : { ...given, mountInfo }
-    }
-    if (!isRealRoot(given)) return yield* decodeRoot({ path: given, mountInfo })
-    const node = yield* NodeRoot
-    if (node === undefined) return yield* decodeRoot({ path: given, mountInfo })
-    const root = yield* decodeRoot(mountInfo === "" ? node : { ...node, mountInfo })
-    return { ...root, isReal: true }
   })
 
 /**

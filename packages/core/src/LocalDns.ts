@@ -6,7 +6,7 @@
  * until something answers DNS on every listener.
  *
  * - Changes go through `ip` and `iptables` as argv arrays; setup is idempotent.
- * - Cleanup deletes only rules carrying {@link RuleComment}, by their spec.
+ * - Cleanup deletes only rules carrying the comment `hostnode:localdns`, by their spec.
  *
  * Boundary: it does not run the DNS server on the listeners; the steps are
  * in `internal/localdns/`.
@@ -39,14 +39,6 @@ import type * as NodeStart from "./NodeStart.ts"
  * @since 0.4.0
  */
 export * from "./LocalDnsError.ts"
-/**
- * The rules of ours, defined in the `LocalDnsRules` module
- * ([LocalDnsRules.ts.md](LocalDnsRules.ts.md)): `RuleComment` and `rules`.
- *
- * @category models
- * @since 0.4.0
- */
-export * from "./LocalDnsRules.ts"
 
 /** The name the readiness probes ask for. AKS's LocalDNS configuration answers it locally; any answer counts anyway. */
 const DefaultProbeName = "health-check.localdns.local"

@@ -1,8 +1,8 @@
 /**
  * The kernel's mount table, `/proc/<pid>/mountinfo`: one entry per mount, as
- * a Schema, with a strict parser, the inverse renderer, and a consistent read
- * through the FileSystem (proc(5); every escaped string field decoded, an
- * escape standing for one byte of the name).
+ * a Schema, and a consistent read through the FileSystem, parsed strictly
+ * (proc(5); every escaped string field decoded, an escape standing for one
+ * byte of the name; the parser itself is `Layers.parseMountInfo`).
  *
  * A table that does not parse is an error for the whole table: a half-read
  * table would make a mount invisible, and a directory with an invisible mount
@@ -12,16 +12,16 @@
  */
 import { Effect, FileSystem, Schema } from "effect"
 import * as FileName from "./FileName.ts"
-import { escapeField } from "./internal/mountinfo/escape.ts"
-import { scan } from "./internal/mountinfo/table.ts"
+import { parseMountInfo as parse } from "./internal/mountinfo/parse.ts"
+import { MountInfoError, Problem } from "./MountInfoError.ts"
 import { DefaultMountInfo } from "./Programs.ts"
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * One entry of a mountinfo table, with the kernel's escapes decoded. The
- * Schema is the domain of {@link render}: every entry it accepts renders to a
- * line that {@link parse} reads back as the same entry (the fields the kernel
+ * Schema is the domain of `Layers.renderMountInfo`: every entry it accepts renders to a
+ * line that `Layers.parseMountInfo` reads back as the same entry (the fields the kernel
  * never writes empty are non-empty; numbers are non-negative safe integers).
  *
  * @since 0.1.0
@@ -58,135 +58,17 @@ export const MountEntry = Schema.Struct({
 export type MountEntry = typeof MountEntry.Type
 
 /**
- * Why: a line of the table is not a mountinfo line. `line` is 1-based;
- * `field` names the field that was wrong (`mount id`, `device`, `root`,
- * `optional field`, `separator`, ...) and `value`, when the line has that
- * field, holds its text as the table has it (clipped to 256 characters, so a
- * huge line does not make a huge error); `detail` says what was wrong.
- *
- * @since 0.3.0
- * @category errors
- */
-export class Malformed extends Schema.Error<Malformed>("@hostnode/core/MountInfo/Malformed")({
-  _tag: Schema.tag("Malformed"),
-  line: Schema.Int,
-  field: Schema.String,
-  value: Schema.optionalKey(Schema.String),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `line ${this.line}: ${this.detail}`
-  }
-}
-
-/**
- * Why, when no line is to blame, with `detail` saying how: `Unreadable` (the
- * table could not be read; what the file system said), `DoesNotCover` (the
- * table does not list the mount the host root is on: an empty table, or one
- * read in another mount namespace).
+ * The errors of this module, defined in the leaf module `MountInfoError`.
  *
  * @since 0.4.0
  * @category errors
  */
-export class Problem extends Schema.Error<Problem>("@hostnode/core/MountInfo/Problem")({
-  _tag: Schema.Literals(["Unreadable", "DoesNotCover"]),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return this.detail
-  }
-}
-
-/**
- * A mount table at `path` that could not be read or parsed, or that does not
- * list the mount the host root is on. `reason` says which, with the facts of
- * that case (the line, field and text of a malformed line). Nothing of such
- * a table is used.
- *
- * @since 0.1.0
- * @category errors
- */
-export class MountInfoError extends Schema.TaggedError<MountInfoError>()("MountInfoError", {
-  reason: Schema.Union([Malformed, Problem]),
-  path: Schema.String
-}) {
-  override get message(): string {
-    const r = this.reason
-    return r._tag === "Unreadable"
-      ? `cannot read mount table ${this.path}: ${r.message}`
-      : r._tag === "DoesNotCover"
-        ? `mount table ${this.path} does not describe the host root: ${r.message}`
-        : `malformed mount table ${this.path}, ${r.message}`
-  }
-}
+export * from "./MountInfoError.ts"
 
 const failure = (path: string, reason: MountInfoError["reason"]): MountInfoError => new MountInfoError({ reason, path })
 
 // The table of the calling process's mount namespace.
 const DefaultPath = DefaultMountInfo
-
-/**
- * Parses a whole table, its entries in the kernel's order (parents before
- * children, older before newer). Blank lines are skipped (a table ends with a newline,
- * or not). A carriage return just before a newline, or at the very end, is a
- * CRLF line end (a table saved on another system), not part of the super
- * options; {@link render} escapes a CR of a field, so none is lost. Every
- * string field is decoded (each escape `\NNN` is one byte); a backslash that starts no
- * escape fails the line, except in the super options, which file systems
- * write themselves and not always escaped (kept as a backslash there). Ids and
- * device numbers are decimal as the kernel writes them (no sign, no leading
- * zero) up to `Number.MAX_SAFE_INTEGER`. The first malformed line fails the
- * whole parse with its line number, the field and its text: no entry of a
- * table that is partly garbage is trusted.
- *
- * The whole text is checked in one scan that keeps only where each line's
- * fields are, and an entry is built when it is first read (then kept): a
- * reader that wants a few entries of a table of 300,000 mounts pays for those. The table is an
- * array (`Array.isArray` holds; iteration, array methods and JSON work) whose
- * entries are plain objects as before; it keeps the text alive while it is.
- *
- * @example
- * ```ts
- * import { MountInfo } from "@hostnode/core"
- * import { Effect } from "effect"
- *
- * const line = "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"
- * // One entry: mount 36 at /mnt2, a malformed line would fail the whole table.
- * const mountPoints = MountInfo.parse(line).pipe(Effect.map((table) => table.map((e) => e.mountPoint)))
- * ```
- *
- * @since 0.1.0
- * @category operations
- */
-export const parse: (text: string, path?: string) => Effect.Effect<ReadonlyArray<MountEntry>, MountInfoError> =
-  Effect.fn("MountInfo.parse")(function* (text: string, path: string = DefaultPath) {
-    const scanned = scan(text)
-    if ("table" in scanned) return scanned.table
-    const { line, field, value, detail } = scanned.problem
-    return yield* failure(path, new Malformed({ line, field, ...(value === undefined ? {} : { value }), detail }))
-  })
-
-// An optional field that is "-" would read as the separator.
-const escapeOptional = (s: string): string => (s === "-" ? "\\055" : escapeField(s))
-
-/**
- * Writes `entries` back in the kernel's format, one line each,
- * newline-terminated, every string field escaped (an optional field that is
- * `-` as `\055`); `parse(render(t))` is `t` for every table of entries the
- * {@link MountEntry} Schema accepts.
- *
- * @since 0.1.0
- * @category operations
- */
-export const render = (entries: ReadonlyArray<MountEntry>): string => {
-  let out = ""
-  for (const e of entries) {
-    let optional = ""
-    for (const o of e.optionalFields) optional += ` ${escapeOptional(o)}`
-    out += `${e.id} ${e.parentId} ${e.major}:${e.minor} ${escapeField(e.root)} ${escapeField(e.mountPoint)} ${escapeField(e.mountOptions)}${optional} - ${escapeField(e.fsType)} ${escapeField(e.source)} ${escapeField(e.superOptions)}\n`
-  }
-  return out
-}
 
 // Where the running kernel says what it is.
 const KernelReleasePath = "/proc/sys/kernel/osrelease"

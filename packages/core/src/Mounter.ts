@@ -16,7 +16,6 @@ import { Context, type Effect, type FileSystem, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type * as Directory from "./Directory.ts"
 import { commandMounter } from "./internal/mounter/command.ts"
-import { verifyTarget } from "./internal/mounter/verify.ts"
 import type { Target, UnmountResult } from "./Programs.ts"
 
 /**
@@ -85,23 +84,6 @@ export interface Mounter {
  * @category services
  */
 export const Mounter = Context.Service<Mounter>("@hostnode/core/Mounter")
-
-/**
- * Verifies `target` below `root` through the `Directories` in context, with
- * the program every `Mounter` runs (`Programs.verifyMount`: held without
- * following a link, the mount id compared without asking the file system):
- * `undefined` when it leads to its mount (the handle is closed again), else
- * the result to report. For a `Mounter` that detaches by other means (a
- * command) and for the simulated and dry-run hosts.
- *
- * @since 0.4.0
- * @category operations
- */
-export const verify: (
-  root: Directory.Handle,
-  target: Target
-) => Effect.Effect<Exclude<UnmountResult, { readonly _tag: "Unmounted" }> | undefined, never, Directory.Directories> =
-  verifyTarget
 
 /**
  * The `Mounter` that runs `umount [-l] -c -- targets...` through the

@@ -5,7 +5,7 @@
  * a mount before it is detached), each a generator that yields one handle
  * operation (`Op`) and is given its outcome; the pure tools layers share
  * (name limits, the lexical path algebra, the propagation prediction); and
- * the models only a layer names (the `Directories` batches, a `Mounter`'s
+ * the models only a layer names (the `Directories` entries, files and batches, a `Mounter`'s
  * targets and results, `handle`). A dry run and a real run therefore take the
  * same decisions. It loads nothing but `FileName` (no Effect), so a helper
  * process that imports it stays small; agents use the operations built on it.
@@ -13,6 +13,7 @@
  * @since 0.4.0
  */
 
+import type { Effect } from "effect"
 import type { Handle, Stat } from "./Directory.ts"
 import type { DirectoryError } from "./DirectoryError.ts"
 import type { Limits } from "./internal/programs/removeTree.ts"
@@ -129,6 +130,53 @@ export * from "./internal/programs/removeTree.ts"
  * @since 0.4.0
  */
 export * from "./internal/programs/verifyMount.ts"
+
+/**
+ * One entry of a directory listing: its name as bytes and its type as the listing gave it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Entry {
+  readonly name: Uint8Array
+  readonly type: Stat["type"]
+}
+
+/**
+ * A regular file opened below a handle: every call acts on the open file, never on a path.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface File {
+  readonly path: string
+  readonly stat: Effect.Effect<Stat, DirectoryError>
+  /** Reads into `buffer` at `position`; 0 at the end of the file. */
+  readonly read: (buffer: Uint8Array, position: number) => Effect.Effect<number, DirectoryError>
+  /** Writes all of `bytes` at `position`. */
+  readonly write: (bytes: Uint8Array, position: number) => Effect.Effect<void, DirectoryError>
+  readonly truncate: (size: number) => Effect.Effect<void, DirectoryError>
+  readonly chmod: (mode: number) => Effect.Effect<void, DirectoryError>
+  readonly chown: (uid: number, gid: number) => Effect.Effect<void, DirectoryError>
+  /** Sets the access and modification times (nanoseconds since the epoch). */
+  readonly setTimes: (atimeNs: bigint, mtimeNs: bigint) => Effect.Effect<void, DirectoryError>
+  readonly sync: Effect.Effect<void, DirectoryError>
+  /**
+   * Tries to take an exclusive `flock` on the open file without waiting:
+   * true when taken (held until the file is closed, or its process dies),
+   * false when another open file holds it, in this process or another.
+   */
+  readonly tryLock: Effect.Effect<boolean, DirectoryError>
+  /** The pid of a process holding a lock on this file, when the platform can say (`/proc/locks`). */
+  readonly lockHolder: Effect.Effect<number | undefined>
+  /**
+   * The offset of the first hole at or after `offset` (`lseek(SEEK_HOLE)`),
+   * the file's size when there is none after it. A file written byte by byte
+   * has no hole: one that has is sparse, and its size says nothing of what
+   * was written.
+   */
+  readonly holeAt: (offset: number) => Effect.Effect<number, DirectoryError>
+}
 
 /**
  * One file `Directory.Primitives.appendFiles` appended: the stat of the open

@@ -14,8 +14,9 @@
 import { Effect, type FileSystem, Schema } from "effect"
 import * as Deadline from "./Deadline.ts"
 import type * as Directory from "./Directory.ts"
-import * as HostPath from "./HostPath.ts"
+import type * as HostPath from "./HostPath.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
+import { rootOf } from "./internal/hostPath/nodeRoot.ts"
 import * as Track from "./internal/metrics.ts"
 import { usesBootstrapToken } from "./internal/nodeStart.ts"
 import { isClientCredential } from "./internal/repave.ts"
@@ -315,7 +316,7 @@ export const teardownKubeletDir: (
   FileSystem.FileSystem | Mounter | Directory.Directories
 > = Effect.fn("Repave.teardownKubeletDir")(
   function* (options) {
-    const root = yield* HostPath.rootOf(options)
+    const root = yield* rootOf(options)
     // The pods, listed through a handle: names as bytes, a pods directory that is a link not followed.
     const listed =
       options?.prefixes === undefined

@@ -8,8 +8,9 @@
  */
 import { Cause, Clock, Context, Duration, Effect, Schema } from "effect"
 import * as Track from "./internal/metrics.ts"
+import { SystemdCallTimeout as CallTimeout } from "./internal/systemd/callTimeout.ts"
 import { describeStatus, UnitStatusProperties, unitStatusOf } from "./internal/systemd/status.ts"
-import { CallTimeout, NotSettled as NotSettledReason, Systemd, SystemdError } from "./Systemd.ts"
+import { NotSettled as NotSettledReason, Systemd, SystemdError } from "./Systemd.ts"
 import * as UnitName from "./UnitName.ts"
 
 /**
@@ -128,7 +129,7 @@ export interface Options {
   readonly reload?: "always" | "auto" | "never" | undefined
   /**
    * How long each call to systemd may take, a restart job until systemd
-   * reports it finished included (`Systemd.CallTimeout` for the calls of
+   * reports it finished included (`Layers.SystemdCallTimeout` for the calls of
    * this run; default: the layer's own limit, 3 minutes). A job that does
    * not finish in time fails the run with a `Timeout` reason; the job itself
    * is left to systemd.

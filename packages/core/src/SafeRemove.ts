@@ -18,6 +18,7 @@ import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
+import { rootOf } from "./internal/hostPath/nodeRoot.ts"
 import * as Track from "./internal/metrics.ts"
 import * as Sessions from "./internal/safeRemove/session.ts"
 import { indexTable } from "./internal/safeRemove/table.ts"
@@ -198,7 +199,7 @@ const open = Effect.fnUntraced(function* (root: HostPath.HostRoot, handle: Direc
 
 /**
  * Opens a session on the host root of `options` (decoded with
- * `HostPath.rootOf`; pass a decoded root as `hostRoot` to reuse it): reads
+ * `Layers.rootOf`; pass a decoded root as `hostRoot` to reuse it): reads
  * and indexes its mount table and opens the root's handle, then checks that
  * the table lists the mount the root is on. An unreadable, malformed or
  * foreign table fails here, before anything is removed. A caller that holds a
@@ -216,7 +217,7 @@ export const session: (
   HostPath.HostPathError | MountInfo.MountInfoError,
   FileSystem.FileSystem | Directory.Directories | Scope.Scope
 > = Effect.fn("SafeRemove.session")(function* (options?: Options & { readonly handle?: Directory.Handle | undefined }) {
-  return yield* open(yield* HostPath.rootOf(options), options?.handle)
+  return yield* open(yield* rootOf(options), options?.handle)
 })
 
 /**

@@ -13,25 +13,15 @@ import { Context, Duration, Effect, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as HostCommand from "./HostCommand.ts"
 import { Gone } from "./HostPathError.ts"
+import { SystemdCallTimeout as CallTimeout } from "./internal/systemd/callTimeout.ts"
 import { describeStatus } from "./internal/systemd/status.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
 
-/**
- * A unit's ActiveState as systemd reports it.
- *
- * @category models
- * @since 0.1.0
- */
-export const ActiveState = Schema.Literals(["active", "inactive", "failed", "activating", "deactivating", "reloading"])
+// A unit's ActiveState as systemd reports it: what `isActive` answers.
+const ActiveState = Schema.Literals(["active", "inactive", "failed", "activating", "deactivating", "reloading"])
 
-/**
- * A unit's ActiveState as systemd reports it.
- *
- * @category models
- * @since 0.1.0
- */
-export type ActiveState = typeof ActiveState.Type
+type ActiveState = typeof ActiveState.Type
 
 /** The systemctl verbs this library runs; errors name the one that failed. */
 const Verb = Schema.Literals(["start", "stop", "restart", "reload", "daemon-reload", "is-active", "show"])
@@ -272,35 +262,6 @@ export class SystemdError extends Schema.TaggedError<SystemdError>()("SystemdErr
 }
 
 /**
- * How long one call to systemd may take, a job until systemd reports it
- * finished included, for the calls made where it is provided: it replaces the
- * layer's own `timeout` (default 3 minutes) there. A call that runs out fails
- * with a `Timeout` reason saying which limit ran out (over D-Bus, naming the
- * job systemd queued; the job itself is left to systemd). `undefined` (the
- * default) keeps each layer's own limit. The layers of this library read it on
- * every call; an implementation of `Systemd` of your own should too.
- * `RestartChanged.restartChanged`'s `jobTimeout` provides it around its
- * calls.
- *
- * @example
- * ```ts
- * import { Systemd } from "@hostnode/core"
- * import { Duration, Effect } from "effect"
- *
- * // A restart that may take 10 seconds at most, whatever the layer's default.
- * const quick = Effect.flatMap(Effect.service(Systemd.Systemd), (s) => s.restart("kubelet.service")).pipe(
- *   Effect.provideService(Systemd.CallTimeout, Duration.seconds(10))
- * )
- * ```
- *
- * @category services
- * @since 0.4.0
- */
-export const CallTimeout = Context.Reference<Duration.Duration | undefined>("@hostnode/core/Systemd/CallTimeout", {
-  defaultValue: () => undefined
-})
-
-/**
  * The service manager. Every method that takes a unit decodes it with
  * `UnitName` first: an invalid name fails with `UnitNameError` and no command
  * runs. Job methods (`start`, `stop`, `restart`, `reload`) wait for the job to
@@ -438,7 +399,7 @@ const makeCommand = (options?: {
  * another machine's systemd, `MemoryNode` the simulated command line).
  *
  * `timeout`: how long one systemctl call may take (default 3 minutes;
- * {@link CallTimeout} replaces it where provided). A job that never finishes
+ * `Layers.SystemdCallTimeout` replaces it where provided). A job that never finishes
  * (a unit that never signals readiness) would otherwise block the agent until
  * systemd's own timeout, if it has one.
  *

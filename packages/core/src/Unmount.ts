@@ -17,6 +17,7 @@ import * as Directory from "./Directory.ts"
 import * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
+import { rootOf } from "./internal/hostPath/nodeRoot.ts"
 import * as HostRoots from "./internal/hostPath/root.ts"
 import * as Track from "./internal/metrics.ts"
 import { describeHolders } from "./internal/mounter/describe.ts"
@@ -228,7 +229,7 @@ const run = Effect.fnUntraced(function* (
 ) {
   const mounter = yield* Mounter
   const dirs = yield* Directory.Directories
-  const root = yield* HostPath.rootOf(options)
+  const root = yield* rootOf(options)
   // Every prefix is decoded before the table is even read: a bad one changes nothing.
   const resolved = yield* decodePrefixes(root, prefixesIn, {
     allowRoot: options?.allowRoot,

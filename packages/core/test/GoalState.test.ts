@@ -12,14 +12,17 @@ import { Effect, FileSystem } from "effect"
 describe("GoalStateError", () => {
   it.effect("catchReason reaches each reason, with its own fields", () =>
     Effect.gen(function* () {
-      const issues = yield* GoalState.decodeSlot("Not/A/Slot").pipe(
-        Effect.as([]),
-        Effect.catchReason("GoalStateError", "InvalidSlot", (reason) => Effect.succeed(reason.issues))
-      )
+      const config = yield* AgentConfig.decode({})
+      // The slot is decoded before anything is looked up.
+      const issues = yield* GoalState.makeSource({ config })
+        .for("Not/A/Slot")
+        .pipe(
+          Effect.as([]),
+          Effect.catchReason("GoalStateError", "InvalidSlot", (reason) => Effect.succeed(reason.issues))
+        )
       assert.isAbove(issues.length, 0)
       assert.include(issues[0]?.message, "slot")
 
-      const config = yield* AgentConfig.decode({})
       const missing = GoalState.makeSource({
         config,
         resolve: (slot) =>
@@ -53,7 +56,7 @@ describe("GoalStateError", () => {
         ["slot"]
       )
 
-      const refused = GoalState.decodeSlot("a").pipe(
+      const refused = missing.for("a").pipe(
         // @ts-expect-error: no reason "GoalStateNotFound" (the old class is the reason NotFound)
         Effect.catchReason("GoalStateError", "GoalStateNotFound", () => Effect.void)
       )

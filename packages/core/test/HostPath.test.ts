@@ -1,6 +1,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { HostPath } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Lexical } from "@hostnode/core/Programs"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, type Layer, Schema } from "effect"
@@ -289,20 +290,16 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
           (yield* HostPath.decodeRoot({ path: root, mountInfo: "" })).mountInfo,
           "/proc/self/mountinfo"
         )
-        assert.strictEqual(
-          (yield* HostPath.rootOf({ hostRoot: root, mountInfo: "" })).mountInfo,
-          "/proc/self/mountinfo"
-        )
+        assert.strictEqual((yield* Layers.rootOf({ hostRoot: root, mountInfo: "" })).mountInfo, "/proc/self/mountinfo")
       }).pipe(Effect.scoped)
     )
     it.effect("the real host is the NodeRoot in context where a composition sets one; any other root is as given", () =>
       Effect.gen(function* () {
         const { root } = yield* makeLayout({})
         const node = { path: root, tableRoot: root, mountInfo: `${root}/mi` }
-        const inNode = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-          Effect.provideService(effect, HostPath.NodeRoot, node)
+        const inNode = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Layers.NodeRoot, node)
         for (const hostRoot of [undefined, "", "/"]) {
-          const r = yield* inNode(HostPath.rootOf(hostRoot === undefined ? undefined : { hostRoot }))
+          const r = yield* inNode(Layers.rootOf(hostRoot === undefined ? undefined : { hostRoot }))
           assert.strictEqual(r.path, root, String(hostRoot))
           assert.strictEqual(r.tableRoot, root)
           assert.strictEqual(r.mountInfo, `${root}/mi`)
@@ -310,12 +307,12 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
           assert.isTrue(r.isReal)
         }
         // an explicit table replaces the node's; an explicit root is not the node's
-        assert.strictEqual((yield* inNode(HostPath.rootOf({ mountInfo: "/x/mi" }))).mountInfo, "/x/mi")
-        const other = yield* inNode(HostPath.rootOf({ hostRoot: `${root}/a` }))
+        assert.strictEqual((yield* inNode(Layers.rootOf({ mountInfo: "/x/mi" }))).mountInfo, "/x/mi")
+        const other = yield* inNode(Layers.rootOf({ hostRoot: `${root}/a` }))
         assert.strictEqual(other.tableRoot, "/")
         assert.isFalse(other.isReal)
         // without one, the real host is this process's `/`
-        const own = yield* HostPath.rootOf()
+        const own = yield* Layers.rootOf()
         assert.strictEqual(own.path, "/")
         assert.strictEqual(own.mountInfo, "/proc/self/mountinfo")
         assert.isTrue(own.isReal)

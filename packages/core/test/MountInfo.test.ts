@@ -2,6 +2,7 @@ import { inspect } from "node:util"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { FileName, MountInfo } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Logger, Schema } from "effect"
 import * as Escape from "#internal/mountinfo/escape.ts"
@@ -21,10 +22,10 @@ const sample = [
   ""
 ].join("\n")
 
-describe("MountInfo.parse", () => {
+describe("Layers.parseMountInfo", () => {
   it.effect("decodes fields, optional fields and octal escapes", () =>
     Effect.gen(function* () {
-      const t = yield* MountInfo.parse(sample)
+      const t = yield* Layers.parseMountInfo(sample)
       assert.strictEqual(t.length, 4)
       assert.deepStrictEqual(t[1], {
         id: 36,
@@ -49,8 +50,8 @@ describe("MountInfo.parse", () => {
 
   it.effect("render writes the kernel's format back", () =>
     Effect.gen(function* () {
-      const t = yield* MountInfo.parse(sample)
-      assert.strictEqual(MountInfo.render(t), sample)
+      const t = yield* Layers.parseMountInfo(sample)
+      assert.strictEqual(Layers.renderMountInfo(t), sample)
     })
   )
 
@@ -71,7 +72,7 @@ describe("MountInfo.parse", () => {
     it.effect(`a malformed line is a MountInfoError with its number: ${why}`, () =>
       Effect.gen(function* () {
         const text = `22 1 0:21 / /proc rw - proc proc rw\n${line}\n23 1 0:22 / /sys rw - sysfs sysfs rw\n`
-        const e = yield* Effect.flip(MountInfo.parse(text, "/proc/7/mountinfo"))
+        const e = yield* Effect.flip(Layers.parseMountInfo(text, "/proc/7/mountinfo"))
         assert.strictEqual(e._tag, "MountInfoError")
         assert.strictEqual(e.reason._tag, "Malformed")
         const m = malformedReason(e)
@@ -126,7 +127,7 @@ describe("MountInfo round trip", () => {
           source: e.source.join(""),
           superOptions: e.superOptions.join("")
         }))
-        const parsed = yield* MountInfo.parse(MountInfo.render(entries))
+        const parsed = yield* Layers.parseMountInfo(Layers.renderMountInfo(entries))
         assert.deepStrictEqual(parsed, entries)
       }),
     { arbitrary: { runs: 500 } }
@@ -164,7 +165,7 @@ describe("MountInfo round trip", () => {
           superOptions: e.superOptions.join("")
         }))
         for (const e of entries) assert.isTrue(Schema.is(MountInfo.MountEntry)(e))
-        const parsed = yield* MountInfo.parse(MountInfo.render(entries))
+        const parsed = yield* Layers.parseMountInfo(Layers.renderMountInfo(entries))
         assert.deepStrictEqual(parsed, entries)
       }),
     { arbitrary: { runs: 500 } }
@@ -185,9 +186,9 @@ describe("MountInfo round trip", () => {
         source: "s",
         superOptions: "o\r"
       }
-      const text = MountInfo.render([e])
+      const text = Layers.renderMountInfo([e])
       assert.strictEqual(text, "1 1 0:1 / /m rw,x=a\\040b \\055 a\\040b shared:1 - t s o\\015\n")
-      assert.deepStrictEqual(yield* MountInfo.parse(text), [e])
+      assert.deepStrictEqual(yield* Layers.parseMountInfo(text), [e])
     })
   )
 
@@ -353,10 +354,10 @@ describe("MountInfo.read with an empty path", () => {
 
 // Cases from the kernel's format (proc(5)) and from peers' suites (moby/sys
 // mountinfo, util-linux libmount, kubernetes mount-utils), written anew.
-const entry = (text: string) => Effect.map(MountInfo.parse(text), (t) => t[0] as MountInfo.MountEntry)
-const failure = (text: string) => Effect.flip(MountInfo.parse(text, "/proc/9/mountinfo"))
+const entry = (text: string) => Effect.map(Layers.parseMountInfo(text), (t) => t[0] as MountInfo.MountEntry)
+const failure = (text: string) => Effect.flip(Layers.parseMountInfo(text, "/proc/9/mountinfo"))
 
-describe("MountInfo.parse, peers' cases", () => {
+describe("Layers.parseMountInfo, peers' cases", () => {
   it.effect("zero, one or several optional fields, in their order", () =>
     Effect.gen(function* () {
       const base = "251 15 0:3573 / /mnt/point rw,relatime"
@@ -398,7 +399,7 @@ describe("MountInfo.parse, peers' cases", () => {
       assert.strictEqual(e.fsType, "tmpfs")
       assert.strictEqual(e.source, "")
       assert.strictEqual(e.superOptions, "rw")
-      assert.strictEqual(MountInfo.render([e]), "279 23 0:108 / /tmp/bb rw,relatime shared:212 - tmpfs  rw\n")
+      assert.strictEqual(Layers.renderMountInfo([e]), "279 23 0:108 / /tmp/bb rw,relatime shared:212 - tmpfs  rw\n")
     })
   )
 
@@ -417,7 +418,7 @@ describe("MountInfo.parse, peers' cases", () => {
       )
       assert.strictEqual(e.superOptions, "rw,unc=\\\\foo.home\\bar,username=kzak,uid=0")
       assert.strictEqual(e.source, "//foo.home/bar/")
-      assert.deepStrictEqual(yield* MountInfo.parse(MountInfo.render([e])), [e])
+      assert.deepStrictEqual(yield* Layers.parseMountInfo(Layers.renderMountInfo([e])), [e])
       assert.strictEqual((yield* entry("1 0 0:1 / /m rw - t s a\\054b\\075c")).superOptions, "a,b=c")
     })
   )
@@ -427,20 +428,22 @@ describe("MountInfo.parse, peers' cases", () => {
       const a = "1 0 0:1 / / rw - ext4 /dev/sda rw"
       const b = "2 1 0:2 / /p rw - proc proc rw"
       for (const text of [`${a}\n${b}`, `${a}\n${b}\n`, `\n${a}\n\n${b}\n\n`]) {
-        const t = yield* MountInfo.parse(text)
+        const t = yield* Layers.parseMountInfo(text)
         assert.deepStrictEqual(
           t.map((e) => e.mountPoint),
           ["/", "/p"],
           JSON.stringify(text)
         )
       }
-      assert.deepStrictEqual(yield* MountInfo.parse(""), [])
+      assert.deepStrictEqual(yield* Layers.parseMountInfo(""), [])
     })
   )
 
   it.effect("CRLF line ends: the CR is not part of the super options", () =>
     Effect.gen(function* () {
-      const t = yield* MountInfo.parse("1 0 0:1 / / rw - ext4 /dev/sda rw\r\n2 1 0:2 / /p rw - proc proc rw,x\r\n\r\n")
+      const t = yield* Layers.parseMountInfo(
+        "1 0 0:1 / / rw - ext4 /dev/sda rw\r\n2 1 0:2 / /p rw - proc proc rw,x\r\n\r\n"
+      )
       assert.deepStrictEqual(
         t.map((e) => e.superOptions),
         ["rw", "rw,x"]
@@ -602,7 +605,7 @@ describe("Escape.unescapeField", () => {
 describe("MountInfoError", () => {
   it.effect("catchReason reaches each reason", () =>
     Effect.gen(function* () {
-      const malformed = MountInfo.parse("22 1 0:21 / /proc rw - proc proc rw\nnot a mount\n", "/proc/7/mountinfo")
+      const malformed = Layers.parseMountInfo("22 1 0:21 / /proc rw - proc proc rw\nnot a mount\n", "/proc/7/mountinfo")
       const line = yield* malformed.pipe(
         Effect.map(() => 0),
         Effect.catchReason("MountInfoError", "Malformed", (reason, error) =>
@@ -622,7 +625,7 @@ describe("MountInfoError", () => {
   )
 })
 
-describe("MountInfo.parse: the table it returns", () => {
+describe("Layers.parseMountInfo: the table it returns", () => {
   // The table is scanned and checked whole, and an entry is built when it is first read:
   // to a reader it must be the array of plain entries a parse always returned.
   const plain = (t: ReadonlyArray<MountInfo.MountEntry>): ReadonlyArray<MountInfo.MountEntry> =>
@@ -630,8 +633,8 @@ describe("MountInfo.parse: the table it returns", () => {
 
   it.effect("is an array of plain entries: indexing, iteration, array methods, keys, JSON, spread and cloning", () =>
     Effect.gen(function* () {
-      const t = yield* MountInfo.parse(sample)
-      const expected = plain(yield* MountInfo.parse(sample))
+      const t = yield* Layers.parseMountInfo(sample)
+      const expected = plain(yield* Layers.parseMountInfo(sample))
       assert.isTrue(Array.isArray(t))
       assert.strictEqual(t.length, 4)
       // An entry is built once and kept: the same object on every read.
@@ -663,8 +666,8 @@ describe("MountInfo.parse: the table it returns", () => {
 
   it.effect("console.log shows its entries, read or not", () =>
     Effect.gen(function* () {
-      const t = yield* MountInfo.parse(sample)
-      const expected = plain(yield* MountInfo.parse(sample))
+      const t = yield* Layers.parseMountInfo(sample)
+      const expected = plain(yield* Layers.parseMountInfo(sample))
       assert.strictEqual(inspect(t, { depth: 4 }), inspect(expected, { depth: 4 }))
     })
   )
@@ -682,9 +685,9 @@ describe("MountInfo.parse: the table it returns", () => {
           source: e.source.join(""),
           superOptions: e.superOptions.join("")
         }))
-        const text = MountInfo.render(entries)
-        const inOrder = plain(yield* MountInfo.parse(text))
-        const t = yield* MountInfo.parse(text)
+        const text = Layers.renderMountInfo(entries)
+        const inOrder = plain(yield* Layers.parseMountInfo(text))
+        const t = yield* Layers.parseMountInfo(text)
         // Entries that repeat a neighbour's field reuse its string: read backwards and from a shifted start.
         const order = entries.map((_, i) => (entries.length - 1 - i + Math.abs(seed)) % entries.length)
         for (const i of order) assert.deepStrictEqual(t[i], inOrder[i])
@@ -717,7 +720,7 @@ describe("MountInfo.parse: the table it returns", () => {
         [3, 2, 1, 0],
         [1, 3, 0, 2]
       ]) {
-        const t = yield* MountInfo.parse(text)
+        const t = yield* Layers.parseMountInfo(text)
         for (const i of order) assert.deepStrictEqual(fields(t[i]), expected[i], `entry ${i} read in order ${order}`)
       }
     })
@@ -728,7 +731,7 @@ describe("MountInfo.parse: the table it returns", () => {
       const good = "22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw"
       const lines = Array.from({ length: 1000 }, () => good)
       lines[999] = "23 1 0:22 / /mnt\\09 rw - tmpfs tmpfs rw"
-      const error = yield* Effect.flip(MountInfo.parse(lines.join("\n")))
+      const error = yield* Effect.flip(Layers.parseMountInfo(lines.join("\n")))
       const reason = malformedReason(error)
       assert.deepStrictEqual([reason.line, reason.field, reason.value], [1000, "mount point", "/mnt\\09"])
     })
@@ -780,7 +783,7 @@ describe("propagatedUnmounts", () => {
 
   it.effect("what the kernel detached with each pod volume, as the table before it showed them", () =>
     Effect.gen(function* () {
-      const t = yield* MountInfo.parse(peers)
+      const t = yield* Layers.parseMountInfo(peers)
       // v1 and the tmpfs inside it: the copies on the peer and on the slave, each with its inner copy.
       assert.deepStrictEqual(taken(t, [88]), [
         [89, 88],
@@ -816,14 +819,14 @@ describe("propagatedUnmounts", () => {
 
   it.effect("no propagation from a private parent, from a slave to its master, or between unrelated groups", () =>
     Effect.gen(function* () {
-      const t = yield* MountInfo.parse(peers)
+      const t = yield* Layers.parseMountInfo(peers)
       // 104 (the disk's private copy of v3) is the parent of 106: nothing receives from it.
       assert.deepStrictEqual(taken(t, [106]), [])
       // Detaching in the slave never reaches its master's peers.
       assert.deepStrictEqual(taken(t, [90]), [])
       // The kubelet directory private: v1 has no copies to detach, but v1's own copies (its peer group,
       // shared:2) still receive the detach of the mount inside it.
-      const private_ = yield* MountInfo.parse(peers.replaceAll(" shared:1 ", " ").replaceAll(" master:1 ", " "))
+      const private_ = yield* Layers.parseMountInfo(peers.replaceAll(" shared:1 ", " ").replaceAll(" master:1 ", " "))
       assert.deepStrictEqual(taken(private_, [88]), [
         [92, 91],
         [93, 91]

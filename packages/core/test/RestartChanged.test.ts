@@ -8,6 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Metrics, RestartChanged, Systemd } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Cause, Data, Duration, Effect, Exit, Metric } from "effect"
 
 class SupervisorError extends Data.TaggedError("SupervisorError")<{ readonly unit: string }> {
@@ -142,7 +143,7 @@ const scripted = (options: {
   Systemd.make({
     job: (verb, unit) =>
       Effect.gen(function* () {
-        const limit = yield* Systemd.CallTimeout
+        const limit = yield* Layers.SystemdCallTimeout
         options.calls.push(`${verb} ${unit}${limit === undefined ? "" : ` (limit ${Duration.format(limit)})`}`)
       }),
     daemonReload: Effect.suspend(() => {
@@ -283,7 +284,7 @@ describe("restartChanged reloads systemd before its restarts", () => {
     })
   )
 
-  it.effect("jobTimeout is the limit of every systemd call of the run (Systemd.CallTimeout)", () =>
+  it.effect("jobTimeout is the limit of every systemd call of the run (Layers.SystemdCallTimeout)", () =>
     Effect.gen(function* () {
       const r = yield* runScripted({ jobTimeout: "2 seconds", reload: "never" })
       assert.deepStrictEqual(r.calls, ["restart containerd.service (limit 2s)", "restart kubelet.service (limit 2s)"])

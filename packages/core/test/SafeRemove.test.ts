@@ -1,12 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
-import { MountInfo, type SafeRemove } from "@hostnode/core"
+import type { MountInfo, SafeRemove } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Effect } from "effect"
 import { blockers, indexTable } from "#internal/safeRemove/table.ts"
 import { merge } from "#internal/safeRemove/walk.ts"
 
 // Builds a table from short lines: "id parent major:minor root mountPoint fsType".
 const table = (lines: ReadonlyArray<string>) =>
-  MountInfo.parse(
+  Layers.parseMountInfo(
     lines
       .map((l) => {
         const [id, parent, dev, root, mp, fsType] = l.split(" ")
@@ -101,7 +102,7 @@ describe("SafeRemove.blockers (what in the mount table keeps a path)", () => {
 
   it.effect("mount points with escaped names are compared decoded", () =>
     Effect.gen(function* () {
-      const t = yield* MountInfo.parse(
+      const t = yield* Layers.parseMountInfo(
         "1 0 8:1 / / rw - ext4 src rw\n2 1 0:31 / /var/lib/kubelet/pods/sp\\040ace/v rw - tmpfs tmpfs rw\n"
       )
       assert.deepStrictEqual(blockedBy(t, "/var/lib/kubelet/pods/sp ace").length, 1)

@@ -15,6 +15,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { Directory, DnsResolvers, HostCommand, HostPath, IsolationBackend, Mounter, Systemd } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import type { Failure } from "@hostnode/core/Programs"
 import { Effect, Layer, Schema } from "effect"
 import * as PlatformError from "effect/PlatformError"
@@ -210,7 +211,7 @@ const guardOf = (pinned: Pinned) => (): Failure | undefined => {
 }
 
 /** The node root of `files` for the pinned container. */
-const nodeRoot = (pinned: Pinned, files: NonNullable<Options["files"]>): HostPath.RootInput => {
+const nodeRoot = (pinned: Pinned, files: NonNullable<Options["files"]>): Layers.RootInput => {
   const gone = Effect.sync(() => pinned.gone())
   return files === "container"
     ? {
@@ -334,7 +335,7 @@ export const layer = (target: Target, options?: Options): Layer.Layer<NodeHost.S
         Layer.succeed(DnsResolvers.DnsResolvers, Dns.makeInNamespace({ net: pinned.fds.net, gone: pinned.gone })),
         NodeHashing.layer,
         IsolationBackend.layerContainer({ resolve, units: options?.units, systemdOf }),
-        Layer.succeed(HostPath.NodeRoot, nodeRoot(pinned, options?.files ?? "container"))
+        Layer.succeed(Layers.NodeRoot, nodeRoot(pinned, options?.files ?? "container"))
       ).pipe(Layer.provideMerge(NodeServices.layer))
       // Last, so the wrapped spawner is the one the program sees.
       return Layer.merge(services, commandsIn(pinned).pipe(Layer.provide(NodeServices.layer)))

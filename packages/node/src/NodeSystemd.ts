@@ -29,7 +29,7 @@ import * as ShellSession from "./ShellSession.ts"
  */
 export interface Options {
   /**
-   * How long one call may take (default 3 minutes; `Systemd.CallTimeout`
+   * How long one call may take (default 3 minutes; `Layers.SystemdCallTimeout`
    * replaces it where provided), as `Systemd.layerCommand`'s `timeout`.
    */
   readonly timeout?: Duration.Input | undefined

@@ -19,7 +19,6 @@ import {
   Directory,
   FileName,
   HostCommand,
-  HostPath,
   IsolationBackend,
   Mounter,
   MountInfo,
@@ -29,6 +28,7 @@ import {
   Systemd,
   Unmount
 } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { NodeContainer, NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
 import { Effect, Fiber, FileSystem, Layer, type Scope, Stream } from "effect"
@@ -139,7 +139,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               const within = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, services)
               // Before the exit: a snapshot of its CNI configuration, a held root, its volume's mount.
               yield* within(Snapshot.takeOf({ dir: snapshotDir, hostRoot: "", paths: ["/etc/cni/net.d"] }))
-              const root = yield* within(HostPath.rootOf())
+              const root = yield* within(Layers.rootOf())
               const dirs = yield* within(Directory.Directories)
               const held = yield* dirs.openRoot(root.path)
               // Alive, with no systemd to ask: an error, not an answer.
@@ -511,7 +511,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
                 Effect.provide(
                   Effect.gen(function* () {
                     yield* Snapshot.takeOf({ dir: snapshot, hostRoot: "", paths: ["/etc/cni/net.d"] })
-                    return (yield* HostPath.rootOf()).identity
+                    return (yield* Layers.rootOf()).identity
                   }),
                   NodeContainer.layer(m.pid)
                 )
@@ -531,7 +531,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
                 Effect.provide(
                   Effect.gen(function* () {
                     yield* Snapshot.recover({ dir: snapshot, hostRoot: "" })
-                    return (yield* HostPath.rootOf()).identity
+                    return (yield* Layers.rootOf()).identity
                   }),
                   NodeContainer.layer(m.pid)
                 )

@@ -11,20 +11,12 @@
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
-import {
-  Directory,
-  HostCommand,
-  HostPath,
-  IsolationBackend,
-  LocalDns,
-  Mounter,
-  MountInfo,
-  Systemd,
-  Unmount
-} from "@hostnode/core"
+import { Directory, HostCommand, IsolationBackend, Mounter, MountInfo, Systemd, Unmount } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { NodeContainer } from "@hostnode/node"
 import { Gate, NodeFixture, SystemdMachine } from "@hostnode/test"
 import { NodeScenarios } from "@hostnode/test/conformance"
+import { RuleComment } from "@hostnode/test/internal/localDnsRules"
 import { Effect, FileSystem, Layer, Schedule } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 
@@ -155,7 +147,7 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
         Effect.gen(function* () {
           const m = yield* SystemdMachine.SystemdMachine
           const fs = yield* FileSystem.FileSystem
-          const root = yield* HostPath.rootOf()
+          const root = yield* Layers.rootOf()
           // Never the container's pid by path: a descriptor of this process, the same directory.
           assert.notInclude(root.path, `/proc/${m.pid}/`)
           assert.match(root.path, new RegExp(`^/proc/${process.pid}/fd/\\d+$`))
@@ -230,7 +222,7 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
             HostCommand.run("nsenter", ["-t", String(m.pid), "-m", "--", "mount", "-t", "tmpfs", "t", volume])
           )
           const program = Effect.gen(function* () {
-            const root = yield* HostPath.rootOf()
+            const root = yield* Layers.rootOf()
             assert.strictEqual(root.path, shared)
             assert.strictEqual(
               yield* fs.readFileString(root.mountInfo),
@@ -305,7 +297,7 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
                 agentProgram,
                 String(m.pid),
                 unit,
-                LocalDns.RuleComment
+                RuleComment
               ])
             )
             assert.strictEqual(ran.exitCode, 0, `the agent sandbox failed: ${ran.stderr}`)
@@ -314,7 +306,7 @@ describe.skipIf(gate.skip)("NodeContainer", () => {
             const after = yield* fs.readFileString(`${out}/after`)
             assert.include(before, "kubernetes.io~secret/token", "the decoy mount is in the agent's table")
             assert.include(before, "169.254.10.10", "the decoy link is there")
-            assert.include(before, LocalDns.RuleComment, "the decoy rule is there")
+            assert.include(before, RuleComment, "the decoy rule is there")
             assert.strictEqual(after, before)
             assert.strictEqual(yield* fs.readFileString(`${out}/agent-systemctl.log`), "")
 

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { HostCommand, Systemd } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { NodeSystemd } from "@hostnode/node"
 import { Gate, SystemdMachine } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
@@ -304,27 +305,29 @@ describe.skipIf(gate.skip)("NodeSystemd against a real systemd", () => {
         })
       )
 
-      it.effect("Systemd.CallTimeout limits one call where it is provided, in place of the layer's 3 minutes", () =>
-        Effect.gen(function* () {
-          const systemd = yield* Systemd.Systemd
-          const u = fresh("calltimeout")
-          yield* install({ [u]: "[Service]\nType=notify\nExecStart=/bin/sleep infinity\nTimeoutStartSec=infinity\n" })
-          const started = yield* Clock.currentTimeMillis
-          const e = yield* Effect.flip(
-            systemd.restart(u).pipe(Effect.provideService(Systemd.CallTimeout, Duration.seconds(1)))
-          )
-          const took = (yield* Clock.currentTimeMillis) - started
-          assert.strictEqual(e._tag, "SystemdError")
-          if (e._tag !== "SystemdError") return
-          assert.strictEqual(e.reason._tag, "Timeout")
-          assert.include(e.message, "did not finish within 1s")
-          assert.isDefined(e.dbus?.job)
-          // Bounded by the limit given, not the layer's (a generous margin for a loaded machine).
-          assert.isBelow(took, 30_000)
-          // Without it, the same layer waits longer: the stop below ends the job it left.
-          yield* systemd.stop(u)
-          assert.strictEqual(yield* systemd.isActive(u), "inactive")
-        })
+      it.effect(
+        "Layers.SystemdCallTimeout limits one call where it is provided, in place of the layer's 3 minutes",
+        () =>
+          Effect.gen(function* () {
+            const systemd = yield* Systemd.Systemd
+            const u = fresh("calltimeout")
+            yield* install({ [u]: "[Service]\nType=notify\nExecStart=/bin/sleep infinity\nTimeoutStartSec=infinity\n" })
+            const started = yield* Clock.currentTimeMillis
+            const e = yield* Effect.flip(
+              systemd.restart(u).pipe(Effect.provideService(Layers.SystemdCallTimeout, Duration.seconds(1)))
+            )
+            const took = (yield* Clock.currentTimeMillis) - started
+            assert.strictEqual(e._tag, "SystemdError")
+            if (e._tag !== "SystemdError") return
+            assert.strictEqual(e.reason._tag, "Timeout")
+            assert.include(e.message, "did not finish within 1s")
+            assert.isDefined(e.dbus?.job)
+            // Bounded by the limit given, not the layer's (a generous margin for a loaded machine).
+            assert.isBelow(took, 30_000)
+            // Without it, the same layer waits longer: the stop below ends the job it left.
+            yield* systemd.stop(u)
+            assert.strictEqual(yield* systemd.isActive(u), "inactive")
+          })
       )
 
       it.effect(

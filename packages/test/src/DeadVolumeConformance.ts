@@ -12,7 +12,8 @@
  * @since 0.4.0
  */
 import { assert, layer } from "@effect/vitest"
-import { Deadline, Directory, type Mounter, Paths, Repave, SafeRemove, Unmount } from "@hostnode/core"
+import { Directory, type Mounter, Paths, Repave, SafeRemove, Unmount } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Clock, Effect, FileSystem, type Layer, type Scope } from "effect"
 import { MountFixture } from "./MountFixture.ts"
 
@@ -176,7 +177,7 @@ export const suite = <R, E>(
           const dirs = yield* Directory.Directories
           const abandoned = yield* timed(
             Effect.scoped(Effect.flatMap(dirs.openRoot(`${root}${csiMount}`), (h) => dirs.list(h))).pipe(
-              Deadline.withCallTimeout("2 seconds")
+              Layers.withCallTimeout("2 seconds")
             )
           )
           assert.isBelow(abandoned.seconds, 5)

@@ -205,7 +205,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
         yield* write("a", goalStateDocument("a"))
         const hooks = Hooks.make(config, { hostRoot: root })
         assert.strictEqual((yield* hooks.goalStateSource().for("a")).kubernetesVersion, "1.31.2")
-        assert.strictEqual((yield* hooks.resolve(yield* GoalState.decodeSlot("a"))).kubernetesVersion, "1.31.2")
+        assert.strictEqual((yield* hooks.resolve(GoalState.Slot.make("a"))).kubernetesVersion, "1.31.2")
         const overridden = Hooks.make(config, {
           hostRoot: root,
           resolve: (slot) =>

@@ -17,7 +17,7 @@ import { AgentConfig, type DnsResolvers, Hooks, LocalDns } from "@hostnode/core"
 import { Effect, Fiber, type Layer, Logger, References, Schedule } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as FaultyCommands from "./FaultyCommands.ts"
-import { clusterListener, foreignRules, nodeListener, nodeStart, ourRules } from "./internal/localDnsRules.ts"
+import { clusterListener, foreignRules, nodeListener, nodeStart, ourRules, rulesFor } from "./internal/localDnsRules.ts"
 import { LocalDnsFixture } from "./LocalDnsFixture.ts"
 
 const iface = "localdns"
@@ -134,9 +134,9 @@ export const suite = (
     it.effect("rules of ours for another address, and a duplicate of ours, are removed by setup", () =>
       Effect.gen(function* () {
         const { fx, others } = yield* prepare()
-        const stale = LocalDns.rules(["169.254.10.12"])
+        const stale = rulesFor(["169.254.10.12"])
         for (const r of stale) yield* fx.addRule(r.chain, r.spec)
-        const [dup] = LocalDns.rules([nodeListener])
+        const [dup] = rulesFor([nodeListener])
         if (dup !== undefined) {
           yield* fx.addRule(dup.chain, dup.spec)
           yield* fx.addRule(dup.chain, dup.spec)
@@ -222,7 +222,7 @@ export const suite = (
         yield* setup
         yield* expectNetwork(others)
         // a rule of ours for an address no node start names any more goes too
-        const [stale] = LocalDns.rules(["169.254.10.12"])
+        const [stale] = rulesFor(["169.254.10.12"])
         if (stale !== undefined) yield* fx.addRule(stale.chain, stale.spec)
         yield* LocalDns.cleanupHostNetwork()
         assert.isUndefined(yield* fx.link(iface))

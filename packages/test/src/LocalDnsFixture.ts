@@ -10,9 +10,10 @@
  *
  * @since 0.1.0
  */
-import { HostCommand, LocalDns } from "@hostnode/core"
+import { HostCommand } from "@hostnode/core"
 import { Context, Effect, FileSystem, Layer, Ref, Schedule, type Scope, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { RuleComment } from "./internal/localDnsRules.ts"
 
 /**
  * A fixture step that could not be done. Tests treat it as a defect of the setup, not of the code under test.
@@ -81,7 +82,7 @@ export interface LocalDnsFixture {
     options: { readonly sameKind: boolean; readonly ipv4: ReadonlyArray<string>; readonly up: boolean }
   ) => Effect.Effect<void>
   /**
-   * Makes sure link `name` and every rule carrying `LocalDns.RuleComment` are
+   * Makes sure link `name` and every rule carrying the comment `hostnode:localdns` are
    * absent now and again when the scope closes, so a test neither sees
    * another's leftovers nor leaves its own.
    */
@@ -158,14 +159,14 @@ const rawLines = must("iptables", ["-w", "-t", "raw", "-S"]).pipe(
 
 // Our comment has no blanks, so our lines split on spaces; iptables prints it
 // quoted because of the ':'.
-const ourComment = `--comment "${LocalDns.RuleComment}"`
+const ourComment = `--comment "${RuleComment}"`
 
 const removeOurs = (name: string) =>
   Effect.gen(function* () {
     for (const line of yield* rawLines) {
       const words = line.split(" ")
       if (!words.includes("--comment") || !` ${line} `.includes(` ${ourComment} `)) continue
-      const spec = words.slice(1).map((w) => (w === `"${LocalDns.RuleComment}"` ? LocalDns.RuleComment : w))
+      const spec = words.slice(1).map((w) => (w === `"${RuleComment}"` ? RuleComment : w))
       yield* must("iptables", ["-w", "-t", "raw", "-D", ...spec], noRule)
     }
     yield* must("ip", ["link", "del", "dev", name], noDevice)

@@ -10,8 +10,8 @@
  *
  * @since 0.1.0
  */
-import { LocalDns } from "@hostnode/core"
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
+import { RuleComment } from "./internal/localDnsRules.ts"
 import type * as MemoryCommands from "./internal/memoryCommands.ts"
 import { saveString } from "./internal/network/iptables.ts"
 import type {
@@ -168,12 +168,10 @@ export const layerLocalDnsFixture = (
         cleanSlate: (name) => {
           const removeOurs = Effect.gen(function* () {
             // Our comment has no blanks, so our lines split on spaces (as in the real fixture).
-            const ours = `--comment ${saveString(LocalDns.RuleComment)}`
+            const ours = `--comment ${saveString(RuleComment)}`
             for (const line of yield* network.rules("raw")) {
               if (!` ${line} `.includes(` ${ours} `)) continue
-              const words = line
-                .split(" ")
-                .map((w) => (w === saveString(LocalDns.RuleComment) ? LocalDns.RuleComment : w))
+              const words = line.split(" ").map((w) => (w === saveString(RuleComment) ? RuleComment : w))
               yield* network.admin("iptables", ["-w", "-t", "raw", "-D", ...words.slice(1)])
             }
             yield* network.admin("ip", ["link", "del", "dev", name])

@@ -11,9 +11,9 @@
  *
  * @since 0.1.0
  */
-import type { Systemd } from "@hostnode/core"
 import { Context, type Effect } from "effect"
 import type {
+  ActiveState,
   Death,
   JobFault,
   JobRecord,
@@ -31,7 +31,7 @@ import type {
 export interface UnitView {
   readonly name: string
   readonly loadState: LoadState
-  readonly activeState: Systemd.ActiveState
+  readonly activeState: ActiveState
   readonly subState: string
   readonly description: string
   readonly fragmentPath: string

@@ -28,6 +28,7 @@ import {
 } from "@hostnode/core"
 import { Data, Effect, FileSystem, type Layer, Redacted } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
+import { RuleComment } from "./internal/localDnsRules.ts"
 import { NodeFixture, Units } from "./NodeFixture.ts"
 
 /** `path` (a host path) as this process sees it on `fixture`'s node. */
@@ -213,7 +214,7 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
       yield* LocalDns.setupLocalDnsNetwork(node, { interfaceKind: fx.interfaceKind })
       const link = yield* fx.link(AgentConfig.Defaults.interfaceName)
       assert.deepStrictEqual(link?.ipv4, ["169.254.10.10/32", "169.254.10.11/32"])
-      const ours = (yield* fx.rawRules).filter((r) => r.includes(LocalDns.RuleComment))
+      const ours = (yield* fx.rawRules).filter((r) => r.includes(RuleComment))
       assert.strictEqual(ours.length, 8, ours.join("\n"))
 
       yield* Effect.scoped(
@@ -226,7 +227,7 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
       yield* LocalDns.cleanupHostNetwork()
       assert.isUndefined(yield* fx.link(AgentConfig.Defaults.interfaceName))
       assert.deepStrictEqual(
-        (yield* fx.rawRules).filter((r) => r.includes(LocalDns.RuleComment)),
+        (yield* fx.rawRules).filter((r) => r.includes(RuleComment)),
         []
       )
       // Nothing answers now: the wait ends at its deadline and names both listeners.

@@ -7,6 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Directory, Mounter, MountInfo, Unmount } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Lexical } from "@hostnode/core/Programs"
 import { MemoryHost } from "@hostnode/test"
 import { Effect, FileSystem, Layer, Schema, Stream } from "effect"
@@ -136,7 +137,7 @@ describe("MemoryHost mounts", () => {
       yield* host.tmpfs("/mnt/sp ace")
       const text = yield* fs.readFileString("/proc/self/mountinfo")
       assert.strictEqual(text, yield* fs.readFileString("/proc/1234/mountinfo"))
-      const table = yield* MountInfo.parse(text)
+      const table = yield* Layers.parseMountInfo(text)
       assert.deepStrictEqual(
         table.map((e) => [e.id, e.parentId, `${e.major}:${e.minor}`, e.root, e.mountPoint, e.fsType, e.source]),
         [

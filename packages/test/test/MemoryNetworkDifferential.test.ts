@@ -15,7 +15,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { HostCommand, LocalDns } from "@hostnode/core"
+import { HostCommand } from "@hostnode/core"
 import { Gate } from "@hostnode/test"
 import * as LocalDnsRules from "@hostnode/test/internal/localDnsRules"
 import * as NetworkSimulation from "@hostnode/test/internal/network/simulation"
@@ -48,7 +48,7 @@ const addresses = [
   "169.254.10.10/32"
 ]
 const chains = ["OUTPUT", "PREROUTING", "OUTPUT", "INPUT", "NOPE"]
-const ours = LocalDns.rules(["169.254.10.10", "169.254.10.11", "169.254.10.12"]).map((r) => r.spec)
+const ours = LocalDnsRules.rulesFor(["169.254.10.10", "169.254.10.11", "169.254.10.12"]).map((r) => r.spec)
 const specs: ReadonlyArray<ReadonlyArray<string>> = [
   ...ours,
   ...LocalDnsRules.foreignRules.map((r) => r.spec),
@@ -62,7 +62,7 @@ const specs: ReadonlyArray<ReadonlyArray<string>> = [
     "-m",
     "comment",
     "--comment",
-    LocalDns.RuleComment,
+    LocalDnsRules.RuleComment,
     "-j",
     "NOTRACK"
   ],

@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import { Systemd, type UnitName } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Duration, Effect, Exit, Scope, Semaphore } from "effect"
 import * as DbusConnection from "./DbusConnection.ts"
 import { callFailed, dbusFailed, jobFailedText, methodOf, systemdError } from "./systemdDbus/errors.ts"
@@ -135,7 +136,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     // answer, once more on a new one. Every call here has the same outcome
     // when repeated (a restart restarts, a start of an active unit does
     // nothing), and whether systemd received the first is unknown. The time
-    // limit is `Systemd.CallTimeout` where provided, else the layer's; `job`
+    // limit is `Layers.SystemdCallTimeout` where provided, else the layer's; `job`
     // names the job systemd queued, once it answered with one, for the
     // message of a call that ran out of time.
     const withSession = <A>(
@@ -145,7 +146,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
       job: () => string | undefined = () => undefined
     ): Effect.Effect<A, Systemd.SystemdError> =>
       Effect.gen(function* () {
-        const limit = (yield* Systemd.CallTimeout) ?? options.timeout
+        const limit = (yield* Layers.SystemdCallTimeout) ?? options.timeout
         return yield* Effect.flatMap(session, f).pipe(
           Effect.catchReason("DbusError", "Disconnected", () => Effect.flatMap(session, f)),
           Effect.catchTag("DbusError", (e) => Effect.fail(dbusFailed(verb, unit, e))),

@@ -4,6 +4,33 @@ import type { NodeStart } from "@hostnode/core"
 export const nodeListener = "169.254.10.10"
 export const clusterListener = "169.254.10.11"
 
+/** The comment that makes a rule LocalDNS's (`-m comment --comment hostnode:localdns`): cleanup deletes by it. */
+export const RuleComment = "hostnode:localdns"
+
+/**
+ * Our rules for `addresses` as planted (chain, then the words `iptables -S`
+ * prints back), per chain, address and protocol, in the order `LocalDns`
+ * adds them.
+ */
+export const rulesFor = (
+  addresses: ReadonlyArray<string>
+): ReadonlyArray<{ readonly chain: string; readonly spec: ReadonlyArray<string> }> =>
+  ["OUTPUT", "PREROUTING"].flatMap((chain) =>
+    addresses.flatMap((address) =>
+      ["tcp", "udp"].map((proto) => ({
+        chain,
+        spec: ["-d", `${address}/32`, "-p", proto, "-m", proto, "--dport", "53"].concat([
+          "-m",
+          "comment",
+          "--comment",
+          RuleComment,
+          "-j",
+          "NOTRACK"
+        ])
+      }))
+    )
+  )
+
 /**
  * A node start using LocalDNS on the AKS listener addresses.
  */

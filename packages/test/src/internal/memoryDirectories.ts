@@ -9,7 +9,8 @@
  *
  * @since 0.2.0
  */
-import { Deadline, Directory, FileName } from "@hostnode/core"
+import { Directory, FileName } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import * as Programs from "@hostnode/core/Programs"
 import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
 import { type ErrnoCode, errnoTable } from "./errno.ts"
@@ -127,7 +128,7 @@ export const make = (state: HostState): Directory.Directories => {
       for (;;) {
         const waiting = asks.map((fs) => state.hangs.get(fs)).find((d) => d !== undefined)
         if (waiting === undefined) return
-        const budget = yield* Deadline.forCall
+        const budget = yield* Layers.forCall
         const released =
           budget.millis <= 0
             ? false
@@ -386,7 +387,7 @@ export const make = (state: HostState): Directory.Directories => {
           if (m.node !== undefined) return no("ENOTDIR")
           I.touchRead(dirOf(m), now)
           return [...dirOf(m).entries.entries()].map(
-            ([k, node]): Directory.Entry => ({ name: FileName.encode(k), type: node.type })
+            ([k, node]): Programs.Entry => ({ name: FileName.encode(k), type: node.type })
           )
         },
         () => asked(m, undefined, { lookup: false, target: true })
@@ -623,7 +624,7 @@ export const make = (state: HostState): Directory.Directories => {
         ),
         operate(kind, path, body, () => (state.hangs.size === 0 ? [] : [node.fs]))
       )
-    const file: Directory.File = {
+    const file: Programs.File = {
       path,
       stat: alive("fstat", () => statOf(node, mount)),
       read: (buffer, position) =>

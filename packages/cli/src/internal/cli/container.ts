@@ -9,6 +9,7 @@
  * stay there and in `errors.ts`.
  */
 import { HostPath } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import * as Programs from "@hostnode/core/Programs"
 import { NodeContainer, type NodeHost } from "@hostnode/node"
 import { DryRun } from "@hostnode/test"
@@ -86,7 +87,7 @@ export interface View {
  */
 export const within = <A, E, R>(target: Target, body: (view: View) => Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
-    const root = yield* HostPath.rootOf()
+    const root = yield* Layers.rootOf()
     return yield* body({ pid: target.pid, root })
   }).pipe(
     Effect.provide(NodeContainer.layer(target.pid, { allowOwnNamespace: target.allowOwnNamespace }))

@@ -14,6 +14,7 @@ import {
   type Mounter,
   type Systemd
 } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { DryRun } from "@hostnode/test"
 import { Console, Duration, Effect, type FileSystem, Layer, Logger, Option, Path, Ref, Result } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
@@ -277,14 +278,14 @@ const rootGiven = Effect.gen(function* () {
  */
 export const withRoot = <A, E, R>(name: string, body: (root: HostPath.HostRoot) => Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
-    // Left out: the real host (with --container, the container's root: `HostPath.NodeRoot`).
+    // Left out: the real host (with --container, the container's root: `Layers.NodeRoot`).
     const given = Option.getOrElse(yield* HostRoot, () => "/")
     const absolute = given === "" || given.startsWith("/") ? given : (yield* Path.Path).resolve(given)
     if (absolute !== given) {
       yield* Console.error(`hostnode ${name}: --host-root ${JSON.stringify(given)} is taken as ${absolute}`)
     }
-    // The real host is the node's: with --container, the container's root (`HostPath.NodeRoot`).
-    const root = yield* HostPath.rootOf({ hostRoot: absolute })
+    // The real host is the node's: with --container, the container's root (`Layers.NodeRoot`).
+    const root = yield* Layers.rootOf({ hostRoot: absolute })
     return yield* body(root)
   })
 

@@ -3,7 +3,7 @@
  * feed them a tampered observation. Boundary: no effects; the observations
  * are gathered in `steps.ts`.
  */
-import { AgentConfig, LocalDns, Paths } from "@hostnode/core"
+import { AgentConfig, Paths } from "@hostnode/core"
 import type { Claim, Step } from "../../Demo.ts"
 import { plural } from "../text.ts"
 import { csiSource, FailingUnit, kubeletDir, podsDir, SnapshotDir, Units, UpgradeFiles } from "./node.ts"
@@ -228,7 +228,10 @@ export interface RepaveObservation {
   readonly rulesAfter: ReadonlyArray<string>
 }
 
-export const isLocalDnsRule = (line: string) => line.includes(LocalDns.RuleComment)
+// The comment LocalDNS marks its rules with (`-m comment --comment hostnode:localdns`): cleanup deletes by it.
+const LocalDnsComment = "hostnode:localdns"
+
+export const isLocalDnsRule = (line: string) => line.includes(LocalDnsComment)
 
 /** The LocalDNS interface (the agent configuration's default name). */
 export const localDnsLink = AgentConfig.Defaults.interfaceName

@@ -4,8 +4,15 @@
  *
  * @since 0.4.0
  */
-import { type Schema, SchemaIssue } from "effect"
-import type { FieldIssue } from "../../ConfigFile.ts"
+import { Schema, SchemaIssue } from "effect"
+
+/** One wrong field: its path (`""` for the document itself) and what was wrong with it. */
+export const FieldIssue = Schema.Struct({
+  field: Schema.String,
+  message: Schema.String
+})
+
+type FieldIssue = typeof FieldIssue.Type
 
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 

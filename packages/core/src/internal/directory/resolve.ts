@@ -10,10 +10,10 @@
  * @since 0.3.0
  */
 import { Effect } from "effect"
-import type { Directories, File, Handle, Primitives, Stat } from "../../Directory.ts"
+import type { Directories, Handle, Primitives, Stat } from "../../Directory.ts"
 import { type DirectoryError, SystemError } from "../../DirectoryError.ts"
 import * as FileName from "../../FileName.ts"
-import type { BatchResult, CopyFile, Move, ReadFile } from "../../Programs.ts"
+import type { BatchResult, CopyFile, File, Move, ReadFile } from "../../Programs.ts"
 import { run as runProgram } from "../programs/effect.ts"
 import * as programs from "../programs/removeTree.ts"
 import { fail } from "./errors.ts"

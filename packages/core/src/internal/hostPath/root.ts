@@ -11,11 +11,12 @@
  */
 import { Effect, type FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
-import type { HostRoot, RootInput } from "../../HostPath.ts"
+import type { HostRoot } from "../../HostPath.ts"
 import { type HostPathError, Refused } from "../../HostPathError.ts"
 import { DefaultMountInfo } from "../../Programs.ts"
 import { refusal } from "./errors.ts"
 import { clean, isWithin, join, relative } from "./lexical.ts"
+import type { RootInput } from "./nodeRoot.ts"
 import { outcome, walk } from "./resolve.ts"
 
 /** What marks a decoded `HostRoot`. */

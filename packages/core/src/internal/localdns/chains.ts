@@ -1,6 +1,5 @@
 /**
- * The chains and protocols of our rules, shared by `LocalDnsRules` and the
- * steps.
+ * The chains and protocols of our rules.
  *
  * @since 0.4.0
  */

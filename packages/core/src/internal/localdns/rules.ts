@@ -5,14 +5,56 @@
  * delete them. A rule is ours only with our comment: rules of anyone else are
  * never touched.
  *
- * Internal: the vocabulary is `LocalDnsRules`.
- *
  * @since 0.3.0
  */
 import { Effect } from "effect"
-import { RuleComment, rules } from "../../LocalDnsRules.ts"
-import { Chains } from "./chains.ts"
+import { Chains, Protocols } from "./chains.ts"
 import { badRule, expect, iptables } from "./commands.ts"
+
+/**
+ * The comment every rule of ours carries (`-m comment --comment ...`). It is
+ * what makes a rule ours: cleanup deletes exactly the rules with it.
+ */
+export const RuleComment = "hostnode:localdns"
+
+/**
+ * Our rules for `addresses`: per chain, per address, per protocol,
+ * `-d <addr>/32 -p <proto> -m <proto> --dport 53 -m comment --comment
+ * hostnode:localdns -j NOTRACK`. The spec is written exactly as `iptables -S`
+ * prints it back (with the implicit `-m <proto>`), so `-C`, `-D` and the
+ * listing all speak of the same rule.
+ */
+export const rules = (
+  addresses: ReadonlyArray<string>
+): ReadonlyArray<{
+  /** `OUTPUT` (locally generated traffic) or `PREROUTING` (traffic arriving from pods). */
+  readonly chain: (typeof Chains)[number]
+  /** The rule's spec, in the canonical form `iptables -S` prints it. */
+  readonly spec: ReadonlyArray<string>
+}> =>
+  Chains.flatMap((chain) =>
+    addresses.flatMap((address) =>
+      Protocols.map((proto) => ({
+        chain,
+        spec: [
+          "-d",
+          `${address}/32`,
+          "-p",
+          proto,
+          "-m",
+          proto,
+          "--dport",
+          "53",
+          "-m",
+          "comment",
+          "--comment",
+          RuleComment,
+          "-j",
+          "NOTRACK"
+        ]
+      }))
+    )
+  )
 
 /** One iptables rule of ours: its chain and its spec. */
 export type Rule = ReturnType<typeof rules>[number]

@@ -1,5 +1,5 @@
 /**
- * The verification of a target before it is detached (`Mounter.verify`), for
+ * The verification of a target before it is detached (`Layers.verifyTarget`), for
  * every `Mounter` that detaches by other means than the in-process program.
  *
  * @since 0.4.0
@@ -12,6 +12,17 @@ import * as Names from "../directory/names.ts"
 import { below } from "../hostPath/lexical.ts"
 import { verifyMount } from "../programs/verifyMount.ts"
 
+/**
+ * Verifies `target` below `root` through the `Directories` in context, with
+ * the program every `Mounter` runs (`Programs.verifyMount`: held without
+ * following a link, the mount id compared without asking the file system):
+ * `undefined` when it leads to its mount (the handle is closed again), else
+ * the result to report. For a `Mounter` that detaches by other means (a
+ * command) and for the simulated and dry-run hosts.
+ *
+ * @since 0.4.0
+ * @category operations
+ */
 export const verifyTarget = (
   root: Directory.Handle,
   target: Target

@@ -10,6 +10,7 @@
  * @since 0.4.0
  */
 import type * as Directory from "../../Directory.ts"
+import type { Entry } from "../../Programs.ts"
 
 /** The reason tags a failed operation carries: `Directory.SystemError`'s, plus `Hung` and `Gone`. */
 export type ReasonTag =
@@ -124,7 +125,7 @@ export interface Opened<H> {
 
 /** One batch of a directory's entries, and whether it is the last. */
 export interface Listing {
-  readonly entries: ReadonlyArray<Directory.Entry>
+  readonly entries: ReadonlyArray<Entry>
   readonly end: boolean
 }
 

@@ -35,8 +35,9 @@
  *
  * @since 0.4.0
  */
-import type * as Directory from "../../Directory.ts"
+
 import * as FileName from "../../FileName.ts"
+import type { Entry } from "../../Programs.ts"
 import * as FileNames from "../fileName.ts"
 import { type Failure, type Identity, isFailure, type Listing, type Op, type Opened, sameNode } from "./ops.ts"
 
@@ -102,7 +103,7 @@ interface Frame<H> {
   readonly name: Uint8Array
   readonly identity: Identity
   handle: H | undefined
-  pending: Array<Directory.Entry>
+  pending: Array<Entry>
   pos: number
   end: boolean
   restart: boolean
@@ -468,7 +469,7 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
       fresh.sort((a, b) => FileNames.compare(a.name, b.name))
       // What the listing says is not a directory goes in one batch of unlinks.
       const plain = fresh.filter((e) => e.type !== "Directory" && e.type !== "Unknown")
-      const rest: Array<Directory.Entry> = []
+      const rest: Array<Entry> = []
       if (plain.length > 0) {
         const outcomes = (yield {
           _op: "unlinkAll",
@@ -482,7 +483,7 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
           return base
         }
         for (let k = 0; k < plain.length; k++) {
-          const entry = plain[k] as Directory.Entry
+          const entry = plain[k] as Entry
           const o = outcomes[k]
           const path = () => childOf(baseOf(), entry.name)
           if (o === undefined) {
@@ -515,7 +516,7 @@ export function* removeTree<H>(input: RemoveInput<H>): Generator<Op<H>, RemoveRe
       continue
     }
     if (f.pos < f.pending.length) {
-      const entry = f.pending[f.pos++] as Directory.Entry
+      const entry = f.pending[f.pos++] as Entry
       // A batch used up is let go at once: a chain deep below keeps only its frames.
       if (f.pos >= f.pending.length) {
         f.pending = []

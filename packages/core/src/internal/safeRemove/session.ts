@@ -12,6 +12,7 @@ import { Effect, type Scope } from "effect"
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
+import type { Entry } from "../../Programs.ts"
 import type { EmptyOptions, Kept, Report, Session } from "../../SafeRemove.ts"
 import * as FileNames from "../fileName.ts"
 import * as HostRoots from "../hostPath/root.ts"
@@ -158,7 +159,7 @@ const sortedEntries = (
   acc: Acc,
   h: Directory.Handle,
   full: string
-): Effect.Effect<ReadonlyArray<Directory.Entry> | undefined> =>
+): Effect.Effect<ReadonlyArray<Entry> | undefined> =>
   Effect.flatMap(Effect.result(r.dirs.list(h)), (l) =>
     l._tag === "Failure"
       ? Effect.as(failed(acc, full, "list", l.failure), undefined)

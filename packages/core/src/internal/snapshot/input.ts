@@ -11,9 +11,10 @@
 import { Duration, Effect, FileSystem, Option } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as Hashing from "../../Hashing.ts"
-import * as HostPath from "../../HostPath.ts"
+import type * as HostPath from "../../HostPath.ts"
 import { Failure } from "../../SnapshotError.ts"
 import * as Lexical from "../hostPath/lexical.ts"
+import { rootOf } from "../hostPath/nodeRoot.ts"
 import * as HostRoots from "../hostPath/root.ts"
 import { type Ctx, DefaultLockTimeout, fail, isBelow, isHostPath } from "./context.ts"
 
@@ -36,7 +37,7 @@ export const makeCtx = (options: {
     const dirs = yield* Directory.Directories
     const fs = yield* FileSystem.FileSystem
     const hashing = yield* Hashing.Hashing
-    const root = yield* HostPath.rootOf({ hostRoot: options.hostRoot })
+    const root = yield* rootOf({ hostRoot: options.hostRoot })
     const dir = options.dir.startsWith("/") ? Lexical.clean(options.dir) : options.dir
     const label = { dir: options.dir, hostRoot: root.path }
     if (!options.dir.startsWith("/") || !isHostPath(dir)) {

@@ -49,7 +49,7 @@ export const WindowBytes = 1024 * 1024
 
 /** A window on `data`: reads are served from it when they fall inside, else it moves. */
 interface Reader {
-  readonly data: Directory.File
+  readonly data: Programs.File
   readonly window: Uint8Array
   start: number
   end: number
@@ -666,7 +666,7 @@ const settle = (s: State) =>
  * directory's handle, for the overlap check. Returns how many changes it
  * made.
  */
-export const restore = (ctx: Ctx, checked: Checked, data: Directory.File, snapshot: Directory.Handle) =>
+export const restore = (ctx: Ctx, checked: Checked, data: Programs.File, snapshot: Directory.Handle) =>
   Effect.gen(function* () {
     const reader: Reader = { data, window: new Uint8Array(WindowBytes), start: 0, end: 0 }
     yield* verify(ctx, reader, checked)

@@ -15,6 +15,7 @@ import { Clock, Duration, Effect, FileSystem, Option, type Scope } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import * as HostPath from "../../HostPath.ts"
+import type { File } from "../../Programs.ts"
 import * as SafeRemove from "../../SafeRemove.ts"
 import { Busy, Failure } from "../../SnapshotError.ts"
 import * as Names from "../directory/names.ts"
@@ -149,7 +150,7 @@ export const openChecked = (ctx: Ctx, dir: Directory.Handle, name: string) =>
   })
 
 /** Reads all `size` bytes of an open file (fewer when it ends sooner). */
-export const readWhole = (ctx: Ctx, file: Directory.File, size: number) =>
+export const readWhole = (ctx: Ctx, file: File, size: number) =>
   Effect.gen(function* () {
     const buf = new Uint8Array(size)
     let n = 0

@@ -34,10 +34,10 @@ export const BufferBytes = 4 * 1024 * 1024
 /** Appends to `data` through one buffer; `position` is where the next byte goes. */
 class DataWriter {
   readonly buffer = new Uint8Array(BufferBytes)
-  readonly data: Directory.File
+  readonly data: Programs.File
   fill = 0
   flushed = 0
-  constructor(data: Directory.File) {
+  constructor(data: Programs.File) {
     this.data = data
   }
   get position() {
@@ -78,7 +78,7 @@ const appendBytes = (ctx: Ctx, w: DataWriter, bytes: Uint8Array) =>
 export const BatchBytes = 4 * 1024 * 1024
 
 /** Reads the open file (of `size` bytes by its fstat) into `data`, hashing as it goes; the bytes read and their hash. */
-const streamFile = (ctx: Ctx, w: DataWriter, file: Directory.File, size: number, path: string) =>
+const streamFile = (ctx: Ctx, w: DataWriter, file: Programs.File, size: number, path: string) =>
   Effect.gen(function* () {
     const hasher = ctx.hashing.sha256()
     let got = 0
@@ -226,7 +226,7 @@ const record = (
                   Effect.mapError(fromDirectory(ctx, path))
                 )
               }
-              for (const [k, r] of batch.entries()) read.set((run[k] as Directory.Entry).name, r)
+              for (const [k, r] of batch.entries()) read.set((run[k] as Programs.Entry).name, r)
             }
             const got = read.get(entry.name)
             read.delete(entry.name)

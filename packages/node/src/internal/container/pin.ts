@@ -11,7 +11,8 @@
  * Internal: `NodeContainer` turns the failures into its `ContainerError`.
  */
 import { closeSync, fstatSync, openSync, readFileSync, statSync } from "node:fs"
-import { HostPath, MountInfo } from "@hostnode/core"
+import { HostPath } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Effect, type Scope } from "effect"
 import { constants, LibcUnavailable, load } from "../libc.ts"
 
@@ -179,7 +180,7 @@ const identityOf = (rootFd: number, mountInfo: string, pid: number): Effect.Effe
       })
     const info = yield* read(`/proc/self/fdinfo/${rootFd}`)
     const mountId = Number(/^mnt_id:\s*(\d+)$/m.exec(info)?.[1] ?? Number.NaN)
-    const table = yield* MountInfo.parse(yield* read(mountInfo), `/proc/${pid}/mountinfo`).pipe(
+    const table = yield* Layers.parseMountInfo(yield* read(mountInfo), `/proc/${pid}/mountinfo`).pipe(
       Effect.mapError((e): PinFailure => ({ _tag: "Unreachable", detail: e.message }))
     )
     const entry = table.find((e) => e.id === mountId)

@@ -15,6 +15,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, openSync, readFileSync, readlinkSync, readSync } from "node:fs"
 import type { Socket } from "node:net"
 import { Deadline, type Directory } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import type { Failure } from "@hostnode/core/Programs"
 import * as Programs from "@hostnode/core/Programs"
 import { Clock, Duration, Effect } from "effect"
@@ -490,7 +491,7 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
     }
   ): Effect.Effect<Answer, Failure> =>
     Effect.gen(function* () {
-      const budget = yield* Deadline.forCall
+      const budget = yield* Layers.forCall
       const callMillis = Duration.toMillis((yield* Deadline.Deadline).call)
       const sentAt = yield* Clock.currentTimeMillis
       if (budget.millis <= 0) {

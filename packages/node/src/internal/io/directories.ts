@@ -195,7 +195,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
 
   const list: Directory.Primitives["list"] = (dir) =>
     call("list", [dir], ([fd]) => [fd], "getdents64", dir.path) as Effect.Effect<
-      ReadonlyArray<Directory.Entry>,
+      ReadonlyArray<Programs.Entry>,
       Directory.DirectoryError
     >
 
@@ -392,16 +392,16 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
   }
 
   /** The handle of each open file made here: a batch names its source by it. */
-  const fileHandles = new WeakMap<Directory.File, Io.IoHandle>()
+  const fileHandles = new WeakMap<Programs.File, Io.IoHandle>()
 
   /** The open file `h` (at `path`, for reports): every call on its descriptor. */
-  const makeFile = (h: Io.IoHandle, path: string): Directory.File => {
+  const makeFile = (h: Io.IoHandle, path: string): Programs.File => {
     const f = makeFileOn(h, path)
     fileHandles.set(f, h)
     return f
   }
 
-  const makeFileOn = (h: Io.IoHandle, path: string): Directory.File => {
+  const makeFileOn = (h: Io.IoHandle, path: string): Programs.File => {
     const on = (op: string, args: (fd: number) => ReadonlyArray<unknown>, operation: string) =>
       call(op, [h], ([fd]) => args(fd as number), operation, path)
     return {

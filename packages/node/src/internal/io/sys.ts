@@ -15,7 +15,7 @@
  */
 import { createHash } from "node:crypto"
 import type { Directory } from "@hostnode/core"
-import { type Failure, FileName, type Identity, reasonTagOf } from "@hostnode/core/Programs"
+import { type Entry, type Failure, FileName, type Identity, reasonTagOf } from "@hostnode/core/Programs"
 import { constants, cString, describeErrno, emptyPath, type Libc } from "../libc.ts"
 
 /** The flags and other constants of this architecture. */
@@ -380,8 +380,8 @@ export class Sys {
   }
 
   /** Every entry of `dirfd` (`.` and `..` left out), from its start. */
-  list(dirfd: number): Array<Directory.Entry> | Failure {
-    const out: Array<Directory.Entry> = []
+  list(dirfd: number): Array<Entry> | Failure {
+    const out: Array<Entry> = []
     if (this.c.lseek(dirfd, 0, 0) < 0) return this.fail("lseek")
     for (;;) {
       const batch = this.readBatch(dirfd, out)
@@ -391,7 +391,7 @@ export class Sys {
   }
 
   /** One `getdents64` into `out`: the bytes read (0 at the end), or the failure. */
-  private readBatch(dirfd: number, out: Array<Directory.Entry>): number | Failure {
+  private readBatch(dirfd: number, out: Array<Entry>): number | Failure {
     const buf = this.direntBuf
     const n = this.c.getdents64(dirfd, buf, buf.length)
     if (n < 0) return this.fail("getdents64")
@@ -411,12 +411,9 @@ export class Sys {
   }
 
   /** The next batch of `dirfd`'s entries (one `getdents64`); `restart` from the first. */
-  readDirectory(
-    dirfd: number,
-    restart: boolean
-  ): { readonly entries: Array<Directory.Entry>; readonly end: boolean } | Failure {
+  readDirectory(dirfd: number, restart: boolean): { readonly entries: Array<Entry>; readonly end: boolean } | Failure {
     if (restart && this.c.lseek(dirfd, 0, 0) < 0) return this.fail("lseek")
-    const entries: Array<Directory.Entry> = []
+    const entries: Array<Entry> = []
     const n = this.readBatch(dirfd, entries)
     if (typeof n !== "number") return n
     return { entries, end: n === 0 }

@@ -13,7 +13,8 @@
  * Boundary: routing between the real layer and the overlay; the overlay
  * itself is `view.ts`, the recording `writes.ts`.
  */
-import { Directory, FileName, MountInfo } from "@hostnode/core"
+import { Directory, FileName, type MountInfo } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import * as Programs from "@hostnode/core/Programs"
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Layer, Option, type Scope } from "effect"
@@ -118,7 +119,7 @@ export const layerDirectoriesWith = (
           table !== undefined
             ? Effect.succeed(table)
             : fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
-                Effect.flatMap((text) => MountInfo.parse(text)),
+                Effect.flatMap((text) => Layers.parseMountInfo(text)),
                 Effect.orElseSucceed((): ReadonlyArray<MountInfo.MountEntry> => []),
                 Effect.tap((entries) =>
                   Effect.sync(() => {
@@ -330,19 +331,19 @@ export const layerDirectoriesWith = (
           const dir = asDry(dirIn)
           const up = realOf(dir)
           const added = (view?.overlayChildren(dir.path) ?? []).map(
-            (n): Directory.Entry => ({ name: FileName.encode(n), type: "Unknown" })
+            (n): Programs.Entry => ({ name: FileName.encode(n), type: "Unknown" })
           )
           if (up === undefined || placeOf(dir.path)._tag !== "Host") {
             // A directory of the overlay: the dry run's file system lists it.
             return fs.readDirectory(dir.path).pipe(
-              Effect.map((names) => names.map((n): Directory.Entry => ({ name: FileName.encode(n), type: "Unknown" }))),
+              Effect.map((names) => names.map((n): Programs.Entry => ({ name: FileName.encode(n), type: "Unknown" }))),
               Effect.mapError(error("getdents64", dir.path))
             )
           }
           return Effect.map(real.list(up), (entries) => {
             // What the dry run removed is gone; what it replaced (a file written, a mount point it uncovered)
             // stays, its type looked up by whoever needs it; what it made is added.
-            const shown: Array<Directory.Entry> = []
+            const shown: Array<Programs.Entry> = []
             for (const e of entries) {
               const full = child(dir.path, e.name)
               const at = placeOf(full)
@@ -366,7 +367,7 @@ export const layerDirectoriesWith = (
         path: string,
         file: FileSystem.File,
         statOf: Effect.Effect<Directory.Stat, Directory.DirectoryError>
-      ): Directory.File => {
+      ): Programs.File => {
         const e = error("file", path)
         return {
           path,

@@ -1,6 +1,6 @@
 /**
  * The dry-run `Mounter`: verifies each target with the verification every
- * real mounter runs (`Mounter.verify`, over the dry run's `Directories`:
+ * real mounter runs (`Layers.verifyTarget`, over the dry run's `Directories`:
  * one decision, one code path), then records the unmount and hides the
  * mount, with those below it and the copies the kernel would detach by
  * propagation (`Programs.propagatedUnmounts`, the same rule the real
@@ -8,7 +8,8 @@
  * Boundary: the detached mounts and the uncovered mount points are kept in
  * the plan, where the file system reads them.
  */
-import { Directory, Mounter, MountInfo } from "@hostnode/core"
+import { Directory, Mounter, type MountInfo } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import * as Programs from "@hostnode/core/Programs"
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Layer } from "effect"
@@ -24,7 +25,7 @@ import { DryRunPlan } from "./plan.ts"
  * `shared:N` and `master:N` in the table: `Programs.propagatedUnmounts`),
  * each recorded as `detach by propagation (mount N, a copy of mount M)` on
  * its mount point. Each target is verified first with the very
- * verification the real mounters run (`Mounter.verify`; a
+ * verification the real mounters run (`Layers.verifyTarget`; a
  * mount on a regular file is verified as the kernel reaches it), through
  * the `Directories` in context (the dry run's, so what the dry run
  * detached is gone): outside the root handle is `OutsideRoot`, a missing
@@ -47,7 +48,7 @@ export const layerMounterWith = (
       const tableRoot = options?.tableRoot ?? "/"
       // The table as the dry run left it (the dry run's file system hides what it detached; a plain one does not).
       const table = fs.readFileString(options?.mountInfo ?? Programs.DefaultMountInfo).pipe(
-        Effect.flatMap((text) => MountInfo.parse(text)),
+        Effect.flatMap((text) => Layers.parseMountInfo(text)),
         Effect.map((t) => withoutDetached(t, plan.detached, plan.detachedAs)),
         Effect.orElseSucceed((): ReadonlyArray<MountInfo.MountEntry> => [])
       )
@@ -95,7 +96,7 @@ export const layerMounterWith = (
               (t): Effect.Effect<Programs.UnmountResult> =>
                 Effect.gen(function* () {
                   // The very verification a real mounter runs, through the dry run's view of the host.
-                  const refused = yield* Mounter.verify(root, t).pipe(
+                  const refused = yield* Layers.verifyTarget(root, t).pipe(
                     Effect.provideService(Directory.Directories, dirs)
                   )
                   if (refused !== undefined) return refused

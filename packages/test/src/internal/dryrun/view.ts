@@ -5,7 +5,8 @@
  * mount table as the dry run left it. Boundary: nothing here changes the
  * overlay but `detach`; the changes are `writes.ts`.
  */
-import { FileName, MountInfo } from "@hostnode/core"
+import { FileName } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, type FileSystem, Option } from "effect"
 import type * as PlatformError from "effect/PlatformError"
@@ -257,8 +258,8 @@ export const makeView = (real: FileSystem.FileSystem, plan: DryRunPlan) => {
       Effect.flatMap((text) =>
         plan.detached.size === 0
           ? Effect.succeed(text)
-          : MountInfo.parse(text, path).pipe(
-              Effect.map((table) => MountInfo.render(withoutDetached(table, plan.detached, plan.detachedAs))),
+          : Layers.parseMountInfo(text, path).pipe(
+              Effect.map((table) => Layers.renderMountInfo(withoutDetached(table, plan.detached, plan.detachedAs))),
               // An unparsable table is returned as read: the operation reports it.
               Effect.orElseSucceed(() => text)
             )

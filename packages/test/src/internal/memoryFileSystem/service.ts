@@ -11,7 +11,8 @@
  * `sink`, ...), as it does for NodeFileSystem.
  */
 import { posix } from "node:path"
-import { FileName, MountInfo } from "@hostnode/core"
+import { FileName } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Effect, FileSystem, Option, type PlatformError, Random, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import { BadArgument, badArgumentError, Errno, errno } from "../errno.ts"
@@ -244,7 +245,7 @@ export const make = (host: FsHost): FileSystem.FileSystem => {
       }),
     readFile: (path) =>
       operate(host, meta(st, "readFile", path), (now) => {
-        if (isProcMountinfo(absolute(st, path))) return FileName.encode(MountInfo.render(mountEntries(st)))
+        if (isProcMountinfo(absolute(st, path))) return FileName.encode(Layers.renderMountInfo(mountEntries(st)))
         const node = sysOpen(st, path, openFlags("r"), 0, now)
         if (node instanceof Errno) return node
         if (node.type !== "File") return errno("EISDIR", "read")

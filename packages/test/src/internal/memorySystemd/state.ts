@@ -4,11 +4,10 @@
  * (a state change with its timestamps, a new pid, a fresh unit).
  */
 
-import type { Systemd } from "@hostnode/core"
 import type { Deferred, FileSystem, Semaphore } from "effect"
 import { USEC_PER_MS } from "./time.ts"
 import { buildDef, type UnitDef } from "./unitFile.ts"
-import type { JobFault, JobOutcome, JobVerb, LoadState, ServiceResult } from "./vocabulary.ts"
+import type { ActiveState, JobFault, JobOutcome, JobVerb, LoadState, ServiceResult } from "./vocabulary.ts"
 
 export interface Stamp {
   readonly realtime: number
@@ -61,7 +60,7 @@ export interface PendingJob {
 export interface UnitState {
   readonly id: string
   loaded: Loaded
-  active: Systemd.ActiveState
+  active: ActiveState
   sub: string
   mainPid: number
   /** When the main process exits on its own (epoch ms), for a finite sleep. */
@@ -109,8 +108,8 @@ export interface State {
 
 export const isService = (id: string) => id.endsWith(".service")
 
-export const isActiveish = (s: Systemd.ActiveState) => s === "active" || s === "reloading"
-export const isInactiveish = (s: Systemd.ActiveState) => s === "inactive" || s === "failed"
+export const isActiveish = (s: ActiveState) => s === "active" || s === "reloading"
+export const isInactiveish = (s: ActiveState) => s === "inactive" || s === "failed"
 
 export const stamp = (state: State, at: number): Stamp => {
   // Monotonic microseconds since the simulated boot (one second before the
@@ -121,7 +120,7 @@ export const stamp = (state: State, at: number): Stamp => {
 }
 
 /** unit_notify's bookkeeping of a state change. */
-export const transition = (state: State, u: UnitState, active: Systemd.ActiveState, sub: string, at: number) => {
+export const transition = (state: State, u: UnitState, active: ActiveState, sub: string, at: number) => {
   const old = u.active
   u.sub = sub
   if (old === active) return

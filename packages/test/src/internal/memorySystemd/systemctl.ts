@@ -6,7 +6,6 @@
  * `MemorySystemd.make`'s.
  */
 
-import type { Systemd } from "@hostnode/core"
 import { Clock, Deferred, Effect } from "effect"
 import * as MemoryCommands from "../memoryCommands.ts"
 import {
@@ -33,7 +32,7 @@ import {
   transition,
   type UnitState
 } from "./state.ts"
-import type { JobVerb, ServiceResult } from "./vocabulary.ts"
+import type { ActiveState, JobVerb, ServiceResult } from "./vocabulary.ts"
 
 const UnitTypes = [
   "service",
@@ -156,7 +155,7 @@ export const enqueue = (state: State, verb: JobVerb, id: string, now: number) =>
       endJob(state, u, { result: "canceled", serviceResult: u.result })
     }
     const record = newRecord(state, verb, id)
-    const hang = (active: Systemd.ActiveState, sub: string): JobStep => {
+    const hang = (active: ActiveState, sub: string): JobStep => {
       transition(state, u, active, sub, now)
       const job: PendingJob = {
         verb,

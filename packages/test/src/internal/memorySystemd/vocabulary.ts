@@ -1,4 +1,11 @@
 /** The vocabulary of the simulated systemd: load states, results, jobs and faults, as systemd 252 names them. */
+import type { Systemd } from "@hostnode/core"
+import type { Effect } from "effect"
+
+/**
+ * A unit's ActiveState as systemd reports it (what `Systemd.isActive` answers).
+ */
+export type ActiveState = Effect.Success<ReturnType<Systemd.Systemd["isActive"]>>
 
 /**
  * A unit's LoadState as systemd reports it.

@@ -7,7 +7,8 @@
  * @since 0.3.0
  */
 import { assert, type Vitest } from "@effect/vitest"
-import { Directory, HostPath, Metrics, type Mounter, MountInfo, Repave, SafeRemove } from "@hostnode/core"
+import { Directory, HostPath, Metrics, type Mounter, type MountInfo, Repave, SafeRemove } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Metric } from "effect"
 import * as FaultyMounter from "../../FaultyMounter.ts"
@@ -287,7 +288,7 @@ export const mountTests = (
         Lexical.covers(l.root, Lexical.clean(e.mountPoint)) ? { ...e, mountPoint: `/elsewhere${e.mountPoint}` } : e
       )
       const fake = `${l.sandbox}/moved-mountinfo`
-      yield* fs.writeFileString(fake, MountInfo.render(moved))
+      yield* fs.writeFileString(fake, Layers.renderMountInfo(moved))
       const outer = `${l.pods.d}/volumes/v1`
       const mounted = yield* snapshot(outer)
       // The mount point itself as the path to remove: its device differs from its parent's.
@@ -335,7 +336,7 @@ export const mountTests = (
         ...own.map((e) => ({ ...e, mountPoint: e.mountPoint.slice(l.root.length) }))
       ]
       const path = `${l.sandbox}/their-mountinfo`
-      yield* fs.writeFileString(path, MountInfo.render(theirs))
+      yield* fs.writeFileString(path, Layers.renderMountInfo(theirs))
       const csiBefore = yield* snapshot(l.csiData)
       const report = yield* SafeRemove.remove(
         ["/var/lib/kubelet/pods/bbbbbbbb-2222", "/var/lib/kubelet/pods/cccccccc-3333"],

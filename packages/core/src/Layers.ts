@@ -1,0 +1,103 @@
+/**
+ * The `@hostnode/core/Layers` entry, for implementers of a layer, a simulated
+ * host or a composition: what a layer reads from the context and provides to
+ * it, with Effect (the Effect-free programs and models are in
+ * `@hostnode/core/Programs`).
+ * - the call budget: how long the call a layer is about to make may take
+ *   ({@link forCall}), and a call timeout for a test ({@link withCallTimeout});
+ * - the node's root ({@link NodeRoot}, a {@link RootInput}) that a composition
+ *   in another mount namespace provides, and {@link rootOf}, which decodes an operation's
+ *   `HostPath.RootOptions` against it;
+ * - the verification every `Mounter` runs before it detaches a target
+ *   ({@link verifyTarget}), for one that detaches by other means;
+ * - the limit of one call to systemd ({@link SystemdCallTimeout}), which every
+ *   `Systemd` layer reads;
+ * - a mount table's text parsed ({@link parseMountInfo}) and written back in
+ *   the kernel's format ({@link renderMountInfo}).
+ *
+ * @since 0.4.0
+ */
+import { Clock, Duration, Effect } from "effect"
+import * as Deadline from "./Deadline.ts"
+
+/**
+ * What a host root is decoded from (`RootInput`), the node's root in context (`NodeRoot`, which a
+ * composition in another mount namespace provides), and `rootOf`, which decodes an operation's
+ * `HostPath.RootOptions` against it.
+ *
+ * @category services
+ * @since 0.4.0
+ */
+export * from "./internal/hostPath/nodeRoot.ts"
+
+/**
+ * `verifyTarget`: the verification every `Mounter` runs before it detaches a target, for a `Mounter`
+ * that detaches by other means (a command) and for the simulated and dry-run hosts.
+ *
+ * @category operations
+ * @since 0.4.0
+ */
+export * from "./internal/mounter/verify.ts"
+
+/**
+ * `parseMountInfo`: a mount table's text parsed into its entries, as `MountInfo.read` does after it
+ * read the table.
+ *
+ * @category operations
+ * @since 0.4.0
+ */
+export * from "./internal/mountinfo/parse.ts"
+
+/**
+ * `renderMountInfo`: a mount table written back in the kernel's format, as a simulated host shows
+ * its `/proc/<pid>/mountinfo`.
+ *
+ * @category operations
+ * @since 0.4.0
+ */
+export * from "./internal/mountinfo/render.ts"
+
+/**
+ * `SystemdCallTimeout`: the limit of one call to systemd in context, which every `Systemd` layer
+ * reads and `RestartChanged.restartChanged`'s `jobTimeout` provides.
+ *
+ * @category services
+ * @since 0.4.0
+ */
+export * from "./internal/systemd/callTimeout.ts"
+
+/**
+ * Runs `self` with `duration` as the timeout of each call (how long one call
+ * may go without an answer before it is abandoned as hung).
+ *
+ * @since 0.4.0
+ * @category operations
+ */
+export const withCallTimeout =
+  (duration: Duration.Input) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.gen(function* () {
+      const current = yield* Deadline.Deadline
+      return yield* Effect.provideService(self, Deadline.Deadline, {
+        ...current,
+        call: Duration.fromInputUnsafe(duration)
+      })
+    })
+
+/**
+ * How long a call starting now may take: the call timeout, or less when the
+ * operation's deadline comes first (`byDeadline`); zero or less when it has
+ * passed.
+ *
+ * @since 0.4.0
+ * @category operations
+ */
+export const forCall: Effect.Effect<{ readonly millis: number; readonly byDeadline: boolean }> = Effect.gen(
+  function* () {
+    const d = yield* Deadline.Deadline
+    const call = Duration.toMillis(d.call)
+    if (d.at === undefined) return { millis: call, byDeadline: false }
+    const left = d.at - (yield* Clock.currentTimeMillis)
+    return left < call ? { millis: left, byDeadline: true } : { millis: call, byDeadline: false }
+  }
+)
