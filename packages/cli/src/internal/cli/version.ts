@@ -7,4 +7,4 @@
  * The CLI's version, printed by `hostnode --version`: the version of the
  * `@hostnode/cli` package (a test keeps the two equal).
  */
-export const version = "0.3.0"
+export const version = "0.4.0"
