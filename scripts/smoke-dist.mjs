@@ -25,7 +25,10 @@ const help = hostnode("--help")
 const usage = hostnode("reset-cnii")
 const dryRun = hostnode("--host-root", root, "--dry-run", "reset-cni")
 const checks = [
-  ["@hostnode/core", typeof Core.HostPath?.resolve === "function" && Core.Paths?.Node?.KubeletDir === "/var/lib/kubelet"],
+  [
+    "@hostnode/core",
+    typeof Core.HostPath?.resolve === "function" && Core.Paths?.Node?.KubeletDir === "/var/lib/kubelet"
+  ],
   ["@hostnode/node", typeof Node.NodeHost?.layer === "object"],
   ["@hostnode/test", typeof Test.Gate?.check === "function"],
   ["@hostnode/cli", typeof Cli.Cli?.run === "function"],

@@ -1,19 +1,14 @@
 /**
  * The `@hostnode/core/Layers` entry, for implementers of a layer, a simulated
  * host or a composition: what a layer reads from the context and provides to
- * it, with Effect (the Effect-free programs and models are in
- * `@hostnode/core/Programs`).
- * - the call budget: how long the call a layer is about to make may take
- *   ({@link forCall}), and a call timeout for a test ({@link withCallTimeout});
- * - the node's root ({@link NodeRoot}, a {@link RootInput}) that a composition
- *   in another mount namespace provides, and {@link rootOf}, which decodes an operation's
- *   `HostPath.RootOptions` against it;
- * - the verification every `Mounter` runs before it detaches a target
- *   ({@link verifyTarget}), for one that detaches by other means;
- * - the limit of one call to systemd ({@link SystemdCallTimeout}), which every
- *   `Systemd` layer reads;
- * - a mount table's text parsed ({@link parseMountInfo}) and written back in
- *   the kernel's format ({@link renderMountInfo}).
+ * it, with Effect (the Effect-free programs are in `@hostnode/core/Programs`).
+ * - the call budget ({@link forCall}, {@link withCallTimeout});
+ * - the node's root in context ({@link NodeRoot}, {@link RootInput},
+ *   {@link rootOf}) that a composition in another mount namespace provides;
+ * - the verification every `Mounter` runs first ({@link verifyTarget});
+ * - the limit of one call to systemd ({@link SystemdCallTimeout});
+ * - a mount table parsed and rendered ({@link parseMountInfo},
+ *   {@link renderMountInfo}).
  *
  * @since 0.4.0
  */
@@ -65,6 +60,9 @@ export * from "./internal/mountinfo/render.ts"
  * @since 0.4.0
  */
 export * from "./internal/systemd/callTimeout.ts"
+
+/*
+ */
 
 /**
  * Runs `self` with `duration` as the timeout of each call (how long one call

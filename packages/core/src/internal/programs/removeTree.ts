@@ -4,6 +4,18 @@
  * with a bounded number of open handles and memory that does not grow with
  * the square of the depth.
  *
+ * Internal: `Programs` exports it; `Directory.make` runs it over any layer's
+ * primitives and the real layer runs it in its helper process.
+ *
+ * @since 0.4.0
+ */
+
+import * as FileName from "../../FileName.ts"
+import type { Entry } from "../../Programs.ts"
+import * as FileNames from "../fileName.ts"
+import { type Failure, type Identity, isFailure, type Listing, type Op, type Opened, sameNode } from "./ops.ts"
+
+/*
  * The rules:
  * - The entry is identified first (`identify`: type and mount id, without
  *   asking its file system): on another mount than the directory it is in,
@@ -29,17 +41,7 @@
  * - The report holds counts, every kept path up to a bound, and the removed
  *   paths up to a bound (children before their directory); a caller that
  *   asks for them is given each removed path as an event.
- *
- * Internal: `Programs` exports it; `Directory.make` runs it over any layer's
- * primitives and the real layer runs it in its helper process.
- *
- * @since 0.4.0
  */
-
-import * as FileName from "../../FileName.ts"
-import type { Entry } from "../../Programs.ts"
-import * as FileNames from "../fileName.ts"
-import { type Failure, type Identity, isFailure, type Listing, type Op, type Opened, sameNode } from "./ops.ts"
 
 /** Why the walk left a path in place (the `SafeRemove` reasons a walk can give). */
 export type KeptReason = "OtherFileSystem" | "NotADirectory" | "Failed" | "Hung"

@@ -6,10 +6,6 @@
  * a dead one is never asked). The caller then detaches that very mount
  * through the handle it is given, and closes it.
  *
- * Only the components before the last must be directories: a mount on a
- * regular file (a kubelet `subPath` of a file, a raw block volume) is
- * verified as the kernel reaches it.
- *
  * Internal: `Programs` exports it; every `Mounter` runs it (the real one in
  * its helper process, the command one, the simulated and the dry-run ones
  * through `Directory.make`'s driver).
@@ -18,6 +14,12 @@
  */
 import type { UnmountResult } from "../../Programs.ts"
 import { type Failure, isFailure, type Op, type Opened } from "./ops.ts"
+
+/*
+ * Only the components before the last must be directories: a mount on a
+ * regular file (a kubelet `subPath` of a file, a raw block volume) is
+ * verified as the kernel reaches it.
+ */
 
 /** A mount to verify: its path below the root, as components, and the mount id the table gave it. */
 export interface VerifyTarget {

@@ -3,6 +3,25 @@
  * state whatever state it starts from (so a restore run again after a crash
  * at any point gives the same result):
  *
+ * Internal to `Snapshot`.
+ *
+ * @since 0.2.0
+ */
+import { Effect } from "effect"
+import type * as Directory from "../../Directory.ts"
+import * as FileName from "../../FileName.ts"
+import type * as Programs from "../../Programs.ts"
+import * as SafeRemove from "../../SafeRemove.ts"
+import { Failure, type SnapshotError } from "../../SnapshotError.ts"
+import * as Lexical from "../hostPath/lexical.ts"
+import * as HostRoots from "../hostPath/root.ts"
+import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
+import type { Checked } from "./manifest.ts"
+import type { FileEntry, SymlinkEntry } from "./model.ts"
+import { checkOverlap } from "./overlap.ts"
+import { provide } from "./store.ts"
+
+/*
  * 1. {@link verify}: every file's bytes in `data` are hashed, streamed
  *    through a window, before anything is written.
  * 2. {@link structure}: parents first, every recorded directory is a
@@ -25,24 +44,7 @@
  * comparing a current file), plus the manifest, whatever the files' sizes.
  * Descriptors: one per recorded directory, held until the restore ends (the
  * batch sync and the renames need them all).
- *
- * Internal to `Snapshot`.
- *
- * @since 0.2.0
  */
-import { Effect } from "effect"
-import type * as Directory from "../../Directory.ts"
-import * as FileName from "../../FileName.ts"
-import type * as Programs from "../../Programs.ts"
-import * as SafeRemove from "../../SafeRemove.ts"
-import { Failure, type SnapshotError } from "../../SnapshotError.ts"
-import * as Lexical from "../hostPath/lexical.ts"
-import * as HostRoots from "../hostPath/root.ts"
-import { type Ctx, childOf, error, fail, fromDirectory, nameOf, unresolvable } from "./context.ts"
-import type { Checked } from "./manifest.ts"
-import type { FileEntry, SymlinkEntry } from "./model.ts"
-import { checkOverlap } from "./overlap.ts"
-import { provide } from "./store.ts"
 
 /** The window a restore reads `data` through, and the size of the buffer it compares a current file with. */
 export const WindowBytes = 1024 * 1024

@@ -8,9 +8,6 @@
  * beside it, both are made durable with the staging directory, and the
  * staging directory is renamed into place: the commit point.
  *
- * Memory: one {@link BufferBytes} buffer, whatever the files' sizes, plus
- * the manifest's entries.
- *
  * Internal to `Snapshot`.
  *
  * @since 0.2.0
@@ -27,6 +24,11 @@ import * as ManifestCodec from "./manifest.ts"
 import { DataName, type Entry, FormatVersion, type Manifest, ManifestName } from "./model.ts"
 import { checkOverlap } from "./overlap.ts"
 import * as Store from "./store.ts"
+
+/*
+ * Memory: one {@link BufferBytes} buffer, whatever the files' sizes, plus
+ * the manifest's entries.
+ */
 
 /** The take's buffer between the files it reads and `data`. */
 export const BufferBytes = 4 * 1024 * 1024
