@@ -84,6 +84,18 @@ export {
 export * as Lexical from "./internal/hostPath/lexical.ts"
 export {
   /**
+   * The argv words of one line of `iptables -S` (`-A CHAIN ...`), the
+   * double-quoted values iptables prints (comments) unquoted and unescaped: how
+   * LocalDNS reads the rules it finds, for a simulated or dry-run iptables to
+   * read them the same way.
+   *
+   * @category models
+   * @since 0.4.0
+   */
+  parseRuleLine as iptablesWords
+} from "./internal/localdns/words.ts"
+export {
+  /**
    * A mount the kernel detaches by propagation, and the target whose detach reached it.
    *
    * @since 0.4.0

@@ -10,6 +10,7 @@
 import { Effect } from "effect"
 import { Chains, Protocols } from "./chains.ts"
 import { badRule, expect, iptables } from "./commands.ts"
+import { parseRuleLine } from "./words.ts"
 
 /**
  * The comment every rule of ours carries (`-m comment --comment ...`). It is
@@ -58,38 +59,6 @@ export const rules = (
 
 /** One iptables rule of ours: its chain and its spec. */
 export type Rule = ReturnType<typeof rules>[number]
-
-/**
- * The argv words of one line of `iptables -S`: split on spaces, with the
- * double-quoted values iptables prints (comments) unquoted and unescaped, so
- * the words can be given back to `iptables -D` as they are.
- */
-export const parseRuleLine = (line: string): ReadonlyArray<string> => {
-  const words: Array<string> = []
-  let current = ""
-  let inWord = false
-  let quoted = false
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i] as string
-    if (quoted) {
-      if (c === "\\" && i + 1 < line.length) current += line[++i]
-      else if (c === '"') quoted = false
-      else current += c
-    } else if (c === '"') {
-      quoted = true
-      inWord = true
-    } else if (c === " " || c === "\t") {
-      if (inWord) words.push(current)
-      current = ""
-      inWord = false
-    } else {
-      current += c
-      inWord = true
-    }
-  }
-  if (inWord) words.push(current)
-  return words
-}
 
 // xtables_save_string: a value made only of these is printed bare, anything
 // else in double quotes with `"`, `\` and `'` escaped by a backslash.
@@ -165,3 +134,5 @@ export const ensureRules = Effect.fnUntraced(function* (
     yield* Effect.logInfo("removed a stale LocalDNS rule").pipe(Effect.annotateLogs({ rule: words.join(" ") }))
   }
 })
+
+export { parseRuleLine }

@@ -9,6 +9,7 @@
  *
  * @since 0.3.0
  */
+import * as Programs from "@hostnode/core/Programs"
 import { Effect } from "effect"
 import * as MemoryCommands from "../memoryCommands.ts"
 import { formatIpv4, network, parseCidr } from "./addresses.ts"
@@ -46,33 +47,8 @@ const noQuoteChars = /^[-_0-9A-Za-z]+$/
 export const saveString = (value: string): string =>
   noQuoteChars.test(value) ? value : `"${value.replace(/["\\']/g, "\\$&")}"`
 
-/** The argv words of one line of `iptables -S`: split on blanks, the values {@link saveString} quoted read back. */
-export const saveWords = (line: string): ReadonlyArray<string> => {
-  const words: Array<string> = []
-  let current = ""
-  let inWord = false
-  let quoted = false
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i] as string
-    if (quoted) {
-      if (c === "\\" && i + 1 < line.length) current += line[++i]
-      else if (c === '"') quoted = false
-      else current += c
-    } else if (c === '"') {
-      quoted = true
-      inWord = true
-    } else if (c === " " || c === "\t") {
-      if (inWord) words.push(current)
-      current = ""
-      inWord = false
-    } else {
-      current += c
-      inWord = true
-    }
-  }
-  if (inWord) words.push(current)
-  return words
-}
+/** The argv words of one line of `iptables -S`: the reading LocalDNS itself does (`Programs.iptablesWords`). */
+export const saveWords: (line: string) => ReadonlyArray<string> = Programs.iptablesWords
 
 interface MatchSpec {
   readonly name: string
