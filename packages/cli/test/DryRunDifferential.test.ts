@@ -30,6 +30,7 @@ import { DnsResolvers, IsolationBackend, Mounter, type MountInfo } from "@hostno
 import { Lexical } from "@hostnode/core/Programs"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, MemoryNode, MountFixture, RefusingSystemd, TreeWalk } from "@hostnode/test"
+import { topOf } from "@hostnode/test/internal/stackTop"
 import { Context, Effect, FileSystem, Layer, Ref, Schema } from "effect"
 import { cliEnvironment, runJson } from "./harness.ts"
 
@@ -314,8 +315,7 @@ const replayMounts = (before: ReadonlyArray<MountInfo.MountEntry>, plan: Readonl
       continue
     }
     const at = [...live.values()].filter((e) => Lexical.clean(e.mountPoint) === s.target)
-    // The top of the stack: the mount no other one there sits on (a freed mount id is given again).
-    const top = at.find((e) => !at.some((x) => x.parentId === e.id && x !== e))
+    const top = topOf(at)
     assert.isDefined(top, `the plan unmounts ${s.target}, where nothing is mounted any more`)
     if (top !== undefined) take(top.id)
   }

@@ -14,6 +14,7 @@ import { Directory, Mounter, type MountInfo } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer } from "effect"
 import { omitting } from "./internal/omitting.ts"
+import { topFirst } from "./internal/stackTop.ts"
 import { MountFixture } from "./MountFixture.ts"
 
 const countAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): number =>
@@ -21,18 +22,11 @@ const countAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): numb
 
 /** The targets at `path` as the table lists them, top of a stack first. */
 const targetsAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): Array<Programs.Target> => {
-  const here = table.filter((e) => e.mountPoint === path)
-  // Told by parent ids, not mount ids: the kernel gives a new mount the lowest free id, so the top can have the lowest.
-  const byId = new Map(here.map((e) => [e.id, e] as const))
-  const height = (e: MountInfo.MountEntry): number => {
-    let h = 0
-    for (let at = byId.get(e.parentId); at !== undefined && h < here.length; at = byId.get(at.parentId)) h++
-    return h
-  }
-  return here
-    .map((e) => ({ e, h: height(e) }))
-    .sort((a, b) => b.h - a.h)
-    .map(({ e }) => ({ path, mountId: e.id, tablePath: e.mountPoint }))
+  return topFirst(table.filter((e) => e.mountPoint === path)).map((e) => ({
+    path,
+    mountId: e.id,
+    tablePath: e.mountPoint
+  }))
 }
 
 /** A sandbox and a root handle on it. */

@@ -18,6 +18,7 @@ import { admit, complete } from "./journal.ts"
 import type * as MemoryCommands from "./memoryCommands.ts"
 import * as MemoryDirectories from "./memoryDirectories.ts"
 import * as MemoryFileSystem from "./memoryFileSystem.ts"
+import { topOf } from "./stackTop.ts"
 
 /** strerror(3) for the codes an unmount meets; libuv's description otherwise. */
 const strerror = (code: string): string =>
@@ -168,8 +169,7 @@ const recursiveTargets = (state: HostState, target: string): Array<string> | und
   const top = absolute(state, target)
   const own = table.filter((e) => e.mountPoint === top)
   if (own.length === 0) return undefined
-  // The top of a stack is the mount no other one there sits on (ids say nothing: a freed id is given again).
-  const topId = (own.find((e) => !own.some((x) => x.parentId === e.id && x !== e)) ?? own[own.length - 1])?.id as number
+  const topId = (topOf(own) ?? own[own.length - 1])?.id as number
   const below = new Set([topId])
   for (const e of table) if (below.has(e.parentId) && e.id !== e.parentId) below.add(e.id)
   return table

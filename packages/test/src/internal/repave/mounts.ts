@@ -14,6 +14,7 @@ import { Effect, FileSystem, Metric } from "effect"
 import * as FaultyMounter from "../../FaultyMounter.ts"
 import * as Fence from "../../FencedFileSystem.ts"
 import { MountFixture } from "../../MountFixture.ts"
+import { topOf } from "../stackTop.ts"
 import { buildKubeletLayout, cniTree, makeSandbox } from "./fixtures.ts"
 import { differences, isUnder, mountsBelow, plant, relativeTo, snapshot } from "./trees.ts"
 
@@ -327,10 +328,7 @@ export const mountTests = (
       const covering = table.filter((e) => Lexical.covers(Lexical.clean(e.mountPoint), l.root))
       const longest = Math.max(...covering.map((e) => e.mountPoint.length))
       const nearest = covering.filter((e) => e.mountPoint.length === longest)
-      // The top of a stack there: the mount no other one sits on (a freed mount id is given again, so not the highest).
-      const rootMount = nearest.find(
-        (e) => !nearest.some((x) => x.parentId === e.id && x !== e)
-      ) as MountInfo.MountEntry
+      const rootMount = topOf(nearest) as MountInfo.MountEntry
       const theirs = [
         { ...rootMount, parentId: 0, root: "/", mountPoint: "/" },
         ...own.map((e) => ({ ...e, mountPoint: e.mountPoint.slice(l.root.length) }))
