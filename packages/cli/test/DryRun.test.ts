@@ -11,7 +11,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import type { Cli } from "@hostnode/cli"
-import { DnsResolvers, HostCommand, IsolationBackend, Mounter, Systemd } from "@hostnode/core"
+import { HostCommand, Mounter, Systemd } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import {
   type DryRun,
@@ -26,7 +26,7 @@ import * as DryRunCommands from "@hostnode/test/internal/dryrun/commands"
 import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
-import { cliEnvironment, runCli, runJson } from "./harness.ts"
+import { cliEnvironment, refusedDns, refusedIsolation, runCli, runJson } from "./harness.ts"
 
 // ---------------------------------------------------------------------------
 // what a real run did
@@ -77,23 +77,6 @@ const recording = Layer.mergeAll(
       )
     })
   )
-)
-
-const refusedIsolation = Layer.succeed(
-  IsolationBackend.IsolationBackend,
-  IsolationBackend.IsolationBackend.of({
-    name: "refused",
-    running: () => Effect.die(new Error("running is not part of this suite on the real host"))
-  })
-)
-
-const refusedDns = Layer.succeed(
-  DnsResolvers.DnsResolvers,
-  DnsResolvers.DnsResolvers.of({
-    forServer: () => Effect.die(new Error("DNS is not part of this suite on the real host")),
-    classify: () =>
-      new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail: "DNS is not part of this suite on the real host" })
-  })
 )
 
 // ---------------------------------------------------------------------------

@@ -26,13 +26,13 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { afterAll, assert, describe, layer } from "@effect/vitest"
-import { DnsResolvers, IsolationBackend, Mounter, type MountInfo } from "@hostnode/core"
+import { Mounter, type MountInfo } from "@hostnode/core"
 import { Lexical } from "@hostnode/core/Programs"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, MemoryNode, MountFixture, RefusingSystemd, TreeWalk } from "@hostnode/test"
 import { topOf } from "@hostnode/test/internal/stackTop"
 import { Context, Effect, FileSystem, Layer, Ref, Schema } from "effect"
-import { cliEnvironment, runJson } from "./harness.ts"
+import { cliEnvironment, refusedDns, refusedIsolation, runJson } from "./harness.ts"
 
 // ---------------------------------------------------------------------------
 // the generated host
@@ -489,23 +489,6 @@ const memoryHost = Layer.mergeAll(MountFixture.layerMemory, recording, cliEnviro
 )
 
 suite("on MemoryHost", memoryHost, Gate.loops(60))
-
-const refusedIsolation = Layer.succeed(
-  IsolationBackend.IsolationBackend,
-  IsolationBackend.IsolationBackend.of({
-    name: "refused",
-    running: () => Effect.die(new Error("running is not part of this suite on the real host"))
-  })
-)
-
-const refusedDns = Layer.succeed(
-  DnsResolvers.DnsResolvers,
-  DnsResolvers.DnsResolvers.of({
-    forServer: () => Effect.die(new Error("DNS is not part of this suite on the real host")),
-    classify: () =>
-      new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail: "DNS is not part of this suite on the real host" })
-  })
-)
 
 const realHost = Layer.mergeAll(
   MountFixture.layerReal,

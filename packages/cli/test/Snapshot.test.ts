@@ -13,12 +13,12 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import type { Cli } from "@hostnode/cli"
-import { Directory, DnsResolvers, IsolationBackend } from "@hostnode/core"
+import { Directory } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
 import { Gate, MemoryNode, MountFixture, RefusingSystemd } from "@hostnode/test"
 import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import { Effect, FileSystem, Layer } from "effect"
-import { cliEnvironment, runJson } from "./harness.ts"
+import { cliEnvironment, refusedDns, refusedIsolation, runJson } from "./harness.ts"
 
 type Services = Cli.Services | FileSystem.FileSystem | MountFixture.MountFixture | Directory.Directories
 
@@ -176,22 +176,6 @@ const suite = <E>(name: string, host: Layer.Layer<Services, E>) =>
       )
     )
   })
-
-const refusedIsolation = Layer.succeed(
-  IsolationBackend.IsolationBackend,
-  IsolationBackend.IsolationBackend.of({
-    name: "refused",
-    running: () => Effect.die(new Error("running is not part of this suite"))
-  })
-)
-
-const refusedDns = Layer.succeed(
-  DnsResolvers.DnsResolvers,
-  DnsResolvers.DnsResolvers.of({
-    forServer: () => Effect.die(new Error("DNS is not part of this suite")),
-    classify: () => new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail: "DNS is not part of this suite" })
-  })
-)
 
 suite(
   "on MemoryNode",

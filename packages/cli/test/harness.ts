@@ -3,6 +3,7 @@
  * printed and the exit code `runMain` would use. Shared by the CLI's tests.
  */
 import { Cli } from "@hostnode/cli"
+import { DnsResolvers, IsolationBackend } from "@hostnode/core"
 import { Effect, Exit, Layer, Runtime, Stdio, Terminal } from "effect"
 import { TestConsole } from "effect/testing"
 
@@ -66,3 +67,21 @@ export const runJson = (argv: ReadonlyArray<string>) =>
     const doc: any = JSON.parse(outcome.stdout[0] ?? "")
     return { code: outcome.code, doc, stderr: outcome.stderr }
   })
+
+/** An isolation backend for suites that never ask whether the node runs: asking is a defect. */
+export const refusedIsolation = Layer.succeed(
+  IsolationBackend.IsolationBackend,
+  IsolationBackend.IsolationBackend.of({
+    name: "refused",
+    running: () => Effect.die(new Error("running is not part of this suite"))
+  })
+)
+
+/** DNS resolvers for suites that never query DNS: a query is a defect. */
+export const refusedDns = Layer.succeed(
+  DnsResolvers.DnsResolvers,
+  DnsResolvers.DnsResolvers.of({
+    forServer: () => Effect.die(new Error("DNS is not part of this suite")),
+    classify: () => new DnsResolvers.QueryFailure({ _tag: "NoResponse", detail: "DNS is not part of this suite" })
+  })
+)
