@@ -254,6 +254,25 @@ export interface Primitives {
     | undefined
   /**
    * {@link Directories.readFiles} of `names` of `dir`, each file's bytes
+   * hashed (SHA-256, lowercase hex) where the layer can do so without the
+   * bytes leaving it: for each, the stat of the open file, how many bytes
+   * were read and their hash, or its error. Stops as `readFiles` does.
+   * Optional, and not derived: without it, a caller reads the files and
+   * hashes the bytes itself (a restore checks the files already in place
+   * this way: the real layer would otherwise send every byte of them from
+   * its helper process to be hashed).
+   */
+  readonly hashFiles?:
+    | ((
+        dir: Handle,
+        names: ReadonlyArray<Uint8Array>,
+        maxBytes: number
+      ) => Effect.Effect<
+        ReadonlyArray<{ readonly stat: Stat; readonly size: number; readonly sha256: string } | DirectoryError>
+      >)
+    | undefined
+  /**
+   * {@link Directories.readFiles} of `names` of `dir`, each file's bytes
    * then written to the open file `to` from `at` on, one after the other,
    * and hashed (SHA-256, lowercase hex), where the layer can do so without
    * the bytes leaving it: for each, the stat of the open file, where its

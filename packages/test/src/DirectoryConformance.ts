@@ -475,83 +475,111 @@ export const suite = <R = never>(
       }).pipe(Effect.scoped)
     )
 
-    it.effect("the batches do what their calls one by one do: statAll, readFiles, copyFiles, renameAll", () =>
-      Effect.gen(function* () {
-        const { fs, dirs, box, root } = yield* setup
-        yield* fs.makeDirectory(`${box}/d`)
-        yield* fs.writeFileString(`${box}/d/a`, "alpha")
-        yield* fs.writeFileString(`${box}/d/b`, "bravo!")
-        yield* fs.writeFileString(`${box}/d/big`, "x".repeat(100))
-        yield* fs.symlink(`${box}/d/a`, `${box}/d/link`)
-        yield* fs.makeDirectory(`${box}/d/sub`)
-        const d = yield* dirs.openDirectory(root, enc("d"))
-        // statAll: each name's stat (not followed) or its error, in order.
-        const names = ["a", "missing", "link", "sub"].map(enc)
-        const stats = yield* dirs.statAll(d, [...names, enc("x/y")])
-        for (const [i, n] of names.entries()) {
-          const one = yield* Effect.result(dirs.stat(d, n))
-          const batch = stats[i]
-          if (one._tag === "Success") assert.deepStrictEqual(batch, one.success)
-          else assert.strictEqual((batch as Directory.DirectoryError).reason._tag, one.failure.reason._tag)
-        }
-        assert.strictEqual((stats[1] as Directory.DirectoryError).reason._tag, "NotFound")
-        assert.strictEqual((stats[4] as Directory.DirectoryError).reason._tag, "InvalidName")
-        // readFiles: whole files with the open file's stat; a link or a directory is the error openFile gives;
-        // it stops before the file that would take it past the bytes asked for.
-        const read = yield* dirs.readFiles(d, ["a", "link", "sub", "missing", "b", "big"].map(enc), 20)
-        assert.strictEqual(read.length, 5)
-        const ok = (k: number) => read[k] as Programs.ReadFile
-        const err = (k: number) => (read[k] as Directory.DirectoryError).reason._tag
-        assert.strictEqual(FileName.decode(ok(0).bytes), "alpha")
-        assert.deepInclude(ok(0).stat, { type: "File", size: 5 })
-        assert.deepStrictEqual([err(1), err(2), err(3)], ["SymbolicLink", "WrongType", "NotFound"])
-        assert.strictEqual(FileName.decode(ok(4).bytes), "bravo!")
-        assert.deepStrictEqual(yield* dirs.readFiles(d, [enc("big")], 99), [])
-        // copyFiles: each made exclusively from the source's bytes, with its owner, mode and times; stops at the
-        // first that fails (here a name that is there, a link), leaving the ones after it untried.
-        yield* fs.writeFileString(`${box}/source`, "0123456789")
-        const source = yield* dirs.openFile(root, enc("source"), { mode: "read" })
-        const file = (name: string, offset: number, size: number) => ({
-          dir: d,
-          name: enc(name),
-          permissions: 0o600,
-          offset,
-          size,
-          mode: 0o640,
-          uid: 1000,
-          gid: 1001,
-          times: { atimeNs: 1_600_000_000_000_000_000n, mtimeNs: 1_600_000_002_000_000_000n }
-        })
-        const copied = yield* dirs.copyFiles(source, [
-          file("c1", 2, 3),
-          file("c2", 0, 10),
-          file("link", 0, 1),
-          file("c3", 0, 1)
-        ])
-        assert.strictEqual(copied.done, 2)
-        assert.strictEqual(copied.failure?.reason._tag, "Exists")
-        assert.strictEqual(yield* fs.readFileString(`${box}/d/c1`), "234")
-        assert.strictEqual(yield* fs.readFileString(`${box}/d/c2`), "0123456789")
-        assert.isFalse(yield* fs.exists(`${box}/d/c3`))
-        assert.strictEqual(yield* fs.readFileString(`${box}/d/a`), "alpha", "nothing written through the link")
-        const c1 = yield* dirs.stat(d, enc("c1"))
-        assert.deepInclude(c1, { mode: 0o640, uid: 1000, gid: 1001, size: 3 })
-        assert.strictEqual(c1.mtimeNs / 1_000_000_000n, 1_600_000_002n)
-        const short = yield* dirs.copyFiles(source, [file("c4", 8, 5)])
-        assert.strictEqual(short.done, 0)
-        assert.isDefined(short.failure, "a source that ends before the file's bytes fails it")
-        // renameAll: in order, stops at the first that fails.
-        const moved = yield* dirs.renameAll([
-          { from: d, fromName: enc("c1"), to: root, toName: enc("r1") },
-          { from: d, fromName: enc("missing"), to: d, toName: enc("r2") },
-          { from: d, fromName: enc("c2"), to: d, toName: enc("r3") }
-        ])
-        assert.strictEqual(moved.done, 1)
-        assert.strictEqual(moved.failure?.reason._tag, "NotFound")
-        assert.strictEqual(yield* fs.readFileString(`${box}/r1`), "234")
-        assert.isTrue(yield* fs.exists(`${box}/d/c2`))
-        assert.deepStrictEqual(yield* dirs.renameAll([]), { done: 0 })
-      }).pipe(Effect.scoped)
+    it.effect(
+      "the batches do what their calls one by one do: statAll, readFiles, hashFiles, copyFiles, renameAll",
+      () =>
+        Effect.gen(function* () {
+          const { fs, dirs, box, root } = yield* setup
+          yield* fs.makeDirectory(`${box}/d`)
+          yield* fs.writeFileString(`${box}/d/a`, "alpha")
+          yield* fs.writeFileString(`${box}/d/b`, "bravo!")
+          yield* fs.writeFileString(`${box}/d/big`, "x".repeat(100))
+          yield* fs.symlink(`${box}/d/a`, `${box}/d/link`)
+          yield* fs.makeDirectory(`${box}/d/sub`)
+          const d = yield* dirs.openDirectory(root, enc("d"))
+          // statAll: each name's stat (not followed) or its error, in order.
+          const names = ["a", "missing", "link", "sub"].map(enc)
+          const stats = yield* dirs.statAll(d, [...names, enc("x/y")])
+          for (const [i, n] of names.entries()) {
+            const one = yield* Effect.result(dirs.stat(d, n))
+            const batch = stats[i]
+            if (one._tag === "Success") assert.deepStrictEqual(batch, one.success)
+            else assert.strictEqual((batch as Directory.DirectoryError).reason._tag, one.failure.reason._tag)
+          }
+          assert.strictEqual((stats[1] as Directory.DirectoryError).reason._tag, "NotFound")
+          assert.strictEqual((stats[4] as Directory.DirectoryError).reason._tag, "InvalidName")
+          // readFiles: whole files with the open file's stat; a link or a directory is the error openFile gives;
+          // it stops before the file that would take it past the bytes asked for.
+          const read = yield* dirs.readFiles(d, ["a", "link", "sub", "missing", "b", "big"].map(enc), 20)
+          assert.strictEqual(read.length, 5)
+          const ok = (k: number) => read[k] as Programs.ReadFile
+          const err = (k: number) => (read[k] as Directory.DirectoryError).reason._tag
+          assert.strictEqual(FileName.decode(ok(0).bytes), "alpha")
+          assert.deepInclude(ok(0).stat, { type: "File", size: 5 })
+          assert.deepStrictEqual([err(1), err(2), err(3)], ["SymbolicLink", "WrongType", "NotFound"])
+          assert.strictEqual(FileName.decode(ok(4).bytes), "bravo!")
+          assert.deepStrictEqual(yield* dirs.readFiles(d, [enc("big")], 99), [])
+          // hashFiles, where the layer has it: what readFiles reads, hashed where it is read (SHA-256 of the bytes
+          // above), the same errors in the same places, stopping where readFiles stops.
+          if (dirs.hashFiles !== undefined) {
+            const hashed = yield* dirs.hashFiles(d, ["a", "link", "sub", "missing", "b", "big", "a"].map(enc), 20)
+            assert.strictEqual(hashed.length, 5)
+            const h = (k: number) =>
+              hashed[k] as { readonly stat: Directory.Stat; readonly size: number; readonly sha256: string }
+            assert.deepInclude(h(0), {
+              size: 5,
+              sha256: "8ed3f6ad685b959ead7022518e1af76cd816f8e8ec7ccdda1ed4018e8f2223f8"
+            })
+            assert.deepInclude(h(0).stat, { type: "File", size: 5 })
+            assert.deepStrictEqual(
+              [1, 2, 3].map((k) => (hashed[k] as Directory.DirectoryError).reason._tag),
+              ["SymbolicLink", "WrongType", "NotFound"]
+            )
+            assert.deepInclude(h(4), {
+              size: 6,
+              sha256: "9b79d8af8bb7faa6c1f7f235d0ada0ac29a8edde346e181581ffc3c596eb62fb"
+            })
+            assert.deepStrictEqual(yield* dirs.hashFiles(d, [enc("big")], 99), [])
+            assert.strictEqual(
+              ((yield* dirs.hashFiles(d, [enc("a"), enc("x/y")], 99))[1] as Directory.DirectoryError).reason._tag,
+              "InvalidName"
+            )
+          }
+          // copyFiles: each made exclusively from the source's bytes, with its owner, mode and times; stops at the
+          // first that fails (here a name that is there, a link), leaving the ones after it untried.
+          yield* fs.writeFileString(`${box}/source`, "0123456789")
+          const source = yield* dirs.openFile(root, enc("source"), { mode: "read" })
+          const file = (name: string, offset: number, size: number) => ({
+            dir: d,
+            name: enc(name),
+            permissions: 0o600,
+            offset,
+            size,
+            mode: 0o640,
+            uid: 1000,
+            gid: 1001,
+            times: { atimeNs: 1_600_000_000_000_000_000n, mtimeNs: 1_600_000_002_000_000_000n }
+          })
+          const copied = yield* dirs.copyFiles(source, [
+            file("c1", 2, 3),
+            file("c2", 0, 10),
+            file("link", 0, 1),
+            file("c3", 0, 1)
+          ])
+          assert.strictEqual(copied.done, 2)
+          assert.strictEqual(copied.failure?.reason._tag, "Exists")
+          assert.strictEqual(yield* fs.readFileString(`${box}/d/c1`), "234")
+          assert.strictEqual(yield* fs.readFileString(`${box}/d/c2`), "0123456789")
+          assert.isFalse(yield* fs.exists(`${box}/d/c3`))
+          assert.strictEqual(yield* fs.readFileString(`${box}/d/a`), "alpha", "nothing written through the link")
+          const c1 = yield* dirs.stat(d, enc("c1"))
+          assert.deepInclude(c1, { mode: 0o640, uid: 1000, gid: 1001, size: 3 })
+          assert.strictEqual(c1.mtimeNs / 1_000_000_000n, 1_600_000_002n)
+          const short = yield* dirs.copyFiles(source, [file("c4", 8, 5)])
+          assert.strictEqual(short.done, 0)
+          assert.isDefined(short.failure, "a source that ends before the file's bytes fails it")
+          // renameAll: in order, stops at the first that fails.
+          const moved = yield* dirs.renameAll([
+            { from: d, fromName: enc("c1"), to: root, toName: enc("r1") },
+            { from: d, fromName: enc("missing"), to: d, toName: enc("r2") },
+            { from: d, fromName: enc("c2"), to: d, toName: enc("r3") }
+          ])
+          assert.strictEqual(moved.done, 1)
+          assert.strictEqual(moved.failure?.reason._tag, "NotFound")
+          assert.strictEqual(yield* fs.readFileString(`${box}/r1`), "234")
+          assert.isTrue(yield* fs.exists(`${box}/d/c2`))
+          assert.deepStrictEqual(yield* dirs.renameAll([]), { done: 0 })
+        }).pipe(Effect.scoped)
     )
 
     if (options.fifo !== undefined) {

@@ -309,8 +309,12 @@ const structure = (s: State) =>
           let handle: Directory.Handle | undefined
           if (current?.type === "Directory") {
             const opened = yield* Effect.result(ctx.dirs.openDirectory(parent.handle, name, { sameMount: !top }))
-            if (opened._tag === "Success") handle = opened.success
-            else if (opened.failure.reason._tag === "OtherMount") {
+            if (opened._tag === "Success") {
+              handle = opened.success
+              // A listed directory may be a mount of its own: its file system is synced too. Every other
+              // directory is opened on its parent's mount, so on a file system already noted.
+              if (top) yield* onDevice(s, handle)
+            } else if (opened.failure.reason._tag === "OtherMount") {
               return yield* fail(
                 ctx,
                 new Failure({
@@ -374,7 +378,6 @@ const structure = (s: State) =>
           s.leaves.push({ entry: e, index, parent: parent.handle, name, below, top, current })
       }
     }
-    for (const { place } of s.directories) yield* onDevice(s, place.handle)
   })
 
 /** True when the file `name` of `dir` holds exactly the bytes of `e` in `data`. */
@@ -549,17 +552,21 @@ const writeTemps = (
 
 /**
  * The file leaves whose bytes are as recorded, of those whose type, size,
- * mode, owner and modification time already are: read in batches
- * (`Directories.readFiles`, a call for many files of a directory) and their
- * SHA-256 compared with the recorded one (which step 1 checked `data`
- * against: equal hashes are equal bytes, and `data` need not be read again):
- * `equal`, of the leaves in `decided` (every one the batches looked at; the
- * others, larger than a batch, are compared byte by byte one at a time).
+ * mode, owner and modification time already are: hashed in batches, a call
+ * for many files of a directory (`Directories.hashFiles` where the layer
+ * hashes without the bytes leaving it, else `readFiles` and the `Hashing`
+ * service), and their SHA-256 compared with the recorded one (which step 1
+ * checked `data` against: equal hashes are equal bytes, and `data` need not
+ * be read again): `equal`, of the leaves in `decided` (every one the batches
+ * looked at; the others, larger than a batch, are compared byte by byte one
+ * at a time).
  */
 const unchangedInBatches = (s: State) =>
   Effect.gen(function* () {
     const { ctx } = s
     const same = { equal: new Set<Leaf>(), decided: new Set<Leaf>() }
+    const native = ctx.dirs.hashFiles
+    const batchBytes = native === undefined ? BatchBytes : HashBatchBytes
     const candidates = s.leaves.filter((leaf) => {
       const e = leaf.entry
       const c = leaf.current
@@ -572,21 +579,26 @@ const unchangedInBatches = (s: State) =>
         c.uid === e.uid &&
         c.gid === e.gid &&
         (e.mtimeNs === undefined || c.mtimeNs === BigInt(e.mtimeNs)) &&
-        e.size <= BatchBytes
+        e.size <= batchBytes
       )
     })
+    const hashOf = (bytes: Uint8Array) => {
+      const hasher = ctx.hashing.sha256()
+      hasher.update(bytes)
+      return { size: bytes.length, sha256: hasher.digestHex() }
+    }
     for (let at = 0; at < candidates.length; ) {
       const parent = (candidates[at] as Leaf).parent
       let end = at
       while (end < candidates.length && (candidates[end] as Leaf).parent === parent) end++
       const group = candidates.slice(at, end)
-      const read = yield* ctx.dirs.readFiles(
-        parent,
-        group.map((l) => l.name),
-        BatchBytes
-      )
-      // At least one is read: the first of a group is within the batch's bytes by the filter.
-      for (const [k, got] of read.entries()) {
+      const names = group.map((l) => l.name)
+      const hashed: ReadonlyArray<{ readonly size: number; readonly sha256: string } | Directory.DirectoryError> =
+        native !== undefined
+          ? yield* native(parent, names, batchBytes)
+          : (yield* ctx.dirs.readFiles(parent, names, batchBytes)).map((r) => (isError(r) ? r : hashOf(r.bytes)))
+      // At least one is hashed: the first of a group is within the batch's bytes by the filter.
+      for (const [k, got] of hashed.entries()) {
         const leaf = group[k] as Leaf
         const e = leaf.entry as FileEntry
         same.decided.add(leaf)
@@ -595,12 +607,9 @@ const unchangedInBatches = (s: State) =>
           if (reason === "NotFound" || reason === "SymbolicLink" || reason === "WrongType") continue
           return yield* fromDirectory(ctx, e.path)(got)
         }
-        if (got.bytes.length !== e.size) continue
-        const hasher = ctx.hashing.sha256()
-        hasher.update(got.bytes)
-        if (hasher.digestHex() === e.sha256) same.equal.add(leaf)
+        if (got.size === e.size && got.sha256 === e.sha256) same.equal.add(leaf)
       }
-      at += Math.max(1, read.length)
+      at += Math.max(1, hashed.length)
     }
     return same
   })
@@ -608,8 +617,11 @@ const unchangedInBatches = (s: State) =>
 const isError = (x: unknown): x is Directory.DirectoryError =>
   typeof x === "object" && x !== null && (x as { readonly _tag?: unknown })._tag === "DirectoryError"
 
-/** The most bytes of current files one `readFiles` call reads to compare them. */
+/** The most bytes of current files one `readFiles` call reads to compare them (they cross to the agent). */
 const BatchBytes = 4 * 1024 * 1024
+
+/** The most bytes of current files one `hashFiles` call hashes (none cross; a batch is one helper call's work). */
+const HashBatchBytes = 64 * 1024 * 1024
 
 /** One `syncfs` per file system touched. */
 const syncAll = (s: State) =>

@@ -508,18 +508,27 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       })
     })
 
-  const readFiles: NonNullable<Directory.Primitives["readFiles"]> = (dir, names, maxBytes) =>
+  /**
+   * A batch over `names` of `dir` in one helper call (`op`, given the
+   * directory's descriptor, the names and `maxBytes`): each answer, or the
+   * error of its name. A bad name is answered where its turn comes, as the
+   * one-by-one calls would; the names after it are not asked.
+   */
+  const perName = <A extends object>(
+    op: string,
+    dir: Directory.Handle,
+    names: ReadonlyArray<Uint8Array>,
+    maxBytes: number
+  ) =>
     Effect.gen(function* () {
       const paths = names.map((n) => Programs.childPath(dir.path, n))
       const firstBad = names.findIndex((n, i) => badName("openat", paths[i] as string, n) !== undefined)
       const asked = firstBad < 0 ? names : names.slice(0, firstBad)
-      const r = yield* Effect.result(call("readFiles", [dir], ([fd]) => [fd, asked, maxBytes], "openat", dir.path))
+      const r = yield* Effect.result(call(op, [dir], ([fd]) => [fd, asked, maxBytes], "openat", dir.path))
       if (r._tag === "Failure") return [r.failure]
-      const out = (r.success as ReadonlyArray<Programs.ReadFile | Failure>).map(
-        (a, i): Programs.ReadFile | Directory.DirectoryError =>
-          "_tag" in a ? toDirectoryError(a, a.call ?? "openat", paths[i] as string) : a
+      const out = (r.success as ReadonlyArray<A | Failure>).map((a, i): A | Directory.DirectoryError =>
+        "_tag" in a ? toDirectoryError(a, a.call ?? "openat", paths[i] as string) : (a as A)
       )
-      // A bad name is answered where its turn comes, as the one-by-one calls would.
       if (firstBad >= 0 && out.length === asked.length) {
         out.push(
           badName("openat", paths[firstBad] as string, names[firstBad] as Uint8Array) as Directory.DirectoryError
@@ -527,6 +536,17 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
       }
       return out
     })
+
+  const readFiles: NonNullable<Directory.Primitives["readFiles"]> = (dir, names, maxBytes) =>
+    perName<Programs.ReadFile>("readFiles", dir, names, maxBytes)
+
+  const hashFiles: NonNullable<Directory.Primitives["hashFiles"]> = (dir, names, maxBytes) =>
+    perName<{ readonly stat: Directory.Stat; readonly size: number; readonly sha256: string }>(
+      "hashFiles",
+      dir,
+      names,
+      maxBytes
+    )
 
   const copyFiles: NonNullable<Directory.Primitives["copyFiles"]> = (from, files) =>
     Effect.gen(function* () {
@@ -715,6 +735,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     removeTree,
     statAll,
     readFiles,
+    hashFiles,
     copyFiles,
     renameAll,
     sha256,

@@ -186,6 +186,7 @@ const handlers: Record<string, Handler> = {
   holeAt: ([fd, offset]: [number, number]) => sys.holeAt(fd, offset),
   statAll: ([fd, names]: [number, ReadonlyArray<Uint8Array>]) => names.map((n) => sys.stat(fd, n)),
   readFiles: ([fd, names, maxBytes]: [number, ReadonlyArray<Uint8Array>, number]) => sys.readFiles(fd, names, maxBytes),
+  hashFiles: ([fd, names, maxBytes]: [number, ReadonlyArray<Uint8Array>, number]) => sys.hashFiles(fd, names, maxBytes),
   copyFiles: ([from, files]: [number, ReadonlyArray<CopyItem>]) => {
     const r = sys.copyFiles(from, files)
     return { done: r.done, failure: r.failure ?? null }

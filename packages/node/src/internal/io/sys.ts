@@ -591,6 +591,58 @@ export class Sys {
 
   private readonly copyBuffer = new Uint8Array(CopyChunk)
 
+  /**
+   * `Directories.hashFiles`: each regular file of `names` opened as
+   * `readFiles` opens it, its bytes hashed here through the copy buffer
+   * (none of them cross to the agent); stops as `readFiles` does.
+   */
+  hashFiles(
+    dirfd: number,
+    names: ReadonlyArray<Uint8Array>,
+    maxBytes: number
+  ): Array<{ readonly stat: Stat; readonly size: number; readonly sha256: string } | Failure> {
+    const out: Array<{ readonly stat: Stat; readonly size: number; readonly sha256: string } | Failure> = []
+    const buffer = this.copyBuffer
+    let total = 0
+    for (const name of names) {
+      const fd = this.openFile(dirfd, name, "read", 0)
+      if (typeof fd !== "number") {
+        out.push(fd)
+        continue
+      }
+      const stat = this.stat(fd, undefined)
+      if ("_tag" in stat) {
+        this.c.close(fd)
+        out.push(stat)
+        continue
+      }
+      if (total + stat.size > maxBytes) {
+        this.c.close(fd)
+        break
+      }
+      const h = createHash("sha256")
+      let got = 0
+      let failed: Failure | undefined
+      while (got < stat.size) {
+        const n = this.c.pread(fd, buffer, Math.min(buffer.length, stat.size - got), got)
+        if (n < 0) {
+          failed = this.fail("pread")
+          break
+        }
+        if (n === 0) break
+        h.update(buffer.subarray(0, n))
+        got += n
+      }
+      this.c.close(fd)
+      if (failed !== undefined) out.push(failed)
+      else {
+        total += got
+        out.push({ stat, size: got, sha256: h.digest("hex") })
+      }
+    }
+    return out
+  }
+
   /** The SHA-256 (hex) of each range of `fd`: read here, hashed here (node's crypto, the one `NodeHashing` uses). */
   sha256(
     fd: number,
