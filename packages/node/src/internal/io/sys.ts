@@ -174,6 +174,11 @@ export class Sys {
   /** The full stat of `name` in `dirfd`, or of `dirfd` (asks the file system: fresh attributes). */
   stat(dirfd: number, name: Uint8Array | undefined): Stat | Failure {
     if (!this.statx(dirfd, name, false)) return this.fail("statx")
+    return this.statOfLast(dirfd, name)
+  }
+
+  /** The {@link Stat} of the last `statx` made (of `name` in `dirfd`, or of `dirfd`): no call of its own. */
+  private statOfLast(dirfd: number, name: Uint8Array | undefined): Stat {
     const v = this.statView
     const mode = v.getUint16(28, true)
     return {
@@ -509,6 +514,16 @@ export class Sys {
    * name, never blocking on a FIFO planted there (`O_NONBLOCK`), refusing
    * what is not a regular file (`WrongType`).
    */
+  /**
+   * `openFile` for reading, with the stat of the open file (the one its
+   * type was checked with: a file read in a batch is stat'ed once).
+   */
+  openRead(dirfd: number, name: Uint8Array): { readonly fd: number; readonly stat: Stat } | Failure {
+    const fd = this.openFile(dirfd, name, "read", 0)
+    // openFile's statx of the open file is the last one made.
+    return typeof fd === "number" ? { fd, stat: this.statOfLast(fd, undefined) } : fd
+  }
+
   openFile(dirfd: number, name: Uint8Array, mode: "read" | "write" | "create", permissions: number): number | Failure {
     const { c, k } = this
     const base = k.O_NOFOLLOW | k.O_CLOEXEC | k.O_NOCTTY | k.O_NONBLOCK
@@ -552,17 +567,12 @@ export class Sys {
     const out: Array<{ readonly stat: Stat; readonly bytes: Uint8Array } | Failure> = []
     let total = 0
     for (const name of names) {
-      const fd = this.openFile(dirfd, name, "read", 0)
-      if (typeof fd !== "number") {
-        out.push(fd)
+      const opened = this.openRead(dirfd, name)
+      if ("_tag" in opened) {
+        out.push(opened)
         continue
       }
-      const stat = this.stat(fd, undefined)
-      if ("_tag" in stat) {
-        this.c.close(fd)
-        out.push(stat)
-        continue
-      }
+      const { fd, stat } = opened
       if (total + stat.size > maxBytes) {
         this.c.close(fd)
         break
@@ -605,17 +615,12 @@ export class Sys {
     const buffer = this.copyBuffer
     let total = 0
     for (const name of names) {
-      const fd = this.openFile(dirfd, name, "read", 0)
-      if (typeof fd !== "number") {
-        out.push(fd)
+      const opened = this.openRead(dirfd, name)
+      if ("_tag" in opened) {
+        out.push(opened)
         continue
       }
-      const stat = this.stat(fd, undefined)
-      if ("_tag" in stat) {
-        this.c.close(fd)
-        out.push(stat)
-        continue
-      }
+      const { fd, stat } = opened
       if (total + stat.size > maxBytes) {
         this.c.close(fd)
         break
