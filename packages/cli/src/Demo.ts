@@ -123,6 +123,20 @@ const wrap = (text: string, width: number, indent: string): ReadonlyArray<string
 /**
  * The report for a person: each step with its duration and what it did, then every claim with PASS or FAIL.
  *
+ * @example
+ * ```ts
+ * import { Demo } from "@hostnode/cli"
+ * import { Console, Effect } from "effect"
+ *
+ * // In CI: the JSON report for the artifacts, the text for a person only when a claim fails.
+ * const check = Effect.gen(function* () {
+ *   const report = yield* Demo.run
+ *   yield* Console.log(JSON.stringify(report))
+ *   if (!report.ok) yield* Console.error(Demo.renderText(report))
+ *   return report.ok
+ * })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

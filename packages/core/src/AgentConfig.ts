@@ -120,6 +120,20 @@ const What = "AgentConfig"
 /**
  * Decodes an agent configuration from an already parsed value; `file` is named in errors.
  *
+ * @example
+ * ```ts
+ * import { AgentConfig } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Settings from the agent's flags, checked by the same rules as the file; the other fields take their defaults.
+ * const fromFlags = (interfaceName: string) =>
+ *   Effect.gen(function* () {
+ *     const config = yield* AgentConfig.decode({ localDns: { interfaceName } }, "--localdns-interface")
+ *     yield* Effect.logInfo(`LocalDNS on ${config.localDns.interfaceName}; units ${config.units.join(", ")}`)
+ *     return config
+ *   })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
@@ -129,6 +143,20 @@ export const decode = Effect.fn("AgentConfig.decode")(function* (input: unknown,
 
 /**
  * Decodes an agent configuration from JSON text; `file` is named in errors.
+ *
+ * @example
+ * ```ts
+ * import { AgentConfig } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The configuration from a mounted ConfigMap key, which arrives as text; a typo in it is named, not ignored.
+ * const fromConfigMap = (data: Readonly<Record<string, string>>) =>
+ *   AgentConfig.decodeJson(data["config.json"] ?? "{}", "configmap hostnode/config.json").pipe(
+ *     Effect.catchReason("ConfigError", "InvalidValue", (invalid) =>
+ *       Effect.fail(`fix ${invalid.field} in the ConfigMap: ${invalid.message}`)
+ *     )
+ *   )
+ * ```
  *
  * @category operations
  * @since 0.1.0

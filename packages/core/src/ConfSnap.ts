@@ -105,6 +105,15 @@ const NonePaths: ReadonlyArray<string> = [
  * the host's CNI configuration, `none` runs it directly on the host, binaries
  * included.
  *
+ * @example
+ * ```ts
+ * import { ConfSnap, Snapshot } from "@hostnode/core"
+ *
+ * // A node whose stack runs in a container on the host's CNI configuration: that configuration is rolled back too.
+ * const paths = ConfSnap.pathsFor("container")
+ * const beforeUpgrade = Snapshot.takeOf({ dir: "/etc/hostnode/snapshot", hostRoot: "/", paths })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

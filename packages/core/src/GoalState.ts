@@ -129,6 +129,29 @@ type DownloadOverrides = typeof DownloadOverrides.Type
 /**
  * Decodes download overrides from an already parsed value; `file` is named in errors.
  *
+ * @example
+ * ```ts
+ * import { type AgentConfig, GoalState } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The kubelet from the cluster's own mirror: the URL and its digest replace the goal state's together.
+ * const goalStateOfA = (config: AgentConfig.AgentConfig) =>
+ *   Effect.gen(function* () {
+ *     const downloads = yield* GoalState.decodeDownloadOverrides(
+ *       {
+ *         artifacts: {
+ *           kubelet: {
+ *             url: "https://mirror.example.internal/kubernetes/v1.31.2/kubelet",
+ *             sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+ *           }
+ *         }
+ *       },
+ *       "/etc/hostnode/downloads.json"
+ *     )
+ *     return yield* GoalState.makeSource({ config, downloads }).for("a")
+ *   })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
@@ -141,6 +164,20 @@ export const decodeDownloadOverrides = Effect.fn("GoalState.decodeDownloadOverri
 
 /**
  * Decodes a machine goal state from an already parsed value; `file` is named in errors.
+ *
+ * @example
+ * ```ts
+ * import { type AgentConfig, GoalState } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Bootstrap got the goal state from the provisioning service: decoded once, then given to the source,
+ * // which checks that it is for the slot asked.
+ * const fromProvisioning = (config: AgentConfig.AgentConfig, body: unknown) =>
+ *   Effect.gen(function* () {
+ *     const goalState = yield* GoalState.decodeMachineGoalState(body, "provisioning response")
+ *     return yield* GoalState.makeSource({ config, goalState }).for("a")
+ *   })
+ * ```
  *
  * @category operations
  * @since 0.1.0

@@ -68,6 +68,17 @@ export * from "./internal/systemd/callTimeout.ts"
  * Runs `self` with `duration` as the timeout of each call (how long one call
  * may go without an answer before it is abandoned as hung).
  *
+ * @example
+ * ```ts
+ * import { SafeRemove } from "@hostnode/core"
+ * import * as Layers from "@hostnode/core/Layers"
+ *
+ * // Pod volumes on a slow NFS server: one call may take 2 minutes before it is reported Hung, the removal 10.
+ * const removePods = SafeRemove.remove(["/var/lib/kubelet/pods"], { deadline: "10 minutes" }).pipe(
+ *   Layers.withCallTimeout("2 minutes")
+ * )
+ * ```
+ *
  * @since 0.4.0
  * @category operations
  */
@@ -86,6 +97,20 @@ export const withCallTimeout =
  * How long a call starting now may take: the call timeout, or less when the
  * operation's deadline comes first (`byDeadline`); zero or less when it has
  * passed.
+ *
+ * @example
+ * ```ts
+ * import * as Layers from "@hostnode/core/Layers"
+ * import { Effect } from "effect"
+ *
+ * // In a layer of your own: a call into the host gets what is left of its budget, and none once the deadline passed.
+ * const bounded = <A, E>(call: Effect.Effect<A, E>) =>
+ *   Effect.gen(function* () {
+ *     const budget = yield* Layers.forCall
+ *     if (budget.millis <= 0) return yield* Effect.fail("Hung: the operation's deadline has passed" as const)
+ *     return yield* Effect.timeout(call, budget.millis)
+ *   })
+ * ```
  *
  * @since 0.4.0
  * @category operations

@@ -116,6 +116,19 @@ export const setupLocalDnsNetwork = Effect.fn("LocalDns.setupLocalDnsNetwork")(
  * comment are never touched. Fails with a {@link LocalDnsError} with a
  * network reason.
  *
+ * @example
+ * ```ts
+ * import { LocalDns } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // On a repave, once the node stack is stopped: the interface and our NOTRACK rules go, other rules stay.
+ * const cleanup = LocalDns.cleanupHostNetwork({ interfaceName: "localdns" }).pipe(
+ *   Effect.catchReason("LocalDnsError", "PermissionDenied", (denied) =>
+ *     Effect.fail(`run the agent with CAP_NET_ADMIN: ${denied.message}`)
+ *   )
+ * )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

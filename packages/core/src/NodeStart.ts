@@ -164,6 +164,18 @@ export const decode = Effect.fn("NodeStart.decode")(function* (input: unknown, f
 /**
  * Decodes a node start from JSON text; `file` is named in errors.
  *
+ * @example
+ * ```ts
+ * import { NodeStart } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The node start a provisioning tool wrote as text: every wrong field is listed, with the file it came from.
+ * const nodeStart = (text: string) =>
+ *   NodeStart.decodeJson(text, "/etc/hostnode/nodestart.json").pipe(
+ *     Effect.tapError((error) => Effect.logError(error.message))
+ *   )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

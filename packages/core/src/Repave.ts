@@ -206,6 +206,19 @@ export const resetCniState: (
  * {@link ResetError} (`NotADirectory`), as does anything else that could not be
  * removed; the rest is removed first.
  *
+ * @example
+ * ```ts
+ * import { type NodeStart, Repave } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A repaved machine joins as a new node: its old client certificates go, the bootstrap kubeconfig stays.
+ * const newIdentity = (nodeStart: NodeStart.NodeStart) =>
+ *   Effect.gen(function* () {
+ *     const report = yield* Repave.resetKubeletIdentity(nodeStart)
+ *     yield* Effect.logInfo(`${report.removedCount} kubelet credential file(s) removed`)
+ *   })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

@@ -71,6 +71,34 @@ const RestartProgress = Context.Service<Progress>("@hostnode/core/RestartChanged
  * Where the restarts stopped, when `cause` is the failure of a {@link restartChanged} with a caller's `restart`:
  * the unit whose restart failed, those restarted before it, those never tried (as a {@link RestartError} says).
  *
+ * @example
+ * ```ts
+ * import { RestartChanged } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Restarts through the node container's own systemd (its error is kept as it is);
+ * // where the run stopped goes into the node's condition.
+ * const restartInContainer = (
+ *   restart: (unit: string) => Effect.Effect<void, Error>,
+ *   setCondition: (message: string) => Effect.Effect<void>
+ * ) =>
+ *   RestartChanged.restartChanged({
+ *     wasRunning: true,
+ *     units: [
+ *       { unit: "containerd.service", changed: true },
+ *       { unit: "kubelet.service", changed: true }
+ *     ],
+ *     restart
+ *   }).pipe(
+ *     Effect.tapCause((cause) => {
+ *       const progress = RestartChanged.progressOf(cause)
+ *       if (progress === undefined) return Effect.void
+ *       const notTried = progress.notAttempted.length === 0 ? "none" : progress.notAttempted.join(", ")
+ *       return setCondition(`restart of ${progress.unit} failed; not tried: ${notTried}`)
+ *     })
+ *   )
+ * ```
+ *
  * @category operations
  * @since 0.2.0
  */
@@ -149,6 +177,19 @@ const settlePoll = Duration.millis(100)
  * reports about the unit when it was seen down. A unit that is `reloading`
  * counts as up. Meant for long-running units: a `Type=oneshot` unit without
  * `RemainAfterExit=` is inactive once its job is done and never settles.
+ *
+ * @example
+ * ```ts
+ * import { RestartChanged, Systemd } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A start counts once the kubelet stays up for 10 seconds, not when a crash-looping kubelet's job succeeds.
+ * const startKubelet = Effect.gen(function* () {
+ *   const systemd = yield* Systemd.Systemd
+ *   yield* systemd.start("kubelet.service")
+ *   yield* RestartChanged.awaitSettled("kubelet.service", "10 seconds")
+ * })
+ * ```
  *
  * @category operations
  * @since 0.2.0

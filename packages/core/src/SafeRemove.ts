@@ -207,6 +207,23 @@ const open = Effect.fnUntraced(function* (root: HostPath.HostRoot, handle: Direc
  * `handle`: the session uses it instead of opening the root again, so the
  * root's path is trusted once.
  *
+ * @example
+ * ```ts
+ * import { SafeRemove } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The directories of pods that no longer run: listed and removed on one handle and one reading of the mount table.
+ * const removeStalePods = (running: ReadonlySet<string>) =>
+ *   Effect.scoped(
+ *     Effect.gen(function* () {
+ *       const session = yield* SafeRemove.session({ deadline: "1 minute" })
+ *       const { names } = yield* session.children("/var/lib/kubelet/pods")
+ *       const stale = names.filter((uid) => !running.has(uid))
+ *       return yield* session.remove(stale.map((uid) => `/var/lib/kubelet/pods/${uid}`))
+ *     })
+ *   )
+ * ```
+ *
  * @since 0.1.0
  * @category operations
  */

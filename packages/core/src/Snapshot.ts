@@ -144,6 +144,24 @@ export interface OpenOptions {
  * snapshot, only a staging directory that the next take or `recover`
  * removes; the recorded paths are only ever read.
  *
+ * @example
+ * ```ts
+ * import { ConfSnap, Snapshot } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // A node stack run directly on the host: its binaries are saved with its configuration, and put back together.
+ * const upgradeInPlace = (installNewBinaries: Effect.Effect<void, Error>) =>
+ *   Effect.gen(function* () {
+ *     const snapshot = yield* Snapshot.takeOf({
+ *       dir: "/var/lib/hostnode/snapshot",
+ *       hostRoot: "/",
+ *       paths: ConfSnap.pathsFor("none")
+ *     })
+ *     yield* installNewBinaries.pipe(Effect.tapError(() => snapshot.restore))
+ *     yield* snapshot.discard
+ *   })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
@@ -205,6 +223,22 @@ export const take: (
  * took: its manifest is read and checked (content hashes are checked by the
  * restore). Fails with `Missing` when there is none. Unlike {@link recover},
  * nothing is restored or removed until the caller says so.
+ *
+ * @example
+ * ```ts
+ * import { Snapshot } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // An operator's restore, looked at first: a snapshot that found every path absent was probably
+ * // taken on a mistyped root, and restoring it would remove them all here.
+ * const restoreLeftSnapshot = Effect.gen(function* () {
+ *   const snapshot = yield* Snapshot.open({ dir: "/etc/hostnode/snapshot", hostRoot: "/" })
+ *   if (snapshot.absent.length === snapshot.paths.length) {
+ *     return yield* Effect.logWarning(`every recorded path was absent below ${snapshot.hostRoot}; left for a person`)
+ *   }
+ *   yield* snapshot.restore
+ * })
+ * ```
  *
  * @category operations
  * @since 0.1.0
@@ -291,6 +325,17 @@ export const recover: (
  * one too): renamed aside, then removed through handles. Returns whether
  * there was one; none is success. Waits for another process holding the lock.
  *
+ * @example
+ * ```ts
+ * import { Snapshot } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The operator keeps the upgraded configuration: the snapshot an interrupted run left goes, even a corrupt one.
+ * const keepUpgrade = Snapshot.discard({ dir: "/etc/hostnode/snapshot" }).pipe(
+ *   Effect.tap((found) => Effect.logInfo(found ? "snapshot discarded" : "there was no snapshot"))
+ * )
+ * ```
+ *
  * @category operations
  * @since 0.2.0
  */
@@ -323,6 +368,22 @@ export const discard: (options: {
  * only the first failure of a cause, the upgrade's: an agent that handles
  * errors by tag should use {@link guarded}, whose only failure is then that
  * `SnapshotError`.
+ *
+ * @example
+ * ```ts
+ * import { RestartChanged, Snapshot } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The writes and the restarts in one scope: if either fails, the scope's end puts the old configuration back.
+ * const upgrade = (writeNewConfig: Effect.Effect<void, Error>) =>
+ *   Effect.scoped(
+ *     Effect.gen(function* () {
+ *       yield* Snapshot.scoped({ dir: "/etc/hostnode/snapshot", hostRoot: "/" })
+ *       yield* writeNewConfig
+ *       yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "kubelet.service", changed: true }] })
+ *     })
+ *   )
+ * ```
  *
  * @category operations
  * @since 0.1.0

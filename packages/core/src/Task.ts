@@ -141,6 +141,20 @@ const reasonForTask = (name: string, table: ReasonTable = defaultReasons): strin
  * wins. Anything that is not a {@link TaskFailed} is `Unknown`; a task no key
  * matches is `TaskFailed`.
  *
+ * @example
+ * ```ts
+ * import { Task } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The agent's own step gets its own reason; the library's steps keep theirs.
+ * const reasons = { ...Task.defaultReasons, "drain-node": "DrainFailed" }
+ *
+ * const upgrade = (drain: Effect.Effect<void, Error>, restart: Effect.Effect<void, Error>) =>
+ *   Task.run([Task.make("drain-node", drain), Task.make("restart-changed", restart)]).pipe(
+ *     Effect.tapError((e) => Effect.logError(`Ready=False reason=${Task.conditionReason(e, reasons)}: ${e.message}`))
+ *   )
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

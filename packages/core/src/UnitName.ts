@@ -111,6 +111,17 @@ const reasonOf = (name: string): Failure | undefined => {
  * names. Exposed so callers can explain a rejection without decoding; the
  * sentence is the message of the {@link Failure} `decode` fails with.
  *
+ * @example
+ * ```ts
+ * import { UnitName } from "@hostnode/core"
+ *
+ * // A settings form explains each bad name as it is typed, without running an Effect.
+ * const hints = ["containerd.service", "kubelet"].flatMap((name) => {
+ *   const problem = UnitName.problem(name) // "kubelet": has no type suffix (one of .service, ...)
+ *   return problem === undefined ? [] : [`${name} ${problem}`]
+ * })
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

@@ -533,6 +533,19 @@ export const unmountBelow: (
  * `UnmountError` whose reason is `PeersOutsideRoot`, each before anything is
  * unmounted.
  *
+ * @example
+ * ```ts
+ * import { SafeRemove, Unmount } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // Each pod's volumes: a pod whose mounts stay busy keeps its directory, the others' directories are removed.
+ * const teardownPods = (podDirs: ReadonlyArray<string>) =>
+ *   Effect.gen(function* () {
+ *     const report = yield* Unmount.unmountBelowByPrefix(podDirs, { followLinks: false })
+ *     return yield* SafeRemove.remove(podDirs.filter((dir) => !report.failures.has(dir)))
+ *   })
+ * ```
+ *
  * @since 0.1.0
  * @category operations
  */
@@ -553,6 +566,19 @@ export const unmountBelowByPrefix: (
  * kubelet directory to clear the pod volumes while keeping the directory's own
  * mount (a shared bind, a dedicated disk) through which the next pods' mounts
  * propagate; kubeadm regressed on exactly this twice.
+ *
+ * @example
+ * ```ts
+ * import { Paths, Unmount } from "@hostnode/core"
+ * import { Effect } from "effect"
+ *
+ * // The pod volumes go; the kubelet directory's own mount (a data disk, a shared bind) stays for the next pods.
+ * const clearVolumes = Unmount.unmountStrictlyBelow([Paths.Node.KubeletDir], { deadline: "2 minutes" }).pipe(
+ *   Effect.catchReason("UnmountError", "MountsRemain", (busy) =>
+ *     Effect.fail(`${busy.remaining.length} volume(s) still mounted: ${busy.message}`)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category operations
