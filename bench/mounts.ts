@@ -12,7 +12,11 @@
  *   (`openat2` + `statx` + `umount2` through the descriptor + `close`,
  *   bench/c/unmount.c).
  * - 10,000 stacked mounts on one path, cleared completely: the same floor,
- *   the C verified loop and `unmountBelow`.
+ *   the C verified loop and `unmountBelow`; then one read of the table with
+ *   the stack on, through /proc/self/mountinfo and through listmount and
+ *   statmount (bench/c/listmount.c).
+ * - In both, the floor between two reads of the table: what a pass that
+ *   reads the table before and after pays at least.
  *
  * Every row takes turns with the others, each run on freshly made mounts
  * (made through koffi, untimed: 1,000 `mount` processes would take seconds);
@@ -117,6 +121,8 @@ const Main = Effect.gen(function* () {
   writeFileSync(pathsFile, JSON.stringify(names))
   const unmountProgram = c("unmount")
   const floor = "bare umount2 loop by path through koffi, in this process (floor)"
+  // What an unmount pass that reads the table before and after (to know what is mounted, and what left) pays at least.
+  const tableBound = "the same bare loop between two reads of the table (MountInfo.read before and after)"
   const runs = runsOf(5)
   const cases = [
     row({
@@ -126,6 +132,18 @@ const Main = Effect.gen(function* () {
         inProcess(
           Effect.sync(() => {
             for (const p of names) umount2(p, MNT_DETACH)
+          })
+        )
+    }),
+    row({
+      name: tableBound,
+      setup: siblings,
+      run: () =>
+        inProcess(
+          Effect.gen(function* () {
+            yield* MountInfo.read().pipe(Effect.orDie)
+            for (const p of names) umount2(p, MNT_DETACH)
+            yield* MountInfo.read().pipe(Effect.orDie)
           })
         )
     }),
@@ -208,6 +226,18 @@ const Main = Effect.gen(function* () {
           })
         )
     }),
+    row({
+      name: tableBound,
+      setup: stack,
+      run: () =>
+        inProcess(
+          Effect.gen(function* () {
+            yield* MountInfo.read().pipe(Effect.orDie)
+            for (let i = 0; i < stackN; i++) umount2(stackPath, MNT_DETACH)
+            yield* MountInfo.read().pipe(Effect.orDie)
+          })
+        )
+    }),
     ...(typeof unmountProgram === "string"
       ? [
           row({
@@ -233,12 +263,20 @@ const Main = Effect.gen(function* () {
     inProcess(MountInfo.read().pipe(Effect.orDie)),
     (r) => [r.ms, r.value.length] as const
   )
+  // The kernel's other way to read the table, listmount and statmount (bench/c/listmount.c), with the same stack on.
+  const listProgram = c("listmount")
+  const listed = typeof listProgram === "string" ? yield* cRun("child", [listProgram]) : undefined
   yield* Effect.sync(() => {
     for (let i = 0; i < stackN; i++) umount2(stackPath, MNT_DETACH)
   })
   yield* report(`${stackN.toLocaleString("en")} stacked tmpfs mounts on one path`, stacked, stackFloor)
   yield* Console.log(
     `\nOne MountInfo.read of the table with the stack on it took ${readMs.toFixed(0)} ms (part of every unmountBelow run).`
+  )
+  yield* Console.log(
+    listed === undefined
+      ? `listmount/statmount: not measured (${(listProgram as { readonly skipped: string }).skipped}).`
+      : `The same table through listmount + statmount (bench/c/listmount.c): ${listed.ms.toFixed(0)} ms (${listed.note}).`
   )
 }).pipe(Effect.scoped)
 
