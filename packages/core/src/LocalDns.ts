@@ -13,8 +13,9 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import { Defaults } from "./AgentConfig.ts"
+import * as Deadline from "./Deadline.ts"
 import type { DnsResolvers } from "./DnsResolvers.ts"
 import {
   DefaultInterfaceKind,
@@ -175,7 +176,7 @@ export const cleanupHostNetwork = Effect.fn("LocalDns.cleanupHostNetwork")(
 export const awaitLocalDns: (
   nodeStart: NodeStart.NodeStart,
   options?: {
-    /** The deadline: how long to keep probing (default 2 minutes). */
+    /** How long to keep probing (default 2 minutes); never past the `Deadline` in effect. */
     readonly timeout?: Duration.Input | undefined
     /** The pause between two rounds of probes (default 500 ms). */
     readonly interval?: Duration.Input | undefined
@@ -191,8 +192,13 @@ export const awaitLocalDns: (
       yield* Effect.logInfo("the node does not use LocalDNS; nothing to wait for")
       return
     }
+    // Never past the deadline in effect (`Deadline.within`, the CLI's --timeout): the wait ends by then with its
+    // own report (the listeners that never answered), not cut off from outside.
+    const own = Duration.fromInputUnsafe(options?.timeout ?? DefaultReadinessTimeout)
+    const { at } = yield* Deadline.Deadline
+    const left = at === undefined ? undefined : Duration.millis(Math.max(0, at - (yield* Clock.currentTimeMillis)))
     yield* Probe.untilAnswered(listeners, {
-      timeout: Duration.fromInputUnsafe(options?.timeout ?? DefaultReadinessTimeout),
+      timeout: left === undefined ? own : Duration.min(own, left),
       interval: Duration.fromInputUnsafe(options?.interval ?? DefaultProbeInterval),
       probeTimeout: Duration.fromInputUnsafe(options?.probeTimeout ?? DefaultProbeTimeout),
       probeName: options?.probeName ?? DefaultProbeName

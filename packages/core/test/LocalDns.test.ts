@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DnsResolvers, LocalDns, type NodeStart } from "@hostnode/core"
+import { Deadline, DnsResolvers, LocalDns, type NodeStart } from "@hostnode/core"
 import * as LocalDnsRules from "@hostnode/test/internal/localDnsRules"
 import { Effect, Fiber, Layer, Logger, PlatformError, References, Schema, Sink, Stream } from "effect"
 import { Dns, NetAddress } from "effect/net"
@@ -299,6 +299,27 @@ describe("LocalDns.awaitLocalDns", () => {
       assert.strictEqual(e.reason.attempts, 11)
       assert.strictEqual(r.attempts.get("169.254.10.11"), 11)
       assert.include(e.message, "cluster listener 169.254.10.11")
+    })
+  )
+
+  it.effect("the deadline in effect bounds the wait: it ends by then with its own Timeout, not cut off", () =>
+    Effect.gen(function* () {
+      const r = resolvers(() => noResponse("Refused (ECONNREFUSED)"))
+      const fiber = yield* LocalDns.awaitLocalDns(nodeStart, { interval: "1 second" }).pipe(
+        Deadline.within("3 seconds"),
+        Effect.provide(r.layer),
+        Effect.flip,
+        Effect.forkChild
+      )
+      yield* TestClock.adjust("10 seconds")
+      const e = yield* Fiber.join(fiber)
+      if (e.reason._tag !== "Timeout") return assert.fail(`reason ${e.reason._tag}`)
+      // rounds at 0, 1, 2, 3 s: the deadline's 3 seconds, not the default 2 minutes
+      assert.strictEqual(e.reason.attempts, 4)
+      assert.deepStrictEqual(
+        e.reason.listeners.map((l) => l.address),
+        ["169.254.10.10", "169.254.10.11"]
+      )
     })
   )
 

@@ -245,7 +245,9 @@ export const makeHostnode = <LA, LE, LR>(
           (n) => n > 0,
           (n) => `a positive whole number of seconds, not ${n}`
         ),
-        Flag.withDescription("How long to keep probing, in seconds (default: 120)")
+        Flag.withDescription(
+          "How long to keep probing, in seconds (default: 120); never past the operation's deadline (the global --timeout, given before the subcommand)"
+        )
       )
     },
     (input) => later(handlers.localdns, (h) => h.awaitDns(input))
