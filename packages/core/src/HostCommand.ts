@@ -8,8 +8,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer, Schema, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import * as Deadline from "./Deadline.ts"
 import { nsenterPrefix, wrapSpawner } from "./internal/hostCommand.ts"
 
 /**
@@ -29,13 +30,15 @@ export interface Output {
  * said (`detail`):
  * - `NotFound`: the executable does not exist (not installed, or not on the PATH);
  * - `SpawnFailed`: it could not be started or its output not read for any
- *   other reason (permissions, resources, a broken pipe).
+ *   other reason (permissions, resources, a broken pipe);
+ * - `TimedOut`: it had not exited by the operation's deadline (`Deadline`),
+ *   or the deadline had passed before it was started (then it was not).
  *
  * @category errors
  * @since 0.4.0
  */
 export class Failure extends Schema.Error<Failure>("@hostnode/core/HostCommand/Failure")({
-  _tag: Schema.Literals(["NotFound", "SpawnFailed"]),
+  _tag: Schema.Literals(["NotFound", "SpawnFailed", "TimedOut"]),
   detail: Schema.String
 }) {
   override get message(): string {
@@ -45,8 +48,9 @@ export class Failure extends Schema.Error<Failure>("@hostnode/core/HostCommand/F
 
 /**
  * A command that could not be run at all (the executable is missing, the
- * spawn failed; see {@link Failure}). A command that ran and exited
- * non-zero is not this: callers classify that themselves from its {@link Output}.
+ * spawn failed), or not to its end by the deadline; see {@link Failure}. A
+ * command that ran and exited non-zero is not this: callers classify that
+ * themselves from its {@link Output}.
  *
  * @category errors
  * @since 0.1.0
@@ -61,9 +65,18 @@ export class CommandError extends Schema.TaggedError<CommandError>()("CommandErr
   }
 }
 
+/** How long a command let go at the deadline has between SIGTERM and SIGKILL. */
+const KillGrace = Duration.seconds(2)
+
 /**
  * Runs `command` with `args` and returns its stdout, stderr and exit code,
  * read concurrently so a chatty child never blocks on a full pipe.
+ *
+ * No command is trusted to exit (an `iptables -w` behind a stuck lock
+ * holder, a `umount` or `systemctl` blocked in the kernel): under a
+ * `Deadline` it is waited for until the deadline only, then fails
+ * `TimedOut` and is sent SIGTERM, and SIGKILL two seconds later, without
+ * waiting for it to go (a process blocked in the kernel cannot).
  *
  * @example
  * ```ts
@@ -83,29 +96,57 @@ export const run: (
   args: ReadonlyArray<string>
 ) => Effect.Effect<Output, CommandError, ChildProcessSpawner.ChildProcessSpawner> = Effect.fn("HostCommand.run")(
   function* (command: string, args: ReadonlyArray<string>) {
+    const error = (reason: Failure) => new CommandError({ reason, command, args: [...args] })
     const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const handle = yield* spawner.spawn(ChildProcess.make(command, args))
-    const [stdout, stderr, exitCode] = yield* Effect.all(
-      [
-        handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
-        handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
-        handle.exitCode
-      ],
-      { concurrency: 3 }
+    const { at } = yield* Deadline.Deadline
+    const left = at === undefined ? undefined : at - (yield* Clock.currentTimeMillis)
+    if (left !== undefined && left <= 0) {
+      return yield* error(
+        new Failure({ _tag: "TimedOut", detail: "the operation's deadline had passed; it was not started" })
+      )
+    }
+    // The child lives in a scope of its own. Closing it waits for the child to exit, which one
+    // blocked in the kernel never does: unless it ended, the scope is closed in the background
+    // (SIGTERM, then SIGKILL two seconds later), and the run returns at once.
+    const scope = yield* Scope.make()
+    const output = Effect.gen(function* () {
+      const handle = yield* spawner.spawn(ChildProcess.make(command, args, { forceKillAfter: KillGrace }))
+      const [stdout, stderr, exitCode] = yield* Effect.all(
+        [
+          handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
+          handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
+          handle.exitCode
+        ],
+        { concurrency: 3 }
+      )
+      return { stdout, stderr, exitCode: Number(exitCode) }
+    }).pipe(
+      Scope.provide(scope),
+      Effect.mapError((e) =>
+        error(new Failure({ _tag: e.reason._tag === "NotFound" ? "NotFound" : "SpawnFailed", detail: e.message }))
+      )
     )
-    return { stdout, stderr, exitCode: Number(exitCode) }
-  },
-  Effect.scoped,
-  (effect, command, args) =>
-    Effect.mapError(
-      effect,
-      (e) =>
-        new CommandError({
-          reason: new Failure({ _tag: e.reason._tag === "NotFound" ? "NotFound" : "SpawnFailed", detail: e.message }),
-          command,
-          args: [...args]
-        })
+    const bounded =
+      left === undefined
+        ? output
+        : Effect.timeoutOrElse(output, {
+            duration: Duration.millis(left),
+            orElse: () =>
+              Effect.fail(
+                error(
+                  new Failure({
+                    _tag: "TimedOut",
+                    detail: `it had not exited ${(left / 1000).toFixed(1)} s after it started, at the operation's deadline; it was sent SIGTERM, then SIGKILL`
+                  })
+                )
+              )
+          })
+    return yield* bounded.pipe(
+      Effect.onExit((exit) =>
+        Exit.isSuccess(exit) ? Scope.close(scope, exit) : Effect.asVoid(Effect.forkDetach(Scope.close(scope, exit)))
+      )
     )
+  }
 )
 
 /**

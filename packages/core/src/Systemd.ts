@@ -373,7 +373,13 @@ const makeCommand = (options?: {
                 new Failure({ _tag: "Timeout", stderr: `systemctl did not finish within ${Duration.format(limit)}` })
               )
           }),
-          Effect.catchTag("CommandError", (e) => fail(new Failure({ _tag: "CommandUnavailable", detail: e.message }))),
+          Effect.catchTag("CommandError", (e) =>
+            fail(
+              e.reason._tag === "TimedOut"
+                ? new Failure({ _tag: "Timeout", stderr: `systemctl ${e.reason.detail}` })
+                : new Failure({ _tag: "CommandUnavailable", detail: e.message })
+            )
+          ),
           Effect.flatMap((o) =>
             o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(Failure.classify(o.exitCode, o.stderr))
           ),

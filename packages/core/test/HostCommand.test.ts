@@ -1,7 +1,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { HostCommand } from "@hostnode/core"
-import { Effect, Layer, Stream } from "effect"
+import { Deadline, HostCommand } from "@hostnode/core"
+import { Effect, FileSystem, Layer, Option, Schedule, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { nsenterPrefix } from "../src/internal/hostCommand.ts"
 
@@ -28,6 +28,41 @@ describe("HostCommand", () => {
         Effect.ignore
       )
     }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.live("a command that outlives the deadline fails TimedOut without being waited for, and is killed", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-command-" })
+      // A child that ignores SIGTERM: only the SIGKILL two seconds after the deadline ends it.
+      const e = yield* HostCommand.run("sh", ["-c", `trap "" TERM; echo $$ > ${dir}/pid; exec sleep 60`]).pipe(
+        Effect.flip,
+        Deadline.within("1 second")
+      )
+      assert.strictEqual(e.reason._tag, "TimedOut")
+      assert.include(e.message, "at the operation's deadline")
+      const pid = (yield* fs.readFileString(`${dir}/pid`)).trim()
+      // Returned while the child still ran (its SIGKILL comes two seconds after the SIGTERM) ...
+      assert.isTrue(yield* fs.exists(`/proc/${pid}`), "the run returned before the child was gone")
+      // ... and the child is gone after it: killed, not left behind.
+      const gone = yield* fs
+        .exists(`/proc/${pid}`)
+        .pipe(
+          Effect.repeat({ while: (there) => there, schedule: Schedule.spaced("100 millis") }),
+          Effect.timeoutOption("30 seconds")
+        )
+      assert.deepStrictEqual(gone, Option.some(false))
+      // Past the deadline nothing is started.
+      const late = yield* HostCommand.run("sh", ["-c", `echo started > ${dir}/late`]).pipe(
+        Effect.flip,
+        Deadline.within("0 millis")
+      )
+      assert.strictEqual(late.reason._tag, "TimedOut")
+      assert.isFalse(yield* fs.exists(`${dir}/late`))
+      // Without a deadline, or within it, a command runs to its end as before.
+      const done = yield* HostCommand.run("sh", ["-c", "sleep 0.2; echo done"]).pipe(Deadline.within("30 seconds"))
+      assert.strictEqual(done.stdout, "done\n")
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer))
   )
 
   it.effect("a wrapped spawner runs each command, piped ones on both sides, behind the prefix", () =>
