@@ -13,7 +13,7 @@ import { Context, Duration, Effect, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as HostCommand from "./HostCommand.ts"
 import { Gone } from "./HostPathError.ts"
-import { SystemdCallTimeout as CallTimeout } from "./internal/systemd/callTimeout.ts"
+import { systemdCallLimit } from "./internal/systemd/callTimeout.ts"
 import { describeStatus } from "./internal/systemd/status.ts"
 import type { UnitName, UnitNameError } from "./UnitName.ts"
 import * as UnitNameModule from "./UnitName.ts"
@@ -362,7 +362,7 @@ const makeCommand = (options?: {
     const timeout = Duration.fromInputUnsafe(options?.timeout ?? Duration.minutes(3))
     const systemctl = (verb: Verb, unit: string | undefined, args: ReadonlyArray<string>) =>
       Effect.gen(function* () {
-        const limit = (yield* CallTimeout) ?? timeout
+        const limit = yield* systemdCallLimit(timeout)
         const fail = (reason: SystemdErrorReason) =>
           Effect.fail(new SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) }))
         return yield* HostCommand.run("systemctl", args).pipe(

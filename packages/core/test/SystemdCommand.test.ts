@@ -5,11 +5,14 @@
  * as the right outcome (success, or the reason systemctl's exit and words
  * mean). The real-systemd runs are in @hostnode/node's tests.
  */
+import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Systemd, type UnitName } from "@hostnode/core"
+import { Deadline, HostCommand, Systemd, type UnitName } from "@hostnode/core"
+import * as Layers from "@hostnode/core/Layers"
 import { MemoryNode } from "@hostnode/test"
 import { SystemdConformance } from "@hostnode/test/conformance"
-import { Cause, Effect, Exit, FileSystem, Layer } from "effect"
+import { Cause, Duration, Effect, Exit, FileSystem, Layer } from "effect"
+import { TestClock } from "effect/testing"
 
 // Built here over MemoryNode's command line, in place of the one MemoryNode.layer provides.
 const host = Systemd.layerCommand().pipe(Layer.provideMerge(MemoryNode.layer()))
@@ -71,5 +74,44 @@ describe("Systemd.layerCommand over MemoryNode's systemctl", () => {
         "stop run.service: ok"
       ])
     }).pipe(Effect.provide(MemoryNode.layer()))
+  )
+
+  it.live(
+    "a systemctl that never exits fails Timeout at the operation's deadline, not after the layer's 3 minutes",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-systemctl-" })
+        yield* fs.writeFileString(`${dir}/systemctl`, "#!/bin/sh\nexec sleep 60\n")
+        yield* fs.chmod(`${dir}/systemctl`, 0o755)
+        // A real process that never answers, found first on the PATH.
+        const systemd = yield* Effect.service(Systemd.Systemd).pipe(
+          Effect.provide(
+            Systemd.layerCommand().pipe(Layer.provide(HostCommand.layerWrapped(["env", `PATH=${dir}:/usr/bin:/bin`])))
+          )
+        )
+        const e = yield* systemd.restart("kubelet.service").pipe(Effect.flip, Deadline.within("1 second"))
+        assert.strictEqual(e._tag, "SystemdError")
+        assert.strictEqual(e.reason._tag, "Timeout")
+        assert.include(e.message, "at the operation's deadline")
+      }).pipe(Effect.scoped, Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("a systemd call's limit is the call timeout in effect, else the layer's, never past the deadline", () =>
+    Effect.gen(function* () {
+      const limit = Effect.map(Layers.systemdCallLimit(Duration.minutes(3)), Duration.toMillis)
+      assert.strictEqual(yield* limit, 180_000)
+      assert.strictEqual(yield* Effect.provideService(limit, Layers.SystemdCallTimeout, Duration.seconds(10)), 10_000)
+      const bounded = yield* Effect.gen(function* () {
+        yield* TestClock.adjust("2 seconds")
+        return yield* Effect.provideService(limit, Layers.SystemdCallTimeout, Duration.seconds(10))
+      }).pipe(Deadline.within("5 seconds"))
+      assert.strictEqual(bounded, 3_000)
+      const past = yield* Effect.gen(function* () {
+        yield* TestClock.adjust("6 seconds")
+        return yield* limit
+      }).pipe(Deadline.within("5 seconds"))
+      assert.strictEqual(past, 0)
+    })
   )
 })

@@ -136,7 +136,8 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
     // answer, once more on a new one. Every call here has the same outcome
     // when repeated (a restart restarts, a start of an active unit does
     // nothing), and whether systemd received the first is unknown. The time
-    // limit is `Layers.SystemdCallTimeout` where provided, else the layer's; `job`
+    // limit is `Layers.SystemdCallTimeout` where provided, else the layer's, never past the
+    // operation's deadline (`Layers.systemdCallLimit`); `job`
     // names the job systemd queued, once it answered with one, for the
     // message of a call that ran out of time.
     const withSession = <A>(
@@ -146,7 +147,7 @@ export const make = (options: Options): Effect.Effect<Systemd.Primitives, System
       job: () => string | undefined = () => undefined
     ): Effect.Effect<A, Systemd.SystemdError> =>
       Effect.gen(function* () {
-        const limit = (yield* Layers.SystemdCallTimeout) ?? options.timeout
+        const limit = yield* Layers.systemdCallLimit(options.timeout)
         return yield* Effect.flatMap(session, f).pipe(
           Effect.catchReason("DbusError", "Disconnected", () => Effect.flatMap(session, f)),
           Effect.catchTag("DbusError", (e) => Effect.fail(dbusFailed(verb, unit, e))),

@@ -4,7 +4,8 @@
  *
  * @since 0.4.0
  */
-import { Context, type Duration } from "effect"
+import { Clock, Context, Duration, Effect } from "effect"
+import { Deadline } from "../../Deadline.ts"
 
 /**
  * How long one call to systemd may take, a job until systemd reports it
@@ -38,3 +39,22 @@ export const SystemdCallTimeout = Context.Reference<Duration.Duration | undefine
     defaultValue: () => undefined
   }
 )
+
+/**
+ * How long the next call to systemd may take: {@link SystemdCallTimeout}
+ * where provided, else `fallback` (the layer's own limit), and never past
+ * the operation's `Deadline` (the CLI's `--timeout`): a call that would run
+ * past it fails at the deadline with its `Timeout` reason, and the operation
+ * reports it, instead of being cut off from outside. Every `Systemd` layer
+ * of this library bounds its calls by it; one of your own should too.
+ *
+ * @category services
+ * @since 0.4.0
+ */
+export const systemdCallLimit = (fallback: Duration.Duration): Effect.Effect<Duration.Duration> =>
+  Effect.gen(function* () {
+    const own = (yield* SystemdCallTimeout) ?? fallback
+    const { at } = yield* Deadline
+    if (at === undefined) return own
+    return Duration.min(own, Duration.millis(Math.max(0, at - (yield* Clock.currentTimeMillis))))
+  })
