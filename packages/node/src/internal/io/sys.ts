@@ -18,6 +18,9 @@ import type { Directory } from "@hostnode/core"
 import { type Entry, type Failure, FileName, type Identity, reasonTagOf } from "@hostnode/core/Programs"
 import { constants, cString, describeErrno, emptyPath, type Libc } from "../libc.ts"
 
+/** Linux's ENOMEM. */
+const ENOMEM = 12
+
 /** The flags and other constants of this architecture. */
 export type Constants = NonNullable<typeof constants>
 
@@ -131,15 +134,14 @@ export class Sys {
     const { c, k } = this
     const flags =
       k.AT_SYMLINK_NOFOLLOW | (name === undefined ? k.AT_EMPTY_PATH : 0) | (cached ? k.AT_STATX_DONT_SYNC : 0)
-    return (
-      c.statx(
-        dirfd,
-        name === undefined ? emptyPath : cString(name),
-        flags,
-        k.STATX_BASIC_STATS | k.STATX_MNT_ID,
-        this.statBuf
-      ) === 0
-    )
+    const path = name === undefined ? emptyPath : cString(name)
+    for (let attempt = 1; ; attempt++) {
+      if (c.statx(dirfd, path, flags, k.STATX_BASIC_STATS | k.STATX_MNT_ID, this.statBuf) === 0) return true
+      // ENOMEM is transient where it is the kernel's, and koffi reads errno live, after the
+      // runtime may have run (and failed a call of its own): a lookup that changes nothing is
+      // asked again, twice at most, before its errno is believed.
+      if (attempt === 3 || c.errno() !== ENOMEM) return false
+    }
   }
 
   /** The mount id in the last statx, or from fdinfo on a kernel without `STATX_MNT_ID` (before 5.8). */
