@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url"
 import { isRelative, linksOf, pathOf } from "./md-links.mjs"
 
 const here = join(dirname(fileURLToPath(import.meta.url)), "..")
-const packages = ["core", "node", "test", "cli"]
+const packages = ["core", "node", "sim", "test", "cli"]
 
 /** The repository's address for a file of it, from the package's `repository` field. */
 const repositoryUrl = (root, pkg) => {
