@@ -9,22 +9,62 @@
  * @since 0.1.0
  */
 
-/**
- * The simulated host, re-exported from `@hostnode/sim` (its home since 0.4.0):
- * `MemoryHost`, `MemoryNode`, `MemorySystemd`, `MemoryNetwork`, `MemoryAdversary`,
- * `RecordingSystemd`, `LocalDnsFixture`, `TreeWalk` and the `DryRun` layers.
- *
- * @since 0.4.0
- */
+// The simulated host, re-exported from `@hostnode/sim` (its home since 0.4.0): the same namespaces, so a test
+// imports everything from here.
 export {
+  /**
+   * The dry-run layers: real reads, every change recorded in a plan. From `@hostnode/sim`.
+   *
+   * @since 0.3.0
+   */
   DryRun,
+  /**
+   * What the LocalDNS suite needs from a host: links, the raw table, a DNS server. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
   LocalDnsFixture,
+  /**
+   * Concurrent writers acting on the simulated host between two calls. From `@hostnode/sim`.
+   *
+   * @since 0.2.0
+   */
   MemoryAdversary,
+  /**
+   * The simulated host: files, mounts, inspection, fault injection, crashes. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
   MemoryHost,
+  /**
+   * The simulated host's network: links, iptables, DNS servers. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
   MemoryNetwork,
+  /**
+   * A whole simulated node: MemoryHost, systemd, network and the command line. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
   MemoryNode,
+  /**
+   * The simulated host's systemd: units, the `systemctl` interpreter, faults. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
   MemorySystemd,
+  /**
+   * A `Systemd` that records its calls, the one `MemoryHost.layer` provides. From `@hostnode/sim`.
+   *
+   * @since 0.2.0
+   */
   RecordingSystemd,
+  /**
+   * A directory tree without following links, as a test compares it. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
   TreeWalk
 } from "@hostnode/sim"
 /**
