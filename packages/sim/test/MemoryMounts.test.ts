@@ -385,4 +385,41 @@ describe("MemoryMounts.MountError", () => {
       void failing.pipe(Effect.catchReason("MemoryHostMountError", "Overlay", () => Effect.void))
     }).pipe(Effect.provide(MemoryHost.layer()))
   )
+
+  it.effect(
+    "unmount takes the top of a stack; busy without lazy (EBUSY), lazy takes the subtree, no mount is EINVAL",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const host = yield* MemoryHost.MemoryHost
+        const at = (path: string) =>
+          host.mountTable.pipe(Effect.map((t) => t.filter((e) => e.mountPoint === path).length))
+        const unmountFailure = (target: string, lazy: boolean) =>
+          host.unmount(target, { lazy }).pipe(
+            Effect.map(() => "unmounted"),
+            Effect.catchReason("MemoryHostMountError", "Unmount", (reason, error) =>
+              Effect.succeed(`${error.target} lazy=${reason.lazy}: ${reason.errno}`)
+            )
+          )
+        yield* host.tmpfs("/m")
+        yield* host.tmpfs("/m")
+        yield* fs.makeDirectory("/m/sub")
+        yield* host.tmpfs("/m/sub")
+        assert.strictEqual(yield* at("/m"), 2)
+        // The top of /m has a mount below it: a plain unmount refuses and changes nothing.
+        assert.strictEqual(yield* unmountFailure("/m", false), "/m lazy=false: EBUSY")
+        assert.deepStrictEqual([yield* at("/m"), yield* at("/m/sub")], [2, 1])
+        // A lazy one detaches the top of /m with what is below it; the lower tmpfs stays.
+        assert.strictEqual(yield* unmountFailure("/m", true), "unmounted")
+        assert.deepStrictEqual([yield* at("/m"), yield* at("/m/sub")], [1, 0])
+        assert.strictEqual(yield* unmountFailure("/m", false), "unmounted")
+        assert.strictEqual(yield* at("/m"), 0)
+        // Nothing mounted there any more: EINVAL, as umount2 says.
+        assert.strictEqual(yield* unmountFailure("/m", true), "/m lazy=true: EINVAL")
+        // Not a journal operation: a fault armed for the process does not reach it.
+        yield* host.tmpfs("/m")
+        yield* host.crashAfter(0)
+        assert.strictEqual(yield* unmountFailure("/m", false), "unmounted")
+      }).pipe(Effect.provide(MemoryHost.layer({ files: { "/m": { directory: true } } })))
+  )
 })
