@@ -4,7 +4,8 @@
  * written once and run by every layer (the removal walk, the verification of
  * a mount before it is detached), each a generator that yields one handle
  * operation (`Op`) and is given its outcome; the pure tools layers share
- * (name limits, the lexical path algebra, the propagation prediction); and
+ * (name limits, the lexical path algebra, the propagation prediction, the top
+ * of a mount stack, LocalDNS's rule comment); and
  * the models only a layer names (the `Directories` entries, files and batches, a `Mounter`'s
  * targets and results, `handle`). A dry run and a real run therefore take the
  * same decisions. It loads nothing but `FileName` (no Effect), so a helper
