@@ -14,6 +14,7 @@ const project = (name: string): TestProjectConfiguration => ({
 export const projects: Array<TestProjectConfiguration> = [
   project("core"),
   project("node"),
+  project("sim"),
   project("test"),
   project("cli"),
   // The README's example program and its test, so the README cannot rot.

@@ -7,7 +7,7 @@
  * table), so it takes the decisions a real run would. On the real host:
  * `dryRun(repave(node)).pipe(Effect.provide(NodeHost.layer))`.
  */
-import { DryRun } from "@hostnode/test"
+import { DryRun } from "@hostnode/sim"
 import { Effect, type Layer } from "effect"
 
 /** The services the dry run wraps (the program's), and those it reads through (the real ones in context). */

@@ -7,7 +7,7 @@
 // koffi (packages/cli/test/bundle.test.ts checks this).
 //
 // What is in it, and why:
-// - effect, @effect/platform-node, and @hostnode/core, /test and /node: all of
+// - effect, @effect/platform-node, and @hostnode/core, /sim and /node: all of
 //   them, so the process holds one copy of effect. Keeping effect outside
 //   would load all of effect's files before the first argument is read (about
 //   six times a bare `node` start); keeping a @hostnode package outside while

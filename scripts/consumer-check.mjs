@@ -26,7 +26,7 @@ import { fileURLToPath } from "node:url"
 import { isRelative, linksOf, pathOf } from "./md-links.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const packages = ["core", "node", "test", "cli"]
+const packages = ["core", "node", "sim", "test", "cli"]
 const manifests = Object.fromEntries(
   packages.map((p) => [p, JSON.parse(readFileSync(join(root, "packages", p, "package.json"), "utf8"))])
 )

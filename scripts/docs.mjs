@@ -27,7 +27,7 @@ import { shaper } from "./docs-shapes.mjs"
 import { packageDocs } from "./package-docs.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const packages = ["core", "node", "test", "cli"]
+const packages = ["core", "node", "sim", "test", "cli"]
 
 // Files whose exports may still lack doc comments or `@since` tags: they are
 // being rewritten in another branch, whose author adds the tags. Their missing

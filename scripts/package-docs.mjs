@@ -15,7 +15,7 @@
 // `prepack` runs it for itself (`npm pack`, `npm publish`), from the pages
 // `npm run docs` left in docs/api/.
 //
-// Usage: node scripts/package-docs.mjs [core|node|test|cli ...]
+// Usage: node scripts/package-docs.mjs [core|node|sim|test|cli ...]
 //        (no argument, from a package's directory: that package)
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { basename, dirname, join, relative, resolve } from "node:path"
@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url"
 import { isRelative, linksOf, pathOf } from "./md-links.mjs"
 
 const here = join(dirname(fileURLToPath(import.meta.url)), "..")
-const packages = ["core", "node", "test", "cli"]
+const packages = ["core", "node", "sim", "test", "cli"]
 
 /** The repository's address for a file of it, from the package's `repository` field. */
 const repositoryUrl = (root, pkg) => {

@@ -12,6 +12,7 @@ import { join } from "node:path"
 import * as Cli from "@hostnode/cli"
 import * as Core from "@hostnode/core"
 import * as Node from "@hostnode/node"
+import * as Sim from "@hostnode/sim"
 import * as Test from "@hostnode/test"
 
 const bin = new URL("../packages/cli/bin/hostnode.mjs", import.meta.url).pathname
@@ -30,7 +31,9 @@ const checks = [
     typeof Core.HostPath?.resolve === "function" && Core.Paths?.Node?.KubeletDir === "/var/lib/kubelet"
   ],
   ["@hostnode/node", typeof Node.NodeHost?.layer === "object"],
-  ["@hostnode/test", typeof Test.Gate?.check === "function"],
+  ["@hostnode/sim", typeof Sim.MemoryNode?.layer === "function" && typeof Sim.DryRun === "object"],
+  // test re-exports sim's namespaces: the same objects, so a service key is one key whichever import a test uses.
+  ["@hostnode/test", typeof Test.Gate?.check === "function" && Test.MemoryHost === Sim.MemoryHost],
   ["@hostnode/cli", typeof Cli.Cli?.run === "function"],
   ["hostnode --version", versionRun.status === 0 && versionRun.stdout === `hostnode v${version}\n`],
   ["hostnode --help", help.status === 0 && help.stdout.includes("SUBCOMMANDS") && help.stderr === ""],

@@ -34,11 +34,14 @@ for (const f of flags) {
 const entries = {
   core: ["index.ts"],
   node: ["index.ts"],
+  sim: ["index.ts"],
   test: ["index.ts", "conformance.ts"],
   cli: ["index.ts"]
 }
 /** Issue 27's targets. */
-const targets = { exports: { core: 150, node: 30, test: 90, cli: 12 }, errorClasses: 40, readmeLines: 200 }
+// sim has no target in the issue (it split off test later): its target is what its namespaces declare today, so a
+// name added to it is a decision, not a drift. test's count includes the sim namespaces its index re-exports.
+const targets = { exports: { core: 150, node: 30, sim: 45, test: 90, cli: 12 }, errorClasses: 40, readmeLines: 200 }
 
 const filesBelow = (dir) =>
   readdirSync(dir).flatMap((name) => {

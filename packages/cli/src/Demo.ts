@@ -144,7 +144,7 @@ export const renderText = (report: DemoReport): string => {
   const width = 110
   const out: Array<string> = [
     "hostnode demo: the library's operations on a simulated Kubernetes node",
-    "Everything runs on an in-memory node (MemoryNode from @hostnode/test: files, mounts, systemd, network);",
+    "Everything runs on an in-memory node (MemoryNode from @hostnode/sim: files, mounts, systemd, network);",
     "nothing on this machine is read or changed.",
     ""
   ]

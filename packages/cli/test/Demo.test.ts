@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Demo } from "@hostnode/cli"
-import { MemoryHost, MemoryNode } from "@hostnode/test"
+import { MemoryHost, MemoryNode } from "@hostnode/sim"
 import { Effect, FileSystem, Layer } from "effect"
 import { type RollbackObservation, rollbackClaims } from "../src/internal/demo/claims.ts"
 import { FailingUnit, UpgradeFiles } from "../src/internal/demo/node.ts"

@@ -13,16 +13,9 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import type { Cli } from "@hostnode/cli"
 import { HostCommand, Mounter, Systemd } from "@hostnode/core"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
-import {
-  type DryRun,
-  Gate,
-  MemoryNetwork,
-  MemoryNode,
-  MemorySystemd,
-  MountFixture,
-  RefusingSystemd
-} from "@hostnode/test"
-import * as DryRunCommands from "@hostnode/test/internal/dryrun/commands"
+import { type DryRun, MemoryNetwork, MemoryNode, MemorySystemd } from "@hostnode/sim"
+import * as DryRunCommands from "@hostnode/sim/internal/dryrun/commands"
+import { Gate, MountFixture, RefusingSystemd } from "@hostnode/test"
 import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import { Context, Effect, FileSystem, Layer, Ref } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"

@@ -27,10 +27,10 @@
 import { NodeServices } from "@effect/platform-node"
 import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { Mounter, type MountInfo } from "@hostnode/core"
-import { Lexical } from "@hostnode/core/Programs"
+import { Lexical, stackTop } from "@hostnode/core/Programs"
 import { NodeDirectory, NodeMounter } from "@hostnode/node"
-import { Gate, MemoryNode, MountFixture, RefusingSystemd, TreeWalk } from "@hostnode/test"
-import { topOf } from "@hostnode/test/internal/stackTop"
+import { MemoryNode, TreeWalk } from "@hostnode/sim"
+import { Gate, MountFixture, RefusingSystemd } from "@hostnode/test"
 import { Context, Effect, FileSystem, Layer, Ref, Schema } from "effect"
 import { cliEnvironment, refusedDns, refusedIsolation, runJson } from "./harness.ts"
 
@@ -315,7 +315,7 @@ const replayMounts = (before: ReadonlyArray<MountInfo.MountEntry>, plan: Readonl
       continue
     }
     const at = [...live.values()].filter((e) => Lexical.clean(e.mountPoint) === s.target)
-    const top = topOf(at)
+    const top = stackTop(at)
     assert.isDefined(top, `the plan unmounts ${s.target}, where nothing is mounted any more`)
     if (top !== undefined) take(top.id)
   }

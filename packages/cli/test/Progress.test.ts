@@ -5,7 +5,7 @@
  * inside a half-drawn progress line.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { MemoryHost, MemoryNode } from "@hostnode/test"
+import { MemoryHost, MemoryNode } from "@hostnode/sim"
 import { Effect, Layer, Logger, Ref, Sink, Stdio } from "effect"
 import * as Progress from "../src/internal/cli/progress.ts"
 import { cliEnvironment, runCli } from "./harness.ts"

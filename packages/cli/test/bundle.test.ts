@@ -7,7 +7,7 @@
  * Node loads (a `module.registerHooks` load hook given with `--import`):
  * - for `--version`, `--help`, `help SUBCOMMAND`, a usage error and the bare
  *   command, no loaded file holds code of @hostnode/node, @hostnode/core,
- *   @hostnode/test or @effect/platform-node (the bundle's chunks are mapped
+ *   @hostnode/sim, @hostnode/test or @effect/platform-node (the bundle's chunks are mapped
  *   to their inputs through esbuild's metafile), koffi is not loaded, and the
  *   entry's static imports hold none of them either;
  * - a command that works on the host does load them (the control: the
@@ -28,7 +28,7 @@ const workspace = fileURLToPath(new URL("../../..", import.meta.url))
 const sourceBin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 
 /** What no answer that needs no command may load: the real host's packages and the library. */
-const heavy = /\/packages\/(node|core|test)\/|@hostnode\/(node|core|test)\/|@effect\/platform-node|\/koffi\//
+const heavy = /\/packages\/(node|core|sim|test)\/|@hostnode\/(node|core|sim|test)\/|@effect\/platform-node|\/koffi\//
 
 /** Records every module URL Node loads into the file named by HOSTNODE_LOADED, at exit. */
 const recorder = `import { writeFileSync } from "node:fs"

@@ -9,7 +9,7 @@
  * is resolved once, below a root handle, with chroot semantics: the kernel's
  * `openat2(RESOLVE_IN_ROOT)` where the layer has it, else the walk of
  * {@link make}, handle to handle. Names are bytes (`FileName`). The real
- * layer is in `@hostnode/node`, the simulated one in `@hostnode/test`.
+ * layer is in `@hostnode/node`, the simulated one in `@hostnode/sim`.
  *
  * @since 0.2.0
  */

@@ -4,7 +4,8 @@
  * written once and run by every layer (the removal walk, the verification of
  * a mount before it is detached), each a generator that yields one handle
  * operation (`Op`) and is given its outcome; the pure tools layers share
- * (name limits, the lexical path algebra, the propagation prediction); and
+ * (name limits, the lexical path algebra, the propagation prediction, the top
+ * of a mount stack, LocalDNS's rule comment); and
  * the models only a layer names (the `Directories` entries, files and batches, a `Mounter`'s
  * targets and results, `handle`). A dry run and a real run therefore take the
  * same decisions. It loads nothing but `FileName` (no Effect), so a helper
@@ -92,7 +93,16 @@ export {
    * @category models
    * @since 0.4.0
    */
-  parseRuleLine as iptablesWords
+  parseRuleLine as iptablesWords,
+  /**
+   * The comment LocalDNS marks its iptables rules with (`-m comment --comment
+   * hostnode:localdns`): cleanup deletes exactly the rules carrying it, so a
+   * simulated host or a fixture tells ours from anyone else's by it.
+   *
+   * @category models
+   * @since 0.4.0
+   */
+  RuleComment as localDnsRuleComment
 } from "./internal/localdns/words.ts"
 export {
   /**
@@ -110,6 +120,25 @@ export {
    */
   propagatedUnmounts
 } from "./internal/mountinfo/propagation.ts"
+export {
+  /**
+   * The mounts of one stack (one mount point), top first, told by parent ids:
+   * the kernel gives a new mount the lowest free id, so the top of a stack is
+   * not the mount with the highest id. For a simulated `umount` and for suites
+   * and fixtures that read a mount table.
+   *
+   * @category models
+   * @since 0.4.0
+   */
+  topFirst as stackTopFirst,
+  /**
+   * The top of a stack of mounts on one path: the mount no other one there sits on.
+   *
+   * @category models
+   * @since 0.4.0
+   */
+  topOf as stackTop
+} from "./internal/mountinfo/stackTop.ts"
 
 /**
  * The handle operations a program yields (`Op`), their outcomes, failures as

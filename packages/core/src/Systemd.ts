@@ -5,7 +5,7 @@
  * primitives, and the implementation over `systemctl` through the
  * `ChildProcessSpawner` in context (`layerCommand`). D-Bus and the spawners
  * are in @hostnode/node (`NodeSystemd`), the simulated and recording ones in
- * @hostnode/test.
+ * @hostnode/sim.
  *
  * @since 0.1.0
  */

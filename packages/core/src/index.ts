@@ -2,7 +2,7 @@
  * `@hostnode/core`: every host-side operation of a node agent as an Effect, the
  * services they need as interfaces and keys, Schema models and typed errors.
  * No `node:*` imports: the real host lives in @hostnode/node, the simulated one
- * in @hostnode/test.
+ * in @hostnode/sim.
  *
  * @since 0.1.0
  */

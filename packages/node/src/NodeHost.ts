@@ -1,7 +1,7 @@
 /**
  * The real host in one layer: every service the operations of @hostnode/core
  * need, backed by the machine this process runs on. Production agents provide
- * this; tests provide `MemoryHost.layer` from @hostnode/test instead. Each
+ * this; tests provide `MemoryHost.layer` from @hostnode/sim (or @hostnode/test) instead. Each
  * part is also exported on its own (`NodeMounter`, `NodeSystemd`, `NodeDns`)
  * for agents that need another combination (another machine's systemd, the
  * command-based mounter).

@@ -14,11 +14,11 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { AgentConfig, type DnsResolvers, Hooks, LocalDns } from "@hostnode/core"
+import { LocalDnsFixture } from "@hostnode/sim"
 import { Effect, Fiber, type Layer, Logger, References, Schedule } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import * as FaultyCommands from "./FaultyCommands.ts"
 import { clusterListener, foreignRules, nodeListener, nodeStart, ourRules, rulesFor } from "./internal/localDnsRules.ts"
-import { LocalDnsFixture } from "./LocalDnsFixture.ts"
 
 const iface = "localdns"
 
@@ -27,7 +27,7 @@ const sorted = (xs: ReadonlyArray<string>): Array<string> => [...xs].sort()
 /** A clean slate, the foreign rules planted, and the listing before any rule of ours: what every network test starts from. */
 const prepare = (name = iface) =>
   Effect.gen(function* () {
-    const fx = yield* LocalDnsFixture
+    const fx = yield* LocalDnsFixture.LocalDnsFixture
     yield* fx.cleanSlate(name)
     const baseline = yield* fx.rawRules
     for (const r of foreignRules) yield* fx.addRule(r.chain, r.spec)
@@ -38,7 +38,7 @@ const prepare = (name = iface) =>
 
 const expectNetwork = (others: ReadonlyArray<string>, name = iface) =>
   Effect.gen(function* () {
-    const fx = yield* LocalDnsFixture
+    const fx = yield* LocalDnsFixture.LocalDnsFixture
     const link = yield* fx.link(name)
     assert.isDefined(link, `${name} exists`)
     assert.strictEqual(link?.kind, fx.interfaceKind)
@@ -49,7 +49,7 @@ const expectNetwork = (others: ReadonlyArray<string>, name = iface) =>
   })
 
 const setup = Effect.gen(function* () {
-  const fx = yield* LocalDnsFixture
+  const fx = yield* LocalDnsFixture.LocalDnsFixture
   yield* LocalDns.setupLocalDnsNetwork(nodeStart, { interfaceKind: fx.interfaceKind })
 })
 
@@ -72,7 +72,9 @@ const countingRounds = (counter: { n: number }) =>
  */
 export const suite = (
   name: string,
-  hostLayer: Layer.Layer<ChildProcessSpawner.ChildProcessSpawner | DnsResolvers.DnsResolvers | LocalDnsFixture>
+  hostLayer: Layer.Layer<
+    ChildProcessSpawner.ChildProcessSpawner | DnsResolvers.DnsResolvers | LocalDnsFixture.LocalDnsFixture
+  >
 ): void =>
   layer(hostLayer, { excludeTestServices: true })(`LocalDNS conformance: ${name}`, (it) => {
     it.effect(

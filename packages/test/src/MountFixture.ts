@@ -12,10 +12,9 @@
  */
 import { HostCommand, MountInfo } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
-import { Context, Effect, FileSystem, Layer, type Scope } from "effect"
+import { MemoryHost } from "@hostnode/sim"
+import { Context, Effect, Exit, FileSystem, Layer, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import * as MemoryFileSystem from "./internal/memoryFileSystem.ts"
-import { MemoryHost } from "./MemoryHost.ts"
 
 /**
  * A mount could not be made or removed by a fixture. Tests treat it as a defect of the setup, not of the code under test.
@@ -138,37 +137,40 @@ export const layerReal: Layer.Layer<
  * @category layers
  * @since 0.1.0
  */
-export const layerMemory: Layer.Layer<MountFixture, never, MemoryHost | FileSystem.FileSystem> = Layer.effect(
-  MountFixture,
-  Effect.gen(function* () {
-    const host = yield* MemoryHost
-    const fs = yield* FileSystem.FileSystem
-    const orDie = <A, E>(effect: Effect.Effect<A, E>) =>
-      Effect.catch(effect, (e) => Effect.die(new MountFixtureError(String((e as { message?: unknown }).message ?? e))))
-    const tmpfs = (target: string) => orDie(host.tmpfs(target))
-    return MountFixture.of({
-      sandbox: Effect.gen(function* () {
-        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-mounts-" }).pipe(Effect.orDie)
-        yield* Effect.acquireRelease(tmpfs(dir), () =>
-          // umount -R -l: whatever is mounted at the sandbox goes, with everything below it.
-          Effect.sync(() => {
-            for (let i = 0; i < 1000; i++) {
-              if (MemoryFileSystem.unmount(host.state, dir, true) !== undefined) break
-            }
-          })
+export const layerMemory: Layer.Layer<MountFixture, never, MemoryHost.MemoryHost | FileSystem.FileSystem> =
+  Layer.effect(
+    MountFixture,
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      const fs = yield* FileSystem.FileSystem
+      const orDie = <A, E>(effect: Effect.Effect<A, E>) =>
+        Effect.catch(effect, (e) =>
+          Effect.die(new MountFixtureError(String((e as { message?: unknown }).message ?? e)))
         )
-        return dir
-      }),
-      tmpfs,
-      bind: (source, target) => orDie(host.bind(source, target)),
-      unmount: (target) =>
-        Effect.suspend(() => {
-          const e = MemoryFileSystem.unmount(host.state, target, false)
-          return e === undefined ? Effect.void : Effect.die(new MountFixtureError(`umount ${target}: ${e.code}`))
+      const tmpfs = (target: string) => orDie(host.tmpfs(target))
+      return MountFixture.of({
+        sandbox: Effect.gen(function* () {
+          const dir = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-mounts-" }).pipe(Effect.orDie)
+          yield* Effect.acquireRelease(tmpfs(dir), () =>
+            // umount -R -l: whatever is mounted at the sandbox goes, with everything below it.
+            // Until nothing is mounted there any more (the unmount then fails, EINVAL).
+            Effect.gen(function* () {
+              for (let i = 0; i < 1000; i++) {
+                if (Exit.isFailure(yield* Effect.exit(host.unmount(dir, { lazy: true })))) break
+              }
+            })
+          )
+          return dir
         }),
-      propagation: (target, kind) => orDie(host.propagation(target, kind)),
-      mountInfo: Programs.DefaultMountInfo,
-      table: host.mountTable
+        tmpfs,
+        bind: (source, target) => orDie(host.bind(source, target)),
+        unmount: (target) =>
+          host
+            .unmount(target)
+            .pipe(Effect.catch((e) => Effect.die(new MountFixtureError(`umount ${target}: ${e.reason.errno}`)))),
+        propagation: (target, kind) => orDie(host.propagation(target, kind)),
+        mountInfo: Programs.DefaultMountInfo,
+        table: host.mountTable
+      })
     })
-  })
-)
+  )

@@ -14,7 +14,6 @@ import { Directory, Mounter, type MountInfo } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer } from "effect"
 import { omitting } from "./internal/omitting.ts"
-import { topFirst } from "./internal/stackTop.ts"
 import { MountFixture } from "./MountFixture.ts"
 
 const countAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): number =>
@@ -22,7 +21,7 @@ const countAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): numb
 
 /** The targets at `path` as the table lists them, top of a stack first. */
 const targetsAt = (table: ReadonlyArray<MountInfo.MountEntry>, path: string): Array<Programs.Target> => {
-  return topFirst(table.filter((e) => e.mountPoint === path)).map((e) => ({
+  return Programs.stackTopFirst(table.filter((e) => e.mountPoint === path)).map((e) => ({
     path,
     mountId: e.id,
     tablePath: e.mountPoint

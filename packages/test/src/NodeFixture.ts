@@ -12,10 +12,9 @@
  * @since 0.2.0
  */
 import { HostCommand, MountInfo } from "@hostnode/core"
+import { LocalDnsFixture, MemoryHost } from "@hostnode/sim"
 import { Context, Effect, FileSystem, Layer } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import * as LocalDnsFixture from "./LocalDnsFixture.ts"
-import { MemoryHost } from "./MemoryHost.ts"
 import { SystemdMachine } from "./SystemdMachine.ts"
 
 /**
@@ -211,11 +210,11 @@ export const layerContainer: Layer.Layer<
 export const layerMemory: Layer.Layer<
   NodeFixture,
   never,
-  MemoryHost | FileSystem.FileSystem | LocalDnsFixture.LocalDnsFixture
+  MemoryHost.MemoryHost | FileSystem.FileSystem | LocalDnsFixture.LocalDnsFixture
 > = Layer.effect(
   NodeFixture,
   Effect.gen(function* () {
-    const host = yield* MemoryHost
+    const host = yield* MemoryHost.MemoryHost
     const fs = yield* FileSystem.FileSystem
     const scratch = yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-scratch-" }).pipe(Effect.orDie)
     return NodeFixture.of({

@@ -12,9 +12,9 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { IsolationBackend, RestartChanged, Systemd } from "@hostnode/core"
+import { MemorySystemd } from "@hostnode/sim"
 import { Duration, Effect, FileSystem, type Layer, Option } from "effect"
 import { machineObservers, memoryObservers, Units } from "./internal/systemdObservers.ts"
-import { MemorySystemd } from "./MemorySystemd.ts"
 import { SystemdMachine } from "./SystemdMachine.ts"
 
 /**
@@ -300,15 +300,16 @@ export const suite = <R>(
     const detected = <A>(
       given: Effect.Effect<A, never, R | FileSystem.FileSystem> | undefined,
       machine: Effect.Effect<A, never, SystemdMachine | FileSystem.FileSystem>,
-      memory: Effect.Effect<A, never, MemorySystemd>
+      memory: Effect.Effect<A, never, MemorySystemd.MemorySystemd>
     ): Effect.Effect<Option.Option<A>, never, R | FileSystem.FileSystem> =>
       given !== undefined
         ? Effect.map(given, Option.some)
         : Effect.gen(function* () {
             const m = yield* Effect.serviceOption(SystemdMachine)
             if (Option.isSome(m)) return Option.some(yield* Effect.provideService(machine, SystemdMachine, m.value))
-            const s = yield* Effect.serviceOption(MemorySystemd)
-            if (Option.isSome(s)) return Option.some(yield* Effect.provideService(memory, MemorySystemd, s.value))
+            const s = yield* Effect.serviceOption(MemorySystemd.MemorySystemd)
+            if (Option.isSome(s))
+              return Option.some(yield* Effect.provideService(memory, MemorySystemd.MemorySystemd, s.value))
             return Option.none()
           })
     const daemonReloads = detected(

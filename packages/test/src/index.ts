@@ -1,18 +1,72 @@
 /**
- * `@hostnode/test`: the simulated host behind @hostnode/core's services, with
- * inspection, fault injection, fixtures and the conformance suites that the real
- * and in-memory layers both pass.
+ * `@hostnode/test`: what a test of a program built on @hostnode/core needs
+ * besides the simulated host: fixtures, fault injection, gates for real-host
+ * tests and (in `@hostnode/test/conformance`) the suites the real and
+ * simulated layers both pass. The simulated host itself (`MemoryHost`,
+ * `MemoryNode`, `DryRun`, ...) lives in `@hostnode/sim` and is re-exported
+ * here, so a test imports everything from one place.
  *
  * @since 0.1.0
  */
 
-/**
- * Dry runs as layers: each wraps a real service in context so that reads go to the host and every change is
- * recorded in a plan instead of being made (the CLI's `--dry-run`; an agent can wrap its own program in them).
- *
- * @since 0.3.0
- */
-export * as DryRun from "./DryRun.ts"
+// The simulated host, re-exported from `@hostnode/sim` (its home since 0.4.0): the same namespaces, so a test
+// imports everything from here.
+export {
+  /**
+   * The dry-run layers: real reads, every change recorded in a plan. From `@hostnode/sim`.
+   *
+   * @since 0.3.0
+   */
+  DryRun,
+  /**
+   * What the LocalDNS suite needs from a host: links, the raw table, a DNS server. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
+  LocalDnsFixture,
+  /**
+   * Concurrent writers acting on the simulated host between two calls. From `@hostnode/sim`.
+   *
+   * @since 0.2.0
+   */
+  MemoryAdversary,
+  /**
+   * The simulated host: files, mounts, inspection, fault injection, crashes. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
+  MemoryHost,
+  /**
+   * The simulated host's network: links, iptables, DNS servers. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
+  MemoryNetwork,
+  /**
+   * A whole simulated node: MemoryHost, systemd, network and the command line. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
+  MemoryNode,
+  /**
+   * The simulated host's systemd: units, the `systemctl` interpreter, faults. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
+  MemorySystemd,
+  /**
+   * A `Systemd` that records its calls, the one `MemoryHost.layer` provides. From `@hostnode/sim`.
+   *
+   * @since 0.2.0
+   */
+  RecordingSystemd,
+  /**
+   * A directory tree without following links, as a test compares it. From `@hostnode/sim`.
+   *
+   * @since 0.1.0
+   */
+  TreeWalk
+} from "@hostnode/sim"
 /**
  * Fault injection for any ChildProcessSpawner: chosen commands fail as a real tool would, without running.
  *
@@ -38,42 +92,6 @@ export * as FencedFileSystem from "./FencedFileSystem.ts"
  */
 export * as Gate from "./Gate.ts"
 /**
- * Inspecting links and the raw table, planting foreign ones, and running a DNS server, for the LocalDNS suite.
- *
- * @since 0.1.0
- */
-export * as LocalDnsFixture from "./LocalDnsFixture.ts"
-/**
- * Concurrent writers for the simulated host's adversary seam: swaps, renames, bind mounts between two calls.
- *
- * @since 0.2.0
- */
-export * as MemoryAdversary from "./MemoryAdversary.ts"
-/**
- * The simulated host: `FileSystem`, `Path` and inspection/fault injection over one in-memory state.
- *
- * @since 0.1.0
- */
-export * as MemoryHost from "./MemoryHost.ts"
-/**
- * The simulated host's network: links, iptables, DNS servers, the `ip`/`iptables` interpreters and `DnsResolvers`.
- *
- * @since 0.1.0
- */
-export * as MemoryNetwork from "./MemoryNetwork.ts"
-/**
- * A whole simulated node: MemoryHost, systemd, network, the command line and the library's services over them.
- *
- * @since 0.1.0
- */
-export * as MemoryNode from "./MemoryNode.ts"
-/**
- * The simulated host's systemd: units, the `systemctl` interpreter, inspection and fault injection.
- *
- * @since 0.1.0
- */
-export * as MemorySystemd from "./MemorySystemd.ts"
-/**
  * Making real or simulated mounts for tests behind one interface.
  *
  * @since 0.1.0
@@ -86,27 +104,14 @@ export * as MountFixture from "./MountFixture.ts"
  */
 export * as NodeFixture from "./NodeFixture.ts"
 /**
- * A `Systemd` that records its calls and succeeds, the one `MemoryHost.layer` provides.
- *
- * @since 0.2.0
- */
-export * as RecordingSystemd from "./RecordingSystemd.ts"
-/**
  * A `Systemd` whose every call is a defect, for code that must never reach systemd.
  *
  * @since 0.1.0
  */
 export * as RefusingSystemd from "./RefusingSystemd.ts"
-
 /**
  * A real systemd booted on a throwaway root in its own namespaces, for tests.
  *
  * @since 0.1.0
  */
 export * as SystemdMachine from "./SystemdMachine.ts"
-/**
- * Walking a directory tree without following links: each path with its lstat, bytes or link target.
- *
- * @since 0.1.0
- */
-export * as TreeWalk from "./TreeWalk.ts"

@@ -1,11 +1,12 @@
 /** The node start, our rules and foreign rules of the LocalDNS suite, shared with the tests that check them. */
 import type { NodeStart } from "@hostnode/core"
+import { localDnsRuleComment } from "@hostnode/core/Programs"
 
 export const nodeListener = "169.254.10.10"
 export const clusterListener = "169.254.10.11"
 
 /** The comment that makes a rule LocalDNS's (`-m comment --comment hostnode:localdns`): cleanup deletes by it. */
-export const RuleComment = "hostnode:localdns"
+export const RuleComment = localDnsRuleComment
 
 /**
  * Our rules for `addresses` as planted (chain, then the words `iptables -S`

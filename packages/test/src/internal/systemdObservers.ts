@@ -1,6 +1,7 @@
 /** The unit files of the Systemd suite and the observers of its two hosts (a `SystemdMachine`, the simulated systemd). */
+
+import { MemorySystemd } from "@hostnode/sim"
 import { Effect, FileSystem } from "effect"
-import { MemorySystemd } from "../MemorySystemd.ts"
 import type { Observers } from "../SystemdConformance.ts"
 import { SystemdMachine } from "../SystemdMachine.ts"
 
@@ -62,11 +63,11 @@ export const machineObservers: Observers<SystemdMachine | FileSystem.FileSystem>
  * The {@link Observers} of the simulated systemd (`MemoryNode`): the
  * environment its main processes were started with, and its reload counter.
  */
-export const memoryObservers: Observers<MemorySystemd> = {
+export const memoryObservers: Observers<MemorySystemd.MemorySystemd> = {
   environmentOf: (pid) =>
     Effect.map(
-      Effect.flatMap(Effect.service(MemorySystemd), (s) => s.processEnvironment(pid)),
+      Effect.flatMap(Effect.service(MemorySystemd.MemorySystemd), (s) => s.processEnvironment(pid)),
       (env) => env ?? []
     ),
-  daemonReloads: Effect.flatMap(Effect.service(MemorySystemd), (s) => s.daemonReloads)
+  daemonReloads: Effect.flatMap(Effect.service(MemorySystemd.MemorySystemd), (s) => s.daemonReloads)
 }

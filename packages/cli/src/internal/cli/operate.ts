@@ -15,7 +15,7 @@ import {
   type Systemd
 } from "@hostnode/core"
 import * as Layers from "@hostnode/core/Layers"
-import { DryRun } from "@hostnode/test"
+import { DryRun } from "@hostnode/sim"
 import { Console, Duration, Effect, type FileSystem, Layer, Logger, Option, Path, Ref, Result } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { CliExit, ExitCodes } from "../../CliExit.ts"

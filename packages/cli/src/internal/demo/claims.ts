@@ -4,6 +4,7 @@
  * are gathered in `steps.ts`.
  */
 import { AgentConfig, Paths } from "@hostnode/core"
+import { localDnsRuleComment } from "@hostnode/core/Programs"
 import type { Claim, Step } from "../../Demo.ts"
 import { plural } from "../text.ts"
 import { csiSource, FailingUnit, kubeletDir, podsDir, SnapshotDir, Units, UpgradeFiles } from "./node.ts"
@@ -228,10 +229,7 @@ export interface RepaveObservation {
   readonly rulesAfter: ReadonlyArray<string>
 }
 
-// The comment LocalDNS marks its rules with (`-m comment --comment hostnode:localdns`): cleanup deletes by it.
-const LocalDnsComment = "hostnode:localdns"
-
-export const isLocalDnsRule = (line: string) => line.includes(LocalDnsComment)
+export const isLocalDnsRule = (line: string) => line.includes(localDnsRuleComment)
 
 /** The LocalDNS interface (the agent configuration's default name). */
 export const localDnsLink = AgentConfig.Defaults.interfaceName

@@ -4,7 +4,7 @@
  * the upgrade's files. Boundary: fixture data; nothing here runs.
  */
 import { AgentConfig, NodeStart, Paths, Repave } from "@hostnode/core"
-import type { MemoryHost } from "@hostnode/test"
+import type { MemoryHost } from "@hostnode/sim"
 import { Effect, FileSystem } from "effect"
 
 /** The node's units, in restart order (dependencies first), as the host-mode backend knows them. */

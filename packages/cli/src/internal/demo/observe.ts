@@ -3,7 +3,7 @@
  * between two images, and the mounts below a path. Boundary: reads only.
  */
 import { ConfSnap } from "@hostnode/core"
-import { TreeWalk } from "@hostnode/test"
+import { TreeWalk } from "@hostnode/sim"
 import { Effect, FileSystem } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 

@@ -17,7 +17,7 @@ import {
   Systemd,
   Unmount
 } from "@hostnode/core"
-import { MemoryHost, MemoryNetwork, MemoryNode, MemorySystemd } from "@hostnode/test"
+import { MemoryHost, MemoryNetwork, MemoryNode, MemorySystemd } from "@hostnode/sim"
 import { Clock, Effect, FileSystem, Schema } from "effect"
 import type { Claim, DemoReport, Step } from "../../Demo.ts"
 import { DemoError, StepFailed } from "../../DemoError.ts"

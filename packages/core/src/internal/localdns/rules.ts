@@ -10,13 +10,7 @@
 import { Effect } from "effect"
 import { Chains, Protocols } from "./chains.ts"
 import { badRule, expect, iptables } from "./commands.ts"
-import { parseRuleLine } from "./words.ts"
-
-/**
- * The comment every rule of ours carries (`-m comment --comment ...`). It is
- * what makes a rule ours: cleanup deletes exactly the rules with it.
- */
-export const RuleComment = "hostnode:localdns"
+import { parseRuleLine, RuleComment } from "./words.ts"
 
 /**
  * Our rules for `addresses`: per chain, per address, per protocol,

@@ -1,10 +1,17 @@
 /**
  * The argv words of one line of `iptables -S`, with the double-quoted values
- * iptables prints read back: Effect-free, so the implementers' entry
- * (`Programs`) can export it to the simulated and dry-run iptables.
+ * iptables prints read back, and the comment that marks our rules: Effect-free,
+ * so the implementers' entry (`Programs`) can export them to the simulated and
+ * dry-run iptables and the fixtures.
  *
  * @since 0.4.0
  */
+
+/**
+ * The comment every rule of ours carries (`-m comment --comment ...`). It is
+ * what makes a rule ours: cleanup deletes exactly the rules with it.
+ */
+export const RuleComment = "hostnode:localdns"
 
 /**
  * The argv words of one line of `iptables -S`: split on spaces, with the

@@ -9,12 +9,11 @@
 import { assert, type Vitest } from "@effect/vitest"
 import { Directory, HostPath, Metrics, type Mounter, type MountInfo, Repave, SafeRemove } from "@hostnode/core"
 import * as Layers from "@hostnode/core/Layers"
-import { Lexical } from "@hostnode/core/Programs"
+import { Lexical, stackTop } from "@hostnode/core/Programs"
 import { Effect, FileSystem, Metric } from "effect"
 import * as FaultyMounter from "../../FaultyMounter.ts"
 import * as Fence from "../../FencedFileSystem.ts"
 import { MountFixture } from "../../MountFixture.ts"
-import { topOf } from "../stackTop.ts"
 import { buildKubeletLayout, cniTree, makeSandbox } from "./fixtures.ts"
 import { differences, isUnder, mountsBelow, plant, relativeTo, snapshot } from "./trees.ts"
 
@@ -328,7 +327,7 @@ export const mountTests = (
       const covering = table.filter((e) => Lexical.covers(Lexical.clean(e.mountPoint), l.root))
       const longest = Math.max(...covering.map((e) => e.mountPoint.length))
       const nearest = covering.filter((e) => e.mountPoint.length === longest)
-      const rootMount = topOf(nearest) as MountInfo.MountEntry
+      const rootMount = stackTop(nearest) as MountInfo.MountEntry
       const theirs = [
         { ...rootMount, parentId: 0, root: "/", mountPoint: "/" },
         ...own.map((e) => ({ ...e, mountPoint: e.mountPoint.slice(l.root.length) }))

@@ -9,8 +9,8 @@
 import { createHash } from "node:crypto"
 import type { MountInfo } from "@hostnode/core"
 import { Lexical } from "@hostnode/core/Programs"
+import { TreeWalk } from "@hostnode/sim"
 import { Effect, FileSystem } from "effect"
-import * as TreeWalk from "../../TreeWalk.ts"
 
 /**
  * What to plant at a path: file contents, a symlink, or an empty directory.

@@ -10,8 +10,8 @@
  */
 import { Buffer } from "node:buffer"
 import { assert } from "@effect/vitest"
+import { TreeWalk } from "@hostnode/sim"
 import { Arbitrary, Effect, FileSystem, Option, type PlatformError, Schema } from "effect"
-import * as TreeWalk from "../../TreeWalk.ts"
 
 // ---------------------------------------------------------------------------
 // Reading a tree
