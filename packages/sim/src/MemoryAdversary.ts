@@ -113,6 +113,26 @@ interface Record {
  * Installs `action` to run once, right before the `n`-th operation (1-based)
  * from now; returns the record, read after the run.
  *
+ * @example
+ * ```ts
+ * import { SafeRemove } from "@hostnode/core"
+ * import { MemoryAdversary, MemoryHost } from "@hostnode/sim"
+ * import { Effect } from "effect"
+ *
+ * // A container swaps the pod's directory for a link to /etc right before the removal's
+ * // third call; a property tries every index. What got in, and what the removal did about it:
+ * export const raced = (n: number) =>
+ *   Effect.gen(function* () {
+ *     const pods = "/var/lib/kubelet/pods"
+ *     const adversary = yield* MemoryAdversary.at(n, MemoryAdversary.swapForLink(`${pods}/p1`, `${pods}/aside`, "/etc"))
+ *     const report = yield* SafeRemove.remove([`${pods}/p1`])
+ *     yield* adversary.remove
+ *     return { report, acted: (yield* adversary.record).acted }
+ *   }).pipe(
+ *     Effect.provide(MemoryHost.layer({ files: { "/var/lib/kubelet/pods/p1/data": "x", "/etc/hostname": "node-1" } }))
+ *   )
+ * ```
+ *
  * @category operations
  * @since 0.2.0
  */
@@ -122,6 +142,21 @@ export const at = Effect.fn("MemoryAdversary.at")(function* (n: number, action: 
 
 /**
  * Installs `action` to run before every operation from now (its failures are recorded, not raised).
+ *
+ * @example
+ * ```ts
+ * import { MemoryAdversary } from "@hostnode/sim"
+ * import { Effect } from "effect"
+ *
+ * // A writer that keeps exchanging two pods' directories while `program` runs, as a tight loop in
+ * // another process would; removed afterwards whatever the outcome.
+ * export const underExchange = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+ *   Effect.acquireUseRelease(
+ *     MemoryAdversary.every(MemoryAdversary.exchange("/var/lib/kubelet/pods/a", "/var/lib/kubelet/pods/b")),
+ *     () => program,
+ *     (installed) => installed.remove
+ *   )
+ * ```
  *
  * @category operations
  * @since 0.2.0

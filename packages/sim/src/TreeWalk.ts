@@ -45,6 +45,16 @@ const child = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}
  * in name order, depth first. A missing `top` gives none; any other failure
  * fails the walk.
  *
+ * @example
+ * ```ts
+ * import { TreeWalk } from "@hostnode/sim"
+ * import { Effect } from "effect"
+ *
+ * // The files a teardown left below a pod's directory, for a test's assertion.
+ * export const filesLeft = (dir: string) =>
+ *   Effect.map(TreeWalk.walk(dir), (visited) => visited.filter((v) => v.type === "File").map((v) => v.path))
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */

@@ -130,6 +130,20 @@ export const make: (
  * Runs `effect` with the `FileSystem` in context fenced to `allowed` (see
  * {@link make}): the way a test runs code under test that removes things.
  *
+ * @example
+ * ```ts
+ * import { FencedFileSystem } from "@hostnode/test"
+ * import { Effect, FileSystem } from "effect"
+ *
+ * // A cleanup under test may change its temporary directory only: a write anywhere else
+ * // (a bug, or a link planted below it) dies before it happens.
+ * export const cleanup = (tmp: string) =>
+ *   Effect.gen(function* () {
+ *     const fs = yield* FileSystem.FileSystem
+ *     yield* fs.remove(`${tmp}/cache`, { recursive: true })
+ *   }).pipe(FencedFileSystem.within([tmp]))
+ * ```
+ *
  * @category operations
  * @since 0.1.0
  */
