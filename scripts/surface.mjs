@@ -7,14 +7,15 @@
 //   exports that is not a namespace (a re-exported value) counts one, a re-exported namespace of another package
 //   counts its names. Read from TypeScript's checker (the workspace's TypeScript 7, `typescript/unstable/sync`),
 //   so every form of export counts.
-// - the exports that lack a `@category` or a `@since` tag (on the export or on what it re-exports);
+// - the exports that lack a `@category` or a `@since` tag (on the export or on what it re-exports), and the
+//   operations (`@category operations`) without an `@example`;
 // - error classes: classes in src/ (internal/ included) that extend `Schema.TaggedError` or `Data.TaggedError`;
 // - src lines: the lines of every .ts file in src/.
 // And the lines of the root README, and the share of comment lines among the non-blank lines of core's src/ (and
 // of its internal/).
 //
 // Without --check it prints the table and exits 0; with --check it exits 1 when a count passes its target or an
-// export lacks `@category` or `@since`, naming each. --per adds the count per namespace module, --missing lists
+// export lacks `@category` or `@since` (or an operation its `@example`), naming each. --per adds the count per namespace module, --missing lists
 // the exports without a tag, --json prints the measurements as one JSON document instead of the table.
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
@@ -60,11 +61,14 @@ try {
     const project = snapshot.getProject(configOf(pkg))
     const { checker } = project
     const resolve = (symbol) => ((symbol.flags & SymbolFlags.Alias) !== 0 ? checker.getAliasedSymbol(symbol) : symbol)
+    const textOf = (tag) =>
+      typeof tag.text === "string" ? tag.text : Array.isArray(tag.text) ? tag.text.map((p) => p.text).join("") : ""
+    /** The tags of an export (and of what it re-exports): each name, with its text. */
     const tagsOf = (symbol) => {
-      const names = new Set(symbol.getJsDocTags(checker).map((t) => t.name))
+      const tags = new Map(symbol.getJsDocTags(checker).map((t) => [t.name, textOf(t)]))
       const target = resolve(symbol)
-      if (target !== symbol) for (const t of target.getJsDocTags(checker)) names.add(t.name)
-      return names
+      if (target !== symbol) for (const t of target.getJsDocTags(checker)) if (!tags.has(t.name)) tags.set(t.name, textOf(t))
+      return tags
     }
     const perNamespace = {}
     const missing = []
@@ -72,7 +76,9 @@ try {
       perNamespace[namespace] = (perNamespace[namespace] ?? 0) + symbols.length
       for (const s of symbols) {
         const tags = tagsOf(s)
-        const lacks = ["category", "since"].filter((t) => !tags.has(t))
+        // Every operation shows how it is called: one typechecked example (npm run docs compiles them).
+        const wanted = tags.get("category")?.trim() === "operations" ? ["category", "since", "example"] : ["category", "since"]
+        const lacks = wanted.filter((t) => !tags.has(t))
         if (lacks.length > 0) missing.push({ name: `${namespace}.${s.name}`, lacks })
       }
     }
@@ -154,7 +160,7 @@ for (const [pkg, m] of Object.entries(measured)) {
     failures.push(`@hostnode/${pkg} exports ${m.exports} names, its target is ${targets.exports[pkg]}`)
   }
   if (m.missing.length > 0) {
-    failures.push(`@hostnode/${pkg}: ${m.missing.length} exports lack @category or @since (--missing lists them)`)
+    failures.push(`@hostnode/${pkg}: ${m.missing.length} exports lack @category or @since, or are operations without @example (--missing lists them)`)
   }
 }
 if (errorClasses > targets.errorClasses) {

@@ -52,12 +52,38 @@ export {
   /**
    * Renders one step for a person: `FileSystem remove /etc/cni/net.d/10-x.conf`.
    *
+   * @example
+   * ```ts
+   * import { DryRun } from "@hostnode/sim"
+   * import { Effect } from "effect"
+   *
+   * // The plan so far as the lines a person reads, one per change.
+   * export const printed = Effect.map(DryRun.steps, (steps) => steps.map(DryRun.renderStep).join("\n"))
+   * ```
+   *
    * @category operations
    * @since 0.1.0
    */
   renderStep,
   /**
    * The recorded steps so far, oldest first.
+   *
+   * @example
+   * ```ts
+   * import { Repave } from "@hostnode/core"
+   * import { DryRun, MemoryNode } from "@hostnode/sim"
+   * import { Effect } from "effect"
+   *
+   * // What a CNI reset would change, without changing it: the dry run over the services in
+   * // context (on a real host, `NodeHost.layer` from `@hostnode/node`), then its steps.
+   * export const plan = Effect.gen(function* () {
+   *   yield* Repave.resetCniState().pipe(Effect.provide(DryRun.layer))
+   *   return yield* DryRun.steps
+   * }).pipe(
+   *   Effect.provide(DryRun.DryRunPlan.layer),
+   *   Effect.provide(MemoryNode.layer({ files: { "/var/lib/cni/networks/cbr0/10.244.0.7": "c0ffee" } }))
+   * )
+   * ```
    *
    * @category operations
    * @since 0.1.0
