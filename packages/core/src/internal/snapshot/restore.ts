@@ -344,23 +344,20 @@ const structure = (s: State) =>
           s.places.set(e.path, place)
           s.directories.push({ path: e.path, place })
           const wanted = checked.children.get(e.path) ?? new Set<string>()
-          const listed = yield* ctx.dirs.list(handle).pipe(Effect.mapError(fromDirectory(ctx, e.path)))
-          const present: Array<Uint8Array> = []
-          const here = new Set<string>()
+          // The listing, and the recorded entries' stats in one call (a call each would cost a round
+          // trip to the real layer's helper process per file), asked together: neither waits for the
+          // other's answer. A recorded entry that is not there is `NotFound`.
+          const names = [...wanted].map(FileName.encode)
+          const [listed, stats] = yield* Effect.all(
+            [ctx.dirs.list(handle).pipe(Effect.mapError(fromDirectory(ctx, e.path))), ctx.dirs.statAll(handle, names)],
+            { concurrency: 2 }
+          )
           for (const entry of listed) {
-            const n = FileName.decode(entry.name)
-            if (!wanted.has(n)) {
+            if (!wanted.has(FileName.decode(entry.name))) {
               yield* removeTree(s, handle, entry.name, childOf(e.path, entry.name), childOf(below, entry.name))
-            } else {
-              present.push(entry.name)
-              here.add(n)
             }
           }
-          // The recorded entries' stats in one call (a call each would cost a round trip to the real
-          // layer's helper process per file); those the listing does not show are not there.
-          for (const n of wanted) if (!here.has(n)) s.prefetched.set(childOf(e.path, FileName.encode(n)), undefined)
-          const stats = yield* ctx.dirs.statAll(handle, present)
-          for (const [k, n] of present.entries()) {
+          for (const [k, n] of names.entries()) {
             const st = stats[k] as Directory.Stat | Directory.DirectoryError
             const path = childOf(e.path, n)
             if (!isError(st)) s.prefetched.set(path, st)
