@@ -67,7 +67,8 @@ try {
     const tagsOf = (symbol) => {
       const tags = new Map(symbol.getJsDocTags(checker).map((t) => [t.name, textOf(t)]))
       const target = resolve(symbol)
-      if (target !== symbol) for (const t of target.getJsDocTags(checker)) if (!tags.has(t.name)) tags.set(t.name, textOf(t))
+      if (target !== symbol)
+        for (const t of target.getJsDocTags(checker)) if (!tags.has(t.name)) tags.set(t.name, textOf(t))
       return tags
     }
     const perNamespace = {}
@@ -77,7 +78,8 @@ try {
       for (const s of symbols) {
         const tags = tagsOf(s)
         // Every operation shows how it is called: one typechecked example (npm run docs compiles them).
-        const wanted = tags.get("category")?.trim() === "operations" ? ["category", "since", "example"] : ["category", "since"]
+        const wanted =
+          tags.get("category")?.trim() === "operations" ? ["category", "since", "example"] : ["category", "since"]
         const lacks = wanted.filter((t) => !tags.has(t))
         if (lacks.length > 0) missing.push({ name: `${namespace}.${s.name}`, lacks })
       }
@@ -160,7 +162,9 @@ for (const [pkg, m] of Object.entries(measured)) {
     failures.push(`@hostnode/${pkg} exports ${m.exports} names, its target is ${targets.exports[pkg]}`)
   }
   if (m.missing.length > 0) {
-    failures.push(`@hostnode/${pkg}: ${m.missing.length} exports lack @category or @since, or are operations without @example (--missing lists them)`)
+    failures.push(
+      `@hostnode/${pkg}: ${m.missing.length} exports lack @category or @since, or are operations without @example (--missing lists them)`
+    )
   }
 }
 if (errorClasses > targets.errorClasses) {
