@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
+import { Clock, Duration, Effect, Layer, Schema, Scope, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import * as Deadline from "./Deadline.ts"
 import { nsenterPrefix, wrapSpawner } from "./internal/hostCommand.ts"
@@ -109,8 +109,11 @@ export const run: (
     // blocked in the kernel never does: unless it ended, the scope is closed in the background
     // (SIGTERM, then SIGKILL two seconds later), and the run returns at once.
     const scope = yield* Scope.make()
+    let child: ChildProcessSpawner.ChildProcessHandle | undefined
     const output = Effect.gen(function* () {
-      const handle = yield* spawner.spawn(ChildProcess.make(command, args, { forceKillAfter: KillGrace }))
+      // A plain command (no options): a spawner that runs commands its own way (a kept shell) still can.
+      const handle = yield* spawner.spawn(ChildProcess.make(command, args))
+      child = handle
       const [stdout, stderr, exitCode] = yield* Effect.all(
         [
           handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
@@ -126,6 +129,12 @@ export const run: (
         error(new Failure({ _tag: e.reason._tag === "NotFound" ? "NotFound" : "SpawnFailed", detail: e.message }))
       )
     )
+    // Whether the deadline came first: only then is the child let go rather than waited for.
+    let late = false
+    const timedOut = (e: CommandError) => {
+      late = true
+      return e
+    }
     const bounded =
       left === undefined
         ? output
@@ -133,17 +142,29 @@ export const run: (
             duration: Duration.millis(left),
             orElse: () =>
               Effect.fail(
-                error(
-                  new Failure({
-                    _tag: "TimedOut",
-                    detail: `it had not exited ${(left / 1000).toFixed(1)} s after it started, at the operation's deadline; it was sent SIGTERM, then SIGKILL`
-                  })
+                timedOut(
+                  error(
+                    new Failure({
+                      _tag: "TimedOut",
+                      detail: `it had not exited ${(left / 1000).toFixed(1)} s after it started, at the operation's deadline; it was sent SIGTERM, then SIGKILL`
+                    })
+                  )
                 )
               )
           })
     return yield* bounded.pipe(
       Effect.onExit((exit) =>
-        Exit.isSuccess(exit) ? Scope.close(scope, exit) : Effect.asVoid(Effect.forkDetach(Scope.close(scope, exit)))
+        late
+          ? // Let go: killed (SIGTERM, SIGKILL two seconds later) and its scope closed in the background.
+            Effect.asVoid(
+              Effect.forkDetach(
+                Effect.andThen(
+                  child === undefined ? Effect.void : Effect.ignore(child.kill({ forceKillAfter: KillGrace })),
+                  Scope.close(scope, exit)
+                )
+              )
+            )
+          : Scope.close(scope, exit)
       )
     )
   }
