@@ -566,39 +566,13 @@ export class Sys {
     names: ReadonlyArray<Uint8Array>,
     maxBytes: number
   ): Array<{ readonly stat: Stat; readonly bytes: Uint8Array } | Failure> {
-    const out: Array<{ readonly stat: Stat; readonly bytes: Uint8Array } | Failure> = []
-    let total = 0
-    for (const name of names) {
-      const opened = this.openRead(dirfd, name)
-      if ("_tag" in opened) {
-        out.push(opened)
-        continue
-      }
-      const { fd, stat } = opened
-      if (total + stat.size > maxBytes) {
-        this.c.close(fd)
-        break
-      }
+    return this.eachFile(dirfd, names, maxBytes, (stat) => {
       const bytes = new Uint8Array(stat.size)
-      let got = 0
-      let failed: Failure | undefined
-      while (got < bytes.length) {
-        const n = this.c.pread(fd, bytes.subarray(got), bytes.length - got, got)
-        if (n < 0) {
-          failed = this.fail("pread")
-          break
-        }
-        if (n === 0) break
-        got += n
+      return {
+        into: (at) => bytes.subarray(at),
+        done: (got) => ({ stat, bytes: got === bytes.length ? bytes : bytes.slice(0, got) })
       }
-      this.c.close(fd)
-      if (failed !== undefined) out.push(failed)
-      else {
-        total += got
-        out.push({ stat, bytes: got === bytes.length ? bytes : bytes.slice(0, got) })
-      }
-    }
-    return out
+    })
   }
 
   private readonly copyBuffer = new Uint8Array(CopyChunk)
@@ -613,8 +587,37 @@ export class Sys {
     names: ReadonlyArray<Uint8Array>,
     maxBytes: number
   ): Array<{ readonly stat: Stat; readonly size: number; readonly sha256: string } | Failure> {
-    const out: Array<{ readonly stat: Stat; readonly size: number; readonly sha256: string } | Failure> = []
-    const buffer = this.copyBuffer
+    return this.eachFile(dirfd, names, maxBytes, (stat) => {
+      const h = createHash("sha256")
+      return {
+        into: () => this.copyBuffer,
+        read: (chunk) => {
+          h.update(chunk)
+        },
+        done: (got) => ({ stat, size: got, sha256: h.digest("hex") })
+      }
+    })
+  }
+
+  /**
+   * The loop of `readFiles` and `hashFiles`: each regular file of `names`
+   * opened as `openFile` (read) opens it, with its stat; reading stops before
+   * the first whose size would take the bytes read past `maxBytes`. Each
+   * file's bytes are read up to its size (or its end) into what `reader`
+   * gives for the offset reached, each chunk handed to `read`; `done` makes
+   * its answer from how many bytes were read.
+   */
+  private eachFile<A>(
+    dirfd: number,
+    names: ReadonlyArray<Uint8Array>,
+    maxBytes: number,
+    reader: (stat: Stat) => {
+      readonly into: (at: number) => Uint8Array
+      readonly read?: (chunk: Uint8Array) => void
+      readonly done: (got: number) => A
+    }
+  ): Array<A | Failure> {
+    const out: Array<A | Failure> = []
     let total = 0
     for (const name of names) {
       const opened = this.openRead(dirfd, name)
@@ -627,24 +630,25 @@ export class Sys {
         this.c.close(fd)
         break
       }
-      const h = createHash("sha256")
+      const r = reader(stat)
       let got = 0
       let failed: Failure | undefined
       while (got < stat.size) {
-        const n = this.c.pread(fd, buffer, Math.min(buffer.length, stat.size - got), got)
+        const into = r.into(got)
+        const n = this.c.pread(fd, into, Math.min(into.length, stat.size - got), got)
         if (n < 0) {
           failed = this.fail("pread")
           break
         }
         if (n === 0) break
-        h.update(buffer.subarray(0, n))
+        r.read?.(into.subarray(0, n))
         got += n
       }
       this.c.close(fd)
       if (failed !== undefined) out.push(failed)
       else {
         total += got
-        out.push({ stat, size: got, sha256: h.digest("hex") })
+        out.push(r.done(got))
       }
     }
     return out
