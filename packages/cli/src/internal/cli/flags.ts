@@ -88,8 +88,9 @@ export const DryRunFlag = GlobalFlag.Setting("dry-run")({
 /**
  * `--timeout SECONDS`: the operation's deadline (default 300). No call on
  * a host's files is waited for past it: one that does not return (a dead
- * NFS or FUSE mount) is abandoned `Hung`, the operation ends with its
- * report, and the command exits; 0 or less is refused (exit 2).
+ * NFS or FUSE mount) is abandoned `Hung`, a command or systemd call still
+ * running fails and is stopped, the operation ends with its report, and the
+ * command exits; 0 or less is refused (exit 2).
  */
 export const Timeout = GlobalFlag.Setting("timeout")({
   flag: Flag.Int("timeout").pipe(
@@ -100,7 +101,7 @@ export const Timeout = GlobalFlag.Setting("timeout")({
       (n) => `a positive whole number of seconds, not ${n}`
     ),
     Flag.withDescription(
-      "End the operation by then (default: 300): a call on a file system that does not answer is abandoned, and the report says what was done"
+      "End the operation by then (default: 300): a call on a file system that does not answer is abandoned, a command or systemd call still running fails and is stopped, and the report says what was done"
     )
   )
 })
