@@ -8,10 +8,10 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Layer, Schema, Scope, Stream } from "effect"
+import { Duration, Effect, Layer, Schema, Scope, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
-import * as Deadline from "./Deadline.ts"
 import { nsenterPrefix, wrapSpawner } from "./internal/hostCommand.ts"
+import { timeLeft } from "./internal/timeLeft.ts"
 
 /**
  * What a finished command printed and how it exited. A non-zero exit is a result, not an error.
@@ -98,8 +98,8 @@ export const run: (
   function* (command: string, args: ReadonlyArray<string>) {
     const error = (reason: Failure) => new CommandError({ reason, command, args: [...args] })
     const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const { at } = yield* Deadline.Deadline
-    const left = at === undefined ? undefined : at - (yield* Clock.currentTimeMillis)
+    const remaining = yield* timeLeft
+    const left = remaining === undefined ? undefined : Duration.toMillis(remaining)
     if (left !== undefined && left <= 0) {
       return yield* error(
         new Failure({ _tag: "TimedOut", detail: "the operation's deadline had passed; it was not started" })

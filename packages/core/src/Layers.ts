@@ -12,8 +12,9 @@
  *
  * @since 0.4.0
  */
-import { Clock, Duration, Effect } from "effect"
+import { Duration, Effect } from "effect"
 import * as Deadline from "./Deadline.ts"
+import { timeLeft } from "./internal/timeLeft.ts"
 
 /**
  * What a host root is decoded from (`RootInput`), the node's root in context (`NodeRoot`, which a
@@ -117,10 +118,10 @@ export const withCallTimeout =
  */
 export const forCall: Effect.Effect<{ readonly millis: number; readonly byDeadline: boolean }> = Effect.gen(
   function* () {
-    const d = yield* Deadline.Deadline
-    const call = Duration.toMillis(d.call)
-    if (d.at === undefined) return { millis: call, byDeadline: false }
-    const left = d.at - (yield* Clock.currentTimeMillis)
-    return left < call ? { millis: left, byDeadline: true } : { millis: call, byDeadline: false }
+    const call = Duration.toMillis((yield* Deadline.Deadline).call)
+    const left = yield* timeLeft
+    return left === undefined || Duration.toMillis(left) >= call
+      ? { millis: call, byDeadline: false }
+      : { millis: Duration.toMillis(left), byDeadline: true }
   }
 )

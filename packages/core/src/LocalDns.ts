@@ -13,9 +13,8 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { Defaults } from "./AgentConfig.ts"
-import * as Deadline from "./Deadline.ts"
 import type { DnsResolvers } from "./DnsResolvers.ts"
 import {
   DefaultInterfaceKind,
@@ -28,6 +27,7 @@ import * as Listeners from "./internal/localdns/listeners.ts"
 import * as Probe from "./internal/localdns/probe.ts"
 import * as Setup from "./internal/localdns/setup.ts"
 import * as Track from "./internal/metrics.ts"
+import { boundedByDeadline } from "./internal/timeLeft.ts"
 import type { LocalDnsError } from "./LocalDnsError.ts"
 import type * as NodeStart from "./NodeStart.ts"
 
@@ -194,11 +194,8 @@ export const awaitLocalDns: (
     }
     // Never past the deadline in effect (`Deadline.within`, the CLI's --timeout): the wait ends by then with its
     // own report (the listeners that never answered), not cut off from outside.
-    const own = Duration.fromInputUnsafe(options?.timeout ?? DefaultReadinessTimeout)
-    const { at } = yield* Deadline.Deadline
-    const left = at === undefined ? undefined : Duration.millis(Math.max(0, at - (yield* Clock.currentTimeMillis)))
     yield* Probe.untilAnswered(listeners, {
-      timeout: left === undefined ? own : Duration.min(own, left),
+      timeout: yield* boundedByDeadline(Duration.fromInputUnsafe(options?.timeout ?? DefaultReadinessTimeout)),
       interval: Duration.fromInputUnsafe(options?.interval ?? DefaultProbeInterval),
       probeTimeout: Duration.fromInputUnsafe(options?.probeTimeout ?? DefaultProbeTimeout),
       probeName: options?.probeName ?? DefaultProbeName

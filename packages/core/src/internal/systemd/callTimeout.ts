@@ -4,8 +4,8 @@
  *
  * @since 0.4.0
  */
-import { Clock, Context, Duration, Effect } from "effect"
-import { Deadline } from "../../Deadline.ts"
+import { Context, type Duration, Effect } from "effect"
+import { boundedByDeadline } from "../timeLeft.ts"
 
 /**
  * How long one call to systemd may take, a job until systemd reports it
@@ -52,9 +52,4 @@ export const SystemdCallTimeout = Context.Reference<Duration.Duration | undefine
  * @since 0.4.0
  */
 export const systemdCallLimit = (fallback: Duration.Duration): Effect.Effect<Duration.Duration> =>
-  Effect.gen(function* () {
-    const own = (yield* SystemdCallTimeout) ?? fallback
-    const { at } = yield* Deadline
-    if (at === undefined) return own
-    return Duration.min(own, Duration.millis(Math.max(0, at - (yield* Clock.currentTimeMillis))))
-  })
+  Effect.flatMap(SystemdCallTimeout, (own) => boundedByDeadline(own ?? fallback))
