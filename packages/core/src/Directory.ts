@@ -26,6 +26,7 @@ import type {
   Credentials,
   Entry,
   File,
+  HashedFile,
   Move,
   ReadFile,
   RemoveTreeOptions
@@ -267,9 +268,7 @@ export interface Primitives {
         dir: Handle,
         names: ReadonlyArray<Uint8Array>,
         maxBytes: number
-      ) => Effect.Effect<
-        ReadonlyArray<{ readonly stat: Stat; readonly size: number; readonly sha256: string } | DirectoryError>
-      >)
+      ) => Effect.Effect<ReadonlyArray<HashedFile | DirectoryError>>)
     | undefined
   /**
    * {@link Directories.readFiles} of `names` of `dir`, each file's bytes

@@ -220,6 +220,19 @@ export interface File {
 }
 
 /**
+ * One file `Directory.Primitives.hashFiles` hashed where it was read: the
+ * stat of the open file, how many bytes were read, and their SHA-256.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface HashedFile {
+  readonly stat: Stat
+  readonly size: number
+  readonly sha256: string
+}
+
+/**
  * One file `Directory.Primitives.appendFiles` appended: the stat of the open
  * file it read, where its bytes went, how many, and their SHA-256.
  *

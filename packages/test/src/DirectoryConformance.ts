@@ -514,8 +514,7 @@ export const suite = <R = never>(
           if (dirs.hashFiles !== undefined) {
             const hashed = yield* dirs.hashFiles(d, ["a", "link", "sub", "missing", "b", "big", "a"].map(enc), 20)
             assert.strictEqual(hashed.length, 5)
-            const h = (k: number) =>
-              hashed[k] as { readonly stat: Directory.Stat; readonly size: number; readonly sha256: string }
+            const h = (k: number) => hashed[k] as Programs.HashedFile
             assert.deepInclude(h(0), {
               size: 5,
               sha256: "8ed3f6ad685b959ead7022518e1af76cd816f8e8ec7ccdda1ed4018e8f2223f8"

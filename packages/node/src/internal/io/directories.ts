@@ -541,12 +541,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     perName<Programs.ReadFile>("readFiles", dir, names, maxBytes)
 
   const hashFiles: NonNullable<Directory.Primitives["hashFiles"]> = (dir, names, maxBytes) =>
-    perName<{ readonly stat: Directory.Stat; readonly size: number; readonly sha256: string }>(
-      "hashFiles",
-      dir,
-      names,
-      maxBytes
-    )
+    perName<Programs.HashedFile>("hashFiles", dir, names, maxBytes)
 
   const copyFiles: NonNullable<Directory.Primitives["copyFiles"]> = (from, files) =>
     Effect.gen(function* () {

@@ -15,7 +15,15 @@
  */
 import { createHash } from "node:crypto"
 import type { Directory } from "@hostnode/core"
-import { type Entry, type Failure, FileName, type Identity, reasonTagOf } from "@hostnode/core/Programs"
+import {
+  type AppendedFile,
+  type Entry,
+  type Failure,
+  FileName,
+  type HashedFile,
+  type Identity,
+  reasonTagOf
+} from "@hostnode/core/Programs"
 import { constants, cString, describeErrno, emptyPath, type Libc } from "../libc.ts"
 
 /** Linux's ENOMEM. */
@@ -582,11 +590,7 @@ export class Sys {
    * `readFiles` opens it, its bytes hashed here through the copy buffer
    * (none of them cross to the agent); stops as `readFiles` does.
    */
-  hashFiles(
-    dirfd: number,
-    names: ReadonlyArray<Uint8Array>,
-    maxBytes: number
-  ): Array<{ readonly stat: Stat; readonly size: number; readonly sha256: string } | Failure> {
+  hashFiles(dirfd: number, names: ReadonlyArray<Uint8Array>, maxBytes: number): Array<HashedFile | Failure> {
     return this.eachFile(dirfd, names, maxBytes, (stat) => {
       const h = createHash("sha256")
       return {
@@ -695,10 +699,8 @@ export class Sys {
     dirfd: number,
     names: ReadonlyArray<Uint8Array>,
     maxBytes: number
-  ): Array<{ readonly stat: Stat; readonly offset: number; readonly size: number; readonly sha256: string } | Failure> {
-    const out: Array<
-      { readonly stat: Stat; readonly offset: number; readonly size: number; readonly sha256: string } | Failure
-    > = []
+  ): Array<AppendedFile | Failure> {
+    const out: Array<AppendedFile | Failure> = []
     let position = at
     for (const r of this.readFiles(dirfd, names, maxBytes)) {
       if ("_tag" in r) {
