@@ -11,6 +11,7 @@
  */
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
+import * as Deadline from "./Deadline.ts"
 import * as HostCommand from "./HostCommand.ts"
 import { Gone } from "./HostPathError.ts"
 import { systemdCallLimit } from "./internal/systemd/callTimeout.ts"
@@ -366,24 +367,22 @@ const makeCommand = (options?: {
         const fail = (reason: SystemdErrorReason) =>
           Effect.fail(new SystemdError({ reason, verb, ...(unit === undefined ? {} : { unit }) }))
         return yield* HostCommand.run("systemctl", args).pipe(
-          Effect.timeoutOrElse({
-            duration: limit,
-            orElse: () =>
-              fail(
-                new Failure({ _tag: "Timeout", stderr: `systemctl did not finish within ${Duration.format(limit)}` })
-              )
-          }),
+          Effect.provide(context),
+          // The limit is the command's own deadline: past it systemctl is let go (killed), not waited for.
+          Deadline.within(limit),
           Effect.catchTag("CommandError", (e) =>
             fail(
               e.reason._tag === "TimedOut"
-                ? new Failure({ _tag: "Timeout", stderr: `systemctl ${e.reason.detail}` })
+                ? new Failure({
+                    _tag: "Timeout",
+                    stderr: `systemctl did not finish within ${Duration.format(limit)}: ${e.reason.detail}`
+                  })
                 : new Failure({ _tag: "CommandUnavailable", detail: e.message })
             )
           ),
           Effect.flatMap((o) =>
             o.exitCode === 0 ? Effect.succeed(o.stdout) : fail(Failure.classify(o.exitCode, o.stderr))
-          ),
-          Effect.provide(context)
+          )
         )
       })
     return make({
