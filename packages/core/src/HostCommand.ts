@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Layer, Schema, Scope, Stream } from "effect"
+import { Duration, Effect, Exit, Layer, Option, type PlatformError, Schema, Scope, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { nsenterPrefix, wrapSpawner } from "./internal/hostCommand.ts"
 import { timeLeft } from "./internal/timeLeft.ts"
@@ -105,67 +105,44 @@ export const run: (
         new Failure({ _tag: "TimedOut", detail: "the operation's deadline had passed; it was not started" })
       )
     }
-    // The child lives in a scope of its own. Closing it waits for the child to exit, which one
-    // blocked in the kernel never does: unless it ended, the scope is closed in the background
-    // (SIGTERM, then SIGKILL two seconds later), and the run returns at once.
+    // The child lives in a scope of its own. Closing it waits for the child to exit, which one blocked
+    // in the kernel never does: a child the deadline overtook is killed (SIGTERM, SIGKILL two seconds
+    // later) and its scope closed in the background, and the run returns at once.
     const scope = yield* Scope.make()
-    let child: ChildProcessSpawner.ChildProcessHandle | undefined
-    const output = Effect.gen(function* () {
-      // A plain command (no options): a spawner that runs commands its own way (a kept shell) still can.
-      const handle = yield* spawner.spawn(ChildProcess.make(command, args))
-      child = handle
-      const [stdout, stderr, exitCode] = yield* Effect.all(
-        [
-          handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
-          handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
-          handle.exitCode
-        ],
-        { concurrency: 3 }
-      )
-      return { stdout, stderr, exitCode: Number(exitCode) }
-    }).pipe(
-      Scope.provide(scope),
-      Effect.mapError((e) =>
-        error(new Failure({ _tag: e.reason._tag === "NotFound" ? "NotFound" : "SpawnFailed", detail: e.message }))
-      )
+    const failed = (e: PlatformError.PlatformError) =>
+      error(new Failure({ _tag: e.reason._tag === "NotFound" ? "NotFound" : "SpawnFailed", detail: e.message }))
+    const closeOnError = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+      Effect.onError(self, (cause) => Scope.close(scope, Exit.failCause(cause)))
+    // A plain command (no options): a spawner that runs commands its own way (a kept shell) still can.
+    const handle = yield* spawner
+      .spawn(ChildProcess.make(command, args))
+      .pipe(Scope.provide(scope), Effect.mapError(failed), closeOnError)
+    const output = Effect.all(
+      [
+        handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
+        handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
+        handle.exitCode
+      ],
+      { concurrency: 3 }
+    ).pipe(
+      Effect.map(([stdout, stderr, exitCode]): Output => ({ stdout, stderr, exitCode: Number(exitCode) })),
+      Effect.mapError(failed)
     )
-    // Whether the deadline came first: only then is the child let go rather than waited for.
-    let late = false
-    const timedOut = (e: CommandError) => {
-      late = true
-      return e
+    const done = yield* (
+      left === undefined ? Effect.asSome(output) : Effect.timeoutOption(output, Duration.millis(left))
+    ).pipe(closeOnError)
+    if (Option.isSome(done)) {
+      yield* Scope.close(scope, Exit.void)
+      return done.value
     }
-    const bounded =
-      left === undefined
-        ? output
-        : Effect.timeoutOrElse(output, {
-            duration: Duration.millis(left),
-            orElse: () =>
-              Effect.fail(
-                timedOut(
-                  error(
-                    new Failure({
-                      _tag: "TimedOut",
-                      detail: `it had not exited ${(left / 1000).toFixed(1)} s after it started, at the operation's deadline; it was sent SIGTERM, then SIGKILL`
-                    })
-                  )
-                )
-              )
-          })
-    return yield* bounded.pipe(
-      Effect.onExit((exit) =>
-        late
-          ? // Let go: killed (SIGTERM, SIGKILL two seconds later) and its scope closed in the background.
-            Effect.asVoid(
-              Effect.forkDetach(
-                Effect.andThen(
-                  child === undefined ? Effect.void : Effect.ignore(child.kill({ forceKillAfter: KillGrace })),
-                  Scope.close(scope, exit)
-                )
-              )
-            )
-          : Scope.close(scope, exit)
-      )
+    yield* Effect.forkDetach(
+      Effect.andThen(Effect.ignore(handle.kill({ forceKillAfter: KillGrace })), Scope.close(scope, Exit.void))
+    )
+    return yield* error(
+      new Failure({
+        _tag: "TimedOut",
+        detail: `it had not exited ${((left ?? 0) / 1000).toFixed(1)} s after it started, at the operation's deadline; it was sent SIGTERM, then SIGKILL`
+      })
     )
   }
 )
