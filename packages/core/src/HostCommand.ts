@@ -111,32 +111,35 @@ export const run: (
     const scope = yield* Scope.make()
     const failed = (e: PlatformError.PlatformError) =>
       error(new Failure({ _tag: e.reason._tag === "NotFound" ? "NotFound" : "SpawnFailed", detail: e.message }))
-    const closeOnError = <A, E, R>(self: Effect.Effect<A, E, R>) =>
-      Effect.onError(self, (cause) => Scope.close(scope, Exit.failCause(cause)))
-    // A plain command (no options): a spawner that runs commands its own way (a kept shell) still can.
-    const handle = yield* spawner
-      .spawn(ChildProcess.make(command, args))
-      .pipe(Scope.provide(scope), Effect.mapError(failed), closeOnError)
-    const output = Effect.all(
-      [
-        handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
-        handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
-        handle.exitCode
-      ],
-      { concurrency: 3 }
-    ).pipe(
-      Effect.map(([stdout, stderr, exitCode]): Output => ({ stdout, stderr, exitCode: Number(exitCode) })),
-      Effect.mapError(failed)
-    )
+    // The child, once spawned (the spawn is bounded too: a spawner may run the command in it).
+    let child: ChildProcessSpawner.ChildProcessHandle | undefined
+    const output = Effect.gen(function* () {
+      // A plain command (no options): a spawner that runs commands its own way (a kept shell) still can.
+      const handle = yield* spawner.spawn(ChildProcess.make(command, args)).pipe(Scope.provide(scope))
+      child = handle
+      const [stdout, stderr, exitCode] = yield* Effect.all(
+        [
+          handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
+          handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
+          handle.exitCode
+        ],
+        { concurrency: 3 }
+      )
+      return { stdout, stderr, exitCode: Number(exitCode) }
+    }).pipe(Effect.mapError(failed))
     const done = yield* (
       left === undefined ? Effect.asSome(output) : Effect.timeoutOption(output, Duration.millis(left))
-    ).pipe(closeOnError)
+    ).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
     if (Option.isSome(done)) {
       yield* Scope.close(scope, Exit.void)
       return done.value
     }
+    const overtaken = child
     yield* Effect.forkDetach(
-      Effect.andThen(Effect.ignore(handle.kill({ forceKillAfter: KillGrace })), Scope.close(scope, Exit.void))
+      Effect.andThen(
+        overtaken === undefined ? Effect.void : Effect.ignore(overtaken.kill({ forceKillAfter: KillGrace })),
+        Scope.close(scope, Exit.void)
+      )
     )
     return yield* error(
       new Failure({
