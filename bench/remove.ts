@@ -18,7 +18,7 @@
  */
 import { existsSync } from "node:fs"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Directory, HostCommand, SafeRemove } from "@hostnode/core"
+import { Directory, HostCommand, HostPath, SafeRemove } from "@hostnode/core"
 import { NodeDirectory } from "@hostnode/node"
 import { Effect, FileSystem, References } from "effect"
 import { cPrograms, cRun, inProcess, processRun, realDisk, report, row, runsOf, turns } from "./Bench.ts"
@@ -53,7 +53,9 @@ const Main = Effect.gen(function* () {
   }).pipe(Effect.orDie)
   // The helper process started before anything is timed.
   yield* build
-  yield* SafeRemove.remove(["/var/lib/kubelet/pods/p1"], { hostRoot: box }).pipe(Effect.orDie)
+  yield* SafeRemove.remove(["/var/lib/kubelet/pods/p1"], {
+    hostRoot: yield* HostPath.decodeRoot(box).pipe(Effect.orDie)
+  }).pipe(Effect.orDie)
   const helper = () => [helperPid]
   let helperPid = (yield* dirs.credentials).pid
   const walk = c("removetree")
@@ -73,7 +75,12 @@ const Main = Effect.gen(function* () {
       name: "SafeRemove.remove, NodeDirectory (the walk in its helper process)",
       setup: build,
       run: () =>
-        inProcess(SafeRemove.remove(["/var/lib/kubelet/pods/p1"], { hostRoot: box }).pipe(Effect.orDie), helper).pipe(
+        inProcess(
+          Effect.flatMap(HostPath.decodeRoot(box), (hostRoot) =>
+            SafeRemove.remove(["/var/lib/kubelet/pods/p1"], { hostRoot })
+          ).pipe(Effect.orDie),
+          helper
+        ).pipe(
           Effect.flatMap((r) =>
             r.value.kept.length > 0 || r.value.removedCount === 0
               ? Effect.die(new Error(`removed ${r.value.removedCount}, kept ${r.value.kept.length}`))
@@ -122,7 +129,12 @@ const Main = Effect.gen(function* () {
         name: "SafeRemove.remove, NodeDirectory (the walk in its helper process)",
         setup: make,
         run: () =>
-          inProcess(SafeRemove.remove(["/var/lib/kubelet/pods/p2"], { hostRoot: box }).pipe(Effect.orDie), helper).pipe(
+          inProcess(
+            Effect.flatMap(HostPath.decodeRoot(box), (hostRoot) =>
+              SafeRemove.remove(["/var/lib/kubelet/pods/p2"], { hostRoot })
+            ).pipe(Effect.orDie),
+            helper
+          ).pipe(
             Effect.flatMap((r) =>
               Effect.gen(function* () {
                 if (r.value.kept.length > 0 || (yield* Effect.orDie(fs.exists(dir))))

@@ -8,7 +8,7 @@
  * after it, in KiB.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Snapshot, Systemd } from "@hostnode/core"
+import { HostPath, Snapshot, Systemd } from "@hostnode/core"
 import { NodeDirectory, NodeHashing } from "@hostnode/node"
 import { RefusingSystemd } from "@hostnode/test"
 import { Console, Effect, Layer } from "effect"
@@ -22,8 +22,13 @@ const Main = Effect.gen(function* () {
   const gc = (globalThis as { gc?: () => void }).gc
   gc?.()
   const before = process.memoryUsage().rss / 1024
-  if (mode === "take") yield* Snapshot.takeOf({ dir, hostRoot: root, paths: ["/etc/tree"] })
-  else yield* Effect.flatMap(Snapshot.open({ dir, hostRoot: root }), (s) => s.restore)
+  if (mode === "take")
+    yield* Snapshot.takeOf({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie), paths: ["/etc/tree"] })
+  else
+    yield* Effect.flatMap(
+      Snapshot.open({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie) }),
+      (s) => s.restore
+    )
   yield* Console.log(JSON.stringify({ mode, before, peak: process.resourceUsage().maxRSS }))
 })
 

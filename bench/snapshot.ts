@@ -28,7 +28,7 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Directory, HostCommand, Snapshot, Systemd } from "@hostnode/core"
+import { Directory, HostCommand, HostPath, Snapshot, Systemd } from "@hostnode/core"
 import { NodeDirectory, NodeHashing } from "@hostnode/node"
 import { RefusingSystemd } from "@hostnode/test"
 import { Console, Effect, FileSystem, Layer, References } from "effect"
@@ -90,7 +90,9 @@ const measureTree = (box: string, fsType: string, name: string, files: number, t
     const sync = run("sync", ["-f", box])
     yield* sync
     const discard = Snapshot.discard({ dir }).pipe(Effect.orDie)
-    const take = Snapshot.takeOf({ dir, hostRoot: root, paths }).pipe(Effect.orDie)
+    const take = Snapshot.takeOf({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie), paths }).pipe(
+      Effect.orDie
+    )
     let round = 0
     // The state every restore-like row starts from: the tree as it was, taken; then every file changed, written back.
     const changed = Effect.gen(function* () {

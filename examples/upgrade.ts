@@ -40,5 +40,5 @@ export const upgrade: (
       reload: "always"
     })
   })
-  yield* Snapshot.guarded(step, { dir: SnapshotDir, hostRoot: "/" })
+  yield* Snapshot.guarded(step, { dir: SnapshotDir })
 })

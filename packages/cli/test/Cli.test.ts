@@ -893,6 +893,19 @@ describe("Cli, as a newcomer uses it", () => {
     }).pipe(Effect.provide(node))
   )
 
+  it.effect("--host-root with a `..` component is refused (exit 2), nothing removed below either place", () =>
+    Effect.gen(function* () {
+      const host = yield* MemoryHost.MemoryHost
+      // `/etc/..` would clean to `/`, the real host: a root nobody wrote is never taken as another.
+      const { code, stdout, stderr } = yield* runCli(["--host-root", "/etc/..", "reset-cni"])
+      assert.strictEqual(code, 2)
+      assert.deepStrictEqual(stdout, [])
+      assert.strictEqual(stderr.length, 1)
+      assert.include(stderr[0], '".." component')
+      assert.isDefined((yield* host.dump())["/etc/cni/net.d/10-flannel.conflist"])
+    }).pipe(Effect.provide(node))
+  )
+
   it.effect("a dry run refused before anything prints no plan (not 'nothing would be changed')", () =>
     Effect.gen(function* () {
       for (const argv of [

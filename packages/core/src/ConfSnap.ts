@@ -111,7 +111,7 @@ const NonePaths: ReadonlyArray<string> = [
  *
  * // A node whose stack runs in a container on the host's CNI configuration: that configuration is rolled back too.
  * const paths = ConfSnap.pathsFor("container")
- * const beforeUpgrade = Snapshot.takeOf({ dir: "/etc/hostnode/snapshot", hostRoot: "/", paths })
+ * const beforeUpgrade = Snapshot.takeOf({ dir: "/etc/hostnode/snapshot", paths })
  * ```
  *
  * @category operations

@@ -99,7 +99,11 @@ export interface Handle {
  * @category models
  */
 export interface Primitives {
-  /** Opens the directory at `path` (a full path trusted once: a decoded host root) as a handle. */
+  /**
+   * Opens the directory at `path` (a full path trusted once: a decoded host
+   * root) as a handle. The service `make` derives refuses a relative, empty
+   * or climbing (`..`) path (`InvalidName`) before this is called.
+   */
   readonly openRoot: (path: string) => Effect.Effect<Handle, DirectoryError, Scope.Scope>
   /**
    * Opens the child directory `name` of `dir` without following a link

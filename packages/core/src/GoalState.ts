@@ -20,6 +20,7 @@ import * as HostPath from "./HostPath.ts"
 import * as ConfigDecode from "./internal/configFile/decode.ts"
 import * as Issues from "./internal/configFile/issues.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
+import { rootFrom } from "./internal/hostPath/nodeRoot.ts"
 import { NodeStart } from "./NodeStart.ts"
 
 /**
@@ -321,9 +322,10 @@ const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effe
 const resolveMachine = Effect.fn("GoalState.resolveMachine")(
   function* (slot: string, options: SourceOptions) {
     const valid = yield* decodeSlot(slot)
-    const hostRoot = options.hostRoot ?? ""
+    const hostRoot = options.hostRoot?.path ?? ""
     const hostFile = goalStatePath(options.config, valid)
-    const file = yield* HostPath.decodeRoot(hostRoot).pipe(
+    // A string given without types is decoded as a root, never joined raw.
+    const file = yield* rootFrom(options.hostRoot).pipe(
       Effect.flatMap((root) => HostPath.resolve(root, hostFile)),
       Effect.mapError((e) =>
         goalStateError(
@@ -364,8 +366,8 @@ const resolveMachine = Effect.fn("GoalState.resolveMachine")(
 export interface SourceOptions {
   /** The agent configuration; its `configDir` holds the goal state files. */
   readonly config: AgentConfig
-  /** The host root the configuration directory is below (`""` or `"/"`: the real host). */
-  readonly hostRoot?: string | undefined
+  /** The host root the configuration directory is below, decoded by `HostPath.decodeRoot` (absent: the real host). */
+  readonly hostRoot?: HostPath.HostRoot | undefined
   /**
    * Where artifacts are downloaded from instead, by artifact name (decoded
    * with {@link decodeDownloadOverrides}). An override replaces the URL and

@@ -16,6 +16,7 @@ import type { ChildProcessSpawner } from "effect/process"
 import type { AgentConfig } from "./AgentConfig.ts"
 import type { DnsResolvers } from "./DnsResolvers.ts"
 import * as GoalState from "./GoalState.ts"
+import type * as HostPath from "./HostPath.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
 import * as LocalDns from "./LocalDns.ts"
 import type { NodeStart } from "./NodeStart.ts"
@@ -30,10 +31,11 @@ export interface Options {
   /** Overrides goal state resolution. The default reads the slot's file below `hostRoot` (see `GoalState.makeSource`). */
   readonly resolve?: GoalState.SourceOptions["resolve"]
   /**
-   * Prefixes the same-path host locations (`/etc`, `/var/lib`, `/opt/cni`)
-   * the node writes. Empty (or `/`) is the real host.
+   * The host root, decoded by `HostPath.decodeRoot`, below which the node's
+   * same-path host locations (`/etc`, `/var/lib`, `/opt/cni`) are. Absent:
+   * the real host.
    */
-  readonly hostRoot?: string | undefined
+  readonly hostRoot?: HostPath.HostRoot | undefined
   /**
    * Where an upgrade saves the shared configuration so a rollback can restore
    * it. Empty means a directory in the agent configuration directory below
@@ -63,8 +65,8 @@ export interface Options {
 export interface Hooks {
   /** The agent configuration the defaults use. */
   readonly config: AgentConfig
-  /** The host root (`""` for the real host). */
-  readonly hostRoot: string
+  /** The host root (`undefined`: the real host). */
+  readonly hostRoot: HostPath.HostRoot | undefined
   /** The goal state of a slot: the `resolve` override, else the default resolver below `hostRoot`. */
   readonly resolve: NonNullable<GoalState.SourceOptions["resolve"]>
   /**
@@ -99,7 +101,7 @@ export interface Hooks {
  * @since 0.1.0
  */
 export const make = (config: AgentConfig, options: Options = {}): Hooks => {
-  const hostRoot = options.hostRoot ?? ""
+  const hostRoot = options.hostRoot
   const override = options.resolve
   const resolve: NonNullable<GoalState.SourceOptions["resolve"]> =
     override ?? ((slot) => GoalState.makeSource({ config, hostRoot }).for(slot))
@@ -119,7 +121,7 @@ export const make = (config: AgentConfig, options: Options = {}): Hooks => {
     snapshotDir: (name) =>
       options.configSnapshotDir !== undefined && options.configSnapshotDir !== ""
         ? options.configSnapshotDir
-        : Lexical.join(hostRoot, `${config.configDir}/${name}`),
+        : Lexical.join(hostRoot?.path ?? "", `${config.configDir}/${name}`),
     setupLocalDnsNetwork: (nodeStart) =>
       (options.setupNetwork !== undefined
         ? options.setupNetwork(nodeStart)

@@ -15,9 +15,9 @@ import { Effect, FileSystem } from "effect"
 import { type Gone, type HostPathError, Refused } from "./HostPathError.ts"
 import { refusal } from "./internal/hostPath/errors.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
-import type { RootInput } from "./internal/hostPath/nodeRoot.ts"
+import { type RootInput, rootFrom } from "./internal/hostPath/nodeRoot.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
-import { checkPath, decode, HostRootTypeId, hostPathOf, tablePathOf } from "./internal/hostPath/root.ts"
+import { checkPath, HostRootTypeId, hostPathOf, isHostRoot, tablePathOf } from "./internal/hostPath/root.ts"
 
 /**
  * The errors of this module, defined in the leaf module `HostPathError`.
@@ -75,12 +75,37 @@ export const resolve: (
   options?: { readonly followFinal?: boolean | undefined }
 ) {
   const fs = yield* FileSystem.FileSystem
+  const decoded = yield* typed(root, path)
   // The root was decoded (absolute, clean, canonical): a raw relative, empty or unclean root never reaches the walk.
-  const walked = walk(fs, root.path, path, { followFinal: options?.followFinal ?? true }, true).pipe(
-    Effect.mapError((e) => refusal(e.reason, root.given, path))
+  const walked = walk(fs, decoded.path, path, { followFinal: options?.followFinal ?? true }, true).pipe(
+    Effect.mapError((e) => refusal(e.reason, decoded.given, path))
   )
-  return yield* whileThere(root, walked)
+  return yield* whileThere(decoded, walked)
 })
+
+/**
+ * The root a caller without types passed (a string, from JavaScript or a
+ * decoded file), as the type says it must be: decoded by `decodeRoot`'s
+ * rules, and an empty one refused (the real host is named `/`, or decoded
+ * with `decodeRoot("")`): a raw root never reaches the walk.
+ */
+const typed = (root: HostRoot, path: string): Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> => {
+  if (isHostRoot(root)) return Effect.succeed(root)
+  const given: unknown = root
+  if (typeof given !== "string" || given === "") {
+    return Effect.fail(
+      refusal(
+        new Refused({
+          _tag: "InvalidPath",
+          detail: `the host root ${JSON.stringify(given)} was not decoded: pass HostPath.decodeRoot's result`
+        }),
+        typeof given === "string" ? given : String(given),
+        path
+      )
+    )
+  }
+  return rootFrom(given)
+}
 
 /**
  * A host root as every operation uses it: decoded once per operation by
@@ -142,18 +167,23 @@ export interface HostRoot {
  */
 export interface RootOptions {
   /**
-   * The host root: `""` or `"/"` for the real host (the default), an absolute
-   * directory, or a {@link HostRoot} already decoded. A relative path is
-   * refused (`NotAbsolute`).
+   * The host root, decoded by {@link decodeRoot} (absent: the real host).
+   * Never a string: a relative, empty or unclean root cannot reach the file
+   * system through an operation. (A string given without types, from
+   * JavaScript or a decoded file, is still decoded first, never used raw.)
    */
-  readonly hostRoot?: string | HostRoot | undefined
+  readonly hostRoot?: HostRoot | undefined
   /** The mount table describing the root (`""` or absent: the root's own, see `Layers.RootInput`'s `mountInfo`). */
   readonly mountInfo?: string | undefined
 }
 
 /**
- * Decodes a host root: `""` and `"/"` are the real host; anything else must
- * be an absolute path to an existing directory. The root's own symbolic links
+ * Decodes a host root, the only way to make a {@link HostRoot}: `""` and `"/"`
+ * are the real host (the node's root a composition provides as
+ * `Layers.NodeRoot`, a container's `/proc/<pid>/root`, else this process's
+ * `/`); anything else must be an absolute path to an existing directory,
+ * without a `..` component (`/srv/node/../etc` names a place nobody wrote;
+ * `.` and repeated or trailing slashes are cleaned). The root's own symbolic links
  * are resolved here, once (`realpath`; below `tableRoot` for a root in another
  * mount namespace, with chroot semantics), so the root every later step uses
  * is canonical and matches the mount table's paths. A relative, missing or
@@ -165,7 +195,7 @@ export interface RootOptions {
  */
 export const decodeRoot: (input: string | RootInput) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
   Effect.fn("HostPath.decodeRoot")(function* (input: string | RootInput) {
-    return yield* decode(yield* FileSystem.FileSystem, input)
+    return yield* rootFrom(input)
   })
 
 /**
@@ -228,6 +258,7 @@ export const decodePath: (
 ) {
   const what = options?.what ?? "path"
   const allowRoot = options?.allowRoot ?? false
+  root = yield* typed(root, path)
   yield* checkPath(root, path, options)
   const full = yield* resolve(root, path, { followFinal: options?.followFinal ?? true })
   const hostPath = hostPathOf(root, full) ?? "/"

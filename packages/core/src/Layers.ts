@@ -24,7 +24,7 @@ import { timeLeft } from "./internal/timeLeft.ts"
  * @category services
  * @since 0.4.0
  */
-export * from "./internal/hostPath/nodeRoot.ts"
+export { NodeRoot, type RootInput, rootOf } from "./internal/hostPath/nodeRoot.ts"
 
 /**
  * `verifyTarget`: the verification every `Mounter` runs before it detaches a target, for a `Mounter`

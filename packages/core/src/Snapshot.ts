@@ -94,10 +94,10 @@ export interface TakeOptions {
   /** The snapshot directory (a real path, not joined below `hostRoot`); it must not exist yet. */
   readonly dir: string
   /**
-   * The host root (`""` or `"/"` for the real host, an absolute directory, or
-   * a decoded `HostPath.HostRoot`). The manifest records it canonical.
+   * The host root, decoded by `HostPath.decodeRoot` (absent: the real host).
+   * The manifest records its identity.
    */
-  readonly hostRoot: string | HostPath.HostRoot
+  readonly hostRoot?: HostPath.HostRoot | undefined
   /** How long to wait for another process holding the snapshot's lock before `Busy` (default one minute). */
   readonly lockTimeout?: Duration.Input | undefined
   /**
@@ -124,11 +124,11 @@ export interface OpenOptions {
   /** The snapshot directory an earlier process may have left. */
   readonly dir: string
   /**
-   * The host root to restore below (`""` or `"/"` for the real host, an
-   * absolute directory, or a decoded `HostPath.HostRoot`). It must be the root
-   * the snapshot records, unless `allowHostRootMismatch`.
+   * The host root to restore below, decoded by `HostPath.decodeRoot` (absent:
+   * the real host). It must be the root the snapshot records, unless
+   * `allowHostRootMismatch`.
    */
-  readonly hostRoot: string | HostPath.HostRoot
+  readonly hostRoot?: HostPath.HostRoot | undefined
   /** Restore below another host root than the one recorded (default false; see `HostRootMismatch`). */
   readonly allowHostRootMismatch?: boolean | undefined
   /** How long to wait for another process holding the snapshot's lock before `Busy` (default one minute). */
@@ -154,7 +154,6 @@ export interface OpenOptions {
  *   Effect.gen(function* () {
  *     const snapshot = yield* Snapshot.takeOf({
  *       dir: "/var/lib/hostnode/snapshot",
- *       hostRoot: "/",
  *       paths: ConfSnap.pathsFor("none")
  *     })
  *     yield* installNewBinaries.pipe(Effect.tapError(() => snapshot.restore))
@@ -197,7 +196,7 @@ export const takeOf: (
  * // Saved before the upgrade writes; put back if it fails, removed if it succeeds.
  * const upgrade = <E>(writeNewConfig: Effect.Effect<void, E>) =>
  *   Effect.gen(function* () {
- *     const snapshot = yield* Snapshot.take({ dir: "/etc/hostnode/snapshot", hostRoot: "/" })
+ *     const snapshot = yield* Snapshot.take({ dir: "/etc/hostnode/snapshot" })
  *     const written = yield* Effect.exit(writeNewConfig)
  *     yield* Exit.isSuccess(written) ? snapshot.discard : snapshot.restore
  *     return yield* written
@@ -232,7 +231,7 @@ export const take: (
  * // An operator's restore, looked at first: a snapshot that found every path absent was probably
  * // taken on a mistyped root, and restoring it would remove them all here.
  * const restoreLeftSnapshot = Effect.gen(function* () {
- *   const snapshot = yield* Snapshot.open({ dir: "/etc/hostnode/snapshot", hostRoot: "/" })
+ *   const snapshot = yield* Snapshot.open({ dir: "/etc/hostnode/snapshot" })
  *   if (snapshot.absent.length === snapshot.paths.length) {
  *     return yield* Effect.logWarning(`every recorded path was absent below ${snapshot.hostRoot}; left for a person`)
  *   }
@@ -279,7 +278,7 @@ export const open: (
  * import { Effect } from "effect"
  *
  * // At start-up: an agent killed mid-upgrade left a snapshot; the host gets it back.
- * const startUp = Snapshot.recover({ dir: "/etc/hostnode/snapshot", hostRoot: "/" }).pipe(
+ * const startUp = Snapshot.recover({ dir: "/etc/hostnode/snapshot" }).pipe(
  *   Effect.tap((recovered) => (recovered ? Effect.logWarning("rolled back an interrupted upgrade") : Effect.void))
  * )
  * ```
@@ -343,7 +342,7 @@ export const discard: (options: {
   /** The snapshot directory. */
   readonly dir: string
   /** The host root, for messages only (default the real host): a discard touches nothing below it. */
-  readonly hostRoot?: string | HostPath.HostRoot | undefined
+  readonly hostRoot?: HostPath.HostRoot | undefined
   /** How long to wait for another process holding the snapshot's lock before `Busy` (default one minute). */
   readonly lockTimeout?: Duration.Input | undefined
 }) => Effect.Effect<boolean, SnapshotError | HostPath.HostPathError, FileSystem.FileSystem | Directory.Directories> =
@@ -378,7 +377,7 @@ export const discard: (options: {
  * const upgrade = (writeNewConfig: Effect.Effect<void, Error>) =>
  *   Effect.scoped(
  *     Effect.gen(function* () {
- *       yield* Snapshot.scoped({ dir: "/etc/hostnode/snapshot", hostRoot: "/" })
+ *       yield* Snapshot.scoped({ dir: "/etc/hostnode/snapshot" })
  *       yield* writeNewConfig
  *       yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "kubelet.service", changed: true }] })
  *     })
@@ -419,7 +418,7 @@ export const scoped: (
  *
  * // Another agent upgrading the same host is waited for, then reported with its pid.
  * const upgrade = (writeNewConfig: Effect.Effect<void, Error>) =>
- *   Snapshot.guarded(writeNewConfig, { dir: "/etc/hostnode/snapshot", hostRoot: "/" }).pipe(
+ *   Snapshot.guarded(writeNewConfig, { dir: "/etc/hostnode/snapshot" }).pipe(
  *     Effect.catchReason("SnapshotError", "Busy", (busy) =>
  *       Effect.logWarning(`another process (pid ${busy.pid ?? "unknown"}) holds the snapshot`)
  *     )

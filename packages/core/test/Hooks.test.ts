@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { AgentConfig, DnsResolvers, Hooks, LocalDns, type NodeStart } from "@hostnode/core"
-import { Effect, Fiber, Layer } from "effect"
+import { AgentConfig, DnsResolvers, Hooks, HostPath, LocalDns, type NodeStart } from "@hostnode/core"
+import { MemoryHost } from "@hostnode/test"
+import { Effect, Fiber, FileSystem, Layer } from "effect"
 import { Dns } from "effect/net"
 import { ChildProcessSpawner } from "effect/process"
 import { TestClock } from "effect/testing"
@@ -24,22 +25,23 @@ describe("Hooks", () => {
     () =>
       Effect.gen(function* () {
         const config = yield* AgentConfig.decode({})
+        // Roots are decoded (they must exist): two directories of a simulated host.
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.makeDirectory("/srv/root", { recursive: true })
+        yield* fs.makeDirectory("/r")
+        const r = yield* HostPath.decodeRoot("/r")
         assert.strictEqual(Hooks.make(config).snapshotDir("confsnap"), "/etc/hostnode/confsnap")
         assert.strictEqual(
-          Hooks.make(config, { hostRoot: "/tmp/root/" }).snapshotDir("confsnap"),
-          "/tmp/root/etc/hostnode/confsnap"
+          Hooks.make(config, { hostRoot: yield* HostPath.decodeRoot("/srv/root/") }).snapshotDir("confsnap"),
+          "/srv/root/etc/hostnode/confsnap"
         )
+        assert.strictEqual(Hooks.make(config, { hostRoot: r }).snapshotDir("../../x"), "/r/x", "never above the root")
         assert.strictEqual(
-          Hooks.make(config, { hostRoot: "/r" }).snapshotDir("../../x"),
-          "/r/x",
-          "never above the root"
-        )
-        assert.strictEqual(
-          Hooks.make(config, { hostRoot: "/r", configSnapshotDir: "/custom" }).snapshotDir("confsnap"),
+          Hooks.make(config, { hostRoot: r, configSnapshotDir: "/custom" }).snapshotDir("confsnap"),
           "/custom"
         )
         assert.strictEqual(Hooks.make(config, { configSnapshotDir: "" }).snapshotDir("s"), "/etc/hostnode/s")
-      })
+      }).pipe(Effect.provide(MemoryHost.layer()))
   )
 
   it.effect("network overrides replace the real phases", () =>

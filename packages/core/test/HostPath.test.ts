@@ -142,7 +142,19 @@ const examples = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
           const e = yield* Effect.flip(HostPath.decodeRoot(raw))
           assert.strictEqual(e.reason._tag, "NotAbsolute", raw)
         }
-        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(`${root}/a/..`), "/c"), `${root}/c`)
+        // Unclean: `.` and slashes are cleaned, a `..` is refused (it names a place nobody wrote).
+        assert.strictEqual(yield* HostPath.resolve(yield* HostPath.decodeRoot(`${root}/.//`), "/c"), `${root}/c`)
+        assert.strictEqual((yield* Effect.flip(HostPath.decodeRoot(`${root}/a/..`))).reason._tag, "InvalidPath")
+        // Passed anyway, without types: decoded by the same rules, an empty root refused, never used raw.
+        const untyped = (given: string) => HostPath.resolve(given as unknown as HostPath.HostRoot, "/c")
+        for (const [raw, reason] of [
+          ["foo/..", "NotAbsolute"],
+          ["", "InvalidPath"],
+          [`${root}/a/..`, "InvalidPath"]
+        ]) {
+          assert.strictEqual((yield* Effect.flip(untyped(raw ?? ""))).reason._tag, reason, raw)
+        }
+        assert.strictEqual(yield* untyped(root), `${root}/c`)
       })
     )
     it.effect("a NUL byte is InvalidPath", () =>
@@ -264,14 +276,19 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         assert.strictEqual(reason.message, "NotAbsolute: the path is not an absolute path")
       }).pipe(Effect.scoped)
     )
-    it.effect("a root is made canonical once: slashes, `..` and links in its own path resolved", () =>
+    it.effect("a root is made canonical once: slashes, `.` and links in its own path resolved, `..` refused", () =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const { tmp, root } = yield* makeLayout({})
         const canonical = yield* fs.realPath(root)
         yield* fs.symlink(root, `${tmp}/rootlink`)
         yield* fs.symlink("root/a", `${tmp}/alink`)
-        for (const given of [root, `${root}/`, `${tmp}//root//`, `${root}/a/..`, `${tmp}/rootlink`]) {
+        // A `..` names a place the caller did not write (`root/a/..` is `root` only lexically): refused, as
+        // filepath-securejoin refuses an unsafe root.
+        const climbing = yield* Effect.flip(HostPath.decodeRoot(`${root}/a/..`))
+        assert.strictEqual(climbing.reason._tag, "InvalidPath")
+        assert.strictEqual(climbing.root, `${root}/a/..`)
+        for (const given of [root, `${root}/`, `${tmp}//root//`, `${root}/./.`, `${tmp}/rootlink`]) {
           const r = yield* HostPath.decodeRoot(given)
           assert.strictEqual(r.path, canonical, given)
           assert.strictEqual(r.given, given)
@@ -290,7 +307,11 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
           (yield* HostPath.decodeRoot({ path: root, mountInfo: "" })).mountInfo,
           "/proc/self/mountinfo"
         )
-        assert.strictEqual((yield* Layers.rootOf({ hostRoot: root, mountInfo: "" })).mountInfo, "/proc/self/mountinfo")
+        assert.strictEqual(
+          (yield* Layers.rootOf({ hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie), mountInfo: "" }))
+            .mountInfo,
+          "/proc/self/mountinfo"
+        )
       }).pipe(Effect.scoped)
     )
     it.effect("the real host is the NodeRoot in context where a composition sets one; any other root is as given", () =>
@@ -299,7 +320,12 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         const node = { path: root, tableRoot: root, mountInfo: `${root}/mi` }
         const inNode = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Layers.NodeRoot, node)
         for (const hostRoot of [undefined, "", "/"]) {
-          const r = yield* inNode(Layers.rootOf(hostRoot === undefined ? undefined : { hostRoot }))
+          // As a caller without types passes it: a raw string is decoded the same way.
+          const r = yield* inNode(
+            Layers.rootOf(hostRoot === undefined ? undefined : { hostRoot: hostRoot as unknown as HostPath.HostRoot })
+          )
+          // And decodeRoot itself names the node's root for the real host.
+          if (hostRoot !== undefined) assert.strictEqual((yield* inNode(HostPath.decodeRoot(hostRoot))).path, root)
           assert.strictEqual(r.path, root, String(hostRoot))
           assert.strictEqual(r.tableRoot, root)
           assert.strictEqual(r.mountInfo, `${root}/mi`)
@@ -308,7 +334,9 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         }
         // an explicit table replaces the node's; an explicit root is not the node's
         assert.strictEqual((yield* inNode(Layers.rootOf({ mountInfo: "/x/mi" }))).mountInfo, "/x/mi")
-        const other = yield* inNode(Layers.rootOf({ hostRoot: `${root}/a` }))
+        const other = yield* inNode(
+          Layers.rootOf({ hostRoot: yield* HostPath.decodeRoot(`${root}/a`).pipe(Effect.orDie) })
+        )
         assert.strictEqual(other.tableRoot, "/")
         assert.isFalse(other.isReal)
         // without one, the real host is this process's `/`

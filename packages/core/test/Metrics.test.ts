@@ -8,7 +8,7 @@
  * MemoryHost and on real mounts is in the repave conformance suite.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Metrics, Repave, RestartChanged, SafeRemove, Snapshot, Systemd, Unmount } from "@hostnode/core"
+import { HostPath, Metrics, Repave, RestartChanged, SafeRemove, Snapshot, Systemd, Unmount } from "@hostnode/core"
 import { FaultyMounter, MemoryHost, MemoryNode } from "@hostnode/test"
 import { Data, Effect, FileSystem, Metric } from "effect"
 import { PrometheusMetrics } from "effect/observability"
@@ -58,7 +58,7 @@ describe("Metrics", () => {
         const fs = yield* FileSystem.FileSystem
         yield* fs.makeDirectory("/etc/kubernetes", { recursive: true })
         yield* fs.writeFileString("/etc/kubernetes/kubelet.conf", "v1")
-        const options = { dir: "/var/lib/snap", hostRoot: "/", paths: ["/etc/kubernetes"] }
+        const options = { dir: "/var/lib/snap", paths: ["/etc/kubernetes"] }
         const taken = yield* Snapshot.takeOf(options)
         yield* fs.writeFileString("/etc/kubernetes/kubelet.conf", "v2")
         yield* taken.restore
@@ -145,7 +145,11 @@ describe("Metrics", () => {
         yield* Repave.teardownKubeletDir()
         yield* SafeRemove.remove(["/etc/cni/net.d/10-bridge.conflist", "/var/lib/cni"])
         yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "a.service", changed: true }] })
-        yield* Snapshot.takeOf({ dir: "/var/lib/snap", hostRoot: "/", paths: ["/etc/systemd"] })
+        yield* Snapshot.takeOf({
+          dir: "/var/lib/snap",
+          hostRoot: yield* HostPath.decodeRoot("/").pipe(Effect.orDie),
+          paths: ["/etc/systemd"]
+        })
 
         const series = (yield* Metric.snapshot).filter((m) => m.id.startsWith("hostnode_"))
         assert.isAbove(series.length, 5)

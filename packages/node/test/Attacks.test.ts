@@ -13,7 +13,7 @@
  * test prints its totals on stderr.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { HostCommand, MountInfo, Repave, type SafeRemove, Unmount } from "@hostnode/core"
+import { HostCommand, HostPath, MountInfo, Repave, type SafeRemove, Unmount } from "@hostnode/core"
 import { Lexical } from "@hostnode/core/Programs"
 import { Gate, MountFixture } from "@hostnode/test"
 import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
@@ -92,7 +92,9 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
             const report = yield* Effect.scoped(
               Effect.gen(function* () {
                 const r = yield* Racer.start(racer, "exchange", `${box}/${data}/d`, `${box}/${data}/l`)
-                const report = yield* Repave.teardownKubeletDir({ hostRoot: root })
+                const report = yield* Repave.teardownKubeletDir({
+                  hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie)
+                })
                 swaps += yield* r.stop
                 return report
               })
@@ -134,7 +136,9 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
             const outcome = yield* Effect.scoped(
               Effect.gen(function* () {
                 const r = yield* Racer.start(racer, "exchange", `${box}/${dir}/d`, `${box}/${dir}/l`)
-                const outcome = yield* Effect.result(Repave.resetCniState({ hostRoot: root }))
+                const outcome = yield* Effect.result(
+                  Repave.resetCniState({ hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie) })
+                )
                 swaps += yield* r.stop
                 return outcome
               })
@@ -181,7 +185,9 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
               Effect.gen(function* () {
                 // Same device as the pod's directory (one sandbox tmpfs): only the mount id tells them apart.
                 const r = yield* Racer.start(racer, "bind", `${box}/outside/sentinel`, `${box}/${data}/d`)
-                const report = yield* Repave.teardownKubeletDir({ hostRoot: root })
+                const report = yield* Repave.teardownKubeletDir({
+                  hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie)
+                })
                 binds += yield* r.stop
                 return report
               })
@@ -228,7 +234,9 @@ describe.skipIf(gate.skip)("attacks by a concurrent writer (real mounts, private
             const report = yield* Effect.scoped(
               Effect.gen(function* () {
                 const r = yield* Racer.start(racer, "exchange", `${pod}/volumes`, `${pod}/evil`)
-                const report = yield* Unmount.unmountBelowByPrefix(["/var/lib/kubelet/pods/p1"], { hostRoot: root })
+                const report = yield* Unmount.unmountBelowByPrefix(["/var/lib/kubelet/pods/p1"], {
+                  hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie)
+                })
                 swaps += yield* r.stop
                 return report
               })

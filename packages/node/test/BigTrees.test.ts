@@ -12,7 +12,7 @@ import { spawn } from "node:child_process"
 import { readdirSync, readFile } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { assert, describe, layer } from "@effect/vitest"
-import { Directory, HostCommand, Repave } from "@hostnode/core"
+import { Directory, HostCommand, HostPath, Repave } from "@hostnode/core"
 import { Gate, MountFixture } from "@hostnode/test"
 import { Effect, FileSystem } from "effect"
 import { realHost } from "./realHost.ts"
@@ -130,7 +130,9 @@ describe.skipIf(gate.skip)("trees a pod can make, on real mounts", () => {
             Effect.orDie
           )
           assert.strictEqual(set.exitCode, 0, set.stderr)
-          const report = yield* Repave.teardownKubeletDir({ hostRoot: root })
+          const report = yield* Repave.teardownKubeletDir({
+            hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie)
+          })
           assert.strictEqual((yield* dirs.credentials).pid, pid, "the same helper did the whole walk")
           assert.deepStrictEqual(report.kept, [])
           assert.isFalse(yield* fs.exists(`${root}/var/lib/kubelet/pods/p1`))
@@ -154,7 +156,9 @@ describe.skipIf(gate.skip)("trees a pod can make, on real mounts", () => {
             yield* fs.makeDirectory(`${emptyDir}/${c}`, { recursive: true }).pipe(Effect.orDie)
             yield* make(tool, "chain", `${emptyDir}/${c}`, depth)
           }
-          const report = yield* Repave.teardownKubeletDir({ hostRoot: root })
+          const report = yield* Repave.teardownKubeletDir({
+            hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie)
+          })
           assert.deepStrictEqual(report.kept, [])
           assert.strictEqual(report.removedCount, 3 * (depth + 1) + 4)
           assert.isFalse(yield* fs.exists(`${root}/var/lib/kubelet/pods/p1`))

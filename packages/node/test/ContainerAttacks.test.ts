@@ -19,6 +19,7 @@ import {
   Directory,
   FileName,
   HostCommand,
+  HostPath,
   IsolationBackend,
   Mounter,
   MountInfo,
@@ -138,7 +139,13 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               const services = yield* Layer.build(NodeContainer.layer(target))
               const within = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, services)
               // Before the exit: a snapshot of its CNI configuration, a held root, its volume's mount.
-              yield* within(Snapshot.takeOf({ dir: snapshotDir, hostRoot: "", paths: ["/etc/cni/net.d"] }))
+              yield* within(
+                Snapshot.takeOf({
+                  dir: snapshotDir,
+                  hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie),
+                  paths: ["/etc/cni/net.d"]
+                })
+              )
               const root = yield* within(Layers.rootOf())
               const dirs = yield* within(Directory.Directories)
               const held = yield* dirs.openRoot(root.path)
@@ -165,7 +172,9 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
                 unmountBelow: within(Unmount.unmountBelow(["/var/lib/kubelet"])),
                 teardownKubeletDir: within(Repave.teardownKubeletDir()),
                 resetCniState: within(Repave.resetCniState()),
-                restore: within(Snapshot.recover({ dir: snapshotDir, hostRoot: "" })),
+                restore: within(
+                  Snapshot.recover({ dir: snapshotDir, hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie) })
+                ),
                 daemonReload: within(Effect.flatMap(Effect.service(Systemd.Systemd), (s) => s.daemonReload)),
                 restartChanged: within(
                   RestartChanged.restartChanged({
@@ -418,7 +427,11 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
           const snapshot = `${box}/snapshot`
           yield* Effect.scoped(
             Effect.provide(
-              Snapshot.takeOf({ dir: snapshot, hostRoot: "", paths: ["/etc/cni/net.d"] }),
+              Snapshot.takeOf({
+                dir: snapshot,
+                hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie),
+                paths: ["/etc/cni/net.d"]
+              }),
               NodeContainer.layer(ct.pid)
             )
           )
@@ -455,7 +468,10 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
                     )
                   )
                   const restore = yield* Effect.flip(
-                    Effect.provide(Snapshot.recover({ dir: snapshot, hostRoot: "" }), services)
+                    Effect.provide(
+                      Snapshot.recover({ dir: snapshot, hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie) }),
+                      services
+                    )
                   )
                   return [restart, restore]
                 })
@@ -510,7 +526,11 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               const identity = yield* Effect.scoped(
                 Effect.provide(
                   Effect.gen(function* () {
-                    yield* Snapshot.takeOf({ dir: snapshot, hostRoot: "", paths: ["/etc/cni/net.d"] })
+                    yield* Snapshot.takeOf({
+                      dir: snapshot,
+                      hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie),
+                      paths: ["/etc/cni/net.d"]
+                    })
                     return (yield* Layers.rootOf()).identity
                   }),
                   NodeContainer.layer(m.pid)
@@ -530,7 +550,10 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               const identity = yield* Effect.scoped(
                 Effect.provide(
                   Effect.gen(function* () {
-                    yield* Snapshot.recover({ dir: snapshot, hostRoot: "" })
+                    yield* Snapshot.recover({
+                      dir: snapshot,
+                      hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie)
+                    })
                     return (yield* Layers.rootOf()).identity
                   }),
                   NodeContainer.layer(m.pid)
@@ -541,7 +564,11 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               // Again, for the other container to be offered.
               yield* Effect.scoped(
                 Effect.provide(
-                  Snapshot.takeOf({ dir: snapshot, hostRoot: "", paths: ["/etc/cni/net.d"] }),
+                  Snapshot.takeOf({
+                    dir: snapshot,
+                    hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie),
+                    paths: ["/etc/cni/net.d"]
+                  }),
                   NodeContainer.layer(m.pid)
                 )
               )
@@ -553,7 +580,10 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
           yield* fs.writeFileString(`${other.hostRoot}${conf}`, "another container\n")
           const refused = yield* Effect.flip(
             Effect.scoped(
-              Effect.provide(Snapshot.recover({ dir: snapshot, hostRoot: "" }), NodeContainer.layer(other.pid))
+              Effect.provide(
+                Snapshot.recover({ dir: snapshot, hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie) }),
+                NodeContainer.layer(other.pid)
+              )
             )
           )
           assert.strictEqual(refused._tag, "SnapshotError")

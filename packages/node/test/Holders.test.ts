@@ -6,7 +6,7 @@
  * a strict unmount refused `EBUSY` is explained by the `Mounter`'s `holders`.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Directory, Mounter, SafeRemove } from "@hostnode/core"
+import { Directory, HostPath, Mounter, SafeRemove } from "@hostnode/core"
 import { Gate, MountFixture } from "@hostnode/test"
 import { Effect, FileSystem, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
@@ -57,7 +57,9 @@ describe.skipIf(gate.skip)("who holds a mount, on real mounts", () => {
             "-c",
             "echo $$; exec sleep 300"
           ])
-          const report = yield* SafeRemove.remove(["/var/lib/kubelet/pods/p1"], { hostRoot: root })
+          const report = yield* SafeRemove.remove(["/var/lib/kubelet/pods/p1"], {
+            hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie)
+          })
           assert.deepStrictEqual(
             report.kept.map((k) => [k.path, k.reason]),
             [[`${root}/var/lib/kubelet/pods/p1`, "MountBelow"]]

@@ -18,7 +18,7 @@
  * stderr.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Snapshot, Systemd } from "@hostnode/core"
+import { HostPath, Snapshot, Systemd } from "@hostnode/core"
 import { Gate, MountFixture, RefusingSystemd } from "@hostnode/test"
 import * as RepaveTrees from "@hostnode/test/internal/repave/trees"
 import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
@@ -95,7 +95,11 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
           let restored = 0
           for (let i = 0; i < runs; i++) {
             yield* RepaveTrees.plant(box, tree(box))
-            const snapshot = yield* Snapshot.takeOf({ dir, hostRoot: root, paths: ["/etc/kubernetes"] })
+            const snapshot = yield* Snapshot.takeOf({
+              dir,
+              hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+              paths: ["/etc/kubernetes"]
+            })
             yield* upgrade(root)
             const [a, b] =
               i % 2 === 0
@@ -105,7 +109,9 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
               Effect.gen(function* () {
                 const r = yield* Racer.start(racer, "exchange", a, b)
                 const outcome = yield* Effect.result(
-                  i % 4 < 2 ? snapshot.restore : Snapshot.recover({ dir, hostRoot: root })
+                  i % 4 < 2
+                    ? snapshot.restore
+                    : Snapshot.recover({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie) })
                 )
                 swaps += yield* r.stop
                 return outcome
@@ -140,7 +146,11 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
           const original = yield* SnapshotTrees.treeOf(root, "/etc")
           // Taken once; each trial recovers a fresh copy of it.
           const pristine = `${box}/snaps/pristine`
-          yield* Snapshot.takeOf({ dir: pristine, hostRoot: root, paths: ["/etc/kubernetes"] })
+          yield* Snapshot.takeOf({
+            dir: pristine,
+            hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+            paths: ["/etc/kubernetes"]
+          })
           const place = Effect.gen(function* () {
             yield* fs.makeDirectory(dir, { mode: 0o700 })
             for (const name of [ManifestName, DataName]) {

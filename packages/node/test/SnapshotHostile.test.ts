@@ -9,7 +9,7 @@
  */
 import { fileURLToPath } from "node:url"
 import { assert, describe, layer } from "@effect/vitest"
-import { HostCommand, Snapshot, Systemd } from "@hostnode/core"
+import { HostCommand, HostPath, Snapshot, Systemd } from "@hostnode/core"
 import { Gate, RefusingSystemd } from "@hostnode/test"
 import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
 import { Effect, FileSystem } from "effect"
@@ -32,7 +32,11 @@ const taken = Effect.gen(function* () {
   yield* fs.makeDirectory(`${box}/snaps`)
   yield* fs.writeFileString(`${root}/etc/kubernetes/kubelet.conf`, "apiVersion: v1\n")
   yield* fs.writeFileString(`${root}/etc/kubernetes/admin.conf`, "admin\n")
-  yield* Snapshot.takeOf({ dir, hostRoot: root, paths: ["/etc/kubernetes"] })
+  yield* Snapshot.takeOf({
+    dir,
+    hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+    paths: ["/etc/kubernetes"]
+  })
   yield* fs.writeFileString(`${root}/etc/kubernetes/kubelet.conf`, "apiVersion: v2\n")
   const before = yield* SnapshotTrees.treeOf(root, "/")
   return { box, root, dir, before }
@@ -81,8 +85,11 @@ describe.skipIf(gate.skip)("hostile snapshot files on the real disk", () => {
             const t = yield* taken
             yield* c.tamper(t.dir)
             for (const attempt of [
-              Snapshot.recover({ dir: t.dir, hostRoot: t.root }),
-              Effect.flatMap(Snapshot.open({ dir: t.dir, hostRoot: t.root }), (s) => s.restore)
+              Snapshot.recover({ dir: t.dir, hostRoot: yield* HostPath.decodeRoot(t.root).pipe(Effect.orDie) }),
+              Effect.flatMap(
+                Snapshot.open({ dir: t.dir, hostRoot: yield* HostPath.decodeRoot(t.root).pipe(Effect.orDie) }),
+                (s) => s.restore
+              )
             ]) {
               const e = yield* Effect.flip(attempt.pipe(Effect.provideService(Systemd.Systemd, noSystemd)))
               assert.strictEqual(e._tag === "SnapshotError" ? e.reason._tag : e._tag, c.reason, e.message)

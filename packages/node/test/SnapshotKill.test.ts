@@ -15,7 +15,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
-import { Snapshot } from "@hostnode/core"
+import { HostPath, Snapshot } from "@hostnode/core"
 import { NodeDirectory, NodeHashing } from "@hostnode/node"
 import { Gate } from "@hostnode/test"
 import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
@@ -168,7 +168,11 @@ describe.skipIf(gate.skip)("Snapshot killed mid-restore on the real disk", () =>
 
           // Taken once; each trial restores a fresh copy of it (recover removes it).
           const pristine = `${box}/pristine`
-          yield* Snapshot.takeOf({ dir: pristine, hostRoot: root, paths: Paths })
+          yield* Snapshot.takeOf({
+            dir: pristine,
+            hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+            paths: Paths
+          })
           const placeSnapshot = Effect.gen(function* () {
             yield* fs.makeDirectory(dir, { mode: 0o700 })
             for (const name of [ManifestName, DataName]) {

@@ -10,7 +10,7 @@
  * path reported kept is there.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Repave, type SafeRemove } from "@hostnode/core"
+import { HostPath, Repave, type SafeRemove } from "@hostnode/core"
 import { MemoryAdversary, MemoryHost } from "@hostnode/sim"
 import { Effect, FileSystem } from "effect"
 
@@ -52,12 +52,15 @@ const actions = (dir: string): ReadonlyArray<readonly [string, MemoryAdversary.A
 const below = (ancestor: string, path: string) => path === ancestor || path.startsWith(`${ancestor}/`)
 
 const operations = {
-  teardownKubeletDir: Effect.map(Repave.teardownKubeletDir({ hostRoot: "/r" }), (r) => ({
-    removed: r.removed,
-    kept: r.kept
-  })),
+  teardownKubeletDir: Effect.map(
+    Effect.flatMap(HostPath.decodeRoot("/r"), (hostRoot) => Repave.teardownKubeletDir({ hostRoot })),
+    (r) => ({
+      removed: r.removed,
+      kept: r.kept
+    })
+  ),
   resetCniState: Effect.map(
-    Effect.result(Repave.resetCniState({ hostRoot: "/r" })),
+    Effect.result(Effect.flatMap(HostPath.decodeRoot("/r"), (hostRoot) => Repave.resetCniState({ hostRoot }))),
     (r): SafeRemove.Report =>
       r._tag === "Success"
         ? r.success

@@ -15,6 +15,7 @@ import { assert, layer } from "@effect/vitest"
 import { Directory, type Mounter, Paths, Repave, SafeRemove, Unmount } from "@hostnode/core"
 import * as Layers from "@hostnode/core/Layers"
 import { Clock, Effect, FileSystem, type Layer, type Scope } from "effect"
+import { rootAt } from "./internal/rootAt.ts"
 import { MountFixture } from "./MountFixture.ts"
 
 /**
@@ -94,7 +95,11 @@ export const suite = <R, E>(
           const fx = yield* MountFixture
           const { root, mountInfo } = yield* deadNode
           const run = yield* timed(
-            Unmount.unmountBelow([Paths.Node.KubeletDir], { hostRoot: root, mountInfo, deadline: "20 seconds" })
+            Unmount.unmountBelow([Paths.Node.KubeletDir], {
+              hostRoot: yield* rootAt(root),
+              mountInfo,
+              deadline: "20 seconds"
+            })
           )
           assert.isBelow(run.seconds, 20)
           assert.strictEqual(run.result._tag, "Success")
@@ -116,13 +121,17 @@ export const suite = <R, E>(
           const fs = yield* FileSystem.FileSystem
           const { root, mountInfo } = yield* deadNode
           const strict = yield* timed(
-            Unmount.unmountStrictlyBelow([`${pod}/volumes`], { hostRoot: root, mountInfo, deadline: "20 seconds" })
+            Unmount.unmountStrictlyBelow([`${pod}/volumes`], {
+              hostRoot: yield* rootAt(root),
+              mountInfo,
+              deadline: "20 seconds"
+            })
           )
           assert.isBelow(strict.seconds, 20)
           assert.strictEqual(strict.result._tag, "Success")
           assert.deepStrictEqual(mountPointsBelow(yield* fx.table, `${root}${pod}`), [])
           const teardown = yield* timed(
-            Repave.teardownKubeletDir({ hostRoot: root, mountInfo, deadline: "20 seconds" })
+            Repave.teardownKubeletDir({ hostRoot: yield* rootAt(root), mountInfo, deadline: "20 seconds" })
           )
           assert.isBelow(teardown.seconds, 20)
           assert.strictEqual(teardown.result._tag, "Success")
@@ -139,7 +148,9 @@ export const suite = <R, E>(
       () =>
         Effect.gen(function* () {
           const { root, mountInfo } = yield* deadNode
-          const run = yield* timed(Repave.resetCniState({ hostRoot: root, mountInfo, deadline: "20 seconds" }))
+          const run = yield* timed(
+            Repave.resetCniState({ hostRoot: yield* rootAt(root), mountInfo, deadline: "20 seconds" })
+          )
           assert.isBelow(run.seconds, 20)
           const error = run.result._tag === "Failure" ? run.result.failure : undefined
           assert.strictEqual(error?._tag, "ResetError")
@@ -158,7 +169,7 @@ export const suite = <R, E>(
         Effect.gen(function* () {
           const { root, mountInfo } = yield* deadNode
           const inside = `${csiMount}/sub/../x`
-          const where = { hostRoot: root, mountInfo }
+          const where = { hostRoot: yield* rootAt(root), mountInfo }
           // 1. Interrupted from outside: nothing blocks the event loop, so the timeout fires on time.
           const interrupted = yield* timed(SafeRemove.remove([inside], where).pipe(Effect.timeout("2 seconds")))
           assert.isBelow(interrupted.seconds, 4)

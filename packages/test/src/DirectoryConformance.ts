@@ -203,6 +203,21 @@ export const suite = <R = never>(
       }).pipe(Effect.scoped)
     )
 
+    it.effect(
+      "openRoot refuses a relative, empty or climbing root (InvalidName): never taken from the working directory",
+      () =>
+        Effect.gen(function* () {
+          const { fs, dirs, box } = yield* setup
+          yield* fs.makeDirectory(`${box}/a/b`, { recursive: true })
+          const refused: Array<string> = []
+          for (const path of ["", "a", "./a", "../a", `${box}/a/b/..`, `${box}/../x`, `${box}/a\u0000`]) {
+            refused.push(yield* reasonOf(Effect.scoped(dirs.openRoot(path))))
+          }
+          assert.deepStrictEqual(refused, Array(7).fill("InvalidName"))
+          assert.strictEqual(yield* reasonOf(Effect.scoped(dirs.openRoot(`${box}/a/./b/`))), "ok")
+        }).pipe(Effect.scoped)
+    )
+
     it.effect("a name that is not one component is refused by every call (InvalidName), never walked as a path", () =>
       Effect.gen(function* () {
         const { fs, dirs, box, root } = yield* setup

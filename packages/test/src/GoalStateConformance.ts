@@ -14,6 +14,7 @@ import { assert, layer } from "@effect/vitest"
 import { AgentConfig, GoalState, Hooks } from "@hostnode/core"
 import { Effect, FileSystem, type Layer, Redacted } from "effect"
 import { goalStateDocument, sha, token } from "./internal/goalStateDocument.ts"
+import { rootAt } from "./internal/rootAt.ts"
 
 /** A fresh host root with the default agent configuration directory in it. */
 const hostRoot = Effect.gen(function* () {
@@ -39,7 +40,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
       Effect.gen(function* () {
         const { root, config, write } = yield* hostRoot
         yield* write("a", goalStateDocument("a"))
-        const gs = yield* GoalState.makeSource({ config, hostRoot: root }).for("a")
+        const gs = yield* GoalState.makeSource({ config, hostRoot: yield* rootAt(root) }).for("a")
         assert.strictEqual(gs.slot, "a")
         assert.strictEqual(gs.kubernetesVersion, "1.31.2")
         assert.deepStrictEqual(gs.nodeStart.localDns, {
@@ -62,7 +63,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
         const given = yield* GoalState.decodeMachineGoalState(goalStateDocument("a", { kubernetesVersion: "1.33.1" }))
         const gs = yield* GoalState.makeSource({
           config,
-          hostRoot: root,
+          hostRoot: yield* rootAt(root),
           goalState: given,
           resolve: () => Effect.die("resolve must not be called when a goal state is given")
         }).for("a")
@@ -77,7 +78,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
         const asked: Array<string> = []
         const gs = yield* GoalState.makeSource({
           config,
-          hostRoot: root,
+          hostRoot: yield* rootAt(root),
           resolve: (slot) =>
             Effect.sync(() => asked.push(slot)).pipe(
               Effect.andThen(
@@ -94,7 +95,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
     it.effect("a missing file is a GoalStateError (NotFound) naming the slot and the file", () =>
       Effect.gen(function* () {
         const { root, config, dir } = yield* hostRoot
-        const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for("b"))
+        const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: yield* rootAt(root) }).for("b"))
         assert.strictEqual(e.reason._tag, "NotFound")
         if (e.reason._tag !== "NotFound") return
         assert.strictEqual(e.slot, "b")
@@ -107,7 +108,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
       Effect.gen(function* () {
         const { root, config, dir, write } = yield* hostRoot
         yield* write("a", '{"slot": "a", ')
-        const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for("a"))
+        const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: yield* rootAt(root) }).for("a"))
         assert.strictEqual(e.reason._tag, "InvalidJson")
         if (e.reason._tag !== "InvalidJson") return
         assert.strictEqual(e.reason.file, `${dir}/a.json`)
@@ -129,7 +130,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
             extra: true
           }
         })
-        const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for("a"))
+        const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: yield* rootAt(root) }).for("a"))
         assert.strictEqual(e.reason._tag, "InvalidValue")
         if (e.reason._tag !== "InvalidValue") return
         assert.strictEqual(e.reason.field, "kubernetesVersion")
@@ -148,7 +149,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
       Effect.gen(function* () {
         const { root, config, write } = yield* hostRoot
         yield* write("a", goalStateDocument("b"))
-        const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for("a"))
+        const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: yield* rootAt(root) }).for("a"))
         assert.strictEqual(e.reason._tag, "SlotMismatch")
         const given = yield* GoalState.decodeMachineGoalState(goalStateDocument("b"))
         const e2 = yield* Effect.flip(GoalState.makeSource({ config, goalState: given }).for("a"))
@@ -163,7 +164,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
         // what "../x" would reach if it were joined
         yield* fs.writeFileString(`${root}${config.configDir}/x.json`, JSON.stringify(goalStateDocument("x")))
         for (const slot of ["../x", "", "A", "a/b"]) {
-          const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: root }).for(slot))
+          const e = yield* Effect.flip(GoalState.makeSource({ config, hostRoot: yield* rootAt(root) }).for(slot))
           assert.strictEqual(e.reason._tag, "InvalidSlot", slot)
         }
       })
@@ -179,7 +180,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
             "not-in-goal-state": { url: "https://mirror.example/x", sha256: sha("d") }
           }
         })
-        const gs = yield* GoalState.makeSource({ config, hostRoot: root, downloads }).for("a")
+        const gs = yield* GoalState.makeSource({ config, hostRoot: yield* rootAt(root), downloads }).for("a")
         assert.deepStrictEqual(gs.artifacts, {
           kubelet: { url: "https://mirror.example/kubelet", sha256: sha("c") },
           containerd: { url: "https://artifacts.example/containerd", sha256: sha("b") }
@@ -194,7 +195,7 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
         yield* fs.makeDirectory(`${root}/elsewhere`)
         yield* fs.writeFileString(`${root}/elsewhere/a.json`, JSON.stringify(goalStateDocument("a")))
         yield* fs.symlink("/elsewhere", dir)
-        const gs = yield* GoalState.makeSource({ config, hostRoot: root }).for("a")
+        const gs = yield* GoalState.makeSource({ config, hostRoot: yield* rootAt(root) }).for("a")
         assert.strictEqual(gs.slot, "a")
       })
     )
@@ -203,11 +204,11 @@ export const suite = (name: string, hostLayer: Layer.Layer<FileSystem.FileSystem
       Effect.gen(function* () {
         const { root, config, write } = yield* hostRoot
         yield* write("a", goalStateDocument("a"))
-        const hooks = Hooks.make(config, { hostRoot: root })
+        const hooks = Hooks.make(config, { hostRoot: yield* rootAt(root) })
         assert.strictEqual((yield* hooks.goalStateSource().for("a")).kubernetesVersion, "1.31.2")
         assert.strictEqual((yield* hooks.resolve(GoalState.Slot.make("a"))).kubernetesVersion, "1.31.2")
         const overridden = Hooks.make(config, {
-          hostRoot: root,
+          hostRoot: yield* rootAt(root),
           resolve: (slot) =>
             GoalState.decodeMachineGoalState(goalStateDocument(slot, { kubernetesVersion: "1.29.9" })).pipe(
               Effect.orDie

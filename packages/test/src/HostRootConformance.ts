@@ -29,6 +29,7 @@ import { FenceViolation } from "./internal/fenceViolation.ts"
 import { peerTree } from "./internal/peerTree.ts"
 import { nodeStarts } from "./internal/repave/fixtures.ts"
 import { differences, isUnder, plant, snapshot } from "./internal/repave/trees.ts"
+import { rootAt } from "./internal/rootAt.ts"
 import { MountFixture } from "./MountFixture.ts"
 import * as RefusingSystemd from "./RefusingSystemd.ts"
 
@@ -170,7 +171,9 @@ const runOperation = (
   prefixes: ReadonlyArray<string>,
   index: number
 ) => {
-  const options = { hostRoot }
+  // The root as a caller without types passes it (JavaScript, a decoded file): a raw string, which the
+  // operations decode themselves. Typed callers can only pass a decoded `HostPath.HostRoot`.
+  const options = { hostRoot: hostRoot as unknown as HostPath.HostRoot }
   const program: Effect.Effect<
     unknown,
     { readonly _tag: string },
@@ -195,7 +198,11 @@ const runOperation = (
         return SafeRemove.empty(prefixes[0] ?? "", options)
       case "Snapshot.take+restore":
         return Effect.gen(function* () {
-          const snap = yield* Snapshot.takeOf({ dir: `${s.snapshots}/s${index}`, hostRoot, paths: prefixes })
+          const snap = yield* Snapshot.takeOf({
+            dir: `${s.snapshots}/s${index}`,
+            hostRoot: options.hostRoot,
+            paths: prefixes
+          })
           yield* snap.restore.pipe(Effect.provide(RefusingSystemd.layer("a restore below a test root reloads nothing")))
         })
     }
@@ -329,7 +336,7 @@ export const suite = (
         const fs = yield* FileSystem.FileSystem
         const s = yield* buildSandbox
         const report = yield* Unmount.unmountBelow(["/var/lib/kubelet/pods/p1", "/evil"], {
-          hostRoot: `${s.sandbox}/rootlink`
+          hostRoot: yield* rootAt(`${s.sandbox}/rootlink`)
         }).pipe(Fence.within([s.sandbox]))
         assert.deepStrictEqual(
           report.prefixes.map((p) => [p.given, p.path, p.full]),
@@ -353,9 +360,9 @@ export const suite = (
       Effect.gen(function* () {
         const fx = yield* MountFixture
         const s = yield* buildSandbox
-        const refused = yield* Effect.flip(Unmount.unmountBelow(["/"], { hostRoot: s.root }))
+        const refused = yield* Effect.flip(Unmount.unmountBelow(["/"], { hostRoot: yield* rootAt(s.root) }))
         assert.strictEqual(refused._tag === "HostPathError" && refused.reason._tag, "IsHostRoot")
-        const report = yield* Unmount.unmountBelow(["/"], { hostRoot: s.root, allowRoot: true })
+        const report = yield* Unmount.unmountBelow(["/"], { hostRoot: yield* rootAt(s.root), allowRoot: true })
         assert.deepStrictEqual(report.prefixes[0]?.path, "/")
         assert.deepStrictEqual(mountsIn(yield* fx.table, s.root), [])
         assert.strictEqual(mountsIn(yield* fx.table, s.outside).length, 1)
@@ -514,6 +521,41 @@ export const suite = (
               "!NotFound"
             ]
           )
+          // Unclean roots (filepath-securejoin's TestUncleanRoot): `.` and repeated or trailing slashes are cleaned, a
+          // relative root is refused, and so is a root with a `..` component, which names a place nobody wrote.
+          const uc = `${sandbox}/unclean`
+          yield* fs.makeDirectory(`${uc}/foo/bar`, { recursive: true }).pipe(Effect.orDie)
+          const unclean: ReadonlyArray<readonly [string, string]> = [
+            ["foo/..", "!NotAbsolute"],
+            ["../foo", "!NotAbsolute"],
+            ["foo/../foo/../a", "!NotAbsolute"],
+            [`${uc}/foo/bar/`, `${uc}/foo/bar`],
+            [`${uc}/foo/bar///`, `${uc}/foo/bar`],
+            [`${uc}/foo///bar`, `${uc}/foo/bar`],
+            [`${uc}/foo/./bar`, `${uc}/foo/bar`],
+            [`${uc}/foo/./bar/./.`, `${uc}/foo/bar`],
+            [`${uc}/foo///./bar/.///.///`, `${uc}/foo/bar`],
+            [`${uc}/foo///./bar/..///.///`, "!InvalidPath"],
+            [`${uc}/foo/bar/../bar`, "!InvalidPath"]
+          ]
+          const uncleanGot: Array<string> = []
+          for (const [given] of unclean) uncleanGot.push(yield* rootReason(given))
+          assert.deepStrictEqual(
+            unclean.map(([given], i) => `${given} -> ${uncleanGot[i]}`),
+            unclean.map(([given, want]) => `${given} -> ${want}`)
+          )
+          // A raw root given to resolve without types (JavaScript): decoded by the same rules, and an empty one
+          // refused, never joined to the path (which would name this process's /etc/hostname).
+          const raw = (given: string) =>
+            HostPath.resolve(given as unknown as HostPath.HostRoot, "/etc/hostname").pipe(
+              Effect.catchTag("HostPathError", (e) => Effect.succeed(`!${e.reason._tag}`))
+            )
+          assert.deepStrictEqual(
+            [yield* raw("foo/.."), yield* raw(""), yield* raw("../tmp"), yield* raw(`${uc}/foo/./bar/`)],
+            ["!NotAbsolute", "!InvalidPath", "!NotAbsolute", `${uc}/foo/bar/etc/hostname`]
+          )
+          const rawPath = yield* Effect.flip(HostPath.decodePath("" as unknown as HostPath.HostRoot, "/etc/hostname"))
+          assert.strictEqual(rawPath.reason._tag, "InvalidPath")
           // A path that resolves to the root itself, through a climbing link or the `/proc/self/root` stand-in.
           for (const p of ["/up", "/proc/self/root", "/proc/self/root/..", "/a/.."]) {
             const e = yield* Effect.flip(HostPath.decodePath(root, p))

@@ -29,6 +29,7 @@ import {
 import { Data, Effect, FileSystem, type Layer, Redacted } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { RuleComment } from "./internal/localDnsRules.ts"
+import { rootAt } from "./internal/rootAt.ts"
 import { NodeFixture, Units } from "./NodeFixture.ts"
 
 /** `path` (a host path) as this process sees it on `fixture`'s node. */
@@ -117,7 +118,11 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
       const paths = ["/etc/kubernetes", "/etc/default/kubelet"]
       const upgrade = (fail: boolean) =>
         Effect.gen(function* () {
-          yield* Snapshot.scoped({ dir: `${fx.scratch}/snapshot-${++snapshots}`, hostRoot: fx.hostRoot ?? "", paths })
+          yield* Snapshot.scoped({
+            dir: `${fx.scratch}/snapshot-${++snapshots}`,
+            hostRoot: yield* rootAt(fx.hostRoot ?? ""),
+            paths
+          })
           // The upgrade rewrites one file, removes one, creates one, then fails (or not).
           yield* fs.writeFileString(full(fx, "/etc/kubernetes/kubelet.conf"), "kubelet v2\n")
           yield* fs.remove(full(fx, "/etc/default/kubelet"))
@@ -171,7 +176,7 @@ export const register = (it: Vitest.MethodsNonLive<Composition>): void => {
         const mountsBefore = yield* fx.mountPoints
         assert.include(mountsBefore, secret)
 
-        const options = { hostRoot: fx.hostRoot }
+        const options = { hostRoot: fx.hostRoot === undefined ? undefined : yield* rootAt(fx.hostRoot) }
         const unmounted = yield* Unmount.unmountStrictlyBelow([Paths.Node.KubeletDir], options)
         assert.deepStrictEqual(
           unmounted.unmounted.map((m) => m.mountPoint.slice(m.mountPoint.indexOf(Paths.Node.KubeletDir))),

@@ -15,6 +15,7 @@ import { type Directory, type Mounter, type MountInfo, Unmount } from "@hostnode
 import { Lexical } from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer } from "effect"
 import * as FaultyMounter from "./FaultyMounter.ts"
+import { rootAt } from "./internal/rootAt.ts"
 import { MountFixture } from "./MountFixture.ts"
 
 /**
@@ -268,7 +269,7 @@ export const suite = (
         yield* fx.tmpfs(`${pod}/volumes/secret`)
         yield* fx.bind(`${pod}/volumes/cfg/app.conf`, `${pod}/sub`)
         const before = yield* fx.table
-        const options = { hostRoot: root, mountInfo: fx.mountInfo }
+        const options = { hostRoot: yield* rootAt(root), mountInfo: fx.mountInfo }
         const copies = [`${disk}/kubelet/pods/p/sub`, `${disk}/kubelet/pods/p/volumes/secret`]
         // Refused, before anything is unmounted, naming each copy outside the root and what it is a copy of.
         const refused = yield* Effect.flip(

@@ -10,7 +10,7 @@
  * (wherever the adversary's renames left it) holds what it held.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Snapshot, Systemd } from "@hostnode/core"
+import { HostPath, Snapshot, Systemd } from "@hostnode/core"
 import { MemoryAdversary, MemoryHost } from "@hostnode/test"
 import * as SnapshotFixtures from "@hostnode/test/internal/snapshot/fixtures"
 import { Effect, FileSystem } from "effect"
@@ -58,7 +58,11 @@ const runOnce = (at: number, act: MemoryAdversary.Action | undefined) =>
   Effect.gen(function* () {
     const host = yield* MemoryHost.MemoryHost
     const fs = yield* FileSystem.FileSystem
-    const snapshot = yield* Snapshot.takeOf({ dir, hostRoot: root, paths })
+    const snapshot = yield* Snapshot.takeOf({
+      dir,
+      hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+      paths
+    })
     yield* upgrade
     const outsideBefore = yield* host.dump("/outside")
     yield* host.clearOperations

@@ -8,7 +8,7 @@
  * left behind.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Directory, Snapshot, Systemd } from "@hostnode/core"
+import { type Directory, HostPath, Snapshot, Systemd } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import * as SnapshotFixtures from "@hostnode/test/internal/snapshot/fixtures"
 import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
@@ -77,12 +77,16 @@ describe("Snapshot crash safety on the simulated host", () => {
           Effect.gen(function* () {
             yield* build(root, specs)
             const original = yield* treeOf(root, "/cfg")
-            const snapshot = yield* Snapshot.takeOf({ dir, hostRoot: root, paths: SnapshotPaths })
+            const snapshot = yield* Snapshot.takeOf({
+              dir,
+              hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+              paths: SnapshotPaths
+            })
             yield* mutate(root, mutations)
             const mutated = yield* treeOf(root, "/cfg")
             const { crashed } = yield* crashing(n, snapshot.restore)
             // True unless the restore got as far as consuming the snapshot.
-            yield* Snapshot.recover({ dir, hostRoot: root })
+            yield* Snapshot.recover({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie) })
             yield* assertRolledBack(root, original, mutated, { requireChange: false })
             yield* assertNothingLeft
             return !crashed
@@ -101,11 +105,18 @@ describe("Snapshot crash safety on the simulated host", () => {
           Effect.gen(function* () {
             yield* build(root, specs)
             const original = yield* treeOf(root, "/cfg")
-            yield* Snapshot.takeOf({ dir, hostRoot: root, paths: SnapshotPaths })
+            yield* Snapshot.takeOf({
+              dir,
+              hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+              paths: SnapshotPaths
+            })
             yield* mutate(root, mutations)
             const mutated = yield* treeOf(root, "/cfg")
-            const { crashed } = yield* crashing(n, Snapshot.recover({ dir, hostRoot: root }))
-            yield* Snapshot.recover({ dir, hostRoot: root })
+            const { crashed } = yield* crashing(
+              n,
+              Snapshot.recover({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie) })
+            )
+            yield* Snapshot.recover({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie) })
             yield* assertRolledBack(root, original, mutated, { requireChange: false })
             yield* assertNothingLeft
             return !crashed
@@ -124,9 +135,16 @@ describe("Snapshot crash safety on the simulated host", () => {
           Effect.gen(function* () {
             yield* build(root, specs)
             const before = yield* treeOf("/", "/box")
-            const { crashed } = yield* crashing(n, Snapshot.takeOf({ dir, hostRoot: root, paths: SnapshotPaths }))
+            const { crashed } = yield* crashing(
+              n,
+              Snapshot.takeOf({
+                dir,
+                hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+                paths: SnapshotPaths
+              })
+            )
             // Committed or not, recover leaves the tree as it was and nothing behind, not even a lock file.
-            yield* Snapshot.recover({ dir, hostRoot: root })
+            yield* Snapshot.recover({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie) })
             const after = yield* treeOf("/", "/box")
             assert.deepStrictEqual(after, before)
             return !crashed
@@ -147,7 +165,11 @@ describe("Snapshot crash safety on the simulated host", () => {
             const original = yield* treeOf(root, "/cfg")
             const upgrade = Effect.scoped(
               Effect.gen(function* () {
-                yield* Snapshot.scoped({ dir, hostRoot: root, paths: SnapshotPaths })
+                yield* Snapshot.scoped({
+                  dir,
+                  hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+                  paths: SnapshotPaths
+                })
                 yield* mutate(root, mutations)
                 if (!succeeds) return yield* Effect.fail("upgrade failed" as const)
               })
@@ -157,7 +179,7 @@ describe("Snapshot crash safety on the simulated host", () => {
               n,
               Effect.catch(upgrade, () => Effect.void)
             )
-            yield* Snapshot.recover({ dir, hostRoot: root })
+            yield* Snapshot.recover({ dir, hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie) })
             const now = pick(yield* treeOf(root, "/cfg"), inSnapshot)
             const committed = succeeds && (yield* committedBefore(n, specs, mutations))
             assert.deepStrictEqual(now, committed ? pick(upgraded, inSnapshot) : pick(original, inSnapshot))
@@ -191,7 +213,11 @@ const committedBefore = (n: number, specs: SnapshotTrees.NodeSpec[], mutations: 
     yield* host.clearOperations
     yield* Effect.scoped(
       Effect.gen(function* () {
-        yield* Snapshot.scoped({ dir, hostRoot: root, paths: SnapshotPaths })
+        yield* Snapshot.scoped({
+          dir,
+          hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+          paths: SnapshotPaths
+        })
         yield* mutate(root, mutations)
       })
     )

@@ -14,7 +14,6 @@ import {
   type Mounter,
   type Systemd
 } from "@hostnode/core"
-import * as Layers from "@hostnode/core/Layers"
 import { DryRun } from "@hostnode/sim"
 import { Console, Duration, Effect, type FileSystem, Layer, Logger, Option, Path, Ref, Result } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
@@ -285,7 +284,7 @@ export const withRoot = <A, E, R>(name: string, body: (root: HostPath.HostRoot) 
       yield* Console.error(`hostnode ${name}: --host-root ${JSON.stringify(given)} is taken as ${absolute}`)
     }
     // The real host is the node's: with --container, the container's root (`Layers.NodeRoot`).
-    const root = yield* Layers.rootOf({ hostRoot: absolute })
+    const root = yield* HostPath.decodeRoot(absolute)
     return yield* body(root)
   })
 

@@ -202,7 +202,7 @@ const failedUpgrade = (hooks: Options) =>
     const outcome = yield* Effect.result(
       Effect.scoped(
         Effect.gen(function* () {
-          yield* Snapshot.scoped({ dir: SnapshotDir, hostRoot: "/" })
+          yield* Snapshot.scoped({ dir: SnapshotDir })
           const upgrade = yield* writeUpgrade
           written = upgrade.written
           during = yield* captureImage(ConfSnap.DefaultPaths)
@@ -299,7 +299,7 @@ const successfulUpgrade = Effect.gen(function* () {
   const wasRunning = yield* IsolationBackend.running(Schema.decodeSync(IsolationBackend.SlotRef)("host"))
   const upgrade = yield* Effect.scoped(
     Effect.gen(function* () {
-      yield* Snapshot.scoped({ dir: SnapshotDir, hostRoot: "/" })
+      yield* Snapshot.scoped({ dir: SnapshotDir })
       const upgrade = yield* writeUpgrade
       yield* systemd.daemonReload
       yield* RestartChanged.restartChanged({ wasRunning, units: upgrade.units })

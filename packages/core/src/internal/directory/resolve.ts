@@ -297,8 +297,25 @@ export const derive = (p: Primitives): Directories => {
       Effect.forEach(names, (name) =>
         Effect.match(p.stat(dir, name), { onFailure: (e): Stat | DirectoryError => e, onSuccess: (st) => st })
       ))
+  // The root is a path trusted once (a decoded host root's): a relative, empty or climbing one would be taken from
+  // the working directory or name a place nobody wrote, so it is refused before anything is opened.
+  const openRoot: Directories["openRoot"] = (path) =>
+    path.startsWith("/") && !path.includes("\0") && !path.split("/").includes("..")
+      ? p.openRoot(path)
+      : Effect.fail(
+          fail(
+            new SystemError({
+              _tag: "InvalidName",
+              errno: "EINVAL",
+              detail: "a root is an absolute path without a `..` component (a decoded host root's)"
+            }),
+            "open",
+            path
+          )
+        )
   return {
     ...p,
+    openRoot,
     resolve: resolveWith(p),
     statAll,
     readFiles: p.readFiles ?? readFilesWith(p),

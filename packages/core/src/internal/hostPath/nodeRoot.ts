@@ -6,12 +6,12 @@
  *
  * @since 0.4.0
  */
-import { Context, Effect, type FileSystem } from "effect"
-import { decodeRoot, type HostRoot, type RootOptions } from "../../HostPath.ts"
+import { Context, Effect, FileSystem } from "effect"
+import type { HostRoot, RootOptions } from "../../HostPath.ts"
 import type { Gone, HostPathError } from "../../HostPathError.ts"
 import { refusal } from "./errors.ts"
 import { isRealRoot } from "./lexical.ts"
-import { isHostRoot } from "./root.ts"
+import { decode, isHostRoot } from "./root.ts"
 
 /**
  * What `HostPath.decodeRoot` takes besides a plain path: the root and, optionally, the table that describes it.
@@ -66,28 +66,49 @@ export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core
 })
 
 /**
- * The host root of an operation's options: the decoded root as given (with
- * `mountInfo` replacing its table when non-empty), or `hostRoot` decoded with
- * `HostPath.decodeRoot`. The real host (`hostRoot` absent, `""` or `"/"`) is
- * the {@link NodeRoot} in context where one is set, decoded and marked
- * `isReal`, and this process's `/` otherwise.
+ * Decodes a root as `HostPath.decodeRoot` does: a decoded root as given
+ * (asked again whether its process is gone, with `mountInfo` replacing its
+ * table when non-empty), else the path decoded. The real host (absent, `""`
+ * or `"/"`) is the {@link NodeRoot} in context where one is set, decoded and
+ * marked `isReal`, and this process's `/` otherwise: a program written for
+ * the host names the container's node when run in a container composition.
+ */
+export const rootFrom = (
+  input: string | RootInput | HostRoot | undefined,
+  mountInfo = ""
+): Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =>
+  Effect.gen(function* () {
+    if (isHostRoot(input)) {
+      // Decoded earlier: its process may have exited since.
+      const gone = input.gone === undefined ? undefined : yield* input.gone
+      if (gone !== undefined) return yield* refusal(gone, input.given)
+      return mountInfo === "" ? input : { ...input, mountInfo }
+    }
+    const fs = yield* FileSystem.FileSystem
+    const given: RootInput =
+      input === undefined || typeof input === "string"
+        ? { path: input ?? "", mountInfo }
+        : mountInfo === ""
+          ? input
+          : { ...input, mountInfo }
+    const node = isRealRoot(given.path) ? yield* NodeRoot : undefined
+    if (node === undefined) return yield* decode(fs, given)
+    const root = yield* decode(
+      fs,
+      given.mountInfo === undefined || given.mountInfo === "" ? node : { ...node, mountInfo: given.mountInfo }
+    )
+    return { ...root, isReal: true }
+  })
+
+/**
+ * The host root of an operation's options, decoded as `HostPath.decodeRoot`
+ * decodes one: what every operation that takes `HostPath.RootOptions` runs
+ * first, for a composition of its own to run the same.
  *
  * @since 0.2.0
  * @category constructors
  */
 export const rootOf: (options?: RootOptions) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
   Effect.fn("HostPath.rootOf")(function* (options?: RootOptions) {
-    const given = options?.hostRoot ?? ""
-    const mountInfo = options?.mountInfo ?? ""
-    if (isHostRoot(given)) {
-      // Decoded earlier: its process may have exited since.
-      const gone = given.gone === undefined ? undefined : yield* given.gone
-      if (gone !== undefined) return yield* refusal(gone, given.given)
-      return mountInfo === "" ? given : { ...given, mountInfo }
-    }
-    if (!isRealRoot(given)) return yield* decodeRoot({ path: given, mountInfo })
-    const node = yield* NodeRoot
-    if (node === undefined) return yield* decodeRoot({ path: given, mountInfo })
-    const root = yield* decodeRoot(mountInfo === "" ? node : { ...node, mountInfo })
-    return { ...root, isReal: true }
+    return yield* rootFrom(options?.hostRoot, options?.mountInfo ?? "")
   })

@@ -46,6 +46,14 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
     const wanted = given === "" ? "/" : given
     const problem = absoluteProblem(wanted, "the host root")
     if (problem !== undefined) return yield* rootError(given, problem)
+    // A root that climbs names a place the caller did not write (as filepath-securejoin refuses an unsafe root):
+    // `/srv/node/../etc` is `/srv/etc`, never what was meant. `.` and repeated or trailing slashes are cleaned.
+    if (wanted.split("/").includes("..")) {
+      return yield* rootError(
+        given,
+        new Refused({ _tag: "InvalidPath", detail: `the host root has a ".." component: give the directory itself` })
+      )
+    }
     const cleaned = clean(wanted)
     const proc = procRoot.exec(cleaned)
     const explicitTable = typeof input === "string" ? undefined : input.tableRoot

@@ -14,13 +14,13 @@ import * as Hashing from "../../Hashing.ts"
 import type * as HostPath from "../../HostPath.ts"
 import { Failure } from "../../SnapshotError.ts"
 import * as Lexical from "../hostPath/lexical.ts"
-import { rootOf } from "../hostPath/nodeRoot.ts"
+import { rootFrom } from "../hostPath/nodeRoot.ts"
 import * as HostRoots from "../hostPath/root.ts"
 import { type Ctx, DefaultLockTimeout, fail, isBelow, isHostPath } from "./context.ts"
 
 /** The host root of an operation's options, for log annotations before it is decoded. */
-export const rootLabel = (hostRoot: string | HostPath.HostRoot): string =>
-  HostRoots.isHostRoot(hostRoot) ? hostRoot.path : hostRoot === "" ? "/" : hostRoot
+export const rootLabel = (hostRoot: string | HostPath.HostRoot | undefined): string =>
+  HostRoots.isHostRoot(hostRoot) ? hostRoot.path : hostRoot === undefined || hostRoot === "" ? "/" : hostRoot
 
 /**
  * The context of one operation: the host root decoded, the snapshot
@@ -29,7 +29,8 @@ export const rootLabel = (hostRoot: string | HostPath.HostRoot): string =>
  */
 export const makeCtx = (options: {
   readonly dir: string
-  readonly hostRoot: string | HostPath.HostRoot
+  // A string is still decoded: a caller without types gets the same checks.
+  readonly hostRoot?: string | HostPath.HostRoot | undefined
   readonly allowHostRootMismatch?: boolean | undefined
   readonly lockTimeout?: Duration.Input | undefined
 }) =>
@@ -37,7 +38,7 @@ export const makeCtx = (options: {
     const dirs = yield* Directory.Directories
     const fs = yield* FileSystem.FileSystem
     const hashing = yield* Hashing.Hashing
-    const root = yield* rootOf({ hostRoot: options.hostRoot })
+    const root = yield* rootFrom(options.hostRoot)
     const dir = options.dir.startsWith("/") ? Lexical.clean(options.dir) : options.dir
     const label = { dir: options.dir, hostRoot: root.path }
     if (!options.dir.startsWith("/") || !isHostPath(dir)) {

@@ -14,6 +14,7 @@ import { Effect, FileSystem, Metric } from "effect"
 import * as FaultyMounter from "../../FaultyMounter.ts"
 import * as Fence from "../../FencedFileSystem.ts"
 import { MountFixture } from "../../MountFixture.ts"
+import { rootAt } from "../rootAt.ts"
 import { buildKubeletLayout, cniTree, makeSandbox } from "./fixtures.ts"
 import { differences, isUnder, mountsBelow, plant, relativeTo, snapshot } from "./trees.ts"
 
@@ -38,7 +39,7 @@ export const mountTests = (
       const report = yield* Effect.scoped(
         Effect.gen(function* () {
           // The session reads the table now; the bind comes after, as a pod's mount made meanwhile would.
-          const session = yield* SafeRemove.session({ hostRoot: l.root, mountInfo: l.mountInfo })
+          const session = yield* SafeRemove.session({ hostRoot: yield* rootAt(l.root), mountInfo: l.mountInfo })
           yield* fx.bind(l.csiData, victim)
           return yield* session.remove(["/var/lib/kubelet/pods/cccccccc-3333"])
         })
@@ -64,11 +65,13 @@ export const mountTests = (
       const before = yield* snapshot(l.sandbox)
       for (const table of [empty, foreign]) {
         const e = yield* Effect.flip(
-          Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: table }).pipe(Fence.within([l.sandbox]))
+          Repave.teardownKubeletDir({ hostRoot: yield* rootAt(l.root), mountInfo: table }).pipe(
+            Fence.within([l.sandbox])
+          )
         )
         assert.strictEqual(e._tag === "MountInfoError" && e.reason._tag, "DoesNotCover", table)
         const r = yield* Effect.flip(
-          SafeRemove.remove(["/var/lib/kubelet/pods"], { hostRoot: l.root, mountInfo: table })
+          SafeRemove.remove(["/var/lib/kubelet/pods"], { hostRoot: yield* rootAt(l.root), mountInfo: table })
         )
         assert.strictEqual(r._tag === "MountInfoError" && r.reason._tag, "DoesNotCover", table)
       }
@@ -95,10 +98,10 @@ export const mountTests = (
           yield* dirs.openFile(sub, cafe, { mode: "create", permissions: 0o644 })
         })
       ).pipe(Effect.orDie)
-      const teardown = yield* Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
-        Effect.provide(FaultyMounter.layer((t) => t === l.csiMount)),
-        Fence.within([l.sandbox])
-      )
+      const teardown = yield* Repave.teardownKubeletDir({
+        hostRoot: yield* rootAt(l.root),
+        mountInfo: l.mountInfo
+      }).pipe(Effect.provide(FaultyMounter.layer((t) => t === l.csiMount)), Fence.within([l.sandbox]))
       const escaped = "caf\udce9"
       assert.include(teardown.removed, `${l.pods.c}/volumes/kubernetes.io~empty-dir/data/${escaped}/${escaped}`)
       assert.include(teardown.removed, `${l.pods.c}/volumes/kubernetes.io~empty-dir/data/${escaped}`)
@@ -118,7 +121,7 @@ export const mountTests = (
           }
         })
       ).pipe(Effect.orDie)
-      const reset = yield* Repave.resetCniState({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
+      const reset = yield* Repave.resetCniState({ hostRoot: yield* rootAt(l.root), mountInfo: l.mountInfo }).pipe(
         Fence.within([l.sandbox])
       )
       assert.include(reset.removed, `${l.root}/etc/cni/net.d/${escaped}`)
@@ -135,7 +138,7 @@ export const mountTests = (
       const before = yield* snapshot(l.sandbox)
       const csiBefore = yield* snapshot(l.csiData)
       assert.strictEqual(csiBefore.db?.slice(0, 6), "f 644 ")
-      const report = yield* Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
+      const report = yield* Repave.teardownKubeletDir({ hostRoot: yield* rootAt(l.root), mountInfo: l.mountInfo }).pipe(
         Effect.provide(FaultyMounter.layer((t) => t === l.csiMount)),
         Fence.within([l.sandbox])
       )
@@ -183,7 +186,7 @@ export const mountTests = (
     Effect.gen(function* () {
       const l = yield* buildKubeletLayout
       const mountsBefore = (yield* tableBelow(l.root)).length
-      const report = yield* Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
+      const report = yield* Repave.teardownKubeletDir({ hostRoot: yield* rootAt(l.root), mountInfo: l.mountInfo }).pipe(
         Effect.provide(FaultyMounter.layer((t) => t === l.csiMount)),
         Fence.within([l.sandbox])
       )
@@ -221,7 +224,7 @@ export const mountTests = (
       const l = yield* buildKubeletLayout
       const csiBefore = yield* snapshot(l.csiData)
       const before = yield* snapshot(l.sandbox)
-      const report = yield* Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
+      const report = yield* Repave.teardownKubeletDir({ hostRoot: yield* rootAt(l.root), mountInfo: l.mountInfo }).pipe(
         Fence.within([l.sandbox])
       )
       assert.deepStrictEqual(report.kept, [])
@@ -235,7 +238,7 @@ export const mountTests = (
         []
       )
       // The same teardown again finds nothing to do.
-      const again = yield* Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: l.mountInfo }).pipe(
+      const again = yield* Repave.teardownKubeletDir({ hostRoot: yield* rootAt(l.root), mountInfo: l.mountInfo }).pipe(
         Fence.within([l.sandbox])
       )
       assert.deepStrictEqual([again.prefixes, again.removed, again.kept], [[], [], []])
@@ -247,7 +250,7 @@ export const mountTests = (
       const l = yield* buildKubeletLayout
       const before = yield* snapshot(l.sandbox)
       const report = yield* SafeRemove.remove(["/var/lib/kubelet/pods/bbbbbbbb-2222"], {
-        hostRoot: l.root,
+        hostRoot: yield* rootAt(l.root),
         mountInfo: l.mountInfo
       }).pipe(Fence.within([l.sandbox]))
       assert.deepStrictEqual(report.removed, [])
@@ -266,7 +269,7 @@ export const mountTests = (
       yield* fs.symlink(l.root, `${l.sandbox}/rootlink`)
       const before = yield* snapshot(l.sandbox)
       const report = yield* SafeRemove.remove(["/var/lib/kubelet/pods/bbbbbbbb-2222"], {
-        hostRoot: `${l.sandbox}/rootlink`,
+        hostRoot: yield* rootAt(`${l.sandbox}/rootlink`),
         mountInfo: l.mountInfo
       }).pipe(Fence.within([l.sandbox]))
       assert.deepStrictEqual(
@@ -293,7 +296,7 @@ export const mountTests = (
       const mounted = yield* snapshot(outer)
       // The mount point itself as the path to remove: its device differs from its parent's.
       const direct = yield* SafeRemove.remove(["/var/lib/kubelet/pods/dddddddd-4444/volumes/v1"], {
-        hostRoot: l.root,
+        hostRoot: yield* rootAt(l.root),
         mountInfo: fake
       }).pipe(Fence.within([l.sandbox]))
       assert.deepStrictEqual(
@@ -302,7 +305,7 @@ export const mountTests = (
       )
       // The pod: the walk stops at the mount and removes what is beside it.
       const report = yield* SafeRemove.remove(["/var/lib/kubelet/pods/dddddddd-4444"], {
-        hostRoot: l.root,
+        hostRoot: yield* rootAt(l.root),
         mountInfo: fake
       }).pipe(Fence.within([l.sandbox]))
       assert.deepStrictEqual(
@@ -364,7 +367,7 @@ export const mountTests = (
       })
       yield* fx.bind(source, view)
       const through = yield* snapshot(view)
-      const report = yield* Repave.teardownKubeletDir({ hostRoot: s.root, mountInfo: s.mountInfo }).pipe(
+      const report = yield* Repave.teardownKubeletDir({ hostRoot: yield* rootAt(s.root), mountInfo: s.mountInfo }).pipe(
         Effect.provide(FaultyMounter.layer((t) => t === view)),
         Fence.within([s.sandbox])
       )
@@ -398,7 +401,9 @@ export const mountTests = (
       })
       const before = yield* snapshot(s.sandbox)
       const error = yield* Effect.flip(
-        Repave.resetCniState({ hostRoot: s.root, mountInfo: s.mountInfo }).pipe(Fence.within([s.sandbox]))
+        Repave.resetCniState({ hostRoot: yield* rootAt(s.root), mountInfo: s.mountInfo }).pipe(
+          Fence.within([s.sandbox])
+        )
       )
       assert.strictEqual(error._tag, "ResetError")
       if (error._tag !== "ResetError") return
@@ -425,7 +430,9 @@ export const mountTests = (
       yield* fx.tmpfs(`${s2.root}/etc/cni/net.d`)
       yield* plant(s2.sandbox, { "root/etc/cni/net.d/10-x.conf": "config on its own mount" })
       const e2 = yield* Effect.flip(
-        Repave.resetCniState({ hostRoot: s2.root, mountInfo: s2.mountInfo }).pipe(Fence.within([s2.sandbox]))
+        Repave.resetCniState({ hostRoot: yield* rootAt(s2.root), mountInfo: s2.mountInfo }).pipe(
+          Fence.within([s2.sandbox])
+        )
       )
       assert.deepStrictEqual(
         e2._tag === "ResetError" ? e2.kept.map((k) => [k.path, k.reason, k.mountPoint]) : e2._tag,
@@ -443,7 +450,7 @@ export const mountTests = (
       const before = yield* fx.table
       for (const prefixes of [["/"], ["/var/lib/kubelet/pods/../../../.."]]) {
         const e = yield* Effect.flip(
-          Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: l.mountInfo, prefixes }).pipe(
+          Repave.teardownKubeletDir({ hostRoot: yield* rootAt(l.root), mountInfo: l.mountInfo, prefixes }).pipe(
             Fence.within([l.sandbox])
           )
         )
@@ -452,7 +459,7 @@ export const mountTests = (
       const bad = `${l.sandbox}/bad-mountinfo`
       yield* Effect.orDie(FileSystem.FileSystem.use((fs) => fs.writeFileString(bad, "garbage\n")))
       const e = yield* Effect.flip(
-        Repave.teardownKubeletDir({ hostRoot: l.root, mountInfo: bad }).pipe(Fence.within([l.sandbox]))
+        Repave.teardownKubeletDir({ hostRoot: yield* rootAt(l.root), mountInfo: bad }).pipe(Fence.within([l.sandbox]))
       )
       assert.strictEqual(e._tag, "MountInfoError")
       assert.deepStrictEqual(ids(yield* fx.table), ids(before))
@@ -467,7 +474,7 @@ export const mountTests = (
         "root/var/lib/kubelet/pods": { link: `${s.outside}/pods` }
       })
       const before = yield* snapshot(s.sandbox)
-      const report = yield* Repave.teardownKubeletDir({ hostRoot: s.root, mountInfo: s.mountInfo }).pipe(
+      const report = yield* Repave.teardownKubeletDir({ hostRoot: yield* rootAt(s.root), mountInfo: s.mountInfo }).pipe(
         Fence.within([s.sandbox])
       )
       assert.deepStrictEqual(

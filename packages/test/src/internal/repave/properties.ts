@@ -14,6 +14,7 @@ import { Effect, FileSystem, Schema } from "effect"
 import * as FaultyMounter from "../../FaultyMounter.ts"
 import * as Fence from "../../FencedFileSystem.ts"
 import { MountFixture } from "../../MountFixture.ts"
+import { rootAt } from "../rootAt.ts"
 import { keptOf, makeSandbox, nodeStarts, outcome, removedOf, sentinel } from "./fixtures.ts"
 import { differences, isUnder, mountsBelow, type Plant, plant, relativeTo, snapshot } from "./trees.ts"
 
@@ -214,7 +215,7 @@ export const propertyTests = (
         const h = yield* buildPlan(plan)
         const ns = yield* nodeStarts.BootstrapToken
         const refused = new Set(h.made.filter((m) => m.refused).map((m) => m.mountPoint))
-        const options = { hostRoot: h.root, mountInfo: h.mountInfo }
+        const options = { hostRoot: yield* rootAt(h.root), mountInfo: h.mountInfo }
         const repave = Effect.gen(function* () {
           const teardown = yield* Repave.teardownKubeletDir(options).pipe(
             Effect.provide(FaultyMounter.layer((t) => refused.has(t)))

@@ -11,6 +11,7 @@ import { Directory, NodeStart, Repave, SafeRemove } from "@hostnode/core"
 import { Effect, FileSystem } from "effect"
 import * as Fence from "../../FencedFileSystem.ts"
 import type { MountFixture } from "../../MountFixture.ts"
+import { rootAt } from "../rootAt.ts"
 import {
   cniTree,
   identityFiles,
@@ -189,7 +190,7 @@ export const resetTests = (
     s: { readonly root: string; readonly mountInfo: string; readonly sandbox: string }
   ) =>
     Effect.gen(function* () {
-      const options = { hostRoot: s.root, mountInfo: s.mountInfo }
+      const options = { hostRoot: yield* rootAt(s.root), mountInfo: s.mountInfo }
       const op =
         operation === "resetCniState"
           ? Repave.resetCniState(options)
@@ -291,9 +292,10 @@ export const resetTests = (
           const s = yield* build()
           const ns = yield* nodeStarts[mode]
           const before = yield* snapshot(s.sandbox)
-          const report = yield* Repave.resetKubeletIdentity(ns, { hostRoot: s.root, mountInfo: s.mountInfo }).pipe(
-            Fence.within([s.sandbox])
-          )
+          const report = yield* Repave.resetKubeletIdentity(ns, {
+            hostRoot: yield* rootAt(s.root),
+            mountInfo: s.mountInfo
+          }).pipe(Fence.within([s.sandbox]))
           const after = yield* snapshot(s.sandbox)
           const gone = mode === "BootstrapToken" ? identityFiles : []
           assert.deepStrictEqual(
@@ -322,9 +324,10 @@ export const resetTests = (
           bootstrapKubeconfig: "/var/lib/kubelet/kubeconfig"
         }
       })
-      const report = yield* Repave.resetKubeletIdentity(ns, { hostRoot: s.root, mountInfo: s.mountInfo }).pipe(
-        Fence.within([s.sandbox])
-      )
+      const report = yield* Repave.resetKubeletIdentity(ns, {
+        hostRoot: yield* rootAt(s.root),
+        mountInfo: s.mountInfo
+      }).pipe(Fence.within([s.sandbox]))
       assert.strictEqual(yield* fs.readFileString(`${s.root}/var/lib/kubelet/kubeconfig`), "current kubeconfig")
       assert.strictEqual(report.removed.length, identityFiles.length - 1)
     })
@@ -387,10 +390,9 @@ export const resetTests = (
           )
       })
       const before = yield* snapshot(s.sandbox)
-      const result = yield* outcome(Repave.resetCniState({ hostRoot: s.root, mountInfo: s.mountInfo })).pipe(
-        Fence.within([s.sandbox]),
-        Effect.provideService(Directory.Directories, racing)
-      )
+      const result = yield* outcome(
+        Repave.resetCniState({ hostRoot: yield* rootAt(s.root), mountInfo: s.mountInfo })
+      ).pipe(Fence.within([s.sandbox]), Effect.provideService(Directory.Directories, racing))
       assert.isTrue(swapped)
       assert.strictEqual(result._tag, "ResetError")
       assert.deepStrictEqual(
@@ -419,7 +421,7 @@ export const resetTests = (
       const fs = yield* FileSystem.FileSystem
       const s = yield* build()
       const before = yield* snapshot(s.sandbox)
-      const options = { hostRoot: s.root, mountInfo: s.mountInfo }
+      const options = { hostRoot: yield* rootAt(s.root), mountInfo: s.mountInfo }
       const e1 = yield* Effect.flip(SafeRemove.remove(["/var/.."], options))
       assert.strictEqual(e1._tag, "HostPathError")
       const e2 = yield* Effect.flip(SafeRemove.empty("/", options))
@@ -427,7 +429,7 @@ export const resetTests = (
       const bad = `${s.sandbox}/bad-mountinfo`
       yield* fs.writeFileString(bad, "1 0 8:1 / / rw - ext4 /dev/root rw\nnot a mount\n")
       const e3 = yield* Effect.flip(
-        Repave.resetCniState({ hostRoot: s.root, mountInfo: bad }).pipe(Fence.within([s.sandbox]))
+        Repave.resetCniState({ hostRoot: yield* rootAt(s.root), mountInfo: bad }).pipe(Fence.within([s.sandbox]))
       )
       assert.strictEqual(e3._tag, "MountInfoError")
       assert.deepStrictEqual(

@@ -12,6 +12,7 @@ import { Directory, type HostPath, Snapshot, Systemd } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
 import { Effect, FileSystem, type Layer, type PlatformError, Ref, type Scope } from "effect"
 import * as RefusingSystemd from "../../RefusingSystemd.ts"
+import { rootAt } from "../rootAt.ts"
 import * as Format from "./format.ts"
 import { build, type MutationSpec, mutate, type Node, type NodeSpec, SnapshotPaths, treeOf } from "./trees.ts"
 
@@ -143,7 +144,7 @@ export const takenAndMutated: Effect.Effect<
   const s = yield* sandbox
   yield* build(s.root, fixed)
   const original = yield* treeOf(s.root, "/cfg")
-  const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+  const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
   yield* mutate(s.root, everyKind)
   const mutated = yield* treeOf(s.root, "/cfg")
   return { ...s, original, snapshot, mutated }

@@ -11,6 +11,7 @@
 import { assert, it } from "@effect/vitest"
 import { Directory, FileName, Snapshot } from "@hostnode/core"
 import { Effect, Fiber, FileSystem, type PlatformError } from "effect"
+import { rootAt } from "../rootAt.ts"
 import { editManifestAndData, fixed, leftIn, type Suite, sandbox, takenAndMutated } from "./fixtures.ts"
 import * as Format from "./format.ts"
 import { assertRolledBack, build, SnapshotPaths, treeOf } from "./trees.ts"
@@ -42,7 +43,7 @@ export const register = ({ onHost }: Suite): void => {
       const listing = (dir: Directory.Handle) =>
         Effect.map(dirs.list(dir), (es) => es.map((e) => FileName.decode(e.name)).sort())
       const before = { top: yield* listing(h), odd: yield* listing(oddDir) }
-      const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+      const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
       yield* dirs.unlink(h, cafe)
       yield* dirs.unlink(oddDir, cafe)
       yield* write(oddDir, cafe, "changed")
@@ -82,7 +83,9 @@ export const register = ({ onHost }: Suite): void => {
       const t = yield* takenAndMutated
       const holder = yield* Effect.forkChild(Effect.scoped(Effect.andThen(holdLock(t), Effect.sleep("300 millis"))))
       yield* Effect.sleep("20 millis")
-      const busy = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: t.root, lockTimeout: "50 millis" }))
+      const busy = yield* Effect.flip(
+        Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(t.root), lockTimeout: "50 millis" })
+      )
       assert.strictEqual(busy._tag === "SnapshotError" ? busy.reason._tag : busy._tag, "Busy")
       assert.strictEqual(
         busy._tag === "SnapshotError" && busy.reason._tag === "Busy" ? busy.reason.pid : -1,
@@ -90,14 +93,14 @@ export const register = ({ onHost }: Suite): void => {
       )
       assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
       // Waited for, within the timeout, it runs once the holder is done.
-      assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root, lockTimeout: "10 seconds" }))
+      assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(t.root), lockTimeout: "10 seconds" }))
       yield* Fiber.join(holder)
       yield* assertRolledBack(t.root, t.original, t.mutated)
       const take = yield* Effect.flip(
         Effect.scoped(
           Effect.andThen(
             holdLock(t),
-            Snapshot.takeOf({ dir: t.dir, hostRoot: t.root, paths: SnapshotPaths, lockTimeout: 0 })
+            Snapshot.takeOf({ dir: t.dir, hostRoot: yield* rootAt(t.root), paths: SnapshotPaths, lockTimeout: 0 })
           )
         )
       )
@@ -150,7 +153,7 @@ export const register = ({ onHost }: Suite): void => {
         const t = yield* takenAndMutated
         yield* c.tamper(t.dir)
         const snapshotBytes = yield* treeOf(t.box, "/snaps")
-        const e = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
+        const e = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(t.root) }))
         assert.strictEqual(e._tag === "SnapshotError" ? e.reason._tag : e._tag, "Unsafe", e.message)
         assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
         assert.deepStrictEqual(yield* treeOf(t.box, "/snaps"), snapshotBytes)
@@ -168,13 +171,13 @@ export const register = ({ onHost }: Suite): void => {
           m.paths.push(...many)
           m.entries.push(...many.map((path) => ({ type: "Absent" as const, path })))
         })
-        const opened = yield* Snapshot.open({ dir: t.dir, hostRoot: t.root })
+        const opened = yield* Snapshot.open({ dir: t.dir, hostRoot: yield* rootAt(t.root) })
         assert.strictEqual(opened.paths.length, SnapshotPaths.length + 40_000)
         yield* editManifestAndData(t.dir, (m) => {
           m.paths.push("/cfg/n1/p1/below")
           m.entries.push({ type: "Absent", path: "/cfg/n1/p1/below" })
         })
-        const e = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
+        const e = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(t.root) }))
         assert.strictEqual(e._tag === "SnapshotError" ? e.reason._tag : e._tag, "InvalidManifest")
         assert.include(e.message, "below another listed path")
         assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
@@ -190,7 +193,7 @@ export const register = ({ onHost }: Suite): void => {
       yield* fs.symlink(`${t.root}/cfg/a`, `${t.box}/into-recorded`)
       const before = yield* treeOf(t.root, "/")
       const taken = yield* Effect.flip(
-        Snapshot.takeOf({ dir: `${t.box}/into-recorded/s`, hostRoot: t.root, paths: SnapshotPaths })
+        Snapshot.takeOf({ dir: `${t.box}/into-recorded/s`, hostRoot: yield* rootAt(t.root), paths: SnapshotPaths })
       )
       assert.strictEqual(taken._tag === "SnapshotError" ? taken.reason._tag : taken._tag, "InvalidPath", taken.message)
       assert.deepStrictEqual(
@@ -201,7 +204,9 @@ export const register = ({ onHost }: Suite): void => {
       // The snapshot moved into the recorded directory, reached through the link.
       yield* fs.rename(t.dir, `${t.root}/cfg/a/s`)
       const withSnapshot = yield* treeOf(t.root, "/")
-      const e = yield* Effect.flip(Snapshot.recover({ dir: `${t.box}/into-recorded/s`, hostRoot: t.root }))
+      const e = yield* Effect.flip(
+        Snapshot.recover({ dir: `${t.box}/into-recorded/s`, hostRoot: yield* rootAt(t.root) })
+      )
       assert.strictEqual(e._tag === "SnapshotError" ? e.reason._tag : e._tag, "InvalidPath", e.message)
       assert.deepStrictEqual(yield* treeOf(t.root, "/"), withSnapshot)
       assert.notDeepEqual(withSnapshot, before)
@@ -215,12 +220,12 @@ export const register = ({ onHost }: Suite): void => {
       yield* build(s.root, fixed)
       yield* fs.makeDirectory(`${s.root}/var`)
       const dir = `${s.root}/var/snap`
-      yield* Snapshot.takeOf({ dir, hostRoot: s.root, paths: SnapshotPaths })
+      yield* Snapshot.takeOf({ dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
       // /cfg becomes a link to the snapshot (resolved below the root): /cfg/a would be written into it.
       yield* fs.rename(`${s.root}/cfg`, `${s.root}/cfg-moved`)
       yield* fs.symlink("/var/snap", `${s.root}/cfg`)
       const before = yield* treeOf(s.root, "/")
-      const e = yield* Effect.flip(Snapshot.recover({ dir, hostRoot: s.root }))
+      const e = yield* Effect.flip(Snapshot.recover({ dir, hostRoot: yield* rootAt(s.root) }))
       assert.strictEqual(e._tag === "SnapshotError" ? e.reason._tag : e._tag, "InvalidPath", e.message)
       assert.include(e.message, "inside the snapshot directory")
       assert.deepStrictEqual(yield* treeOf(s.root, "/"), before)

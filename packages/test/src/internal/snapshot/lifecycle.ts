@@ -10,6 +10,7 @@
 import { assert, it } from "@effect/vitest"
 import { Directory, Snapshot } from "@hostnode/core"
 import { Cause, Deferred, Effect, Exit, Fiber, FileSystem, Layer, Logger, Ref } from "effect"
+import { rootAt } from "../rootAt.ts"
 import { everyKind, failingRenames, fixed, leftIn, type Suite, sandbox, takenAndMutated } from "./fixtures.ts"
 import * as Format from "./format.ts"
 import { assertRolledBack, build, inSnapshot, mutate, type Node, pick, SnapshotPaths, treeOf } from "./trees.ts"
@@ -54,7 +55,9 @@ export const register = ({ onHost }: Suite): void => {
           assert.include(e.message, "kubernetes")
           assert.deepStrictEqual(yield* treeOf(s.box, "/snaps/s"), before)
           // A take into it is told the same, not that a snapshot is there, and writes nothing.
-          const t = yield* Effect.flip(Snapshot.takeOf({ dir: notOne, hostRoot: s.root, paths: SnapshotPaths }))
+          const t = yield* Effect.flip(
+            Snapshot.takeOf({ dir: notOne, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
+          )
           assert.strictEqual(t._tag === "SnapshotError" && t.reason._tag, "NotASnapshot")
           assert.deepStrictEqual(yield* treeOf(s.box, "/snaps/s"), before)
           // A file at the snapshot's name.
@@ -81,11 +84,11 @@ export const register = ({ onHost }: Suite): void => {
         // What a take killed before its commit leaves: a temporary sibling.
         yield* fs.makeDirectory(`${t.box}/snaps/s.tmp-abc123`)
         yield* fs.writeFileString(`${t.box}/snaps/s.tmp-abc123/data`, "partial")
-        assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
+        assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(t.root) }))
         yield* assertRolledBack(t.root, t.original, t.mutated)
         assert.deepStrictEqual(yield* leftIn(t.box), [])
         const after = yield* treeOf(t.root, "/")
-        assert.isFalse(yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
+        assert.isFalse(yield* Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(t.root) }))
         assert.deepStrictEqual(yield* treeOf(t.root, "/"), after)
       })
     )
@@ -107,8 +110,8 @@ export const register = ({ onHost }: Suite): void => {
         yield* fs.writeFileString(`${other}/cfg/c`, "another node's file")
         const otherBefore = yield* treeOf(other, "/")
         for (const attempt of [
-          Effect.flatMap(Snapshot.open({ dir: t.dir, hostRoot: other }), (h) => h.restore),
-          Snapshot.recover({ dir: t.dir, hostRoot: other })
+          Effect.flatMap(Snapshot.open({ dir: t.dir, hostRoot: yield* rootAt(other) }), (h) => h.restore),
+          Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(other) })
         ]) {
           const e = yield* Effect.flip(attempt)
           assert.strictEqual(e._tag === "SnapshotError" && e.reason._tag, "HostRootMismatch")
@@ -120,7 +123,7 @@ export const register = ({ onHost }: Suite): void => {
         assert.isTrue(yield* fs.exists(`${t.dir}/${Format.ManifestName}`))
         // The same tree under another name (a link to it) is the same canonical root.
         yield* fs.symlink(t.root, `${t.box}/rootlink`)
-        assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: `${t.box}/rootlink` }))
+        assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(`${t.box}/rootlink`) }))
         yield* assertRolledBack(t.root, t.original, t.mutated)
       })
     )
@@ -133,7 +136,9 @@ export const register = ({ onHost }: Suite): void => {
         const t = yield* takenAndMutated
         const copy = `${t.box}/copy`
         yield* fs.makeDirectory(copy)
-        assert.isTrue(yield* Snapshot.recover({ dir: t.dir, hostRoot: copy, allowHostRootMismatch: true }))
+        assert.isTrue(
+          yield* Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(copy), allowHostRootMismatch: true })
+        )
         assert.deepStrictEqual(pick(yield* treeOf(copy, "/cfg"), inSnapshot), pick(t.original, inSnapshot))
       })
     )
@@ -143,13 +148,17 @@ export const register = ({ onHost }: Suite): void => {
     onHost(
       Effect.gen(function* () {
         const s = yield* sandbox
-        const empty = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+        const empty = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
         assert.deepStrictEqual(empty.absent, SnapshotPaths)
         yield* empty.discard
         yield* build(s.root, fixed)
-        const taken = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: [...SnapshotPaths, "/cfg/none"] })
+        const taken = yield* Snapshot.takeOf({
+          dir: s.dir,
+          hostRoot: yield* rootAt(s.root),
+          paths: [...SnapshotPaths, "/cfg/none"]
+        })
         assert.deepStrictEqual(taken.absent, ["/cfg/none"])
-        const opened = yield* Snapshot.open({ dir: s.dir, hostRoot: s.root })
+        const opened = yield* Snapshot.open({ dir: s.dir, hostRoot: yield* rootAt(s.root) })
         assert.deepStrictEqual(opened.absent, ["/cfg/none"])
       })
     )
@@ -165,7 +174,7 @@ export const register = ({ onHost }: Suite): void => {
         yield* fs.makeDirectory(`${s.box}/snaps/s.tmp-XYZ`)
         yield* fs.writeFileString(`${s.box}/snaps/s.tmp-XYZ/manifest.json`, '{"format":')
         yield* fs.makeDirectory(`${s.box}/snaps/s.discarding`)
-        assert.isFalse(yield* Snapshot.recover({ dir: s.dir, hostRoot: s.root }))
+        assert.isFalse(yield* Snapshot.recover({ dir: s.dir, hostRoot: yield* rootAt(s.root) }))
         assert.deepStrictEqual(yield* leftIn(s.box), [])
         assert.deepStrictEqual(yield* treeOf(s.root, "/"), before)
       })
@@ -179,7 +188,11 @@ export const register = ({ onHost }: Suite): void => {
         yield* build(s.root, fixed)
         yield* Effect.scoped(
           Effect.gen(function* () {
-            const snapshot = yield* Snapshot.scoped({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+            const snapshot = yield* Snapshot.scoped({
+              dir: s.dir,
+              hostRoot: yield* rootAt(s.root),
+              paths: SnapshotPaths
+            })
             assert.strictEqual(snapshot.dir, s.dir)
             yield* mutate(s.root, everyKind)
           })
@@ -201,7 +214,7 @@ export const register = ({ onHost }: Suite): void => {
         const exit = yield* Effect.exit(
           Effect.scoped(
             Effect.gen(function* () {
-              yield* Snapshot.scoped({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+              yield* Snapshot.scoped({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
               yield* mutate(s.root, everyKind)
               mutated = yield* treeOf(s.root, "/cfg")
               return yield* Effect.fail("upgrade failed" as const)
@@ -225,7 +238,7 @@ export const register = ({ onHost }: Suite): void => {
         const fiber = yield* Effect.forkChild(
           Effect.scoped(
             Effect.gen(function* () {
-              yield* Snapshot.scoped({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+              yield* Snapshot.scoped({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
               yield* mutate(s.root, everyKind)
               yield* Deferred.succeed(ready, undefined)
               return yield* Effect.never
@@ -273,7 +286,7 @@ export const register = ({ onHost }: Suite): void => {
       assert.notDeepEqual(pick(half, inSnapshot), pick(t.original, inSnapshot))
       assert.deepStrictEqual(yield* leftIn(t.s.box), ["s"])
       // Later (a new process, or the next attempt) recover finishes the job.
-      assert.isTrue(yield* Snapshot.recover({ dir: t.s.dir, hostRoot: t.s.root }))
+      assert.isTrue(yield* Snapshot.recover({ dir: t.s.dir, hostRoot: yield* rootAt(t.s.root) }))
       yield* assertRolledBack(t.s.root, t.original, t.state.mutated)
       assert.deepStrictEqual(yield* leftIn(t.s.box), [])
     })
@@ -283,7 +296,10 @@ export const register = ({ onHost }: Suite): void => {
       const t = yield* failingUpgrade
       const exit = yield* Effect.exit(
         Effect.scoped(
-          Effect.andThen(Snapshot.scoped({ dir: t.s.dir, hostRoot: t.s.root, paths: SnapshotPaths }), t.upgrade)
+          Effect.andThen(
+            Snapshot.scoped({ dir: t.s.dir, hostRoot: yield* rootAt(t.s.root), paths: SnapshotPaths }),
+            t.upgrade
+          )
         ).pipe(Effect.provide(t.failingDirs), Effect.provide(t.capture))
       )
       assert.isTrue(Exit.isFailure(exit))
@@ -318,7 +334,7 @@ export const register = ({ onHost }: Suite): void => {
       Effect.gen(function* () {
         const t = yield* failingUpgrade
         const e = yield* Effect.flip(
-          Snapshot.guarded(t.upgrade, { dir: t.s.dir, hostRoot: t.s.root, paths: SnapshotPaths }).pipe(
+          Snapshot.guarded(t.upgrade, { dir: t.s.dir, hostRoot: yield* rootAt(t.s.root), paths: SnapshotPaths }).pipe(
             Effect.provide(t.failingDirs),
             Effect.provide(t.capture)
           )
@@ -343,7 +359,7 @@ export const register = ({ onHost }: Suite): void => {
       const original = yield* treeOf(s.root, "/cfg")
       const value = yield* Snapshot.guarded(Effect.succeed(42), {
         dir: s.dir,
-        hostRoot: s.root,
+        hostRoot: yield* rootAt(s.root),
         paths: SnapshotPaths
       })
       assert.strictEqual(value, 42)
@@ -356,7 +372,7 @@ export const register = ({ onHost }: Suite): void => {
             state.mutated = yield* treeOf(s.root, "/cfg")
             return yield* Effect.fail("upgrade failed" as const)
           }),
-          { dir: s.dir, hostRoot: s.root, paths: SnapshotPaths }
+          { dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths }
         )
       )
       assert.strictEqual(e, "upgrade failed")
@@ -370,7 +386,7 @@ export const register = ({ onHost }: Suite): void => {
       const dirs = yield* Directory.Directories
       const failing = yield* Ref.make(false)
       const t = yield* takenAndMutated
-      const again = yield* Snapshot.open({ dir: t.dir, hostRoot: t.root }).pipe(
+      const again = yield* Snapshot.open({ dir: t.dir, hostRoot: yield* rootAt(t.root) }).pipe(
         Effect.provideService(Directory.Directories, failingRenames(dirs, failing))
       )
       yield* Ref.set(failing, true)

@@ -11,6 +11,7 @@
 import { assert, it } from "@effect/vitest"
 import { Snapshot } from "@hostnode/core"
 import { Effect, FileSystem, Option } from "effect"
+import { rootAt } from "../rootAt.ts"
 import { fixed, leftIn, type Suite, sandbox } from "./fixtures.ts"
 import * as Format from "./format.ts"
 import { atOrBelow, build, inSnapshot, Mutations, mutate, pick, SnapshotPaths, Trees, treeOf } from "./trees.ts"
@@ -26,7 +27,7 @@ export const register = ({ runs, onHost }: Suite): void => {
           const s = yield* sandbox
           yield* build(s.root, specs)
           const before = yield* treeOf(s.root, "/cfg")
-          const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+          const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
           yield* mutate(s.root, mutations)
           const mutated = yield* treeOf(s.root, "/cfg")
           assert.isFalse(yield* snapshot.restored)
@@ -44,7 +45,7 @@ export const register = ({ runs, onHost }: Suite): void => {
           assert.strictEqual(again._tag === "SnapshotError" ? again.reason._tag : again._tag, "Missing")
           assert.isTrue(yield* snapshot.restored)
           yield* snapshot.discard
-          assert.isFalse(yield* Snapshot.recover({ dir: s.dir, hostRoot: s.root }))
+          assert.isFalse(yield* Snapshot.recover({ dir: s.dir, hostRoot: yield* rootAt(s.root) }))
           assert.deepStrictEqual(yield* treeOf(s.root, "/cfg"), after)
         })
       ),
@@ -57,7 +58,7 @@ export const register = ({ runs, onHost }: Suite): void => {
         const fs = yield* FileSystem.FileSystem
         const s = yield* sandbox
         yield* build(s.root, fixed)
-        yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+        yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
         assert.deepStrictEqual((yield* fs.readDirectory(`${s.box}/snaps`)).sort(), ["s"])
         assert.deepStrictEqual((yield* fs.readDirectory(s.dir)).sort(), [Format.DataName, Format.ManifestName])
         for (const f of [Format.DataName, Format.ManifestName]) {
@@ -105,7 +106,7 @@ export const register = ({ runs, onHost }: Suite): void => {
         yield* build(s.root, fixed)
         const snapshot = yield* Snapshot.takeOf({
           dir: s.dir,
-          hostRoot: s.root,
+          hostRoot: yield* rootAt(s.root),
           paths: ["/cfg/a", "/cfg/none/deeper", "/cfg/a/b"]
         })
         assert.deepStrictEqual(snapshot.paths, ["/cfg/a", "/cfg/none/deeper"])
@@ -124,7 +125,11 @@ export const register = ({ runs, onHost }: Suite): void => {
         const s = yield* sandbox
         yield* build(s.root, fixed)
         const before = yield* treeOf(s.root, "/cfg/a")
-        const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: ["/cfg/a/c/a", "/cfg/a/a"] })
+        const snapshot = yield* Snapshot.takeOf({
+          dir: s.dir,
+          hostRoot: yield* rootAt(s.root),
+          paths: ["/cfg/a/c/a", "/cfg/a/a"]
+        })
         yield* fs.remove(`${s.root}/cfg/a`, { recursive: true })
         yield* snapshot.restore
         const after = yield* treeOf(s.root, "/cfg/a")
@@ -145,7 +150,7 @@ export const register = ({ runs, onHost }: Suite): void => {
         // A whole second, so the time set again after the edit is the recorded one to the nanosecond.
         const when = new Date(1_700_000_000_000)
         yield* fs.utimes(file, when, when)
-        const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: ["/cfg/a"] })
+        const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: ["/cfg/a"] })
         // Same length, other bytes, the time put back: only the content tells it changed.
         yield* fs.writeFileString(file, "version = 3\n")
         yield* fs.utimes(file, when, when)
@@ -167,7 +172,7 @@ export const register = ({ runs, onHost }: Suite): void => {
         const before = yield* treeOf(s.root, "/cfg/a")
         const snapshot = yield* Snapshot.takeOf({
           dir: s.dir,
-          hostRoot: s.root,
+          hostRoot: yield* rootAt(s.root),
           paths: ["/cfg/a"],
           exclude: ["/cfg/a/pki"]
         })
@@ -190,7 +195,7 @@ export const register = ({ runs, onHost }: Suite): void => {
         yield* fs.remove(`${s.root}/cfg/a/pki`, { recursive: true })
         const empty = yield* Snapshot.takeOf({
           dir: s.dir,
-          hostRoot: s.root,
+          hostRoot: yield* rootAt(s.root),
           paths: ["/cfg/x"],
           exclude: ["/cfg/x/pki"]
         })
@@ -215,9 +220,13 @@ export const register = ({ runs, onHost }: Suite): void => {
         yield* build(s.root, fixed)
         const original = yield* treeOf(s.root, "/cfg")
         const outsideBefore = yield* treeOf(s.box, "/outside")
-        const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+        const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
         // A restore consumes its snapshot: a second one for the second attack.
-        const second = yield* Snapshot.takeOf({ dir: `${s.dir}2`, hostRoot: s.root, paths: SnapshotPaths })
+        const second = yield* Snapshot.takeOf({
+          dir: `${s.dir}2`,
+          hostRoot: yield* rootAt(s.root),
+          paths: SnapshotPaths
+        })
         // A recorded file replaced by a link to a file outside the root.
         yield* fs.remove(`${s.root}/cfg/c`)
         yield* fs.symlink(`${s.outside}/victim`, `${s.root}/cfg/c`)
@@ -245,16 +254,20 @@ export const register = ({ runs, onHost }: Suite): void => {
         const fs = yield* FileSystem.FileSystem
         const s = yield* sandbox
         yield* build(s.root, fixed)
-        const relative = yield* Effect.flip(Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: ["cfg/a"] }))
+        const relative = yield* Effect.flip(
+          Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: ["cfg/a"] })
+        )
         assert.strictEqual(relative._tag === "SnapshotError" ? relative.reason._tag : relative._tag, "InvalidPath")
         const inside = yield* Effect.flip(
-          Snapshot.takeOf({ dir: `${s.root}/cfg/a/snap`, hostRoot: s.root, paths: SnapshotPaths })
+          Snapshot.takeOf({ dir: `${s.root}/cfg/a/snap`, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
         )
         assert.strictEqual(inside._tag === "SnapshotError" ? inside.reason._tag : inside._tag, "InvalidPath")
         assert.include(inside.message, "/cfg/a")
-        yield* Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: SnapshotPaths })
+        yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
         const manifest = yield* fs.readFileString(`${s.dir}/${Format.ManifestName}`)
-        const again = yield* Effect.flip(Snapshot.takeOf({ dir: s.dir, hostRoot: s.root, paths: ["/cfg/d"] }))
+        const again = yield* Effect.flip(
+          Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: ["/cfg/d"] })
+        )
         assert.strictEqual(again._tag === "SnapshotError" ? again.reason._tag : again._tag, "Exists")
         assert.strictEqual(yield* fs.readFileString(`${s.dir}/${Format.ManifestName}`), manifest)
         assert.deepStrictEqual(yield* leftIn(s.box), ["s"])

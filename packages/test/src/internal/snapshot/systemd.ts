@@ -10,6 +10,7 @@
 import { assert, it } from "@effect/vitest"
 import { Snapshot, Systemd } from "@hostnode/core"
 import { Effect, FileSystem, Ref } from "effect"
+import { rootAt } from "../rootAt.ts"
 import { everyKind, fixed, recordingSystemd, type Suite, takenAndMutated } from "./fixtures.ts"
 import { assertRolledBack, build, mutate, SnapshotPaths, treeOf } from "./trees.ts"
 
@@ -24,7 +25,7 @@ export const register = ({ onHost, realRootIsSafe }: Suite): void => {
           yield* build("", fixed)
           const original = yield* treeOf("/", "/cfg")
           const dir = "/var/lib/hostnode/snapshots/upgrade"
-          const snapshot = yield* Snapshot.takeOf({ dir, hostRoot: realRoot, paths: SnapshotPaths })
+          const snapshot = yield* Snapshot.takeOf({ dir, hostRoot: yield* rootAt(realRoot), paths: SnapshotPaths })
           yield* mutate("", everyKind)
           const mutated = yield* treeOf("/", "/cfg")
           yield* Ref.set(failing, true)
@@ -38,10 +39,12 @@ export const register = ({ onHost, realRootIsSafe }: Suite): void => {
           assert.deepStrictEqual(yield* Ref.get(calls), ["daemon-reload"])
           assert.isTrue(yield* snapshot.restored)
           assert.isFalse(yield* fs.exists(dir), "a restore that succeeded consumed the snapshot")
-          yield* Snapshot.takeOf({ dir, hostRoot: realRoot, paths: SnapshotPaths })
+          yield* Snapshot.takeOf({ dir, hostRoot: yield* rootAt(realRoot), paths: SnapshotPaths })
           yield* mutate("", everyKind)
           assert.isTrue(
-            yield* Snapshot.recover({ dir, hostRoot: realRoot }).pipe(Effect.provideService(Systemd.Systemd, systemd))
+            yield* Snapshot.recover({ dir, hostRoot: yield* rootAt(realRoot) }).pipe(
+              Effect.provideService(Systemd.Systemd, systemd)
+            )
           )
           assert.deepStrictEqual(yield* Ref.get(calls), ["daemon-reload", "daemon-reload"])
           yield* assertRolledBack("", original, mutated)
@@ -56,10 +59,12 @@ export const register = ({ onHost, realRootIsSafe }: Suite): void => {
       const { systemd, calls } = yield* recordingSystemd
       const t = yield* takenAndMutated
       yield* t.snapshot.restore.pipe(Effect.provideService(Systemd.Systemd, systemd))
-      yield* Snapshot.takeOf({ dir: t.dir, hostRoot: t.root, paths: SnapshotPaths })
+      yield* Snapshot.takeOf({ dir: t.dir, hostRoot: yield* rootAt(t.root), paths: SnapshotPaths })
       yield* mutate(t.root, everyKind)
       assert.isTrue(
-        yield* Snapshot.recover({ dir: t.dir, hostRoot: t.root }).pipe(Effect.provideService(Systemd.Systemd, systemd))
+        yield* Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(t.root) }).pipe(
+          Effect.provideService(Systemd.Systemd, systemd)
+        )
       )
       yield* assertRolledBack(t.root, t.original, t.mutated)
       assert.deepStrictEqual(yield* Ref.get(calls), [])

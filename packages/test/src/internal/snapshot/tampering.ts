@@ -10,6 +10,7 @@
 import { assert, it } from "@effect/vitest"
 import { Snapshot } from "@hostnode/core"
 import { Effect, FileSystem, type PlatformError } from "effect"
+import { rootAt } from "../rootAt.ts"
 import { editManifestAndData, type Suite, takenAndMutated } from "./fixtures.ts"
 import * as Format from "./format.ts"
 import { treeOf } from "./trees.ts"
@@ -147,7 +148,7 @@ export const register = ({ onHost }: Suite): void => {
           assert.deepStrictEqual(yield* treeOf(t.root, "/cfg"), t.mutated)
           assert.isFalse(yield* t.snapshot.restored)
           // recover says the same and keeps the snapshot as it is.
-          const r = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: t.root }))
+          const r = yield* Effect.flip(Snapshot.recover({ dir: t.dir, hostRoot: yield* rootAt(t.root) }))
           assert.strictEqual(r._tag === "SnapshotError" ? r.reason._tag : r._tag, c.reason)
           assert.deepStrictEqual(yield* treeOf(t.root, "/"), hostBefore)
           assert.deepStrictEqual(yield* treeOf(t.box, "/snaps"), snapshotBytes)
