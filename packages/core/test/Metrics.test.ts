@@ -8,7 +8,7 @@
  * MemoryHost and on real mounts is in the repave conformance suite.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { HostPath, Metrics, Repave, RestartChanged, SafeRemove, Snapshot, Systemd, Unmount } from "@hostnode/core"
+import { Metrics, Repave, RestartChanged, SafeRemove, Snapshot, Systemd, Unmount } from "@hostnode/core"
 import { FaultyMounter, MemoryHost, MemoryNode } from "@hostnode/test"
 import { Data, Effect, FileSystem, Metric } from "effect"
 import { PrometheusMetrics } from "effect/observability"
@@ -145,11 +145,7 @@ describe("Metrics", () => {
         yield* Repave.teardownKubeletDir()
         yield* SafeRemove.remove(["/etc/cni/net.d/10-bridge.conflist", "/var/lib/cni"])
         yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "a.service", changed: true }] })
-        yield* Snapshot.takeOf({
-          dir: "/var/lib/snap",
-          hostRoot: yield* HostPath.decodeRoot("/").pipe(Effect.orDie),
-          paths: ["/etc/systemd"]
-        })
+        yield* Snapshot.takeOf({ dir: "/var/lib/snap", paths: ["/etc/systemd"] })
 
         const series = (yield* Metric.snapshot).filter((m) => m.id.startsWith("hostnode_"))
         assert.isAbove(series.length, 5)

@@ -5,7 +5,7 @@
  * trees, tampering, crashes) is in the conformance suite and the crash tests.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ConfSnap, HostPath, Snapshot, Systemd } from "@hostnode/core"
+import { ConfSnap, Snapshot, Systemd } from "@hostnode/core"
 import { MemoryHost } from "@hostnode/test"
 import * as SnapshotFixtures from "@hostnode/test/internal/snapshot/fixtures"
 import * as SnapshotTrees from "@hostnode/test/internal/snapshot/trees"
@@ -33,10 +33,7 @@ describe("Snapshot on the default paths", () => {
       const exit = yield* Effect.exit(
         Effect.scoped(
           Effect.gen(function* () {
-            const snapshot = yield* Snapshot.scoped({
-              dir,
-              hostRoot: yield* HostPath.decodeRoot("/").pipe(Effect.orDie)
-            })
+            const snapshot = yield* Snapshot.scoped({ dir })
             assert.deepStrictEqual(snapshot.paths, ConfSnap.DefaultPaths)
             // The private key never reaches the snapshot.
             assert.notInclude(yield* fs.readFileString(`${dir}/${Model.DataName}`), "PRIVATE KEY")
@@ -76,10 +73,7 @@ describe("Snapshot on the default paths", () => {
   it.effect("Snapshot.take then discard: the saved copy goes, the configuration stays, nothing is reloaded", () =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
-      const snapshot = yield* Snapshot.take({
-        dir: "/var/lib/agent/snap",
-        hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie)
-      })
+      const snapshot = yield* Snapshot.take({ dir: "/var/lib/agent/snap" })
       yield* fs.writeFileString("/etc/containerd/config.toml", "version = 3\n")
       yield* snapshot.discard
       assert.isFalse(yield* snapshot.restored)

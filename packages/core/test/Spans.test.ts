@@ -6,7 +6,7 @@
  * counts) on the operations' spans.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { HostPath, Repave, RestartChanged, Snapshot, Systemd, Unmount } from "@hostnode/core"
+import { Repave, RestartChanged, Snapshot, Systemd, Unmount } from "@hostnode/core"
 import { MemoryHost, MemoryNode } from "@hostnode/test"
 import { Effect, FileSystem, Tracer } from "effect"
 
@@ -33,11 +33,7 @@ describe("span names", () => {
 
       yield* Unmount.unmountBelow(["/var/lib/kubelet"])
       yield* Repave.resetCniState()
-      const snapshot = yield* Snapshot.takeOf({
-        dir: "/var/lib/snap",
-        hostRoot: yield* HostPath.decodeRoot("/").pipe(Effect.orDie),
-        paths: ["/etc/systemd/system"]
-      })
+      const snapshot = yield* Snapshot.takeOf({ dir: "/var/lib/snap", paths: ["/etc/systemd/system"] })
       yield* fs.writeFileString("/etc/systemd/system/a.service", "[Service]\nExecStart=/bin/sleep 1000\n")
       yield* snapshot.restore
       yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "a.service", changed: true }] })
@@ -81,12 +77,8 @@ describe("span names", () => {
         yield* systemd.start("a.service")
 
         yield* Unmount.unmountBelow(["/var/lib/kubelet"])
-        yield* Repave.resetCniState({ hostRoot: yield* HostPath.decodeRoot("/").pipe(Effect.orDie) })
-        yield* Snapshot.takeOf({
-          dir: "/var/lib/snap",
-          hostRoot: yield* HostPath.decodeRoot("/").pipe(Effect.orDie),
-          paths: ["/etc/systemd/system"]
-        })
+        yield* Repave.resetCniState()
+        yield* Snapshot.takeOf({ dir: "/var/lib/snap", paths: ["/etc/systemd/system"] })
         yield* RestartChanged.restartChanged({ wasRunning: true, units: [{ unit: "a.service", changed: true }] })
 
         const attributes = (name: string) => {

@@ -19,7 +19,6 @@ import {
   Directory,
   FileName,
   HostCommand,
-  HostPath,
   IsolationBackend,
   Mounter,
   MountInfo,
@@ -139,13 +138,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               const services = yield* Layer.build(NodeContainer.layer(target))
               const within = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, services)
               // Before the exit: a snapshot of its CNI configuration, a held root, its volume's mount.
-              yield* within(
-                Snapshot.takeOf({
-                  dir: snapshotDir,
-                  hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie),
-                  paths: ["/etc/cni/net.d"]
-                })
-              )
+              yield* within(Snapshot.takeOf({ dir: snapshotDir, paths: ["/etc/cni/net.d"] }))
               const root = yield* within(Layers.rootOf())
               const dirs = yield* within(Directory.Directories)
               const held = yield* dirs.openRoot(root.path)
@@ -172,9 +165,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
                 unmountBelow: within(Unmount.unmountBelow(["/var/lib/kubelet"])),
                 teardownKubeletDir: within(Repave.teardownKubeletDir()),
                 resetCniState: within(Repave.resetCniState()),
-                restore: within(
-                  Snapshot.recover({ dir: snapshotDir, hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie) })
-                ),
+                restore: within(Snapshot.recover({ dir: snapshotDir })),
                 daemonReload: within(Effect.flatMap(Effect.service(Systemd.Systemd), (s) => s.daemonReload)),
                 restartChanged: within(
                   RestartChanged.restartChanged({
@@ -426,14 +417,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
           yield* fs.writeFileString(`${ct.hostRoot}/etc/cni/net.d/10-ct.conflist`, "{}\n")
           const snapshot = `${box}/snapshot`
           yield* Effect.scoped(
-            Effect.provide(
-              Snapshot.takeOf({
-                dir: snapshot,
-                hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie),
-                paths: ["/etc/cni/net.d"]
-              }),
-              NodeContainer.layer(ct.pid)
-            )
+            Effect.provide(Snapshot.takeOf({ dir: snapshot, paths: ["/etc/cni/net.d"] }), NodeContainer.layer(ct.pid))
           )
 
           // On this side, plain paths that are the other machine's sockets.
@@ -467,12 +451,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
                       services
                     )
                   )
-                  const restore = yield* Effect.flip(
-                    Effect.provide(
-                      Snapshot.recover({ dir: snapshot, hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie) }),
-                      services
-                    )
-                  )
+                  const restore = yield* Effect.flip(Effect.provide(Snapshot.recover({ dir: snapshot }), services))
                   return [restart, restore]
                 })
               )
@@ -526,11 +505,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               const identity = yield* Effect.scoped(
                 Effect.provide(
                   Effect.gen(function* () {
-                    yield* Snapshot.takeOf({
-                      dir: snapshot,
-                      hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie),
-                      paths: ["/etc/cni/net.d"]
-                    })
+                    yield* Snapshot.takeOf({ dir: snapshot, paths: ["/etc/cni/net.d"] })
                     return (yield* Layers.rootOf()).identity
                   }),
                   NodeContainer.layer(m.pid)
@@ -550,10 +525,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               const identity = yield* Effect.scoped(
                 Effect.provide(
                   Effect.gen(function* () {
-                    yield* Snapshot.recover({
-                      dir: snapshot,
-                      hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie)
-                    })
+                    yield* Snapshot.recover({ dir: snapshot })
                     return (yield* Layers.rootOf()).identity
                   }),
                   NodeContainer.layer(m.pid)
@@ -564,11 +536,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
               // Again, for the other container to be offered.
               yield* Effect.scoped(
                 Effect.provide(
-                  Snapshot.takeOf({
-                    dir: snapshot,
-                    hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie),
-                    paths: ["/etc/cni/net.d"]
-                  }),
+                  Snapshot.takeOf({ dir: snapshot, paths: ["/etc/cni/net.d"] }),
                   NodeContainer.layer(m.pid)
                 )
               )
@@ -579,12 +547,7 @@ describe.skipIf(gate.skip)("the container composition under attack", () => {
           yield* fs.makeDirectory(`${other.hostRoot}/etc/cni/net.d`, { recursive: true })
           yield* fs.writeFileString(`${other.hostRoot}${conf}`, "another container\n")
           const refused = yield* Effect.flip(
-            Effect.scoped(
-              Effect.provide(
-                Snapshot.recover({ dir: snapshot, hostRoot: yield* HostPath.decodeRoot("").pipe(Effect.orDie) }),
-                NodeContainer.layer(other.pid)
-              )
-            )
+            Effect.scoped(Effect.provide(Snapshot.recover({ dir: snapshot }), NodeContainer.layer(other.pid)))
           )
           assert.strictEqual(refused._tag, "SnapshotError")
           assert.strictEqual(

@@ -4,7 +4,7 @@
  * `MemoryNode.layer`'s simulated systemd takes its place there.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { HostPath, Snapshot, Systemd } from "@hostnode/core"
+import { Snapshot, Systemd } from "@hostnode/core"
 import { MemoryHost, MemoryNode, MemorySystemd, RecordingSystemd } from "@hostnode/sim"
 import { Effect, FileSystem } from "effect"
 
@@ -53,11 +53,7 @@ describe("RecordingSystemd", () => {
   it.effect("MemoryHost.layer provides it: a restore on the real root records its daemon-reload", () =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
-      const snapshot = yield* Snapshot.takeOf({
-        dir: "/snapshots/s",
-        hostRoot: yield* HostPath.decodeRoot("/").pipe(Effect.orDie),
-        paths: ["/etc/kubernetes"]
-      })
+      const snapshot = yield* Snapshot.takeOf({ dir: "/snapshots/s", paths: ["/etc/kubernetes"] })
       yield* fs.writeFileString("/etc/kubernetes/kubelet.conf", "changed")
       yield* snapshot.restore
       assert.strictEqual(yield* fs.readFileString("/etc/kubernetes/kubelet.conf"), "original")
