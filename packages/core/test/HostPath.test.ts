@@ -344,6 +344,10 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         assert.strictEqual(own.path, "/")
         assert.strictEqual(own.mountInfo, "/proc/self/mountinfo")
         assert.isTrue(own.isReal)
+        // ... and that `/`, decoded outside the composition, is refused inside it: it is the agent's host, not
+        // the node's (a program that decoded "" once and ran its operations in a container's composition).
+        const misplaced = yield* Effect.flip(inNode(Layers.rootOf({ hostRoot: own })))
+        assert.strictEqual(misplaced.reason._tag, "OutsideTable")
       }).pipe(Effect.scoped)
     )
     it.effect("a root in another mount namespace is resolved below its table's root, never with realpath", () =>

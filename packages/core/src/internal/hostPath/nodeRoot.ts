@@ -8,7 +8,7 @@
  */
 import { Context, Effect, FileSystem } from "effect"
 import type { HostRoot, RootOptions } from "../../HostPath.ts"
-import type { Gone, HostPathError } from "../../HostPathError.ts"
+import { type Gone, type HostPathError, Refused } from "../../HostPathError.ts"
 import { refusal } from "./errors.ts"
 import { isRealRoot } from "./lexical.ts"
 import { decode, isHostRoot } from "./root.ts"
@@ -82,6 +82,19 @@ export const rootFrom = (
       // Decoded earlier: its process may have exited since.
       const gone = input.gone === undefined ? undefined : yield* input.gone
       if (gone !== undefined) return yield* refusal(gone, input.given)
+      // This process's own `/`, decoded where no composition named the node's root, handed to an operation
+      // that runs in one that does (a container's): that would be the agent's host, not the node asked for.
+      const node = input.path === "/" && input.tableRoot === "/" ? yield* NodeRoot : undefined
+      if (node !== undefined && !isRealRoot(node.path)) {
+        return yield* refusal(
+          new Refused({
+            _tag: "OutsideTable",
+            detail:
+              "this process's / was decoded outside the composition that names the node's root (Layers.NodeRoot): leave hostRoot out, or decode it inside"
+          }),
+          input.given
+        )
+      }
       return mountInfo === "" ? input : { ...input, mountInfo }
     }
     const fs = yield* FileSystem.FileSystem
