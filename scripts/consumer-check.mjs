@@ -201,7 +201,7 @@ import { Effect, type FileSystem } from "effect"
 
 /** A repave step under a snapshot of the CNI configuration: put back if anything fails. */
 export const repave = Effect.fn("repave")(function* (snapshotDir: string) {
-  yield* Snapshot.scoped({ dir: snapshotDir, hostRoot: "/", paths: [Paths.Node.CniConfDir] })
+  yield* Snapshot.scoped({ dir: snapshotDir, paths: [Paths.Node.CniConfDir] })
   const unmounted = yield* Unmount.unmountStrictlyBelow([Paths.Node.KubeletDir])
   const cni = yield* Repave.resetCniState()
   return { unmounted: unmounted.unmounted.length, removed: cni.removed, kept: cni.kept }

@@ -20,7 +20,7 @@ import * as HostPath from "./HostPath.ts"
 import * as ConfigDecode from "./internal/configFile/decode.ts"
 import * as Issues from "./internal/configFile/issues.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
-import { rootFrom } from "./internal/hostPath/nodeRoot.ts"
+import { rootFrom } from "./internal/hostPath/rootFrom.ts"
 import { NodeStart } from "./NodeStart.ts"
 
 /**

@@ -15,9 +15,10 @@ import { Effect, FileSystem } from "effect"
 import { type Gone, type HostPathError, Refused } from "./HostPathError.ts"
 import { refusal } from "./internal/hostPath/errors.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
-import { type RootInput, rootFrom } from "./internal/hostPath/nodeRoot.ts"
+import type { RootInput } from "./internal/hostPath/nodeRoot.ts"
 import { walk } from "./internal/hostPath/resolve.ts"
 import { checkPath, HostRootTypeId, hostPathOf, isHostRoot, tablePathOf } from "./internal/hostPath/root.ts"
+import { rootFrom } from "./internal/hostPath/rootFrom.ts"
 
 /**
  * The errors of this module, defined in the leaf module `HostPathError`.

@@ -17,14 +17,21 @@ import * as Deadline from "./Deadline.ts"
 import { timeLeft } from "./internal/timeLeft.ts"
 
 /**
- * What a host root is decoded from (`RootInput`), the node's root in context (`NodeRoot`, which a
- * composition in another mount namespace provides), and `rootOf`, which decodes an operation's
- * `HostPath.RootOptions` against it.
+ * What a host root is decoded from (`RootInput`), and the node's root in context (`NodeRoot`, which a
+ * composition in another mount namespace provides).
  *
  * @category services
  * @since 0.4.0
  */
-export { NodeRoot, type RootInput, rootOf } from "./internal/hostPath/nodeRoot.ts"
+export * from "./internal/hostPath/nodeRoot.ts"
+
+/**
+ * `rootOf`, which decodes an operation's `HostPath.RootOptions` against the node's root in context.
+ *
+ * @category constructors
+ * @since 0.4.0
+ */
+export * from "./internal/hostPath/rootOf.ts"
 
 /**
  * `verifyTarget`: the verification every `Mounter` runs before it detaches a target, for a `Mounter`

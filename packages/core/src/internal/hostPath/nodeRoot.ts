@@ -1,17 +1,11 @@
 /**
- * What a host root is decoded from, the node's root in context, and the host root of an operation's options
- * decoded against it: what a composition provides and what every operation
- * that takes `HostPath.RootOptions` runs first. Re-exported by
- * `@hostnode/core/Layers`.
+ * What a host root is decoded from, and the node's root in context: what a
+ * composition provides. Re-exported by `@hostnode/core/Layers`.
  *
  * @since 0.4.0
  */
-import { Context, Effect, FileSystem } from "effect"
-import type { HostRoot, RootOptions } from "../../HostPath.ts"
-import { type Gone, type HostPathError, Refused } from "../../HostPathError.ts"
-import { refusal } from "./errors.ts"
-import { isRealRoot } from "./lexical.ts"
-import { decode, isHostRoot } from "./root.ts"
+import { Context, type Effect } from "effect"
+import type { Gone } from "../../HostPathError.ts"
 
 /**
  * What `HostPath.decodeRoot` takes besides a plain path: the root and, optionally, the table that describes it.
@@ -64,64 +58,3 @@ export interface RootInput {
 export const NodeRoot = Context.Reference<RootInput | undefined>("@hostnode/core/HostPath/NodeRoot", {
   defaultValue: () => undefined
 })
-
-/**
- * Decodes a root as `HostPath.decodeRoot` does: a decoded root as given
- * (asked again whether its process is gone, with `mountInfo` replacing its
- * table when non-empty), else the path decoded. The real host (absent, `""`
- * or `"/"`) is the {@link NodeRoot} in context where one is set, decoded and
- * marked `isReal`, and this process's `/` otherwise: a program written for
- * the host names the container's node when run in a container composition.
- */
-export const rootFrom = (
-  input: string | RootInput | HostRoot | undefined,
-  mountInfo = ""
-): Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =>
-  Effect.gen(function* () {
-    if (isHostRoot(input)) {
-      // Decoded earlier: its process may have exited since.
-      const gone = input.gone === undefined ? undefined : yield* input.gone
-      if (gone !== undefined) return yield* refusal(gone, input.given)
-      // This process's own `/`, decoded where no composition named the node's root, handed to an operation
-      // that runs in one that does (a container's): that would be the agent's host, not the node asked for.
-      const node = input.path === "/" && input.tableRoot === "/" ? yield* NodeRoot : undefined
-      if (node !== undefined && !isRealRoot(node.path)) {
-        return yield* refusal(
-          new Refused({
-            _tag: "OutsideTable",
-            detail:
-              "this process's / was decoded outside the composition that names the node's root (Layers.NodeRoot): leave hostRoot out, or decode it inside"
-          }),
-          input.given
-        )
-      }
-      return mountInfo === "" ? input : { ...input, mountInfo }
-    }
-    const fs = yield* FileSystem.FileSystem
-    const given: RootInput =
-      input === undefined || typeof input === "string"
-        ? { path: input ?? "", mountInfo }
-        : mountInfo === ""
-          ? input
-          : { ...input, mountInfo }
-    const node = isRealRoot(given.path) ? yield* NodeRoot : undefined
-    if (node === undefined) return yield* decode(fs, given)
-    const root = yield* decode(
-      fs,
-      given.mountInfo === undefined || given.mountInfo === "" ? node : { ...node, mountInfo: given.mountInfo }
-    )
-    return { ...root, isReal: true }
-  })
-
-/**
- * The host root of an operation's options, decoded as `HostPath.decodeRoot`
- * decodes one: what every operation that takes `HostPath.RootOptions` runs
- * first, for a composition of its own to run the same.
- *
- * @since 0.2.0
- * @category constructors
- */
-export const rootOf: (options?: RootOptions) => Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> =
-  Effect.fn("HostPath.rootOf")(function* (options?: RootOptions) {
-    return yield* rootFrom(options?.hostRoot, options?.mountInfo ?? "")
-  })

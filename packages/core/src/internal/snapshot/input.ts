@@ -14,8 +14,8 @@ import * as Hashing from "../../Hashing.ts"
 import type * as HostPath from "../../HostPath.ts"
 import { Failure } from "../../SnapshotError.ts"
 import * as Lexical from "../hostPath/lexical.ts"
-import { rootFrom } from "../hostPath/nodeRoot.ts"
 import * as HostRoots from "../hostPath/root.ts"
+import { rootFrom } from "../hostPath/rootFrom.ts"
 import { type Ctx, DefaultLockTimeout, fail, isBelow, isHostPath } from "./context.ts"
 
 /** The host root of an operation's options, for log annotations before it is decoded. */
