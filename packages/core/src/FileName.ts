@@ -55,7 +55,11 @@ export const decode = (bytes: Uint8Array): string => {
   if (ascii) {
     // The common case, kept fast: every byte is a character.
     for (let i = 0; i < bytes.length; i += 8192) {
-      out += String.fromCharCode(...bytes.subarray(i, Math.min(bytes.length, i + 8192)))
+      // `apply` over the bytes, not a spread: a spread builds an array first, several times the cost for a short name.
+      out += String.fromCharCode.apply(
+        null,
+        bytes.subarray(i, Math.min(bytes.length, i + 8192)) as unknown as Array<number>
+      )
     }
     return out
   }
