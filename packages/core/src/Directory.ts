@@ -24,10 +24,12 @@ import type {
   BatchResult,
   CopyFile,
   Credentials,
+  DirectoryToOpen,
   Entry,
   File,
   HashedFile,
   Move,
+  OpenedDirectory,
   ReadFile,
   RemoveTreeOptions
 } from "./Programs.ts"
@@ -236,10 +238,11 @@ export interface Primitives {
    * in one step where the layer can (the real one, in one call to its helper
    * process, where a call each would cost a round trip). Optional:
    * {@link make} derives each from the primitives. See
-   * {@link Directories.statAll}, {@link Directories.readFiles},
+   * {@link Directories.statAll}, {@link Directories.openDirectories}, {@link Directories.readFiles},
    * {@link Directories.copyFiles}, {@link Directories.renameAll}.
    */
   readonly statAll?: Directories["statAll"] | undefined
+  readonly openDirectories?: Directories["openDirectories"] | undefined
   readonly readFiles?: Directories["readFiles"] | undefined
   readonly copyFiles?: Directories["copyFiles"] | undefined
   readonly renameAll?: Directories["renameAll"] | undefined
@@ -309,6 +312,7 @@ export interface Directories
     | "openBeneath"
     | "removeTree"
     | "statAll"
+    | "openDirectories"
     | "readFiles"
     | "copyFiles"
     | "renameAll"
@@ -321,6 +325,20 @@ export interface Directories
     dir: Handle,
     names: ReadonlyArray<Uint8Array>
   ) => Effect.Effect<ReadonlyArray<Stat | DirectoryError>>
+  /**
+   * Opens each child directory of `dir` in `directories` as `openDirectory`
+   * (with `options`) opens it, lists it, and stats the names asked of it:
+   * for each, what it holds (see `Programs.OpenedDirectory`), or the error
+   * of its open or its listing (then it is closed again). A walk that reads
+   * a tree level by level asks for a directory's subdirectories together
+   * (the real layer: one call to its helper process, where a call each
+   * would cost three calls per directory).
+   */
+  readonly openDirectories: (
+    dir: Handle,
+    directories: ReadonlyArray<DirectoryToOpen>,
+    options?: { readonly sameMount?: boolean | undefined }
+  ) => Effect.Effect<ReadonlyArray<OpenedDirectory | DirectoryError>, never, Scope.Scope>
   /**
    * Reads the regular files `names` of `dir` whole, as `openFile` (read)
    * opens them: for each, the stat of the open file and its bytes (up to its

@@ -269,6 +269,32 @@ export interface CopyFile {
 }
 
 /**
+ * One directory `Directory.Directories.openDirectories` opens: the child
+ * `name` of the handle it is given, and the names in it to stat.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface DirectoryToOpen {
+  readonly name: Uint8Array
+  readonly stat: ReadonlyArray<Uint8Array>
+}
+
+/**
+ * One directory `Directory.Directories.openDirectories` opened: its handle
+ * (closed with the caller's scope), its entries, and for each name asked
+ * about its stat (not followed) or its error (`NotFound`: not there).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface OpenedDirectory {
+  readonly handle: Handle
+  readonly entries: ReadonlyArray<Entry>
+  readonly stats: ReadonlyArray<Stat | DirectoryError>
+}
+
+/**
  * One file `Directory.Directories.readFiles` read: the stat of the open file and all its bytes.
  *
  * @since 0.4.0

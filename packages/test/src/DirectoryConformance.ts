@@ -596,6 +596,79 @@ export const suite = <R = never>(
         }).pipe(Effect.scoped)
     )
 
+    it.effect(
+      "openDirectories does what openDirectory, list and statAll do one by one, for many directories at once",
+      () =>
+        Effect.gen(function* () {
+          const { fx, fs, dirs, box, root } = yield* setup
+          yield* fs.makeDirectory(`${box}/d/s1/deep`, { recursive: true })
+          yield* fs.writeFileString(`${box}/d/s1/a`, "alpha")
+          yield* fs.symlink(`${box}/d/s1/a`, `${box}/d/s1/link`)
+          yield* fs.makeDirectory(`${box}/d/s2`)
+          yield* fs.writeFileString(`${box}/d/file`, "")
+          yield* fs.symlink(`${box}/d/s1`, `${box}/d/dirlink`)
+          yield* fs.makeDirectory(`${box}/d/t`)
+          yield* fx.tmpfs(`${box}/d/t`)
+          yield* fs.writeFileString(`${box}/d/t/on-tmpfs`, "")
+          const d = yield* dirs.openDirectory(root, enc("d"))
+          const asked = [
+            { name: enc("s1"), stat: ["a", "missing", "link", "deep", "x/y"].map(enc) },
+            { name: enc("file"), stat: [enc("a")] },
+            { name: enc("dirlink"), stat: [] },
+            { name: enc("missing"), stat: [] },
+            { name: enc("t"), stat: [enc("on-tmpfs")] },
+            { name: enc("x/y"), stat: [] },
+            { name: enc("s2"), stat: [enc("a")] }
+          ]
+          const listed = (es: ReadonlyArray<Programs.Entry>) =>
+            es.map((e) => `${FileName.decode(e.name)} ${e.type}`).sort()
+          // What is not an access time (a listing may change a directory's).
+          const kept = (x: Directory.Stat | Directory.DirectoryError) =>
+            x instanceof Directory.DirectoryError ? x.reason._tag : { ...x, atimeNs: 0n }
+          for (const sameMount of [true, false]) {
+            const opened = yield* dirs.openDirectories(d, asked, { sameMount })
+            assert.strictEqual(opened.length, asked.length)
+            for (const [i, a] of asked.entries()) {
+              const batch = opened[i]
+              const one = yield* Effect.result(dirs.openDirectory(d, a.name, { sameMount }))
+              if (one._tag === "Failure") {
+                assert.instanceOf(batch, Directory.DirectoryError, FileName.decode(a.name))
+                assert.strictEqual(
+                  (batch as Directory.DirectoryError).reason._tag,
+                  one.failure.reason._tag,
+                  FileName.decode(a.name)
+                )
+                continue
+              }
+              const o = batch as Programs.OpenedDirectory
+              assert.deepStrictEqual(listed(o.entries), listed(yield* dirs.list(one.success)))
+              assert.deepStrictEqual(o.stats.map(kept), (yield* dirs.statAll(one.success, a.stat)).map(kept))
+              // The handle is that directory, and is one: it lists and stats as the one opened alone.
+              assert.deepStrictEqual(kept(yield* dirs.stat(o.handle)), kept(yield* dirs.stat(one.success)))
+              assert.deepStrictEqual(listed(yield* dirs.list(o.handle)), listed(o.entries))
+            }
+            const tag = (i: number) => (opened[i] as Directory.DirectoryError).reason._tag
+            assert.deepStrictEqual(
+              [tag(1), tag(2), tag(3), tag(5)],
+              ["NotADirectory", "NotADirectory", "NotFound", "InvalidName"]
+            )
+            if (sameMount) assert.strictEqual(tag(4), "OtherMount")
+            else assert.deepStrictEqual(listed((opened[4] as Programs.OpenedDirectory).entries), ["on-tmpfs File"])
+            const s1 = opened[0] as Programs.OpenedDirectory
+            assert.deepStrictEqual(listed(s1.entries), ["a File", "deep Directory", "link SymbolicLink"])
+            assert.deepStrictEqual(
+              s1.stats.map((x) => (x instanceof Directory.DirectoryError ? x.reason._tag : x.type)),
+              ["File", "NotFound", "SymbolicLink", "Directory", "InvalidName"]
+            )
+            assert.strictEqual(
+              ((opened[6] as Programs.OpenedDirectory).stats[0] as Directory.DirectoryError).reason._tag,
+              "NotFound"
+            )
+          }
+          assert.deepStrictEqual(yield* dirs.openDirectories(d, []), [])
+        }).pipe(Effect.scoped)
+    )
+
     if (options.fifo !== undefined) {
       const fifo = options.fifo
       it.effect("a FIFO at a name is refused (WrongType) without hanging the open", () =>
@@ -656,8 +729,12 @@ export const suite = <R = never>(
                 yield* dirs.openPath(d, enc("e"))
                 yield* dirs.resolve(root, "/d/e/x")
                 yield* dirs.openFile(d, enc(`f${i}`), { mode: "create", permissions: 0o600 })
+                yield* dirs.openDirectories(root, [
+                  { name: enc("d"), stat: [enc("e")] },
+                  { name: enc("nope"), stat: [] }
+                ])
               }
-              assert.isAtLeast(yield* count, before + 200)
+              assert.isAtLeast(yield* count, before + 250)
             })
           )
           assert.strictEqual(yield* count, before)

@@ -9,11 +9,11 @@
  *
  * @since 0.3.0
  */
-import { Effect } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import type { Directories, Handle, Primitives, Stat } from "../../Directory.ts"
 import { type DirectoryError, SystemError } from "../../DirectoryError.ts"
 import * as FileName from "../../FileName.ts"
-import type { BatchResult, CopyFile, File, Move, ReadFile } from "../../Programs.ts"
+import type { BatchResult, CopyFile, File, Move, OpenedDirectory, ReadFile } from "../../Programs.ts"
 import { run as runProgram } from "../programs/effect.ts"
 import * as programs from "../programs/removeTree.ts"
 import { fail } from "./errors.ts"
@@ -313,11 +313,13 @@ export const derive = (p: Primitives): Directories => {
             path
           )
         )
+  const openDirectories: Directories["openDirectories"] = p.openDirectories ?? openDirectoriesWith(p, statAll)
   return {
     ...p,
     openRoot,
     resolve: resolveWith(p),
     statAll,
+    openDirectories,
     readFiles: p.readFiles ?? readFilesWith(p),
     copyFiles: p.copyFiles ?? copyFilesWith(p),
     renameAll: p.renameAll ?? renameAllWith(p),
@@ -329,6 +331,36 @@ export const derive = (p: Primitives): Directories => {
     run
   }
 }
+
+/**
+ * `Directories.openDirectories` from `openDirectory`, `list` and `statAll`:
+ * each directory opened in a scope of its own, closed again when its listing
+ * fails, else kept until the caller's scope closes.
+ */
+const openDirectoriesWith =
+  (p: Primitives, statAll: Directories["statAll"]): Directories["openDirectories"] =>
+  (dir, directories, options) =>
+    Effect.gen(function* () {
+      const outer = yield* Effect.scope
+      const out: Array<OpenedDirectory | DirectoryError> = []
+      for (const d of directories) {
+        const own = yield* Scope.fork(outer)
+        const r = yield* Effect.result(
+          Effect.gen(function* () {
+            const handle = yield* p.openDirectory(dir, d.name, options)
+            const entries = yield* p.list(handle)
+            return { handle, entries }
+          }).pipe(Scope.provide(own))
+        )
+        if (r._tag === "Failure") {
+          yield* Scope.close(own, Exit.void)
+          out.push(r.failure)
+          continue
+        }
+        out.push({ ...r.success, stats: yield* statAll(r.success.handle, d.stat) })
+      }
+      return out
+    })
 
 /** `Directories.readFiles` from `openFile` and the open file's `stat` and `read`. */
 const readFilesWith =

@@ -379,9 +379,8 @@ const makeWith = (options: Options, clock: Clock.Clock): Client => {
         h.pending.delete(r.id)
         if (p.done) {
           // No one waits for it any more (interrupted, or past its deadline): what it opened is closed.
-          const opened = "ok" in r ? (r.ok as { readonly fd?: unknown } | number | null) : undefined
-          const fd = typeof opened === "number" ? opened : typeof opened?.fd === "number" ? opened.fd : undefined
-          if (p.opens && fd !== undefined) socket.write(frame({ id: 0, op: "close", args: [], closes: [fd] }))
+          const fds = p.opens && "ok" in r ? descriptorsIn(r.ok) : []
+          if (fds.length > 0) socket.write(frame({ id: 0, op: "close", args: [], closes: fds }))
           continue
         }
         p.done = true
@@ -670,14 +669,23 @@ const O_PATH = 0o10000000
 /** How long a helper has to answer a call no one waits for any more before it is taken to be stuck. */
 const AbandonedGrace = Duration.seconds(1)
 
-/** The operations whose answer is a descriptor. */
+/** The operations whose answer is a descriptor (`openDirectories`: a list of them, among failures). */
 const openers = new Set([
   "openRoot",
   "adopt",
   "openDirectory",
+  "openDirectories",
   "openParent",
   "openPath",
   "openBeneath",
   "resolveDirectory",
   "openFile"
 ])
+
+/** The descriptors an opener's answer holds: a number, an object's `fd`, or those of a list's items. */
+const descriptorsIn = (answer: unknown): ReadonlyArray<number> => {
+  if (typeof answer === "number") return [answer]
+  if (Array.isArray(answer)) return answer.flatMap(descriptorsIn)
+  const fd = (answer as { readonly fd?: unknown } | null)?.fd
+  return typeof fd === "number" ? [fd] : []
+}

@@ -14,6 +14,7 @@ import type { Failure, Identity, RemoveResult } from "@hostnode/core/Programs"
 import * as Programs from "@hostnode/core/Programs"
 import { Effect, type Scope } from "effect"
 import type * as Io from "./client.ts"
+import type * as Sys from "./sys.ts"
 
 /** A failure of the helper as the `DirectoryError` of `operation` on `path`. */
 const toDirectoryError = (f: Failure, operation: string, path: string): Directory.DirectoryError =>
@@ -40,8 +41,16 @@ const toDirectoryError = (f: Failure, operation: string, path: string): Director
     path
   })
 
-/** A name that is not one component, refused before the call, as the simulated host refuses it. */
-const badName = (operation: string, path: string, name: Uint8Array): Directory.DirectoryError | undefined => {
+/**
+ * A name that is not one component, refused before the call, as the simulated host refuses it. `path` is
+ * where it is, or the directory it is in (then the path is made only for a name refused: a batch asks
+ * about thousands).
+ */
+const badName = (
+  operation: string,
+  path: string | { readonly in: string },
+  name: Uint8Array
+): Directory.DirectoryError | undefined => {
   const errno = Programs.nameProblem(name)
   if (errno === undefined) return undefined
   return new Directory.DirectoryError({
@@ -54,7 +63,7 @@ const badName = (operation: string, path: string, name: Uint8Array): Directory.D
           : "not a single path component (empty, `.`, `..`, or with a `/` or NUL byte)"
     }),
     operation,
-    path
+    path: typeof path === "string" ? path : Programs.childPath(path.in, name)
   })
 }
 
@@ -493,19 +502,73 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
 
   const statAll: NonNullable<Directory.Primitives["statAll"]> = (dir, names) =>
     Effect.gen(function* () {
-      const paths = names.map((n) => Programs.childPath(dir.path, n))
-      const bad = names.map((n, i) => badName("statx", paths[i] as string, n))
+      const bad = names.map((n) => badName("statx", { in: dir.path }, n))
       const asked = names.filter((_, i) => bad[i] === undefined)
       const r = yield* Effect.result(call("statAll", [dir], ([fd]) => [fd, asked], "statx", dir.path))
       const answers = r._tag === "Success" ? (r.success as ReadonlyArray<Directory.Stat | Failure>) : undefined
       let k = 0
-      return names.map((_, i): Directory.Stat | Directory.DirectoryError => {
+      return names.map((n, i): Directory.Stat | Directory.DirectoryError => {
         const b = bad[i]
         if (b !== undefined) return b
         if (answers === undefined) return (r as { readonly failure: Directory.DirectoryError }).failure
         const a = answers[k++] as Directory.Stat | Failure
-        return "_tag" in a ? toDirectoryError(a, a.call ?? "statx", paths[i] as string) : a
+        return "_tag" in a ? toDirectoryError(a, a.call ?? "statx", Programs.childPath(dir.path, n)) : a
       })
+    })
+
+  const openDirectories: NonNullable<Directory.Primitives["openDirectories"]> = (dir, directories, opts) =>
+    Effect.gen(function* () {
+      const paths = directories.map((d) => Programs.childPath(dir.path, d.name))
+      // A name that is not one component is refused before the call, as the one-by-one calls refuse it.
+      const bad = directories.map((d, i) => badName("openat", paths[i] as string, d.name))
+      const statBad = directories.map((d, i) => d.stat.map((n) => badName("statx", { in: paths[i] as string }, n)))
+      const asked = directories.flatMap((d, i) =>
+        bad[i] === undefined ? [{ name: d.name, stat: d.stat.filter((_, j) => statBad[i]?.[j] === undefined) }] : []
+      )
+      if (asked.length === 0) return bad as ReadonlyArray<Directory.DirectoryError>
+      // The handles, once there, are released with the caller's scope (see `own`); an answer no one waits
+      // for any more has its descriptors closed by the client.
+      return yield* Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          const r = yield* Effect.result(
+            restore(
+              callIn("openDirectories", [dir], ([fd]) => [fd, asked, opts?.sameMount === true], "openat", dir.path)
+            )
+          )
+          const answers =
+            r._tag === "Success" ? (r.success.value as ReadonlyArray<Sys.OpenedDirectory | Failure>) : undefined
+          const out: Array<Programs.OpenedDirectory | Directory.DirectoryError> = []
+          let k = 0
+          for (const [i, d] of directories.entries()) {
+            const path = paths[i] as string
+            const b = bad[i]
+            if (b !== undefined) {
+              out.push(b)
+              continue
+            }
+            if (answers === undefined) {
+              out.push((r as { readonly failure: Directory.DirectoryError }).failure)
+              continue
+            }
+            const a = answers[k++] as Sys.OpenedDirectory | Failure
+            if ("_tag" in a) {
+              out.push(toDirectoryError(a, a.call ?? "openat", path))
+              continue
+            }
+            const handle = client.handle(a.fd, a.mountId, path, (r as { readonly success: Io.Answer }).success.gen)
+            yield* Effect.addFinalizer(() => client.release(handle))
+            let j = 0
+            const stats = d.stat.map((n, m): Directory.Stat | Directory.DirectoryError => {
+              const sb = statBad[i]?.[m]
+              if (sb !== undefined) return sb
+              const st = a.stats[j++] as Directory.Stat | Failure
+              return "_tag" in st ? toDirectoryError(st, st.call ?? "statx", Programs.childPath(path, n)) : st
+            })
+            out.push({ handle, entries: a.entries, stats })
+          }
+          return out
+        })
+      )
     })
 
   /**
@@ -521,18 +584,17 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     maxBytes: number
   ) =>
     Effect.gen(function* () {
-      const paths = names.map((n) => Programs.childPath(dir.path, n))
-      const firstBad = names.findIndex((n, i) => badName("openat", paths[i] as string, n) !== undefined)
+      const firstBad = names.findIndex((n) => Programs.nameProblem(n) !== undefined)
       const asked = firstBad < 0 ? names : names.slice(0, firstBad)
       const r = yield* Effect.result(call(op, [dir], ([fd]) => [fd, asked, maxBytes], "openat", dir.path))
       if (r._tag === "Failure") return [r.failure]
       const out = (r.success as ReadonlyArray<A | Failure>).map((a, i): A | Directory.DirectoryError =>
-        "_tag" in a ? toDirectoryError(a, a.call ?? "openat", paths[i] as string) : (a as A)
+        "_tag" in a
+          ? toDirectoryError(a, a.call ?? "openat", Programs.childPath(dir.path, names[i] as Uint8Array))
+          : (a as A)
       )
       if (firstBad >= 0 && out.length === asked.length) {
-        out.push(
-          badName("openat", paths[firstBad] as string, names[firstBad] as Uint8Array) as Directory.DirectoryError
-        )
+        out.push(badName("openat", { in: dir.path }, names[firstBad] as Uint8Array) as Directory.DirectoryError)
       }
       return out
     })
@@ -729,6 +791,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     openBeneath,
     removeTree,
     statAll,
+    openDirectories,
     readFiles,
     hashFiles,
     copyFiles,

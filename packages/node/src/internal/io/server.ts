@@ -185,6 +185,11 @@ const handlers: Record<string, Handler> = {
   lockHolder: ([fd]: [number]) => sys.lockHolder(fd) ?? null,
   holeAt: ([fd, offset]: [number, number]) => sys.holeAt(fd, offset),
   statAll: ([fd, names]: [number, ReadonlyArray<Uint8Array>]) => names.map((n) => sys.stat(fd, n)),
+  openDirectories: ([fd, directories, sameMount]: [
+    number,
+    ReadonlyArray<{ readonly name: Uint8Array; readonly stat: ReadonlyArray<Uint8Array> }>,
+    boolean
+  ]) => sys.openDirectories(fd, directories, sameMount),
   readFiles: ([fd, names, maxBytes]: [number, ReadonlyArray<Uint8Array>, number]) => sys.readFiles(fd, names, maxBytes),
   hashFiles: ([fd, names, maxBytes]: [number, ReadonlyArray<Uint8Array>, number]) => sys.hashFiles(fd, names, maxBytes),
   copyFiles: ([from, files]: [number, ReadonlyArray<CopyItem>]) => {

@@ -93,6 +93,14 @@ export interface CopyItem {
   readonly times: readonly [bigint, bigint] | null
 }
 
+/** One directory `Sys.openDirectories` opened, as it crosses the process boundary (`Programs.OpenedDirectory` with its descriptor). */
+export interface OpenedDirectory {
+  readonly fd: number
+  readonly mountId: number
+  readonly entries: ReadonlyArray<Entry>
+  readonly stats: ReadonlyArray<Stat | Failure>
+}
+
 /** The most bytes `Sys.copyFiles` moves in one read and write. */
 const CopyChunk = 1024 * 1024
 
@@ -274,6 +282,39 @@ export class Sys {
     c.close(held)
     if (failed !== undefined) return failed
     return { fd: this.held(fd, identity.mountId), identity }
+  }
+
+  /**
+   * `Directories.openDirectories`: each child directory of `dirfd` opened as
+   * {@link openDirectory} opens it, listed, and the names asked of it
+   * stat'ed; one whose listing fails is closed again.
+   */
+  openDirectories(
+    dirfd: number,
+    directories: ReadonlyArray<{ readonly name: Uint8Array; readonly stat: ReadonlyArray<Uint8Array> }>,
+    sameMount: boolean
+  ): Array<OpenedDirectory | Failure> {
+    const out: Array<OpenedDirectory | Failure> = []
+    for (const d of directories) {
+      const opened = this.openDirectory(dirfd, d.name, sameMount)
+      if ("_tag" in opened) {
+        out.push(opened)
+        continue
+      }
+      const entries = this.list(opened.fd)
+      if ("_tag" in entries) {
+        this.close(opened.fd)
+        out.push(entries)
+        continue
+      }
+      out.push({
+        fd: opened.fd,
+        mountId: opened.identity.mountId,
+        entries,
+        stats: d.stat.map((n) => this.stat(opened.fd, n))
+      })
+    }
+    return out
   }
 
   /** Opens `..` of `dirfd` (where the directory is now, not how it was reached). */
