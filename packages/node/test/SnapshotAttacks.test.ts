@@ -133,6 +133,29 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
       { timeout: 900_000 }
     )
 
+    it.effect("a mount put on a recorded directory after the take stops the restore there (OtherMount)", () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const fx = yield* MountFixture.MountFixture
+        const box = yield* fs.realPath(yield* fx.sandbox).pipe(Effect.orDie)
+        const sentinel: Record<string, RepaveTrees.Plant> = {}
+        for (const n of names) sentinel[`outside/sentinel/${n}`] = `sentinel ${n}\n`
+        yield* RepaveTrees.plant(box, { ...sentinel, ...tree(box) })
+        const before = yield* RepaveTrees.snapshot(`${box}/outside`)
+        const root = `${box}/root`
+        const dir = `${box}/snaps/s`
+        const snapshot = yield* Snapshot.takeOf({ dir, hostRoot: root, paths: ["/etc/kubernetes"] })
+        yield* upgrade(root)
+        // The outside bound onto the recorded subdirectory, which the restore reads with its parent's others:
+        // it holds the recorded names, so a restore that entered it would write over them.
+        yield* fx.bind(`${box}/outside/sentinel`, `${root}/etc/kubernetes/manifests`)
+        const outcome = yield* Effect.flip(snapshot.restore.pipe(Effect.provideService(Systemd.Systemd, noSystemd)))
+        assert.strictEqual(outcome._tag, "SnapshotError")
+        assert.strictEqual(outcome.reason._tag, "OtherMount", outcome.message)
+        assert.deepStrictEqual(RepaveTrees.differences(before, yield* RepaveTrees.snapshot(`${box}/outside`)), [])
+      }).pipe(Effect.scoped)
+    )
+
     it.effect(
       "two processes recover one snapshot at once: one restores it, the other waits and finds nothing",
       () =>

@@ -28,7 +28,10 @@ import { provide } from "./store.ts"
  *    directory (opened from its parent's handle without following a link
  *    and, below a listed path, without entering another mount), absent paths
  *    are gone, and recorded directories hold nothing unrecorded; whatever is
- *    in the way is removed by `SafeRemove` on the handle it is in.
+ *    in the way is removed by `SafeRemove` on the handle it is in. What a
+ *    directory holds is read with it, and its recorded subdirectories are
+ *    opened, listed and stat'ed together (`Directories.openDirectories`)
+ *    before their turn: only reads, the changes still made in each one's turn.
  * 3. {@link stage}: each file or link that differs is written beside its
  *    target under a temporary name, created exclusively in the directory's
  *    handle, its owner, mode and times set on the open file. A file already
@@ -176,6 +179,8 @@ interface State {
    * it was listed (`undefined`: not there), taken as each entry's turn comes.
    */
   readonly prefetched: Map<string, Directory.Stat | undefined>
+  /** The recorded directories opened with their parent, and what they hold, taken as each one's turn comes. */
+  readonly opened: Map<string, Contents>
   changes: number
 }
 
@@ -257,6 +262,57 @@ const statOf = (ctx: Ctx, dir: Directory.Handle, name: Uint8Array, path: string)
         : Effect.fail(fromDirectory(ctx, path)(r.failure))
   )
 
+/** What a recorded directory holds, read when it was opened: its entries, and the stats of `names` (its recorded ones). */
+interface Contents {
+  readonly handle: Directory.Handle
+  readonly entries: ReadonlyArray<Programs.Entry>
+  readonly stats: ReadonlyArray<Directory.Stat | Directory.DirectoryError>
+  readonly names: ReadonlyArray<Uint8Array>
+}
+
+/** How many names (directories and the entries to stat in them) one `openDirectories` call asks about at most. */
+const OpenBatchNames = 4096
+
+/**
+ * Opens the recorded subdirectories of `dir` that are directories now
+ * (`Directories.openDirectories`: a call for many, where a call each would
+ * cost round trips to the real layer's helper process per directory), each
+ * listed and its recorded entries stat'ed, for their turn in step 2. Only
+ * reads: what is in the way is still removed in each one's turn, and one
+ * that could not be opened so is opened there again, one call at a time.
+ */
+const openSubdirectories = (
+  s: State,
+  dir: Directory.Handle,
+  subdirectories: ReadonlyArray<{ readonly name: Uint8Array; readonly path: string }>
+) =>
+  Effect.gen(function* () {
+    for (let at = 0; at < subdirectories.length; ) {
+      let end = at
+      let asked = 0
+      while (end < subdirectories.length) {
+        const n = 1 + (s.checked.children.get((subdirectories[end] as { readonly path: string }).path)?.size ?? 0)
+        if (end > at && asked + n > OpenBatchNames) break
+        asked += n
+        end++
+      }
+      const part = subdirectories.slice(at, end).map((d) => ({
+        ...d,
+        names: [...(s.checked.children.get(d.path) ?? [])].map(FileName.encode)
+      }))
+      const opened = yield* s.ctx.dirs.openDirectories(
+        dir,
+        part.map((d) => ({ name: d.name, stat: d.names })),
+        { sameMount: true }
+      )
+      for (const [k, d] of part.entries()) {
+        const o = opened[k]
+        if (o !== undefined && !isError(o)) s.opened.set(d.path, { ...o, names: d.names })
+      }
+      at = end
+    }
+  })
+
 /** Step 2: the structure, parents first (see the module comment). */
 const structure = (s: State) =>
   Effect.gen(function* () {
@@ -307,7 +363,21 @@ const structure = (s: State) =>
           break
         case "Directory": {
           let handle: Directory.Handle | undefined
-          if (current?.type === "Directory") {
+          const wanted = checked.children.get(e.path) ?? new Set<string>()
+          // What the directory holds, read with it: from its parent's batch (see `openSubdirectories`), or, for a
+          // listed path, a batch of one. Anything but a directory opened, listed and stat'ed is asked again
+          // one call at a time below, which says what it is.
+          let contents = s.opened.get(e.path)
+          s.opened.delete(e.path)
+          if (contents === undefined && top && current?.type === "Directory") {
+            const names = [...wanted].map(FileName.encode)
+            const [one] = yield* ctx.dirs.openDirectories(parent.handle, [{ name, stat: names }], { sameMount: false })
+            if (one !== undefined && !isError(one)) contents = { ...one, names }
+          }
+          if (contents !== undefined) {
+            handle = contents.handle
+            if (top) yield* onDevice(s, handle)
+          } else if (current?.type === "Directory") {
             const opened = yield* Effect.result(ctx.dirs.openDirectory(parent.handle, name, { sameMount: !top }))
             if (opened._tag === "Success") {
               handle = opened.success
@@ -343,27 +413,36 @@ const structure = (s: State) =>
           const place: Place = { handle, below }
           s.places.set(e.path, place)
           s.directories.push({ path: e.path, place })
-          const wanted = checked.children.get(e.path) ?? new Set<string>()
-          // The listing, and the recorded entries' stats in one call (a call each would cost a round
-          // trip to the real layer's helper process per file), asked together: neither waits for the
-          // other's answer. A recorded entry that is not there is `NotFound`.
-          const names = [...wanted].map(FileName.encode)
-          const [listed, stats] = yield* Effect.all(
-            [ctx.dirs.list(handle).pipe(Effect.mapError(fromDirectory(ctx, e.path))), ctx.dirs.statAll(handle, names)],
-            { concurrency: 2 }
-          )
-          for (const entry of listed) {
+          if (contents === undefined) {
+            // The listing, and the recorded entries' stats in one call (a call each would cost a round
+            // trip to the real layer's helper process per file), asked together: neither waits for the
+            // other's answer. A recorded entry that is not there is `NotFound`.
+            const names = [...wanted].map(FileName.encode)
+            const [entries, stats] = yield* Effect.all(
+              [
+                ctx.dirs.list(handle).pipe(Effect.mapError(fromDirectory(ctx, e.path))),
+                ctx.dirs.statAll(handle, names)
+              ],
+              { concurrency: 2 }
+            )
+            contents = { handle, entries, stats, names }
+          }
+          for (const entry of contents.entries) {
             if (!wanted.has(FileName.decode(entry.name))) {
               yield* removeTree(s, handle, entry.name, childOf(e.path, entry.name), childOf(below, entry.name))
             }
           }
-          for (const [k, n] of names.entries()) {
-            const st = stats[k] as Directory.Stat | Directory.DirectoryError
+          const subdirectories: Array<{ readonly name: Uint8Array; readonly path: string }> = []
+          for (const [k, n] of contents.names.entries()) {
+            const st = contents.stats[k] as Directory.Stat | Directory.DirectoryError
             const path = childOf(e.path, n)
-            if (!isError(st)) s.prefetched.set(path, st)
-            else if (st.reason._tag === "NotFound") s.prefetched.set(path, undefined)
+            if (!isError(st)) {
+              s.prefetched.set(path, st)
+              if (st.type === "Directory" && checked.children.has(path)) subdirectories.push({ name: n, path })
+            } else if (st.reason._tag === "NotFound") s.prefetched.set(path, undefined)
             else return yield* fromDirectory(ctx, path)(st)
           }
+          yield* openSubdirectories(s, handle, subdirectories)
           break
         }
         default:
@@ -701,6 +780,7 @@ export const restore = (ctx: Ctx, checked: Checked, data: Programs.File, snapsho
       leaves: [],
       devices: new Map(),
       prefetched: new Map(),
+      opened: new Map(),
       changes: 0
     }
     yield* onDevice(s, root)
