@@ -7,7 +7,7 @@
  *
  * @since 0.2.0
  */
-import { Effect } from "effect"
+import { Effect, type Result } from "effect"
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as Programs from "../../Programs.ts"
@@ -733,10 +733,18 @@ const settle = (s: State) =>
     const recorded = new Map(
       checked.manifest.entries.filter((e) => e.type === "Directory").map((e) => [e.path, e] as const)
     )
-    for (const { path, place } of [...s.directories].reverse()) {
+    const deepestFirst = [...s.directories].reverse()
+    // Every directory's stat asked at once, a few dozen in flight (one after the other, each would wait a round
+    // trip to the real layer's helper process); each taken, and its error met, in its turn below.
+    const stats = yield* Effect.forEach(deepestFirst, ({ place }) => Effect.result(ctx.dirs.stat(place.handle)), {
+      concurrency: 64
+    })
+    for (const [k, { path, place }] of deepestFirst.entries()) {
       const e = recorded.get(path)
       if (e === undefined || e.type !== "Directory") continue
-      const st = yield* ctx.dirs.stat(place.handle).pipe(Effect.mapError(fromDirectory(ctx, path)))
+      const stat = stats[k] as Result.Result<Directory.Stat, Directory.DirectoryError>
+      if (stat._tag === "Failure") return yield* fromDirectory(ctx, path)(stat.failure)
+      const st = stat.success
       const ownerDiffers = st.uid !== e.uid || st.gid !== e.gid
       if (ownerDiffers) {
         yield* ctx.dirs.chown(place.handle, undefined, e.uid, e.gid).pipe(Effect.mapError(fromDirectory(ctx, path)))
