@@ -113,8 +113,11 @@ export const exclusions = (exclude: ReadonlyArray<string>) => {
 }
 
 /** True when `p` is a path a manifest may hold: a clean absolute host path, a lossless name, within PATH_MAX. */
-const isValidPath = (p: string): boolean =>
-  isHostPath(p) && FileName.decode(FileName.encode(p)) === p && FileName.encode(p).length < PathMax
+const isValidPath = (p: string): boolean => {
+  if (!isHostPath(p)) return false
+  const bytes = FileName.encode(p)
+  return bytes.length < PathMax && FileName.decode(bytes) === p
+}
 
 /** Every check that needs no file contents: paths, tree shape, data ranges. */
 export const check = (ctx: Pick<Ctx, "dir" | "hostRoot">, manifest: Manifest) =>
