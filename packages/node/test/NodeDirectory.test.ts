@@ -10,7 +10,7 @@
  */
 import { readdirSync } from "node:fs"
 import { assert, describe, layer } from "@effect/vitest"
-import { Directory, HostCommand, HostPath } from "@hostnode/core"
+import { Directory, FileName, Hashing, HostCommand, HostPath } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
 import { NodeDirectory } from "@hostnode/node"
 import { Gate, MountFixture } from "@hostnode/test"
@@ -113,3 +113,60 @@ for (const [name, directories] of [
     })
   })
 }
+
+// The helper hashes a large call on its hashing thread, answering the calls after it meanwhile.
+describe.skipIf(gate.skip)("NodeDirectory.layer: sha256", () => {
+  layer(realHost(), { excludeTestServices: true })((it) => {
+    it.effect(
+      "a call of 48 MiB in many ranges: each range's hash, in order, with the calls made meanwhile answered",
+      () =>
+        Effect.gen(function* () {
+          const fs = yield* FileSystem.FileSystem
+          const dirs = yield* Directory.Directories
+          const hashing = yield* Hashing.Hashing
+          // The system's temporary directory (the sandbox's tmpfs is too small for the file).
+          const box = yield* fs
+            .realPath(yield* fs.makeTempDirectoryScoped({ prefix: "hostnode-sha256-" }))
+            .pipe(Effect.orDie)
+          const size = 48 * 1024 * 1024
+          const bytes = new Uint8Array(size)
+          for (let i = 0; i < size; i += 4096) bytes[i] = (i / 4096) & 0xff
+          yield* fs.writeFile(`${box}/data`, bytes).pipe(Effect.orDie)
+          const root = yield* dirs.openRoot(box)
+          const file = yield* dirs.openFile(root, FileName.encode("data"), { mode: "read" })
+          const sha256 = dirs.sha256
+          if (sha256 === undefined) return assert.fail("the real layer hashes in its helper")
+          // Ranges of every size, an empty one, overlapping ones, and one up to the last byte.
+          const ranges: Array<{ offset: number; size: number }> = []
+          for (let at = 0, k = 0; at < size; k++) {
+            const n = Math.min(size - at, k % 7 === 0 ? 3 * 1024 * 1024 + 17 : (k * 65_537) % (900 * 1024))
+            ranges.push({ offset: at, size: n })
+            at += n
+          }
+          ranges.splice(3, 0, { offset: 5, size: 0 }, { offset: 1000, size: 10 * 1024 * 1024 })
+          const expected = ranges.map((r) => {
+            const h = hashing.sha256()
+            h.update(bytes.subarray(r.offset, r.offset + r.size))
+            return h.digestHex()
+          })
+          assert.deepStrictEqual(yield* sha256(file, ranges), expected)
+          // Again, with calls made while it hashes (answered before it, by another thread of the helper).
+          const [hashes, stat, listed] = yield* Effect.all([sha256(file, ranges), dirs.stat(root), dirs.list(root)], {
+            concurrency: 3
+          })
+          assert.deepStrictEqual(hashes, expected)
+          assert.strictEqual(stat.type, "Directory")
+          assert.deepStrictEqual(
+            listed.map((e) => FileName.decode(e.name)),
+            ["data"]
+          )
+          // A range past the end fails, wherever it is among them.
+          for (const late of [ranges.length - 1, 1]) {
+            const past = ranges.map((r, i) => (i === late ? { offset: size - 10, size: 20 } : r))
+            const failed = yield* Effect.flip(sha256(file, past))
+            assert.include(failed.message, `the file ends at ${size}`)
+          }
+        }).pipe(Effect.scoped)
+    )
+  })
+})

@@ -66,6 +66,7 @@ export const constants = (() => {
     AT_STATX_DONT_SYNC: 0x4000,
     F_GETFL: 3,
     F_SETFL: 4,
+    F_DUPFD_CLOEXEC: 1030,
     POLLIN: 1,
     PR_SET_PDEATHSIG: 1,
     CLONE_FS: 0x200,

@@ -11,16 +11,21 @@
  * `/`, mount table and unmounts are that namespace's; the agent's procfs,
  * opened before, names its own descriptors.
  *
+ * A large `sha256` is hashed on a second thread (`./hashThread.ts`) while
+ * this one answers the requests after it; its answer is sent when it is
+ * done, so answers may come in another order than their requests.
+ *
  * Internal: `./client.ts` starts it. It loads koffi and `@hostnode/core/Programs`, not Effect.
  */
 import { readSync, writeSync } from "node:fs"
-import { type Failure, FileName, type Limits, removeTree } from "@hostnode/core/Programs"
+import { type Failure, FileName, type Limits, reasonTagOf, removeTree } from "@hostnode/core/Programs"
 import { constants, cString, LibcUnavailable, load } from "../libc.ts"
 import { run, type Ticker } from "./driver.ts"
+import { HashThread } from "./hashThread.ts"
 import { type Asked, holders } from "./holders.ts"
 import { type Outcome, type Outcomes, type Targets, targetAt, unmountOne } from "./mounts.ts"
 import { Frames, frameParts, type Reply, type Request } from "./protocol.ts"
-import { type CopyItem, Sys } from "./sys.ts"
+import { type CopyItem, endsBefore, Sys } from "./sys.ts"
 
 const channel = 3
 
@@ -89,6 +94,78 @@ const fill = (wait: boolean): boolean => {
   if (n === 0) return false
   for (const m of frames.push(Buffer.from(inbuf.subarray(0, n)))) queue.push(m as Request)
   return true
+}
+
+/** True when a request can be read within `millis` (or the channel ended: the next read says so). */
+const readable = (millis: number): boolean => {
+  const pfd = new Uint8Array(8)
+  new DataView(pfd.buffer).setInt32(0, channel, true)
+  new DataView(pfd.buffer).setInt16(4, k.POLLIN, true)
+  return libc.poll(pfd, 1, millis) !== 0
+}
+
+/**
+ * The bytes from which a `sha256` call is hashed on the hashing thread
+ * (`./hashThread.ts`) while this one answers the requests after it (a
+ * restore reads the host's directories meanwhile); its answer is sent when
+ * it is done. A smaller call is answered here at once: the thread costs a
+ * few tens of milliseconds to start, once.
+ */
+const ThreadHashBytes = 8 * 1024 * 1024
+
+/** The hashing thread, made at the first call that needs it; `null` when it could not be (hashed here then). */
+let hashThread: HashThread | null | undefined
+
+/** The `sha256` call on the hashing thread: its request, and the duplicate of the descriptor the thread reads. */
+let hashing: { readonly id: number; readonly fd: number; readonly ranges: Ranges } | undefined
+
+type Ranges = ReadonlyArray<{ readonly offset: number; readonly size: number }>
+
+/** A handler's answer that is sent later (a `sha256` on the hashing thread). */
+const Later = Symbol("later")
+
+/** Sends the answer of the call on the hashing thread when it is done, or (`wait`) once it is. */
+const settleHashing = (wait: boolean): void => {
+  const job = hashing
+  const thread = hashThread
+  if (job === undefined || thread === undefined || thread === null) return
+  if (!wait && !thread.done()) return
+  hashing = undefined
+  const answer = thread.finish()
+  let result: ReadonlyArray<string> | Failure
+  if (answer === undefined) {
+    // The thread never started: this one hashes, now and from now on.
+    hashThread = null
+    result = sys.sha256(job.fd, job.ranges)
+  } else if ("hashes" in answer) result = answer.hashes
+  else if ("endsAt" in answer) result = endsBefore(answer.endsAt)
+  else {
+    result = {
+      _tag: "Failure",
+      reason: reasonTagOf(answer.code),
+      errno: answer.code,
+      detail: answer.message,
+      call: "pread"
+    }
+  }
+  libc.close(job.fd)
+  write("_tag" in result ? { id: job.id, err: result } : { id: job.id, ok: result })
+}
+
+/** `sha256`: answered at once, or on the hashing thread (see {@link ThreadHashBytes}). */
+const sha256 = (fd: number, ranges: Ranges, id: number): ReadonlyArray<string> | Failure | typeof Later => {
+  let total = 0
+  for (const r of ranges) total += r.size
+  if (total < ThreadHashBytes) return sys.sha256(fd, ranges)
+  // One job at a time (the agent asks for the next batch once it has the last one's answer).
+  settleHashing(true)
+  if (hashThread === undefined) hashThread = HashThread.make() ?? null
+  // Its own descriptor: a close of `fd` the agent sends meanwhile does not take the file from the thread.
+  const copy = hashThread === null ? undefined : sys.dup(fd)
+  if (hashThread === null || typeof copy !== "number") return sys.sha256(fd, ranges)
+  hashThread.begin(copy, ranges)
+  hashing = { id, fd: copy, ranges }
+  return Later
 }
 
 /** The ticker of request `id`: progress every 100 ms, and a stop when the agent asks for one. */
@@ -203,8 +280,7 @@ const handlers: Record<string, Handler> = {
     }
     return { done: moves.length, failure: null }
   },
-  sha256: ([fd, ranges]: [number, ReadonlyArray<{ readonly offset: number; readonly size: number }>]) =>
-    sys.sha256(fd, ranges),
+  sha256: ([fd, ranges]: [number, Ranges], id: number) => sha256(fd, ranges, id),
   appendFiles: ([to, at, fd, names, maxBytes]: [number, number, number, ReadonlyArray<Uint8Array>, number]) =>
     sys.appendFiles(to, at, fd, names, maxBytes),
   readFile: ([path]: [Uint8Array]) => sys.readFile(path) ?? null,
@@ -263,7 +339,14 @@ const handlers: Record<string, Handler> = {
 }
 
 for (;;) {
-  while (queue.length === 0) if (!fill(true)) process.exit(0)
+  while (queue.length === 0) {
+    if (hashing !== undefined) {
+      settleHashing(false)
+      // Two things to wait for: the next request, and the hashing thread's answer (looked at every millisecond).
+      if (hashing !== undefined && !readable(1)) continue
+    }
+    if (!fill(true)) process.exit(0)
+  }
   const req = queue.shift() as Request
   if (req.closes !== undefined) for (const fd of req.closes) sys.close(fd)
   if (req.op === "stop" || req.op === "close") continue
@@ -272,6 +355,8 @@ for (;;) {
     handler === undefined
       ? ({ _tag: "Failure", reason: "Unsupported", detail: `no operation ${req.op}`, call: req.op } satisfies Failure)
       : handler(req.args, req.id)
+  if (result === Later) continue
   const failed = typeof result === "object" && result !== null && (result as { _tag?: unknown })._tag === "Failure"
   write(failed ? { id: req.id, err: result as Failure } : { id: req.id, ok: result })
+  settleHashing(false)
 }

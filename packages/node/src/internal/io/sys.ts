@@ -101,6 +101,15 @@ export interface OpenedDirectory {
   readonly stats: ReadonlyArray<Stat | Failure>
 }
 
+/** The failure of a range of `Sys.sha256` that runs past the file's end, at `at`. */
+export const endsBefore = (at: number): Failure => ({
+  _tag: "Failure",
+  reason: "Other",
+  errno: "EIO",
+  detail: `the file ends at ${at}, before the end of the range`,
+  call: "pread"
+})
+
 /** The most bytes `Sys.copyFiles` moves in one read and write. */
 const CopyChunk = 1024 * 1024
 
@@ -138,6 +147,12 @@ export class Sys {
   private held(fd: number, mountId: number): number {
     this.mountOf.set(fd, mountId)
     return fd
+  }
+
+  /** A duplicate of `fd` (close-on-exec), or the failure. */
+  dup(fd: number): number | Failure {
+    const copy = this.c.fcntl(fd, this.k.F_DUPFD_CLOEXEC, 0)
+    return copy < 0 ? this.fail("fcntl") : copy
   }
 
   close(fd: number): void {
@@ -712,15 +727,7 @@ export class Sys {
         const want = Math.min(buffer.length, range.size - at)
         const n = this.c.pread(fd, buffer, want, range.offset + at)
         if (n < 0) return this.fail("pread")
-        if (n === 0) {
-          return {
-            _tag: "Failure",
-            reason: "Other",
-            errno: "EIO",
-            detail: `the file ends at ${range.offset + at}, before the end of the range`,
-            call: "pread"
-          }
-        }
+        if (n === 0) return endsBefore(range.offset + at)
         h.update(buffer.subarray(0, n))
         at += n
       }
