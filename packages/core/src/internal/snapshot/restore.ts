@@ -7,7 +7,7 @@
  *
  * @since 0.2.0
  */
-import { Effect, type Result } from "effect"
+import { Effect, Fiber, type Result } from "effect"
 import type * as Directory from "../../Directory.ts"
 import * as FileName from "../../FileName.ts"
 import type * as Programs from "../../Programs.ts"
@@ -23,7 +23,11 @@ import { provide } from "./store.ts"
 
 /*
  * 1. {@link verify}: every file's bytes in `data` are hashed, streamed
- *    through a window, before anything is written.
+ *    through a window, before anything is written: alongside the reads of
+ *    the steps after it (the real layer hashes on a thread of its helper
+ *    process meanwhile), and waited for before their first change
+ *    ({@link State.verified}). A failure it meets is the restore's, whatever
+ *    the other steps met since.
  * 2. {@link structure}: parents first, every recorded directory is a
  *    directory (opened from its parent's handle without following a link
  *    and, below a listed path, without entering another mount), absent paths
@@ -181,6 +185,12 @@ interface State {
   readonly prefetched: Map<string, Directory.Stat | undefined>
   /** The recorded directories opened with their parent, and what they hold, taken as each one's turn comes. */
   readonly opened: Map<string, Contents>
+  /**
+   * Step 1's outcome, waited for: every change (a removal, a directory made,
+   * a file written) comes after it, so a snapshot whose bytes are not the
+   * recorded ones changes nothing.
+   */
+  readonly verified: Effect.Effect<void, SnapshotError>
   changes: number
 }
 
@@ -221,6 +231,7 @@ const removeTree = (
       if (opened.failure.reason._tag === "NotFound") return
       // Not a directory (or another mount, which the removal below keeps and reports).
     }
+    yield* s.verified
     const report = yield* s.session.removeAt(dir, name, full(s, below))
     if (report.removed.length > 0) s.changes++
     if (report.kept.length > 0) {
@@ -243,6 +254,7 @@ const removeTree = (
 const parentOf = (s: State, path: string) =>
   Effect.gen(function* () {
     const { ctx } = s
+    yield* s.verified
     const r = yield* ctx.dirs
       .resolve(s.root, path, { followFinal: false, makeMissing: 0o755 })
       .pipe(Effect.mapError((e) => unresolvable(ctx, path, e)))
@@ -404,6 +416,7 @@ const structure = (s: State) =>
           if (handle === undefined) {
             if (current !== undefined) yield* removeTree(s, parent.handle, name, e.path, below)
             // Private until its mode is set in the last step, once its contents are back.
+            yield* s.verified
             yield* ctx.dirs.makeDirectory(parent.handle, name, 0o700).pipe(Effect.mapError(fromDirectory(ctx, e.path)))
             s.changes++
             handle = yield* ctx.dirs
@@ -533,6 +546,8 @@ const stage = (s: State, r: Reader) =>
     const { ctx, checked } = s
     const compare = new Uint8Array(WindowBytes + 4)
     const same = yield* unchangedInBatches(s)
+    // Only reads before this; from here on files are written (and `data` is read through the window).
+    yield* s.verified
     const staged: Array<{ readonly leaf: Leaf; readonly tmp: Uint8Array }> = []
     const copies: Array<{ readonly leaf: Leaf; readonly e: FileEntry; readonly tmp: Uint8Array }> = []
     for (const leaf of s.leaves) {
@@ -767,7 +782,25 @@ const settle = (s: State) =>
 export const restore = (ctx: Ctx, checked: Checked, data: Programs.File, snapshot: Directory.Handle) =>
   Effect.gen(function* () {
     const reader: Reader = { data, window: new Uint8Array(WindowBytes), start: 0, end: 0 }
-    yield* verify(ctx, reader, checked)
+    const verification = yield* Effect.forkChild(verify(ctx, reader, checked))
+    const verified = Fiber.join(verification)
+    return yield* rest(ctx, checked, snapshot, reader, verified).pipe(
+      // A failure of step 1 comes first, as though it had run alone before the others.
+      Effect.catch((e) =>
+        Effect.flatMap(Effect.exit(verified), (v) => (v._tag === "Failure" ? Effect.failCause(v.cause) : Effect.fail(e)))
+      )
+    )
+  })
+
+/** Every step after the first (see {@link restore}); `verified` waits for step 1. */
+const rest = (
+  ctx: Ctx,
+  checked: Checked,
+  snapshot: Directory.Handle,
+  reader: Reader,
+  verified: Effect.Effect<void, SnapshotError>
+) =>
+  Effect.gen(function* () {
     const root = yield* ctx.dirs.openRoot(ctx.root.path).pipe(Effect.mapError(fromDirectory(ctx)))
     const chain = yield* ctx.dirs.ancestors(snapshot).pipe(Effect.mapError(fromDirectory(ctx)))
     const absent = new Set(checked.manifest.entries.filter((e) => e.type === "Absent").map((e) => e.path))
@@ -789,6 +822,7 @@ export const restore = (ctx: Ctx, checked: Checked, data: Programs.File, snapsho
       devices: new Map(),
       prefetched: new Map(),
       opened: new Map(),
+      verified,
       changes: 0
     }
     yield* onDevice(s, root)

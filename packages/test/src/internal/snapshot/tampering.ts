@@ -11,9 +11,9 @@ import { assert, it } from "@effect/vitest"
 import { Snapshot } from "@hostnode/core"
 import { Effect, FileSystem, type PlatformError } from "effect"
 import { rootAt } from "../rootAt.ts"
-import { editManifestAndData, type Suite, takenAndMutated } from "./fixtures.ts"
+import { editManifestAndData, fixed, type Suite, sandbox, takenAndMutated } from "./fixtures.ts"
 import * as Format from "./format.ts"
-import { treeOf } from "./trees.ts"
+import { build, SnapshotPaths, treeOf } from "./trees.ts"
 
 /** Registers this part's tests. */
 export const register = ({ onHost }: Suite): void => {
@@ -128,6 +128,51 @@ export const register = ({ onHost }: Suite): void => {
         })
     }
   ]
+
+  // The data is checked alongside the restore's first reads: whatever its first change would be, a corrupt
+  // snapshot makes none.
+  const firstChanges: ReadonlyArray<{
+    readonly name: string
+    readonly change: (root: string) => Effect.Effect<void, PlatformError.PlatformError, FileSystem.FileSystem>
+  }> = [
+    {
+      name: "a file written (only a file's bytes differ)",
+      change: (root) =>
+        Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.writeFileString(`${root}/cfg/a/a`, "edited"))
+    },
+    {
+      name: "a recorded directory made (it was removed)",
+      change: (root) =>
+        Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.remove(`${root}/cfg/a/c`, { recursive: true }))
+    },
+    {
+      name: "the listed paths' missing parent made",
+      change: (root) =>
+        Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.remove(`${root}/cfg`, { recursive: true }))
+    }
+  ]
+  for (const c of firstChanges) {
+    it.effect(
+      `tampering: a byte of a file changed, the restore's first change ${c.name}: Corrupt, nothing written`,
+      () =>
+        onHost(
+          Effect.gen(function* () {
+            const s = yield* sandbox
+            yield* build(s.root, fixed)
+            const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
+            yield* c.change(s.root)
+            yield* editManifestAndData(s.dir, (m, data) => {
+              const e = m.entries.find((x) => x.path === "/cfg/a/b") as { offset: number }
+              data[e.offset] = (data[e.offset] ?? 0) ^ 1
+            })
+            const hostBefore = yield* treeOf(s.root, "/")
+            const e = yield* Effect.flip(snapshot.restore)
+            assert.strictEqual(e._tag === "SnapshotError" ? e.reason._tag : e._tag, "Corrupt", e.message)
+            assert.deepStrictEqual(yield* treeOf(s.root, "/"), hostBefore)
+          })
+        )
+    )
+  }
 
   for (const c of tamperCases) {
     it.effect(`tampering: ${c.name} is ${c.reason} and nothing is written`, () =>
