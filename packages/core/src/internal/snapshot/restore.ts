@@ -787,7 +787,9 @@ export const restore = (ctx: Ctx, checked: Checked, data: Programs.File, snapsho
     return yield* rest(ctx, checked, snapshot, reader, verified).pipe(
       // A failure of step 1 comes first, as though it had run alone before the others.
       Effect.catch((e) =>
-        Effect.flatMap(Effect.exit(verified), (v) => (v._tag === "Failure" ? Effect.failCause(v.cause) : Effect.fail(e)))
+        Effect.flatMap(Effect.exit(verified), (v) =>
+          v._tag === "Failure" ? Effect.failCause(v.cause) : Effect.fail(e)
+        )
       )
     )
   })
