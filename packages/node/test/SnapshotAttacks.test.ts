@@ -144,7 +144,11 @@ describe.skipIf(gate.skip)("the snapshot against a concurrent writer and a secon
         const before = yield* RepaveTrees.snapshot(`${box}/outside`)
         const root = `${box}/root`
         const dir = `${box}/snaps/s`
-        const snapshot = yield* Snapshot.takeOf({ dir, hostRoot: root, paths: ["/etc/kubernetes"] })
+        const snapshot = yield* Snapshot.takeOf({
+          dir,
+          hostRoot: yield* HostPath.decodeRoot(root).pipe(Effect.orDie),
+          paths: ["/etc/kubernetes"]
+        })
         yield* upgrade(root)
         // The outside bound onto the recorded subdirectory, which the restore reads with its parent's others:
         // it holds the recorded names, so a restore that entered it would write over them.

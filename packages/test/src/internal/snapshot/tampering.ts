@@ -159,7 +159,11 @@ export const register = ({ onHost }: Suite): void => {
           Effect.gen(function* () {
             const s = yield* sandbox
             yield* build(s.root, fixed)
-            const snapshot = yield* Snapshot.takeOf({ dir: s.dir, hostRoot: yield* rootAt(s.root), paths: SnapshotPaths })
+            const snapshot = yield* Snapshot.takeOf({
+              dir: s.dir,
+              hostRoot: yield* rootAt(s.root),
+              paths: SnapshotPaths
+            })
             yield* c.change(s.root)
             yield* editManifestAndData(s.dir, (m, data) => {
               const e = m.entries.find((x) => x.path === "/cfg/a/b") as { offset: number }
