@@ -20,6 +20,7 @@ import * as HostPath from "./HostPath.ts"
 import * as ConfigDecode from "./internal/configFile/decode.ts"
 import * as Issues from "./internal/configFile/issues.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
+import { rootLabel } from "./internal/hostPath/root.ts"
 import { rootFrom } from "./internal/hostPath/rootFrom.ts"
 import { NodeStart } from "./NodeStart.ts"
 
@@ -322,7 +323,7 @@ const checkSlot = (goalState: MachineGoalState, slot: Slot, file?: string): Effe
 const resolveMachine = Effect.fn("GoalState.resolveMachine")(
   function* (slot: string, options: SourceOptions) {
     const valid = yield* decodeSlot(slot)
-    const hostRoot = options.hostRoot?.path ?? ""
+    const hostRoot = rootLabel(options.hostRoot)
     const hostFile = goalStatePath(options.config, valid)
     // A string given without types is decoded as a root, never joined raw.
     const file = yield* rootFrom(options.hostRoot).pipe(

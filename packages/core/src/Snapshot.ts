@@ -17,6 +17,7 @@ import { type Duration, Effect, Exit, type FileSystem, Option, type Scope } from
 import * as ConfSnap from "./ConfSnap.ts"
 import type * as Directory from "./Directory.ts"
 import type * as HostPath from "./HostPath.ts"
+import { rootLabel } from "./internal/hostPath/root.ts"
 import * as Track from "./internal/metrics.ts"
 import { fail } from "./internal/snapshot/context.ts"
 import {
@@ -30,7 +31,7 @@ import {
   takeIn,
   withParent
 } from "./internal/snapshot/handle.ts"
-import { checkTakeInput, makeCtx, normalizePaths, rootLabel } from "./internal/snapshot/input.ts"
+import { checkTakeInput, makeCtx, normalizePaths } from "./internal/snapshot/input.ts"
 import { checkBeforeMaking } from "./internal/snapshot/overlap.ts"
 import * as Store from "./internal/snapshot/store.ts"
 import { Failure, type SnapshotError } from "./SnapshotError.ts"

@@ -12,6 +12,7 @@
 import { Cause, Clock, Context, Effect, Exit, Metric, type Scope } from "effect"
 import type * as HostPath from "../HostPath.ts"
 import { Metrics } from "../Metrics.ts"
+import { rootLabel } from "./hostPath/root.ts"
 
 /** How a run ended, as the `outcome` label says it. */
 type Outcome = "success" | "failure" | "interrupted"
@@ -45,10 +46,6 @@ export const logSummary = (...message: ReadonlyArray<unknown>): Effect.Effect<vo
 
 const add = (metric: Metric.Counter<number>, attributes: Record<string, string>, n: number) =>
   Metric.update(Metric.withAttributes(metric, attributes), n)
-
-/** The host root of an operation's options as a span attribute: the decoded root's path, or the value given. */
-export const rootAttribute = (hostRoot: string | HostPath.HostRoot | undefined): string =>
-  hostRoot === undefined || hostRoot === "" ? "/" : typeof hostRoot === "string" ? hostRoot : hostRoot.path
 
 /**
  * One run of `operation`: its span gets `attributes` at the start, its
@@ -95,9 +92,7 @@ export const unmount =
     prefixes: ReadonlyArray<string>,
     options?: { readonly hostRoot?: string | HostPath.HostRoot | undefined }
   ): Effect.Effect<A, E, R> =>
-    track<A, E>(operation, { attributes: { hostRoot: rootAttribute(options?.hostRoot), prefixes: [...prefixes] } })(
-      self
-    )
+    track<A, E>(operation, { attributes: { hostRoot: rootLabel(options?.hostRoot), prefixes: [...prefixes] } })(self)
 
 /**
  * The counts of one pass of the unmount loop every unmount operation runs
@@ -146,13 +141,13 @@ type RootOption = { readonly hostRoot?: string | HostPath.HostRoot | undefined }
 /** The span attributes of each removal, from its arguments: the host root, and the paths or directory given. */
 const removalAttributes = {
   "SafeRemove.remove": (paths: ReadonlyArray<string>, options?: RootOption) => ({
-    hostRoot: rootAttribute(options?.hostRoot),
+    hostRoot: rootLabel(options?.hostRoot),
     paths: [...paths]
   }),
-  "SafeRemove.empty": (dir: string, options?: RootOption) => ({ hostRoot: rootAttribute(options?.hostRoot), dir }),
-  "Repave.resetCniState": (options?: RootOption) => ({ hostRoot: rootAttribute(options?.hostRoot) }),
-  "Repave.resetKubeletIdentity": (_: unknown, options?: RootOption) => ({ hostRoot: rootAttribute(options?.hostRoot) }),
-  "Repave.teardownKubeletDir": (options?: RootOption) => ({ hostRoot: rootAttribute(options?.hostRoot) })
+  "SafeRemove.empty": (dir: string, options?: RootOption) => ({ hostRoot: rootLabel(options?.hostRoot), dir }),
+  "Repave.resetCniState": (options?: RootOption) => ({ hostRoot: rootLabel(options?.hostRoot) }),
+  "Repave.resetKubeletIdentity": (_: unknown, options?: RootOption) => ({ hostRoot: rootLabel(options?.hostRoot) }),
+  "Repave.teardownKubeletDir": (options?: RootOption) => ({ hostRoot: rootLabel(options?.hostRoot) })
 } as const
 
 /** The removals. */
@@ -251,4 +246,4 @@ export const snapshotAction =
 export const snapshotAttributes = (options: {
   readonly dir: string
   readonly hostRoot?: string | HostPath.HostRoot | undefined
-}): Readonly<Record<string, unknown>> => ({ dir: options.dir, hostRoot: rootAttribute(options.hostRoot) })
+}): Readonly<Record<string, unknown>> => ({ dir: options.dir, hostRoot: rootLabel(options.hostRoot) })

@@ -14,6 +14,7 @@ import type { Directories, Handle, Primitives, Stat } from "../../Directory.ts"
 import { type DirectoryError, SystemError } from "../../DirectoryError.ts"
 import * as FileName from "../../FileName.ts"
 import type { BatchResult, CopyFile, File, Move, OpenedDirectory, ReadFile } from "../../Programs.ts"
+import { isRootShaped } from "../hostPath/lexical.ts"
 import { run as runProgram } from "../programs/effect.ts"
 import * as programs from "../programs/removeTree.ts"
 import { fail } from "./errors.ts"
@@ -300,7 +301,7 @@ export const derive = (p: Primitives): Directories => {
   // The root is a path trusted once (a decoded host root's): a relative, empty or climbing one would be taken from
   // the working directory or name a place nobody wrote, so it is refused before anything is opened.
   const openRoot: Directories["openRoot"] = (path) =>
-    path.startsWith("/") && !path.includes("\0") && !path.split("/").includes("..")
+    isRootShaped(path)
       ? p.openRoot(path)
       : Effect.fail(
           fail(

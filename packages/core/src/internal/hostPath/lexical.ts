@@ -43,6 +43,13 @@ const isClean = (path: string): boolean => {
   return true
 }
 
+/**
+ * True for a path a root may be: absolute, without a NUL byte, and without a
+ * `..` component (`/srv/node/../etc` names a place nobody wrote).
+ */
+export const isRootShaped = (path: string): boolean =>
+  path.startsWith("/") && !path.includes("\0") && !path.split("/").includes("..")
+
 /** True when `root` means the real host (`""` or `"/"`). */
 export const isRealRoot = (root: string): boolean => clean(root) === "/" || root === ""
 

@@ -15,7 +15,7 @@ import type { HostRoot } from "../../HostPath.ts"
 import { type HostPathError, Refused } from "../../HostPathError.ts"
 import { DefaultMountInfo } from "../../Programs.ts"
 import { refusal } from "./errors.ts"
-import { clean, isWithin, join, relative } from "./lexical.ts"
+import { clean, isRootShaped, isWithin, join, relative } from "./lexical.ts"
 import type { RootInput } from "./nodeRoot.ts"
 import { outcome, walk } from "./resolve.ts"
 
@@ -48,7 +48,7 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
     if (problem !== undefined) return yield* rootError(given, problem)
     // A root that climbs names a place the caller did not write (as filepath-securejoin refuses an unsafe root):
     // `/srv/node/../etc` is `/srv/etc`, never what was meant. `.` and repeated or trailing slashes are cleaned.
-    if (wanted.split("/").includes("..")) {
+    if (!isRootShaped(wanted)) {
       return yield* rootError(
         given,
         new Refused({ _tag: "InvalidPath", detail: `the host root has a ".." component: give the directory itself` })
@@ -142,6 +142,14 @@ export const decode = (fs: FileSystem.FileSystem, input: string | RootInput): Ef
       ...(typeof input !== "string" && input.gone !== undefined ? { gone: input.gone } : {})
     } satisfies HostRoot
   })
+
+/**
+ * A host root as given, for messages, logs and span attributes, decoded or
+ * not (a string a caller without types passed): the decoded root's path, `/`
+ * for the real host, else the value.
+ */
+export const rootLabel = (hostRoot: string | HostRoot | undefined): string =>
+  isHostRoot(hostRoot) ? hostRoot.path : hostRoot === undefined || hostRoot === "" ? "/" : String(hostRoot)
 
 /**
  * True when `u` is a decoded {@link HostRoot}.

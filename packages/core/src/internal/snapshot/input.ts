@@ -18,10 +18,6 @@ import * as HostRoots from "../hostPath/root.ts"
 import { rootFrom } from "../hostPath/rootFrom.ts"
 import { type Ctx, DefaultLockTimeout, fail, isBelow, isHostPath } from "./context.ts"
 
-/** The host root of an operation's options, for log annotations before it is decoded. */
-export const rootLabel = (hostRoot: string | HostPath.HostRoot | undefined): string =>
-  HostRoots.isHostRoot(hostRoot) ? hostRoot.path : hostRoot === undefined || hostRoot === "" ? "/" : hostRoot
-
 /**
  * The context of one operation: the host root decoded, the snapshot
  * directory checked (absolute, not `/`), the lock timeout decoded; a bad
