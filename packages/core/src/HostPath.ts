@@ -85,13 +85,15 @@ export const resolve: (
 })
 
 /**
- * The root a caller without types passed (a string, from JavaScript or a
- * decoded file), as the type says it must be: decoded by `decodeRoot`'s
- * rules, and an empty one refused (the real host is named `/`, or decoded
- * with `decodeRoot("")`): a raw root never reaches the walk.
+ * The root as every operation takes it (`rootFrom`: a decoded root asked
+ * again whether it is gone, or taken outside the composition that names the
+ * node's root); a root a caller without types passed (a string, from
+ * JavaScript or a decoded file) is decoded by `decodeRoot`'s rules, and an
+ * empty one refused (the real host is named `/`, or decoded with
+ * `decodeRoot("")`): a raw root never reaches the walk.
  */
 const typed = (root: HostRoot, path: string): Effect.Effect<HostRoot, HostPathError, FileSystem.FileSystem> => {
-  if (isHostRoot(root)) return Effect.succeed(root)
+  if (isHostRoot(root)) return rootFrom(root)
   const given: unknown = root
   if (typeof given !== "string" || given === "") {
     return Effect.fail(

@@ -348,6 +348,8 @@ const decoding = (name: string, fsLayer: Layer.Layer<FileSystem.FileSystem>) =>
         // the node's (a program that decoded "" once and ran its operations in a container's composition).
         const misplaced = yield* Effect.flip(inNode(Layers.rootOf({ hostRoot: own })))
         assert.strictEqual(misplaced.reason._tag, "OutsideTable")
+        const misplacedResolve = yield* Effect.flip(inNode(HostPath.resolve(own, "/etc/hostname")))
+        assert.strictEqual(misplacedResolve.reason._tag, "OutsideTable")
       }).pipe(Effect.scoped)
     )
     it.effect("a root in another mount namespace is resolved below its table's root, never with realpath", () =>
