@@ -500,20 +500,37 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
 
   // The batches: one call to the helper each, the failures of their items mapped here.
 
+  /**
+   * The stats of `names` in the directory at `path`: each name refused before the call (`bad`), or the
+   * helper's answer for it, in order, from `answers` (the names asked, those not refused), or `failed`.
+   */
+  const statsOf = (
+    path: string,
+    names: ReadonlyArray<Uint8Array>,
+    bad: ReadonlyArray<Directory.DirectoryError | undefined>,
+    answers: ReadonlyArray<Directory.Stat | Failure> | Directory.DirectoryError
+  ): Array<Directory.Stat | Directory.DirectoryError> => {
+    let k = 0
+    return names.map((n, i) => {
+      const b = bad[i]
+      if (b !== undefined) return b
+      if (!Array.isArray(answers)) return answers as Directory.DirectoryError
+      const a = answers[k++] as Directory.Stat | Failure
+      return "_tag" in a ? toDirectoryError(a, a.call ?? "statx", Programs.childPath(path, n)) : a
+    })
+  }
+
   const statAll: NonNullable<Directory.Primitives["statAll"]> = (dir, names) =>
     Effect.gen(function* () {
       const bad = names.map((n) => badName("statx", { in: dir.path }, n))
       const asked = names.filter((_, i) => bad[i] === undefined)
       const r = yield* Effect.result(call("statAll", [dir], ([fd]) => [fd, asked], "statx", dir.path))
-      const answers = r._tag === "Success" ? (r.success as ReadonlyArray<Directory.Stat | Failure>) : undefined
-      let k = 0
-      return names.map((n, i): Directory.Stat | Directory.DirectoryError => {
-        const b = bad[i]
-        if (b !== undefined) return b
-        if (answers === undefined) return (r as { readonly failure: Directory.DirectoryError }).failure
-        const a = answers[k++] as Directory.Stat | Failure
-        return "_tag" in a ? toDirectoryError(a, a.call ?? "statx", Programs.childPath(dir.path, n)) : a
-      })
+      return statsOf(
+        dir.path,
+        names,
+        bad,
+        r._tag === "Success" ? (r.success as ReadonlyArray<Directory.Stat | Failure>) : r.failure
+      )
     })
 
   const openDirectories: NonNullable<Directory.Primitives["openDirectories"]> = (dir, directories, opts) =>
@@ -557,14 +574,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
             }
             const handle = client.handle(a.fd, a.mountId, path, (r as { readonly success: Io.Answer }).success.gen)
             yield* Effect.addFinalizer(() => client.release(handle))
-            let j = 0
-            const stats = d.stat.map((n, m): Directory.Stat | Directory.DirectoryError => {
-              const sb = statBad[i]?.[m]
-              if (sb !== undefined) return sb
-              const st = a.stats[j++] as Directory.Stat | Failure
-              return "_tag" in st ? toDirectoryError(st, st.call ?? "statx", Programs.childPath(path, n)) : st
-            })
-            out.push({ handle, entries: a.entries, stats })
+            out.push({ handle, entries: a.entries, stats: statsOf(path, d.stat, statBad[i] ?? [], a.stats) })
           }
           return out
         })
