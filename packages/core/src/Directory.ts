@@ -239,13 +239,14 @@ export interface Primitives {
    * process, where a call each would cost a round trip). Optional:
    * {@link make} derives each from the primitives. See
    * {@link Directories.statAll}, {@link Directories.openDirectories}, {@link Directories.readFiles},
-   * {@link Directories.copyFiles}, {@link Directories.renameAll}.
+   * {@link Directories.copyFiles}, {@link Directories.renameAll}, {@link Directories.ancestors}.
    */
   readonly statAll?: Directories["statAll"] | undefined
   readonly openDirectories?: Directories["openDirectories"] | undefined
   readonly readFiles?: Directories["readFiles"] | undefined
   readonly copyFiles?: Directories["copyFiles"] | undefined
   readonly renameAll?: Directories["renameAll"] | undefined
+  readonly ancestors?: Directories["ancestors"] | undefined
   /**
    * The SHA-256 (lowercase hex) of each range of the open file `file`,
    * where the layer can hash without the bytes leaving it (the real one, in
@@ -316,6 +317,7 @@ export interface Directories
     | "readFiles"
     | "copyFiles"
     | "renameAll"
+    | "ancestors"
   > {
   /**
    * `stat` of each of `names` in `dir` (none followed): for each, its stat
@@ -435,7 +437,10 @@ export interface Directories
    * the process's root, by `..` from the handle: where the directory really
    * is, whatever path reached it. Two directories are the same when
    * `Programs.identity` says so; a path at or below another is one whose
-   * ancestors include it.
+   * ancestors include it. A snapshot asks it of its own directory and of
+   * each recorded path's parent before it writes (the real layer: one call
+   * to its helper process, where `openParent` and `stat` would cost two per
+   * directory on the way up).
    */
   readonly ancestors: (dir: Handle) => Effect.Effect<ReadonlyArray<Stat>, DirectoryError>
 }

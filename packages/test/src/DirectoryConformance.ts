@@ -16,7 +16,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Directory, FileName } from "@hostnode/core"
 import * as Programs from "@hostnode/core/Programs"
-import { Effect, FileSystem, type Layer, type Scope } from "effect"
+import { Effect, FileSystem, type Layer, type Result, type Scope } from "effect"
 import { peerTree } from "./internal/peerTree.ts"
 import { plant } from "./internal/repave/trees.ts"
 import { MountFixture } from "./MountFixture.ts"
@@ -666,6 +666,69 @@ export const suite = <R = never>(
             )
           }
           assert.deepStrictEqual(yield* dirs.openDirectories(d, []), [])
+        }).pipe(Effect.scoped)
+    )
+
+    it.effect(
+      "ancestors: where a directory is now, nearest first, up to the process's root, across mounts, as openParent and stat say one by one",
+      () =>
+        Effect.gen(function* () {
+          const { fx, fs, dirs, box, root } = yield* setup
+          yield* fs.makeDirectory(`${box}/d/a/b`, { recursive: true })
+          yield* fs.makeDirectory(`${box}/d/t`)
+          yield* fx.tmpfs(`${box}/d/t`)
+          yield* fs.makeDirectory(`${box}/d/t/sub`)
+          const open = (...names: ReadonlyArray<string>) =>
+            Effect.gen(function* () {
+              let at = root
+              for (const n of names) at = yield* dirs.openDirectory(at, enc(n))
+              return at
+            })
+          const ids = (sts: ReadonlyArray<Directory.Stat>) => sts.map((st) => `${Programs.identity(st)}@${st.mountId}`)
+          // The oracle: `..` and a stat at a time, until `..` is the directory itself (the process's root).
+          const oneByOne = (dir: Directory.Handle) =>
+            Effect.gen(function* () {
+              const out = [yield* dirs.stat(dir)]
+              let here = dir
+              for (;;) {
+                const up = yield* dirs.openParent(here)
+                const st = yield* dirs.stat(up)
+                if (ids([st])[0] === ids([out[out.length - 1] as Directory.Stat])[0]) return out
+                out.push(st)
+                here = up
+              }
+            })
+          const top = ids([yield* dirs.stat(yield* dirs.openRoot("/"))])[0]
+          const b = yield* open("d", "a", "b")
+          const chain = yield* dirs.ancestors(b)
+          assert.deepStrictEqual(ids(chain), ids(yield* oneByOne(b)))
+          const [bId, aId, dId, boxId] = ids([
+            yield* dirs.stat(b),
+            yield* dirs.stat(yield* open("d", "a")),
+            yield* dirs.stat(yield* open("d")),
+            yield* dirs.stat(root)
+          ])
+          assert.deepStrictEqual(ids(chain).slice(0, 4), [bId, aId, dId, boxId])
+          assert.strictEqual(ids(chain).at(-1), top)
+          assert.strictEqual(new Set(ids(chain)).size, chain.length, "no directory twice")
+          // Across the tmpfs: its root (another mount) and then the directory it is mounted on.
+          const sub = yield* open("d", "t", "sub")
+          const below = yield* dirs.ancestors(sub)
+          assert.deepStrictEqual(ids(below), ids(yield* oneByOne(sub)))
+          assert.notStrictEqual(below[1]?.mountId, below[2]?.mountId)
+          assert.strictEqual(ids(below)[2], dId)
+          // Moved after it was opened: where it is now, not the path that reached it.
+          yield* fs.rename(`${box}/d/a`, `${box}/moved`)
+          assert.deepStrictEqual(ids(yield* dirs.ancestors(b)).slice(0, 3), [bId, aId, boxId])
+          // Removed after it was opened: the kernel still knows the parent it was removed from (`..` of a
+          // removed directory), so the chain is the same as one by one.
+          yield* fs.remove(`${box}/moved/b`, { recursive: true })
+          const outcome = (r: Result.Result<ReadonlyArray<Directory.Stat>, Directory.DirectoryError>) =>
+            r._tag === "Success" ? ids(r.success) : r.failure.reason._tag
+          assert.deepStrictEqual(
+            outcome(yield* Effect.result(dirs.ancestors(b))),
+            outcome(yield* Effect.result(oneByOne(b)))
+          )
         }).pipe(Effect.scoped)
     )
 

@@ -325,7 +325,7 @@ export const derive = (p: Primitives): Directories => {
     copyFiles: p.copyFiles ?? copyFilesWith(p),
     renameAll: p.renameAll ?? renameAllWith(p),
     unlinkAll,
-    ancestors: ancestorsWith(p),
+    ancestors: p.ancestors ?? ancestorsWith(p),
     identify,
     openBeneath,
     removeTree,

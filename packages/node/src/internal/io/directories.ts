@@ -180,6 +180,13 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     )
   }
 
+  // One call to the helper for the whole chain (openParent and stat each cost a round trip per directory).
+  const ancestors: NonNullable<Directory.Primitives["ancestors"]> = (dir) =>
+    call("ancestors", [dir], ([fd]) => [fd], "openat", `${dir.path}/..`) as Effect.Effect<
+      ReadonlyArray<Directory.Stat>,
+      Directory.DirectoryError
+    >
+
   // The helper's: locks are taken by it, so it is the process another one sees holding them.
   // Asked of it (one round trip), so every call made before is done when this answers.
   const credentials: Directory.Primitives["credentials"] = Effect.map(
@@ -781,6 +788,7 @@ export const build = (client: Io.Client, options?: Options): Directory.Directori
     lockHolder,
     openDirectory,
     openParent,
+    ancestors,
     credentials,
     openPath,
     list,

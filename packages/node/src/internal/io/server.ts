@@ -220,6 +220,7 @@ const handlers: Record<string, Handler> = {
   adopt: ([pid, pin]: [number, number]) => sys.openRoot(FileName.encode(`/proc/${pid}/fd/${pin}`)),
   openDirectory: ([fd, name, sameMount]: [number, Uint8Array, boolean]) => sys.openDirectory(fd, name, sameMount),
   openParent: ([fd]: [number]) => sys.openParent(fd),
+  ancestors: ([fd]: [number]) => sys.ancestors(fd),
   openPath: ([fd, name]: [number, Uint8Array]) => sys.openPath(fd, name),
   openBeneath: ([fd, components]: [number, ReadonlyArray<Uint8Array>]) => sys.openBeneath(fd, components),
   list: ([fd]: [number]) => sys.list(fd),

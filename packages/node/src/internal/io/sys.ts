@@ -345,6 +345,40 @@ export class Sys {
     return { fd: this.held(fd, identity.mountId), identity }
   }
 
+  /**
+   * `Directories.ancestors` of `dirfd`: its stat, then each `..` above it
+   * opened and stat'ed in turn, up to the process's root (where `..` is the
+   * directory itself), each descriptor closed once the next one is held. A
+   * directory bind-mounted below itself shows one device and inode twice;
+   * with the mount id it repeats only at the root. Bounded by PATH_MAX / 2
+   * steps: a deeper chain is a loop no kernel makes.
+   */
+  ancestors(dirfd: number): Array<Stat> | Failure {
+    const { c, k } = this
+    const first = this.stat(dirfd, undefined)
+    if ("_tag" in first) return first
+    const out = [first]
+    const where = (st: Stat) => `${st.device}:${st.inode}@${st.mountId}`
+    const seen = new Set([where(first)])
+    let here = dirfd
+    for (let depth = 0; depth < 2048; depth++) {
+      const up = c.openat(here, dotDot, k.O_RDONLY | k.O_DIRECTORY | k.O_CLOEXEC, 0)
+      const failed = up < 0 ? this.fail("openat") : undefined
+      if (here !== dirfd) c.close(here)
+      if (failed !== undefined) return failed
+      here = up
+      const st = this.stat(here, undefined)
+      if ("_tag" in st || seen.has(where(st))) {
+        c.close(here)
+        return "_tag" in st ? st : out
+      }
+      seen.add(where(st))
+      out.push(st)
+    }
+    if (here !== dirfd) c.close(here)
+    return out
+  }
+
   /** Holds `name` of `dirfd` without opening it (`O_PATH | O_NOFOLLOW`): a mount point held so is the mount's root. */
   openPath(dirfd: number, name: Uint8Array): { readonly fd: number; readonly identity: Identity } | Failure {
     const { c, k } = this
