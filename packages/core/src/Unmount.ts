@@ -14,7 +14,7 @@
 import { Effect, type FileSystem, LogLevel, References, Schema } from "effect"
 import * as Deadline from "./Deadline.ts"
 import * as Directory from "./Directory.ts"
-import * as HostPath from "./HostPath.ts"
+import type * as HostPath from "./HostPath.ts"
 import { whileThere } from "./internal/hostPath/gone.ts"
 import * as Lexical from "./internal/hostPath/lexical.ts"
 import * as HostRoots from "./internal/hostPath/root.ts"
@@ -23,7 +23,7 @@ import * as Track from "./internal/metrics.ts"
 import { describeHolders } from "./internal/mounter/describe.ts"
 import { holdersOf } from "./internal/mounter/holders.ts"
 import { cognates, propagated as propagatedBy, subtrees } from "./internal/mountinfo/propagation.ts"
-import { coveringPrefixes, decodePrefixes, plan } from "./internal/unmount/plan.ts"
+import { coveringPrefixes, decodePrefixes, openRootOf, plan } from "./internal/unmount/plan.ts"
 import { Holder, Mounter } from "./Mounter.ts"
 import * as MountInfo from "./MountInfo.ts"
 import type { UnmountResult } from "./Programs.ts"
@@ -231,9 +231,13 @@ const run = Effect.fnUntraced(function* (
   const dirs = yield* Directory.Directories
   const root = yield* rootOf(options)
   // Every prefix is decoded before the table is even read: a bad one changes nothing.
+  // Every unmount is verified below this handle: the path, resolved without
+  // following a link, must still lead to the mount the table listed. The prefixes are resolved below it too.
+  const rootHandle = yield* openRootOf(dirs, root)
   const resolved = yield* decodePrefixes(root, prefixesIn, {
     allowRoot: options?.allowRoot,
-    followFinal: options?.followLinks
+    followFinal: options?.followLinks,
+    handle: rootHandle
   })
   const prefixes = [...new Set(resolved.map((r) => r.table))]
   const path = root.mountInfo
@@ -270,17 +274,6 @@ const run = Effect.fnUntraced(function* (
       })
     }
   }
-  // Every unmount is verified below this handle: the path, resolved without
-  // following a link, must still lead to the mount the table listed.
-  const rootHandle = yield* dirs.openRoot(root.path).pipe(
-    Effect.mapError(
-      (e) =>
-        new HostPath.HostPathError({
-          reason: new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
-          root: root.given
-        })
-    )
-  )
   // A prefix that names nothing below the root (a typo) is said, not silently matched. One with a mount at or
   // below it is there: only the others are looked up (a teardown's pods with volumes cost nothing).
   const missing: Array<string> = []

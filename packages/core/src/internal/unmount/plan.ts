@@ -5,12 +5,27 @@
  *
  * @since 0.4.0
  */
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import * as Directory from "../../Directory.ts"
 import * as HostPath from "../../HostPath.ts"
 import type * as MountInfo from "../../MountInfo.ts"
 import * as Lexical from "../hostPath/lexical.ts"
 import * as HostRoots from "../hostPath/root.ts"
+
+/** A handle on the decoded root, its failure said as the root's (the prefixes are resolved, and mounts verified, below it). */
+export const openRootOf = (
+  dirs: Directory.Directories,
+  root: HostPath.HostRoot
+): Effect.Effect<Directory.Handle, HostPath.HostPathError, Scope.Scope> =>
+  dirs.openRoot(root.path).pipe(
+    Effect.mapError(
+      (e) =>
+        new HostPath.HostPathError({
+          reason: new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
+          root: root.given
+        })
+    )
+  )
 
 /**
  * Decodes `prefixes` below `root`: each non-empty, absolute, without NUL
@@ -23,7 +38,12 @@ import * as HostRoots from "../hostPath/root.ts"
 export const decodePrefixes: (
   root: HostPath.HostRoot,
   prefixes: ReadonlyArray<string>,
-  options?: { readonly allowRoot?: boolean | undefined; readonly followFinal?: boolean | undefined }
+  options?: {
+    readonly allowRoot?: boolean | undefined
+    readonly followFinal?: boolean | undefined
+    /** A handle on `root` the caller holds (an unmount verifies its mounts below it): not opened again. */
+    readonly handle?: Directory.Handle | undefined
+  }
 ) => Effect.Effect<ReadonlyArray<HostPath.Resolved>, HostPath.HostPathError, Directory.Directories> = Effect.fn(
   "Unmount.decodePrefixes"
 )(function* (root, prefixes, options) {
@@ -32,15 +52,7 @@ export const decodePrefixes: (
   const checked = yield* Effect.forEach(prefixes, (p) => HostRoots.checkPath(root, p, { allowRoot, what: "prefix" }))
   const refuse = (given: string, reason: HostPath.HostPathError["reason"]) =>
     new HostPath.HostPathError({ reason, root: root.given, path: given })
-  const rootHandle = yield* dirs.openRoot(root.path).pipe(
-    Effect.mapError(
-      (e) =>
-        new HostPath.HostPathError({
-          reason: new HostPath.Refused({ _tag: "Unreadable", detail: e.message }),
-          root: root.given
-        })
-    )
-  )
+  const rootHandle = options?.handle ?? (yield* openRootOf(dirs, root))
   return yield* Effect.forEach(checked, (c) =>
     Effect.gen(function* () {
       const r = yield* dirs.resolve(rootHandle, c.path, { followFinal: options?.followFinal ?? true }).pipe(
