@@ -247,8 +247,10 @@ const peakText = (runs: ReadonlyArray<Run>): string => {
 /**
  * Prints `rows` as a Markdown table: median and range (min–max) of each
  * row's runs, ratio of the medians to the row named `baseline`, peak memory,
- * and the row's target with whether it is met. `skipped` rows are listed
- * with why.
+ * and the row's target with whether it is met (by the ratio of the medians),
+ * beside the median and range of the ratios run by run (each run to its
+ * target's run of the same round: steadier where the disk or the kernel
+ * moves every row's time between rounds). `skipped` rows are listed with why.
  */
 export const report = (
   title: string,
@@ -257,7 +259,19 @@ export const report = (
 ): Effect.Effect<void> =>
   Effect.gen(function* () {
     const medianByName = new Map<string, number>()
-    for (const r of rows) if ("runs" in r) medianByName.set(r.name, medianOf(r.runs.map((x) => x.ms)))
+    const runsByName = new Map<string, ReadonlyArray<Run>>()
+    for (const r of rows) {
+      if (!("runs" in r)) continue
+      medianByName.set(r.name, medianOf(r.runs.map((x) => x.ms)))
+      runsByName.set(r.name, r.runs)
+    }
+    // Run k of every row is from round k, so the two runs of a pair were made minutes apart at most: where the disk's
+    // writeback or the kernel's RCU waits move a row's time between rounds, they move its baseline's alike.
+    const paired = (row: ReadonlyArray<Run>, of: ReadonlyArray<Run>): string => {
+      const ratios = sorted(row.slice(0, of.length).map((x, k) => x.ms / (of[k] as Run).ms))
+      if (ratios.length < 3) return ""
+      return `; run by run ${medianOf(ratios).toFixed(2)}x (${(ratios[0] as number).toFixed(2)}–${(ratios.at(-1) as number).toFixed(2)})`
+    }
     const base = medianByName.get(baseline) ?? Number.NaN
     yield* Console.log(`\n### ${title}\n`)
     yield* Console.log(`| case | median | range | ratio to ${baseline} | peak memory | target |`)
@@ -276,7 +290,7 @@ export const report = (
           const of = medianByName.get(t.of)
           return of === undefined
             ? `<= ${t.ratio}x ${t.of}: not measured`
-            : `<= ${t.ratio}x ${t.of}: ${(med / of).toFixed(2)}x, ${med <= t.ratio * of ? "met" : "not met"}`
+            : `<= ${t.ratio}x ${t.of}: ${(med / of).toFixed(2)}x, ${med <= t.ratio * of ? "met" : "not met"}${paired(r.runs, runsByName.get(t.of) ?? [])}`
         })
         .join("; ")
       const note = r.runs.at(-1)?.note
