@@ -230,10 +230,10 @@ const run = Effect.fnUntraced(function* (
   const mounter = yield* Mounter
   const dirs = yield* Directory.Directories
   const root = yield* rootOf(options)
-  // Every prefix is decoded before the table is even read: a bad one changes nothing.
   // Every unmount is verified below this handle: the path, resolved without
   // following a link, must still lead to the mount the table listed. The prefixes are resolved below it too.
   const rootHandle = yield* openRootOf(dirs, root)
+  // Every prefix is decoded before the table is even read: a bad one changes nothing.
   const resolved = yield* decodePrefixes(root, prefixesIn, {
     allowRoot: options?.allowRoot,
     followFinal: options?.followLinks,
