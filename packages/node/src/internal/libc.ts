@@ -118,6 +118,7 @@ export interface Libc {
   readonly flock: (fd: number, operation: number) => number
   readonly fcntl: (fd: number, cmd: number, arg: number) => number
   readonly poll: (fds: Uint8Array, nfds: number, timeout: number) => number
+  readonly eventfd: (initval: number, flags: number) => number
   readonly prctl: (option: number, arg: number) => number
   readonly getppid: () => number
   readonly unshare: (flags: number) => number
@@ -173,6 +174,7 @@ const bind = (): Libc | LibcUnavailable => {
     const flock = f("int flock(int fd, int operation)")
     const fcntl = f("int fcntl(int fd, int cmd, int arg)")
     const poll = f("int poll(void *fds, uintptr_t nfds, int timeout)")
+    const eventfd = f("int eventfd(unsigned int initval, int flags)")
     const prctl = f("int prctl(int option, uintptr_t arg)")
     const getppid = f("int getppid()")
     const unshare = f("int unshare(int flags)")
@@ -207,6 +209,7 @@ const bind = (): Libc | LibcUnavailable => {
       flock: (fd, op) => flock(fd, op),
       fcntl: (fd, cmd, arg) => fcntl(fd, cmd, arg),
       poll: (fds, n, t) => poll(fds, n, t),
+      eventfd: (v, fl) => eventfd(v, fl),
       prctl: (o, a) => prctl(o, a),
       getppid: () => getppid(),
       unshare: (fl) => unshare(fl),

@@ -7,8 +7,10 @@
  *
  * The helper's thread stays synchronous: it hands the thread a job, asks
  * whether it is done between requests (`Atomics.load`), and takes the answer
- * off the port without an event loop (`receiveMessageOnPort`); it can also
- * wait for it (`Atomics.wait`). The thread reads its own duplicate of the
+ * off the port without an event loop (`receiveMessageOnPort`); with no
+ * request to answer it waits in `poll` for the next one and for the thread's
+ * answer together (the thread writes an eventfd when it answers); it can also
+ * wait for the answer alone (`Atomics.wait`). The thread reads its own duplicate of the
  * descriptor (`pread` at offsets), so a close the agent sends meanwhile
  * cannot take the file from under it, and a read that blocks on a dead file
  * system blocks it as it would the helper's own thread: the agent gives up on
@@ -22,15 +24,22 @@ import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "
 /** The thread's program (CommonJS, evaluated): says it started, then hashes the ranges of a descriptor per job. */
 const program = `
 const { workerData } = require("node:worker_threads")
-const { readSync } = require("node:fs")
+const { readSync, writeSync } = require("node:fs")
 const { createHash } = require("node:crypto")
 const flag = new Int32Array(workerData.flag)
 const port = workerData.port
 const buffer = Buffer.allocUnsafe(1024 * 1024)
+const one = Buffer.from(new BigUint64Array([1n]).buffer)
 const answer = (message) => {
   port.postMessage(message)
   Atomics.store(flag, 0, 1)
   Atomics.notify(flag, 0)
+  // Wakes the helper's thread where it waits in poll for a request or this answer (an eventfd: never blocks).
+  if (workerData.wake >= 0) {
+    try {
+      writeSync(workerData.wake, one)
+    } catch {}
+  }
 }
 port.on("message", (m) => {
   const hashes = []
@@ -79,14 +88,18 @@ export class HashThread {
     this.madeAt = performance.now()
   }
 
-  /** Makes the thread (it starts on its own, a few tens of milliseconds); `undefined` when it cannot be made. */
-  static make(): HashThread | undefined {
+  /**
+   * Makes the thread (it starts on its own, a few tens of milliseconds); `undefined` when it cannot be made.
+   * `wake`, an eventfd of the helper's (or -1): the thread adds 1 to it with each answer, so that the helper's
+   * thread can wait for a request and the answer in one `poll`.
+   */
+  static make(wake: number): HashThread | undefined {
     const shared = new SharedArrayBuffer(8)
     const { port1, port2 } = new MessageChannel()
     try {
       const worker = new Worker(program, {
         eval: true,
-        workerData: { flag: shared, port: port2 },
+        workerData: { flag: shared, port: port2, wake },
         transferList: [port2]
       })
       worker.unref()
@@ -105,6 +118,16 @@ export class HashThread {
   /** True when the job's answer is there to take. */
   done(): boolean {
     return Atomics.load(this.flag, 0) === 1
+  }
+
+  /**
+   * Milliseconds left for the thread to start (0 once that time is up), or
+   * `undefined` once it has started: a wait for its answer ends by then, and
+   * {@link finish} says it never started.
+   */
+  startDueIn(): number | undefined {
+    if (Atomics.load(this.flag, 1) === 1) return undefined
+    return Math.max(0, StartMillis - (performance.now() - this.madeAt))
   }
 
   /**

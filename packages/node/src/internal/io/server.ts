@@ -96,12 +96,32 @@ const fill = (wait: boolean): boolean => {
   return true
 }
 
-/** True when a request can be read within `millis` (or the channel ended: the next read says so). */
-const readable = (millis: number): boolean => {
-  const pfd = new Uint8Array(8)
-  new DataView(pfd.buffer).setInt32(0, channel, true)
-  new DataView(pfd.buffer).setInt16(4, k.POLLIN, true)
-  return libc.poll(pfd, 1, millis) !== 0
+/** The hashing thread's wake-up: an eventfd it writes with each answer (see `./hashThread.ts`); -1 without one. */
+let wake = -1
+const wakeCount = Buffer.alloc(8)
+
+/**
+ * Waits, with no request queued and a job on the hashing `thread`, until a
+ * request can be read (true; or the channel ended: the next read says so),
+ * the thread answered, or it is due to have started (false: the job is
+ * looked at again). Without an eventfd, a millisecond at a time.
+ */
+const awaitRequestOrAnswer = (thread: HashThread): boolean => {
+  const due = thread.startDueIn()
+  const pfd = new Uint8Array(16)
+  const v = new DataView(pfd.buffer)
+  v.setInt32(0, channel, true)
+  v.setInt16(4, k.POLLIN, true)
+  v.setInt32(8, wake, true)
+  v.setInt16(12, k.POLLIN, true)
+  const n = libc.poll(pfd, wake < 0 ? 1 : 2, wake < 0 ? 1 : due === undefined ? -1 : Math.ceil(due))
+  if (n > 0 && wake >= 0 && v.getInt16(14, true) !== 0) {
+    // Back to 0, so that the next wait blocks until the next answer (nonblocking: a count read already is no error).
+    try {
+      readSync(wake, wakeCount, 0, 8, null)
+    } catch {}
+  }
+  return n > 0 && v.getInt16(6, true) !== 0
 }
 
 /**
@@ -159,7 +179,10 @@ const sha256 = (fd: number, ranges: Ranges, id: number): ReadonlyArray<string> |
   if (total < ThreadHashBytes) return sys.sha256(fd, ranges)
   // One job at a time (the agent asks for the next batch once it has the last one's answer).
   settleHashing(true)
-  if (hashThread === undefined) hashThread = HashThread.make() ?? null
+  if (hashThread === undefined) {
+    wake = libc.eventfd(0, k.O_CLOEXEC | k.O_NONBLOCK)
+    hashThread = HashThread.make(wake) ?? null
+  }
   // Its own descriptor: a close of `fd` the agent sends meanwhile does not take the file from the thread.
   const copy = hashThread === null ? undefined : sys.dup(fd)
   if (hashThread === null || typeof copy !== "number") return sys.sha256(fd, ranges)
@@ -343,8 +366,11 @@ for (;;) {
   while (queue.length === 0) {
     if (hashing !== undefined) {
       settleHashing(false)
-      // Two things to wait for: the next request, and the hashing thread's answer (looked at every millisecond).
-      if (hashing !== undefined && !readable(1)) continue
+      const thread = hashThread as HashThread
+      // A thread that has not started in time never will: the job is hashed here (`finish` says so).
+      if (hashing !== undefined && thread.startDueIn() === 0) settleHashing(true)
+      // Two things to wait for: the next request, and the hashing thread's answer.
+      if (hashing !== undefined && !awaitRequestOrAnswer(thread)) continue
     }
     if (!fill(true)) process.exit(0)
   }
