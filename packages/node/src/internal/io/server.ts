@@ -82,14 +82,21 @@ const frames = new Frames()
 const queue: Array<Request> = []
 const inbuf = Buffer.allocUnsafe(256 * 1024)
 
+/** Which of `fds` can be read (or ended) within `millis` (-1: however long it takes), one `poll`. */
+const readableOf = (fds: ReadonlyArray<number>, millis: number): Array<boolean> => {
+  const pfd = new Uint8Array(8 * fds.length)
+  const v = new DataView(pfd.buffer)
+  for (const [i, fd] of fds.entries()) {
+    v.setInt32(8 * i, fd, true)
+    v.setInt16(8 * i + 4, k.POLLIN, true)
+  }
+  const n = libc.poll(pfd, fds.length, millis)
+  return fds.map((_, i) => n > 0 && v.getInt16(8 * i + 6, true) !== 0)
+}
+
 /** Reads what is there (blocking when `wait`), queueing whole requests; false at the end of the channel. */
 const fill = (wait: boolean): boolean => {
-  if (!wait) {
-    const pfd = new Uint8Array(8)
-    new DataView(pfd.buffer).setInt32(0, channel, true)
-    new DataView(pfd.buffer).setInt16(4, k.POLLIN, true)
-    if (libc.poll(pfd, 1, 0) <= 0) return true
-  }
+  if (!wait && !readableOf([channel], 0)[0]) return true
   const n = readSync(channel, inbuf, 0, inbuf.length, null)
   if (n === 0) return false
   for (const m of frames.push(Buffer.from(inbuf.subarray(0, n)))) queue.push(m as Request)
@@ -107,21 +114,16 @@ const wakeCount = Buffer.alloc(8)
  * looked at again). Without an eventfd, a millisecond at a time.
  */
 const awaitRequestOrAnswer = (thread: HashThread): boolean => {
+  if (wake < 0) return readableOf([channel], 1)[0] === true
   const due = thread.startDueIn()
-  const pfd = new Uint8Array(16)
-  const v = new DataView(pfd.buffer)
-  v.setInt32(0, channel, true)
-  v.setInt16(4, k.POLLIN, true)
-  v.setInt32(8, wake, true)
-  v.setInt16(12, k.POLLIN, true)
-  const n = libc.poll(pfd, wake < 0 ? 1 : 2, wake < 0 ? 1 : due === undefined ? -1 : Math.ceil(due))
-  if (n > 0 && wake >= 0 && v.getInt16(14, true) !== 0) {
+  const [request, answered] = readableOf([channel, wake], due === undefined ? -1 : Math.ceil(due))
+  if (answered) {
     // Back to 0, so that the next wait blocks until the next answer (nonblocking: a count read already is no error).
     try {
       readSync(wake, wakeCount, 0, 8, null)
     } catch {}
   }
-  return n > 0 && v.getInt16(6, true) !== 0
+  return request === true
 }
 
 /**
